@@ -1,0 +1,20 @@
+"""wfexec: a deterministic interpreter for YAML agent workflows."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "load", "validate", "run", "WorkflowError", "Diagnostic"]
+
+
+def __getattr__(name):
+    # Lazy, so `import wfexec` (and `wfexec --help`) stay cheap.
+    if name in ("load", "validate", "run"):
+        from . import api
+
+        return getattr(api, name)
+    if name in ("WorkflowError", "Diagnostic"):
+        from . import diagnostics
+
+        return getattr(diagnostics, name)
+    raise AttributeError(name)

@@ -1,0 +1,130 @@
+"""Semantic rules the schema cannot express: targets, prompt coverage, the graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .diagnostics import Reporter, did_you_mean
+from .expressions import Template
+from .nodes import NODE_TYPES
+from .nodes.user_prompt import OTHER, SELECTED
+
+HEADER_LIMIT = 12
+OPTION_RANGE = (2, 4)
+
+
+def check(data: dict, nodes: dict, endings: dict, static_targets: list, report: Reporter) -> None:
+    raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
+    raw_endings = data.get("endings") if isinstance(data.get("endings"), dict) else {}
+    _check_targets(raw_nodes, raw_endings, static_targets, report)
+    for node in nodes.values():
+        if node.type == "user_prompt":
+            _check_prompt(node, raw_nodes[node.id], report)
+    if not report.diagnostics or all(d.severity != "error" for d in report.diagnostics):
+        _check_graph(data.get("start_node"), nodes, endings, report)
+
+
+def _check_targets(raw_nodes: dict, raw_endings: dict, static_targets: list, report: Reporter) -> None:
+    known = list(raw_nodes) + list(raw_endings)
+    for path, name in static_targets:
+        if name in raw_nodes or name in raw_endings:
+            continue
+        what = "start_node" if path == ("start_node",) else f"`{path[-1]}`"
+        hint = did_you_mean(name, known) or "name a node under `nodes:` or an ending under `endings:`"
+        report.error(path, "unknown-target", f"{what} names '{name}', which is neither a node nor an ending", hint)
+
+
+def _check_prompt(node, raw: dict, report: Reporter) -> None:
+    spec = node.spec
+    path = ("nodes", node.id)
+    option_ids = [o.id for o in spec.options]
+    handlers = spec.handlers
+    if spec.options_from is None:
+        for index, option_id in enumerate(option_ids):
+            if option_id not in handlers:
+                report.error(path + ("prompt", "options", index, "id"), "prompt-unhandled",
+                             f"option '{option_id}' of '{node.id}' has no handler in on_response",
+                             f"add `{option_id}: {{next_node: ...}}` under on_response")
+        seen = set()
+        for index, option_id in enumerate(option_ids):
+            if option_id in seen:
+                report.error(path + ("prompt", "options", index, "id"), "prompt-duplicate-option",
+                             f"option id '{option_id}' appears twice in '{node.id}'", "give each option its own id")
+            seen.add(option_id)
+        count = len(option_ids)
+        if not OPTION_RANGE[0] <= count <= OPTION_RANGE[1] and not (count == 1 and OTHER in handlers):
+            report.warning(path + ("prompt", "options"), "prompt-option-count",
+                           f"'{node.id}' offers {count} option(s); a question shows 2 to 4 well",
+                           "split a long menu into two questions")
+    for handler_id in handlers:
+        allowed = handler_id in option_ids or handler_id == OTHER or (
+            handler_id == SELECTED and spec.options_from is not None) or spec.options_from is not None
+        if not allowed:
+            hint = did_you_mean(handler_id, option_ids + [OTHER]) or \
+                f"handler keys are option ids ({', '.join(option_ids)}), `other` or, for options from state, `selected`"
+            report.error(path + ("on_response", handler_id), "prompt-stray-handler",
+                         f"on_response of '{node.id}' handles '{handler_id}', which is not an option", hint,
+                         at_key=True)
+    header = raw.get("prompt", {}).get("header")
+    if isinstance(header, str) and "${" not in header and len(header) > HEADER_LIMIT:
+        report.warning(path + ("prompt", "header"), "prompt-header-long",
+                       f"header '{header}' is {len(header)} characters; Claude shows at most {HEADER_LIMIT}",
+                       "shorten it")
+
+
+def _edges(node) -> list[tuple[str, Any]]:
+    return [(label, target) for label, target in NODE_TYPES[node.type].targets(node.spec) if target is not None]
+
+
+def _check_graph(start: Any, nodes: dict, endings: dict, report: Reporter) -> None:
+    if start not in nodes and start not in endings:
+        return
+    everything = list(nodes) + list(endings)
+    successors: dict[str, set[str]] = {}
+    for node_id, node in nodes.items():
+        out: set[str] = set()
+        for _label, target in _edges(node):
+            if isinstance(target, Template):
+                out.update(everything)  # a computed target may go anywhere
+            elif target in nodes or target in endings:
+                out.add(target)
+        successors[node_id] = out
+    for ending in endings.values():
+        retry = ending.recovery.get("retry_node") if isinstance(ending.recovery, dict) else None
+        successors[ending.id] = {retry} if retry in nodes else set()
+
+    reached = {start}
+    frontier = [start]
+    while frontier:
+        current = frontier.pop()
+        for nxt in successors.get(current, ()):
+            if nxt not in reached:
+                reached.add(nxt)
+                frontier.append(nxt)
+    for node_id in nodes:
+        if node_id not in reached:
+            report.warning(("nodes", node_id), "unreachable-node",
+                           f"node '{node_id}' cannot be reached from start_node '{start}'",
+                           "route to it from another node, or remove it", at_key=True)
+    for ending_id in endings:
+        if ending_id not in reached:
+            report.warning(("endings", ending_id), "unreachable-ending", f"ending '{ending_id}' is never reached",
+                           "route to it, or remove it", at_key=True)
+
+    # Which nodes can reach an ending: walk the edges backwards from every ending.
+    predecessors: dict[str, set[str]] = {n: set() for n in everything}
+    for source, targets in successors.items():
+        for target in targets:
+            predecessors.setdefault(target, set()).add(source)
+    finishing = set(endings)
+    frontier = list(endings)
+    while frontier:
+        current = frontier.pop()
+        for previous in predecessors.get(current, ()):
+            if previous not in finishing:
+                finishing.add(previous)
+                frontier.append(previous)
+    for node_id in nodes:
+        if node_id in reached and node_id not in finishing:
+            report.warning(("nodes", node_id), "no-way-out", f"from node '{node_id}' no path leads to an ending",
+                           "the run would loop until its step budget; add a route to an ending", at_key=True)

@@ -1,0 +1,182 @@
+"""The `wfexec` command. Parses flags, calls the API, maps results to exit codes.
+
+Exit codes (DESIGN §7): 0 success ending; 1 failure/error/cancelled ending or
+a run error; 2 invalid workflow or command line; 3 waiting for an answer;
+4 stopped (step budget, interrupt, no backend).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from . import __version__
+
+EXIT_OK, EXIT_ENDING_FAILED, EXIT_INVALID, EXIT_WAITING, EXIT_STOPPED = 0, 1, 2, 3, 4
+
+app = typer.Typer(
+    name="wfexec",
+    help="Run YAML agent workflows deterministically: validate, run, inspect.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def _version(value: bool):
+    if value:
+        typer.echo(f"wfexec {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main_options(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks for internal errors."),
+):
+    """Run YAML agent workflows deterministically."""
+    _state["debug"] = debug
+
+
+_state = {"debug": False}
+
+
+def _print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+# --------------------------------------------------------------------------- #
+@app.command()
+def validate(
+    paths: List[Path] = typer.Argument(..., help="workflow.yaml files or skill folders containing one."),
+    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
+    strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
+):
+    """Check workflows against the schema and the semantic rules."""
+    from .api import resolve_workflow_path, validate as validate_one
+    from .diagnostics import ERROR, WARNING
+
+    everything = []
+    for path in paths:
+        diagnostics = validate_one(path)
+        if strict:
+            diagnostics = [d if d.severity == ERROR else _as_error(d) for d in diagnostics]
+        everything.extend(diagnostics)
+        if format == OutputFormat.text:
+            for d in diagnostics:
+                typer.echo(d.format())
+            if not any(d.severity == ERROR for d in diagnostics):
+                warnings = sum(1 for d in diagnostics if d.severity == WARNING)
+                note = f" ({warnings} warning{'s' if warnings != 1 else ''})" if warnings else ""
+                typer.echo(f"{resolve_workflow_path(path)}: valid{note}", err=True)
+    errors = sum(1 for d in everything if d.severity == ERROR)
+    if format == OutputFormat.json:
+        _print_json([d.to_json() for d in everything])
+    elif errors:
+        typer.echo(f"{errors} error{'s' if errors != 1 else ''} in {len(paths)} file{'s' if len(paths) != 1 else ''}",
+                   err=True)
+    raise typer.Exit(EXIT_INVALID if errors else EXIT_OK)
+
+
+def _as_error(diagnostic):
+    from dataclasses import replace
+
+    return replace(diagnostic, severity="error")
+
+
+# --------------------------------------------------------------------------- #
+@app.command()
+def run(
+    path: Path = typer.Argument(..., help="A workflow.yaml file or a skill folder containing one."),
+    input: List[str] = typer.Option([], "--input", "-i", help="An input as KEY=VALUE (repeatable)."),
+    input_file: Optional[Path] = typer.Option(None, "--input-file", help="A YAML/JSON file of inputs."),
+    set_: List[str] = typer.Option([], "--set", help="Set a state path before the run: PATH=VALUE (repeatable)."),
+    answer: List[str] = typer.Option([], "--answer", "-a", help="Answer a question: NODE=OPTION_ID (repeatable)."),
+    answers: List[Path] = typer.Option([], "--answers", help="A YAML file mapping node ids to answers."),
+    non_interactive: bool = typer.Option(False, "--non-interactive",
+                                         help="Never prompt; a question without an answer exits 3."),
+    max_steps: int = typer.Option(10_000, "--max-steps", min=1, help="Stop after this many steps (exit 4)."),
+    trace: bool = typer.Option(False, "--trace", help="Print each node, action, condition and route to stderr."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print LLM prompts instead of sending them."),
+    state_out: Optional[Path] = typer.Option(None, "--state-out", help="Write the final state as JSON here."),
+    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
+):
+    """Run a workflow to one of its endings."""
+    from .runner import RunRequest, execute_run
+
+    request = RunRequest(path=path, inputs=input, input_file=input_file, overrides=set_, answers=answer,
+                         answer_files=answers, interactive=not non_interactive and sys.stdin.isatty()
+                         and sys.stdout.isatty(), max_steps=max_steps, trace=trace, dry_run=dry_run,
+                         state_out=state_out, json_output=format == OutputFormat.json, debug=_state["debug"])
+    raise typer.Exit(execute_run(request))
+
+
+# --------------------------------------------------------------------------- #
+@app.command()
+def schema(
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+):
+    """Print the workflow JSON Schema, with every registered type's parameters."""
+    from .registry import consequences, preconditions
+    from .schema import published_schema
+
+    text = json.dumps(published_schema(preconditions(), consequences()), indent=2, ensure_ascii=False) + "\n"
+    if output:
+        from .files import write_atomic
+
+        write_atomic(output, text)
+    else:
+        sys.stdout.write(text)
+
+
+class Kind(str, Enum):
+    all = "all"
+    precondition = "precondition"
+    consequence = "consequence"
+
+
+@app.command()
+def types(
+    kind: Kind = typer.Option(Kind.all, "--kind", help="precondition, consequence or all."),
+    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
+):
+    """List every registered precondition and consequence type."""
+    from .registry import consequences, preconditions
+
+    registries = [r for r in (preconditions(), consequences()) if kind in (Kind.all, r.kind)]
+    if format == OutputFormat.json:
+        _print_json([{"kind": s.kind, "name": s.name, "doc": s.doc, "parameters": s.params,
+                      "required": list(s.required), "effects": list(s.effects), "idempotent": s.idempotent,
+                      "source": s.source} for r in registries for s in r.specs()])
+        return
+    for registry in registries:
+        typer.echo(f"{registry.kind}s:")
+        for spec in registry.specs():
+            params = ", ".join(p + ("*" if p in spec.required else "") for p in spec.params)
+            effects = f" [{', '.join(spec.effects)}]" if spec.effects else ""
+            typer.echo(f"  {spec.name}({params}){effects}\n      {spec.doc}")
+        for problem in registry.problems:
+            typer.echo(f"  warning: {problem}", err=True)
+    typer.echo("(* required)")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(EXIT_STOPPED)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

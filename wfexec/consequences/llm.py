@@ -1,0 +1,5 @@
+"""(being written)"""
+
+from ..registry import TypeList
+
+TYPES = TypeList()

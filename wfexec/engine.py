@@ -1,0 +1,384 @@
+"""The run loop: entry gate → node → transition → history → ending.
+
+The engine knows node types only through `NODE_TYPES` and registry types only
+through their specs. Everything it runs was compiled at load; the loop itself
+renders templates and calls handlers, nothing more.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from .console import Console
+from .expressions import ExpressionError, Scope, Template, render_value, to_text
+from .model import Call, Ending, Node, Where, Workflow
+from .nodes import NODE_TYPES
+from .prompts import Answer, AnswerError, Answers, NeedsAnswer, ask_terminal, match_answer
+from .registry import ActionFailed
+from .state import PathError, get_path, new_state, parse_path, set_path
+
+DEFAULT_MAX_STEPS = 10_000
+
+
+class RunError(Exception):
+    """The run cannot go on: a problem in the workflow or its data at run time (exit 1)."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str = "", where: Where | None = None, node: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.where = where
+        self.node = node
+
+    def format(self) -> str:
+        place = f"{self.where}: " if self.where else ""
+        node = f"node '{self.node}': " if self.node else ""
+        text = f"{place}error: {node}{self.message}"
+        return text + (f" — {self.hint}" if self.hint else "")
+
+
+class RunStopped(RunError):
+    """The run was stopped before an ending: step budget, a loop guard, no backend (exit 4)."""
+
+    exit_code = 4
+
+
+class EntryGateFailed(RunError):
+    """An entry precondition failed; no ending is reached (exit 1)."""
+
+
+@dataclass
+class Options:
+    max_steps: int = DEFAULT_MAX_STEPS
+    interactive: bool = False
+    answers: Answers = field(default_factory=Answers)
+    dry_run: bool = False
+    backend: Any = None
+    cwd: Path | None = None
+
+
+@dataclass
+class Result:
+    """How a run ended."""
+
+    ending: str
+    type: str
+    message: str
+    details: str | None
+    summary: dict
+    recovery: Any
+    output: Any
+    state: dict
+    steps: int
+
+    def to_json(self) -> dict:
+        return {"ending": self.ending, "type": self.type, "message": self.message, "details": self.details,
+                "summary": self.summary, "recovery": self.recovery, "output": self.output, "state": self.state,
+                "steps": self.steps}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class CallContext:
+    """What a precondition or consequence handler sees."""
+
+    __slots__ = ("run", "call", "scope")
+
+    def __init__(self, run: "Run", call: Call, scope: Scope):
+        self.run = run
+        self.call = call
+        self.scope = scope
+
+    @property
+    def state(self) -> dict:
+        return self.run.state
+
+    @property
+    def io(self) -> Console:
+        return self.run.io
+
+    @property
+    def cwd(self) -> Path:
+        return self.run.cwd
+
+    @property
+    def workflow(self) -> Workflow:
+        return self.run.workflow
+
+    @property
+    def node(self) -> Node | None:
+        return self.run.current
+
+    def path(self, text: str) -> tuple:
+        """A state path given as a parameter; raises ActionFailed when malformed."""
+        try:
+            return _parse_cached(text)
+        except PathError as exc:
+            raise ActionFailed(str(exc)) from None
+
+    def get(self, path: str | tuple, default: Any = None) -> Any:
+        parts = self.path(path) if isinstance(path, str) else path
+        return get_path(self.run.state, parts, default)
+
+    def set(self, path: str | tuple, value: Any) -> None:
+        parts = self.path(path) if isinstance(path, str) else path
+        if isinstance(value, (dict, list)):
+            value = copy.deepcopy(value)  # state never shares structure with the workflow or itself
+        try:
+            set_path(self.run.state, parts, value)
+        except PathError as exc:
+            raise ActionFailed(str(exc)) from None
+
+    def check(self, call: Call, **local_values) -> bool:
+        return self.run.check(call, self.scope.child(**local_values) if local_values else self.scope)
+
+    def apply(self, call: Call, **local_values) -> None:
+        self.run.apply(call, self.scope.child(**local_values) if local_values else self.scope)
+
+    def evaluate(self, expression, **local_values) -> Any:
+        scope = self.scope.child(**local_values) if local_values else self.scope
+        try:
+            return expression.evaluate(scope)
+        except ExpressionError as exc:
+            raise ActionFailed(exc.message, exc.hint) from None
+
+    def render(self, value: Any, **local_values) -> Any:
+        scope = self.scope.child(**local_values) if local_values else self.scope
+        try:
+            return render_value(value, scope)
+        except ExpressionError as exc:
+            raise ActionFailed(exc.message, exc.hint) from None
+
+    def resolve_file(self, path: str) -> Path:
+        """A file parameter: relative paths are relative to the run's working directory."""
+        p = Path(os.path.expanduser(path))
+        return p if p.is_absolute() else self.run.cwd / p
+
+    def trace(self, text: str) -> None:
+        self.run.io.trace(text)
+
+    def judge(self, prompt: str, purpose: str) -> str:
+        """Send a judgement step to the LLM backend and return its reply."""
+        return self.run.judge(prompt, purpose)
+
+
+_path_cache: dict[str, tuple] = {}
+
+
+def _parse_cached(text: str) -> tuple:
+    parts = _path_cache.get(text)
+    if parts is None:
+        parts = parse_path(text)
+        if len(_path_cache) < 4096:
+            _path_cache[text] = parts
+    return parts
+
+
+StepObserver = Callable[["Run", Node, dict], None]
+
+
+class Run:
+    """One execution of a compiled workflow."""
+
+    def __init__(self, workflow: Workflow, *, io: Console | None = None, options: Options | None = None,
+                 inputs: dict | None = None, state: dict | None = None, observer: StepObserver | None = None,
+                 budget: list | None = None):
+        self.workflow = workflow
+        self.io = io or Console()
+        self.options = options or Options()
+        self.cwd = Path(self.options.cwd or Path.cwd())
+        self.inputs = dict(inputs or {})
+        self.state = state if state is not None else self.initial_state(self.inputs)
+        self.extras = {"imports": workflow.imports, "input": self.inputs, "env": os.environ}
+        self.scope = Scope(self.state, self.extras)
+        self.observer = observer
+        self.current: Node | None = None
+        self.visits: dict[str, int] = {}
+        # Sub-workflows share one step budget with their caller: [steps used].
+        self.budget = budget if budget is not None else [0]
+        self.steps = 0
+
+    # -- state --------------------------------------------------------------
+    def initial_state(self, inputs: dict) -> dict:
+        state = new_state(self.workflow.initial_state)
+        for key, value in inputs.items():
+            state[key] = copy.deepcopy(value)
+        return state
+
+    def set(self, path: tuple, value: Any) -> None:
+        try:
+            set_path(self.state, path, copy.deepcopy(value) if isinstance(value, (dict, list)) else value)
+        except PathError as exc:
+            self.fail(self.current, str(exc))
+
+    def render_text(self, value: Any) -> str:
+        try:
+            return to_text(render_value(value, self.scope))
+        except ExpressionError as exc:
+            self.fail(self.current, exc.message, exc.hint)
+
+    # -- calls --------------------------------------------------------------
+    def check(self, call: Call, scope: Scope | None = None) -> bool:
+        scope = scope or self.scope
+        try:
+            params = render_value(call.params, scope) if call.dynamic else call.params
+            result = bool(call.spec.handler(params, CallContext(self, call, scope)))
+        except ExpressionError as exc:
+            raise RunError(exc.message, exc.hint, call.where, self.current.id if self.current else None) from None
+        except ActionFailed as exc:
+            raise RunError(f"{call.type}: {exc.message}", exc.hint, call.where,
+                           self.current.id if self.current else None) from None
+        self.io.trace(f"Condition: {call.describe()} = {'true' if result else 'false'}")
+        return result
+
+    def apply(self, call: Call, scope: Scope | None = None) -> None:
+        scope = scope or self.scope
+        try:
+            params = render_value(call.params, scope) if call.dynamic else call.params
+        except ExpressionError as exc:
+            raise ActionFailed(exc.message, exc.hint) from None
+        self.io.trace(f"Action: {call.describe()}")
+        call.spec.handler(params, CallContext(self, call, scope))
+
+    def record_error(self, node: Node, call: Call, failure: ActionFailed) -> str:
+        message = f"{call.type} failed: {failure.message}"
+        self.state["computed"]["last_error"] = message
+        self.io.trace(f"  failed: {failure.message}")
+        return message
+
+    # -- questions and judgement -------------------------------------------
+    def ask(self, question) -> Answer:
+        given = self.options.answers.take(question.node)
+        if given is not None:
+            try:
+                answer = match_answer(question, given)
+            except AnswerError as exc:
+                self.fail(self.current, str(exc), "answer with one of the option ids, e.g. "
+                          f"--answer {question.node}={question.choices[0].id if question.choices else 'TEXT'}")
+            self.io.trace(f"Answer: {question.node} = {answer.choice.id if answer.choice else answer.text!r} (given)")
+            return answer
+        if self.options.interactive:
+            return ask_terminal(question)
+        raise NeedsAnswer(question)
+
+    def judge(self, prompt: str, purpose: str) -> str:
+        backend = self.options.backend
+        if self.options.dry_run:
+            self.io.print(f"--- prompt for {purpose} (dry run: not sent) ---\n{prompt}\n--- end of prompt ---")
+            return ""
+        if backend is None:
+            self.stop(self.current, f"{purpose} needs an LLM backend, and none is configured",
+                      "run with --dry-run to see the prompt it would send")
+        return backend.complete(prompt)
+
+    def judge_document(self, node: Node, doc: Path, section: str | None, context: dict) -> str:
+        from .documents import document_prompt
+
+        try:
+            prompt = document_prompt(doc, section, context)
+        except LookupError as exc:
+            self.fail(node, str(exc), "check `section:` against the document's headings")
+        return self.judge(prompt, f"reference node '{node.id}' ({doc.name})")
+
+    def run_subworkflow(self, node: Node, workflow: Workflow, inputs: dict) -> Result:
+        child = Run(workflow, io=self.io, options=self.options, inputs=inputs, budget=self.budget)
+        self.io.trace(f"Sub-workflow: {workflow.name} ({workflow.path.name})")
+        return child.execute()
+
+    # -- ending the run early ------------------------------------------------
+    def fail(self, node: Node | None, message: str, hint: str = "", where: Where | None = None):
+        raise RunError(message, hint, where or (node.where if node else None), node.id if node else None)
+
+    def stop(self, node: Node | None, message: str, hint: str = ""):
+        raise RunStopped(message, hint, node.where if node else None, node.id if node else None)
+
+    # -- the loop -----------------------------------------------------------
+    def check_entry(self) -> None:
+        for call in self.workflow.entry_preconditions:
+            if not self.check(call):
+                message = call.params.get("error_message")
+                text = self.render_text(message) if message else f"{call.describe()} is false"
+                raise EntryGateFailed(f"Entry gate failed: {text}", "", call.where)
+
+    def execute(self, start: str | None = None) -> Result:
+        workflow = self.workflow
+        nodes = workflow.nodes
+        node_id = start or workflow.start_node
+        history = self.state["history"]
+        max_steps = self.options.max_steps
+        while node_id not in workflow.endings:
+            node = nodes.get(node_id)
+            if node is None:
+                self.fail(self.current, f"the target '{node_id}' is neither a node nor an ending",
+                          "a computed target must name a node or an ending")
+            self.current = node
+            self.budget[0] += 1
+            self.steps += 1
+            if self.budget[0] > max_steps:
+                self.stop(node, f"the run took more than {max_steps} steps (last at node '{node_id}'); "
+                                f"the loop through '{node_id}' does not end",
+                          "fix the loop's exit condition, or raise --max-steps")
+            visits = self.visits.get(node_id, 0) + 1
+            self.visits[node_id] = visits
+            if node.max_visits is not None and visits > node.max_visits:
+                self.stop(node, f"node '{node_id}' was entered {visits} times, more than its max_visits "
+                                f"({node.max_visits})", "fix the loop that returns to it")
+            self.io.trace(f"Node: {node_id} ({node.type})")
+            outcome = NODE_TYPES[node.type].execute(node, self)
+            target = outcome.target
+            if isinstance(target, Template):
+                try:
+                    target = to_text(target.render(self.scope))
+                except ExpressionError as exc:
+                    self.fail(node, f"cannot compute the target of {outcome.label}: {exc.message}", exc.hint)
+            if not target:
+                self.fail(node, f"{outcome.label} has no target", f"add `{outcome.label}: <node or ending>`")
+            entry = {"node": node_id, "type": node.type, "outcome": outcome.outcome, "target": target,
+                     "at": _now()}
+            history.append(entry)
+            self.io.trace(f"→ {outcome.label}: {target}")
+            if self.observer is not None:
+                self.observer(self, node, entry)
+            node_id = target
+        self.current = None
+        return self.finish(workflow.endings[node_id])
+
+    def finish(self, ending: Ending) -> Result:
+        scope = self.scope
+        try:
+            message = to_text(render_value(ending.message, scope))
+            details = to_text(render_value(ending.details, scope)) if ending.details is not None else None
+            summary = {k: render_value(v, scope) for k, v in ending.summary.items()}
+            output = render_value(ending.output, scope)
+            recovery = render_value(ending.recovery, scope)
+        except ExpressionError as exc:
+            raise RunError(f"ending '{ending.id}': {exc.message}", exc.hint, ending.where) from None
+        return Result(ending=ending.id, type=ending.type, message=message, details=details, summary=summary,
+                      recovery=recovery, output=output, state=self.state, steps=self.steps)
+
+
+def run_workflow(workflow: Workflow, *, io: Console | None = None, options: Options | None = None,
+                 inputs: dict | None = None, overrides: dict | None = None) -> Result:
+    """Check the entry gate, initialise state, run to an ending."""
+    started = time.perf_counter()
+    run = Run(workflow, io=io, options=options, inputs=inputs)
+    for path, value in (overrides or {}).items():
+        try:
+            set_path(run.state, _parse_cached(path), value)
+        except PathError as exc:
+            raise RunError(f"--set {path}: {exc}", "use a dotted path such as computed.x or flags.ready") from None
+    run.check_entry()
+    result = run.execute()
+    run.io.trace(f"Ending: {result.ending} ({result.type}) after {result.steps} steps in "
+                 f"{(time.perf_counter() - started) * 1000:.1f} ms")
+    return result

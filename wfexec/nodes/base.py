@@ -1,0 +1,20 @@
+"""What every node type shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+TARGET = {"$ref": "#/$defs/target"}
+PRECONDITION = {"$ref": "#/$defs/precondition"}
+CONSEQUENCE = {"$ref": "#/$defs/consequence"}
+CONSEQUENCES = {"type": "array", "items": CONSEQUENCE}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a node did: where to go next and what history should record."""
+
+    target: Any                       # str | Template
+    outcome: dict = field(default_factory=dict)
+    label: str = ""                   # the edge taken: on_success, true, an option id…

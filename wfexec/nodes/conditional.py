@@ -1,0 +1,113 @@
+"""`conditional`: one precondition (composites allowed), a two-way branch.
+
+`branches` may be written `{true, false}` (seed) or `{on_true, on_false}` (v3).
+`audit` evaluates every sub-condition of a composite without short-circuit and
+writes `{passed, total, passed_count, failed_count, results[]}` to state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .base import PRECONDITION, TARGET, Outcome
+
+TYPE = "conditional"
+SCHEMA = {
+    "properties": {
+        "condition": PRECONDITION,
+        "branches": {
+            "type": "object",
+            "properties": {"true": TARGET, "false": TARGET, "on_true": TARGET, "on_false": TARGET},
+            "additionalProperties": False,
+            "oneOf": [{"required": ["true", "false"]}, {"required": ["on_true", "on_false"]}],
+        },
+        "audit": {
+            "oneOf": [
+                {"type": "boolean"},
+                {"type": "object", "additionalProperties": False, "properties": {
+                    "enabled": {"type": "boolean"},
+                    "output": {"type": "string"},
+                    "messages": {"type": "object", "additionalProperties": {"type": "string"}},
+                }},
+            ],
+        },
+    },
+    "required": ["condition", "branches"],
+}
+
+DEFAULT_AUDIT_OUTPUT = "computed.audit_results"
+
+
+@dataclass(frozen=True)
+class Conditional:
+    condition: object
+    on_true: object
+    on_false: object
+    true_label: str
+    false_label: str
+    audit_output: tuple | None
+    audit_messages: dict
+
+
+def compile(node_id, raw, c):
+    branches = raw.get("branches") or {}
+    seed = "true" in branches
+    true_key, false_key = ("true", "false") if seed else ("on_true", "on_false")
+    audit = raw.get("audit")
+    audit_output = None
+    messages = {}
+    if audit is True or (isinstance(audit, dict) and audit.get("enabled", True)):
+        output = audit.get("output", DEFAULT_AUDIT_OUTPUT) if isinstance(audit, dict) else DEFAULT_AUDIT_OUTPUT
+        audit_output = c.path(output, ("audit", "output"))
+        messages = dict(audit.get("messages") or {}) if isinstance(audit, dict) else {}
+    return Conditional(
+        condition=c.call(raw.get("condition"), ("condition",), "precondition"),
+        on_true=c.target(branches.get(true_key), ("branches", true_key)),
+        on_false=c.target(branches.get(false_key), ("branches", false_key)),
+        true_label=true_key,
+        false_label=false_key,
+        audit_output=audit_output,
+        audit_messages=messages,
+    )
+
+
+def targets(spec):
+    return [(spec.true_label, spec.on_true), (spec.false_label, spec.on_false)]
+
+
+def calls(spec):
+    return [spec.condition]
+
+
+def execute(node, run) -> Outcome:
+    spec = node.spec
+    if spec.audit_output is not None:
+        result = _audit(spec, run)
+    else:
+        result = run.check(spec.condition)
+    if result:
+        return Outcome(spec.on_true, {"branch": "true"}, spec.true_label)
+    return Outcome(spec.on_false, {"branch": "false"}, spec.false_label)
+
+
+def _audit(spec, run) -> bool:
+    condition = spec.condition
+    children = condition.params.get("conditions")
+    parts = list(children) if isinstance(children, (list, tuple)) else [condition]
+    results = []
+    for index, part in enumerate(parts):
+        passed = run.check(part)
+        entry = {"index": index, "condition": part.describe(), "passed": passed}
+        if not passed:
+            message = part.params.get("error_message") or spec.audit_messages.get(part.type)
+            if message:
+                entry["message"] = run.render_text(message)
+        results.append(entry)
+    overall = run.check(condition) if parts != [condition] else results[0]["passed"]
+    passed_count = sum(1 for r in results if r["passed"])
+    run.set(spec.audit_output, {
+        "passed": overall, "total": len(results), "passed_count": passed_count,
+        "failed_count": len(results) - passed_count, "results": results,
+    })
+    return overall
+

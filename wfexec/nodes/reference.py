@@ -1,0 +1,115 @@
+"""`reference`: a sub-workflow run deterministically, or a markdown document
+sent to the LLM backend as a judgement step.
+
+A sub-workflow (`workflow:`) runs in its own state (spawn semantics): the
+rendered `input` (or `context`) goes in as its inputs, and on a success ending
+its `output` is stored at `store_as` and copied by `output_mapping`. A
+document (`doc:`, optional `section:`) is rendered with `context` into a
+prompt; the backend's reply is stored at `store_as`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..expressions import render_value
+from ..state import get_path
+from .base import TARGET, Outcome
+
+TYPE = "reference"
+SCHEMA = {
+    "properties": {
+        "doc": {"type": "string"},
+        "workflow": {"type": "string"},
+        "section": {"type": "string"},
+        "context": {"type": "object"},
+        "input": {"type": "object"},
+        "mode": {"enum": ["spawn", "inline"]},
+        "store_as": {"type": "string"},
+        "output_mapping": {"type": "object", "additionalProperties": {"type": "string"}},
+        "error_mapping": {"type": "object", "additionalProperties": TARGET},
+        "next_node": TARGET,
+        "on_success": TARGET,
+        "on_failure": TARGET,
+    },
+    "oneOf": [{"required": ["doc"]}, {"required": ["workflow"]}],
+    "anyOf": [{"required": ["next_node"]}, {"required": ["on_success"]}],
+}
+
+
+@dataclass(frozen=True)
+class Reference:
+    doc: Any                 # Path of the document, or None
+    section: Any
+    workflow: Any            # compiled sub-Workflow, or None
+    inputs: Any              # compiled mapping
+    store_as: tuple | None
+    output_mapping: dict     # parent path tuple → output path tuple
+    error_mapping: dict      # sub-ending id → target
+    on_success: Any
+    on_failure: Any
+
+
+def compile(node_id, raw, c):
+    inputs = raw.get("input") if raw.get("input") is not None else raw.get("context", {})
+    inputs_key = "input" if raw.get("input") is not None else "context"
+    store_as = raw.get("store_as")
+    output_mapping = {}
+    for parent, child in (raw.get("output_mapping") or {}).items():
+        parent_path = c.path(parent, ("output_mapping", parent))
+        child_path = c.path(child, ("output_mapping", parent))
+        if parent_path and child_path:
+            output_mapping[parent_path] = child_path
+    on_success_key = "on_success" if "on_success" in raw else "next_node"
+    return Reference(
+        doc=c.file(raw["doc"], ("doc",), "document") if "doc" in raw else None,
+        section=c.value(raw.get("section"), ("section",)),
+        workflow=c.subworkflow(raw["workflow"], ("workflow",)) if "workflow" in raw else None,
+        inputs=c.value(inputs or {}, (inputs_key,)),
+        store_as=c.path(store_as, ("store_as",)) if store_as else None,
+        output_mapping=output_mapping,
+        error_mapping={str(k): c.target(v, ("error_mapping", k)) for k, v in (raw.get("error_mapping") or {}).items()},
+        on_success=c.target(raw.get(on_success_key), (on_success_key,)),
+        on_failure=c.target(raw.get("on_failure"), ("on_failure",)),
+    )
+
+
+def targets(spec):
+    edges = [("on_success", spec.on_success), ("on_failure", spec.on_failure)]
+    edges += [(f"ending {k}", v) for k, v in spec.error_mapping.items()]
+    return edges
+
+
+def calls(spec):
+    return []
+
+
+def execute(node, run) -> Outcome:
+    spec = node.spec
+    inputs = render_value(spec.inputs, run.scope)
+    if spec.workflow is not None:
+        return _run_subworkflow(node, run, inputs)
+    reply = run.judge_document(node, spec.doc, render_value(spec.section, run.scope), inputs)
+    if spec.store_as:
+        run.set(spec.store_as, reply)
+    return Outcome(spec.on_success, {"success": True}, "on_success")
+
+
+def _run_subworkflow(node, run, inputs) -> Outcome:
+    spec = node.spec
+    result = run.run_subworkflow(node, spec.workflow, inputs)
+    outcome = {"success": result.type == "success", "ending": result.ending}
+    if result.type == "success":
+        if spec.store_as:
+            run.set(spec.store_as, result.output)
+        for parent_path, child_path in spec.output_mapping.items():
+            run.set(parent_path, get_path(result.output or {}, child_path))
+        return Outcome(spec.on_success, outcome, "on_success")
+    if result.ending in spec.error_mapping:
+        return Outcome(spec.error_mapping[result.ending], outcome, f"ending {result.ending}")
+    run.state["computed"]["last_error"] = result.message
+    if spec.on_failure is None:
+        run.fail(node, f"sub-workflow {spec.workflow.name} ended '{result.ending}' ({result.type}): {result.message}",
+                 "add `on_failure:` to handle it", node.where)
+    return Outcome(spec.on_failure, outcome, "on_failure")

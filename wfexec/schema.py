@@ -1,0 +1,315 @@
+"""The published JSON Schema and structural validation.
+
+One schema is published (`wfexec schema`, `schemas/workflow.schema.json`),
+with a branch per node type and per registered precondition/consequence
+type, so editors complete and check every field. Internally the same pieces
+are validated one at a time (top level, each node by its type, each call by
+its registry type): a wrong field is reported once, against the right
+definition, and validation stays fast on large files.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from .diagnostics import Reporter, did_you_mean
+from .nodes import NODE_TYPES
+from .registry import LOOSE_CALL, Registry
+
+SCHEMA_ID = "https://wfexec.dev/schemas/workflow.schema.json"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+_X_KEYS = {"^x-": {}}
+
+TOP_LEVEL = {
+    "type": "object",
+    "properties": {
+        "$schema": {"type": "string"},
+        "name": {"type": "string", "minLength": 1, "description": "The workflow's name (usually the skill folder's)."},
+        "version": {"type": ["string", "number"], "description": "The workflow's own version."},
+        "description": {"type": "string", "description": "What the workflow does; becomes the skill description."},
+        "start_node": {"type": "string", "minLength": 1, "description": "The first node."},
+        "entry_preconditions": {"type": "array", "items": {"$ref": "#/$defs/precondition"},
+                                "description": "Checked before the run starts; a failure stops it."},
+        "initial_state": {"type": "object", "description": "State the run starts with.",
+                          "properties": {"flags": {"type": "object"}, "computed": {"type": "object"},
+                                         "user_responses": {"type": "object"}}},
+        "imports": {"type": "object", "additionalProperties": {"type": "string"},
+                    "description": "alias → relative YAML file, readable as imports.<alias>."},
+        "input_schema": {"type": "object", "description": "inputs the workflow takes: name → {type, required, default, description}",
+                         "additionalProperties": {"type": "object", "properties": {
+                             "type": {"enum": ["string", "integer", "number", "boolean", "array", "object"]},
+                             "required": {"type": "boolean"}, "default": {}, "description": {"type": "string"}},
+                             "additionalProperties": False}},
+        "output_schema": {"type": "object", "description": "values the workflow returns: name → {type, description}"},
+        "definitions": {"description": "accepted and ignored: wfexec ships its types."},
+        "nodes": {"type": "object", "minProperties": 1, "additionalProperties": {"$ref": "#/$defs/node"}},
+        "endings": {"type": "object", "minProperties": 1, "additionalProperties": {"$ref": "#/$defs/ending"}},
+    },
+    "required": ["name", "version", "start_node", "nodes", "endings"],
+    "patternProperties": _X_KEYS,
+    "additionalProperties": False,
+}
+
+ENDING = {
+    "type": "object",
+    "properties": {
+        "type": {"enum": ["success", "failure", "error", "cancelled"]},
+        "message": {"type": "string"},
+        "details": {"type": "string"},
+        "category": {"type": "string"},
+        "summary": {"type": "object", "additionalProperties": {}},
+        "recovery": {"oneOf": [
+            {"type": "string"},
+            {"type": "object", "properties": {"suggestion": {"type": "string"}, "related_skill": {"type": "string"},
+                                              "retry_node": {"type": "string"}}, "additionalProperties": False},
+        ]},
+        "output": {},
+        "delegate": {"type": "object"},
+        "description": {"type": "string"},
+    },
+    "required": ["type", "message"],
+    "patternProperties": _X_KEYS,
+    "additionalProperties": False,
+}
+
+COMMON_NODE_PROPERTIES = {
+    "type": {"enum": sorted(NODE_TYPES)},
+    "description": {"type": "string"},
+    "max_visits": {"type": "integer", "minimum": 1, "description": "stop the run when the node is entered more often"},
+    "idempotent": {"type": "boolean", "description": "false: resume asks before running the node again"},
+}
+
+TARGET = {"type": "string", "minLength": 1, "description": "a node id or an ending id, or a ${...} template"}
+
+
+
+def node_schema(node_type: str) -> dict:
+    module = NODE_TYPES[node_type]
+    schema = {
+        "type": "object",
+        "properties": {**COMMON_NODE_PROPERTIES, **module.SCHEMA.get("properties", {})},
+        "required": ["type", *module.SCHEMA.get("required", [])],
+        "patternProperties": _X_KEYS,
+        "additionalProperties": False,
+    }
+    for key in ("oneOf", "anyOf", "allOf"):
+        if key in module.SCHEMA:
+            schema[key] = module.SCHEMA[key]
+    return schema
+
+
+def _dispatch(kind_defs: dict, discriminator_enum: Iterable[str], description: str) -> dict:
+    """A schema that checks `type` and then the branch for that type."""
+    return {
+        "type": "object",
+        "description": description,
+        "required": ["type"],
+        "properties": {"type": {"enum": sorted(discriminator_enum)}},
+        "allOf": [{"if": {"properties": {"type": {"const": name}}, "required": ["type"]},
+                   "then": {"$ref": ref}} for name, ref in kind_defs.items()],
+    }
+
+
+def published_schema(preconditions: Registry, consequences: Registry) -> dict:
+    """The whole language as one JSON Schema document."""
+    defs: dict[str, Any] = {"target": TARGET, "ending": ENDING}
+    node_refs = {}
+    for node_type in sorted(NODE_TYPES):
+        defs[f"node.{node_type}"] = node_schema(node_type)
+        node_refs[node_type] = f"#/$defs/node.{node_type}"
+    defs["node"] = _dispatch(node_refs, NODE_TYPES, "a node of the graph")
+    for registry, label in ((preconditions, "precondition"), (consequences, "consequence")):
+        refs = {}
+        for spec in registry.specs():
+            defs[f"{label}.{spec.name}"] = spec.parameter_schema()
+            refs[spec.name] = f"#/$defs/{label}.{spec.name}"
+        defs[label] = _dispatch(refs, registry.names(), f"a {label} (a registered type)")
+    return {"$schema": DRAFT, "$id": SCHEMA_ID, "title": "wfexec workflow",
+            "description": "A workflow.yaml run by wfexec (hiivmind seed format and blueprint-lib v3 names).",
+            **TOP_LEVEL, "$defs": defs}
+
+
+# --------------------------------------------------------------------------- #
+# Internal validation.
+
+_validators: dict[str, Any] = {}
+
+
+def _validator(key: str, schema_fn):
+    validator = _validators.get(key)
+    if validator is None:
+        from jsonschema import Draft202012Validator
+
+        root = dict(schema_fn())
+        root["$defs"] = {"target": TARGET, "precondition": LOOSE_CALL, "consequence": LOOSE_CALL,
+                         "node": {"type": "object"}, "ending": {"type": "object"}}
+        validator = Draft202012Validator(root)
+        _validators[key] = validator
+    return validator
+
+
+def check_top_level(data: Any, report: Reporter) -> bool:
+    if not isinstance(data, dict):
+        report.error((), "not-a-mapping", "a workflow must be a YAML mapping with name, version, start_node, "
+                     "nodes and endings", "start from `wfexec new skill NAME` or an example under skills/")
+        return False
+    before = len(report.diagnostics)
+    report_errors(_validator("top", lambda: TOP_LEVEL).iter_errors(data), (), report, "workflow")
+    return len(report.diagnostics) == before
+
+
+def check_node(node_id: str, raw: Any, report: Reporter) -> bool:
+    path = ("nodes", node_id)
+    if not isinstance(raw, dict):
+        report.error(path, "node-shape", f"node '{node_id}' must be a mapping with a `type`")
+        return False
+    node_type = raw.get("type")
+    if node_type not in NODE_TYPES:
+        if node_type is None:
+            report.error(path, "node-type-missing", f"node '{node_id}' has no `type`",
+                         "add `type:` with one of: " + ", ".join(sorted(NODE_TYPES)))
+        else:
+            hint = did_you_mean(node_type, NODE_TYPES) or "use one of: " + ", ".join(sorted(NODE_TYPES))
+            report.error(path + ("type",), "node-type-unknown", f"node '{node_id}' has unknown type '{node_type}'",
+                         hint)
+        return False
+    before = len(report.diagnostics)
+    validator = _validator("node." + node_type, lambda: node_schema(node_type))
+    report_errors(validator.iter_errors(raw), path, report, f"{node_type} node '{node_id}'")
+    return len(report.diagnostics) == before
+
+
+def check_ending(ending_id: str, raw: Any, report: Reporter) -> bool:
+    path = ("endings", ending_id)
+    if not isinstance(raw, dict):
+        report.error(path, "ending-shape", f"ending '{ending_id}' must be a mapping with `type` and `message`")
+        return False
+    before = len(report.diagnostics)
+    report_errors(_validator("ending", lambda: ENDING).iter_errors(raw), path, report, f"ending '{ending_id}'")
+    return len(report.diagnostics) == before
+
+
+def check_call(raw: Any, path: tuple, registry: Registry, report: Reporter) -> bool:
+    """A precondition or consequence object: known type, parameters per its schema."""
+    kind = registry.kind
+    if not isinstance(raw, dict):
+        report.error(path, f"{kind}-shape", f"a {kind} must be a mapping with a `type`",
+                     f"write it as `{{type: <{kind} type>, ...}}`")
+        return False
+    name = raw.get("type")
+    if not isinstance(name, str):
+        report.error(path, f"{kind}-type-missing", f"this {kind} has no `type`",
+                     f"add `type:`; `wfexec types` lists them")
+        return False
+    if name not in registry:
+        hint = registry.suggest(name) or f"`wfexec types` lists the {kind} types"
+        report.error(path + ("type",), f"unknown-{kind}", f"unknown {kind} type '{name}'", hint)
+        return False
+    before = len(report.diagnostics)
+    report_errors(registry.validator(name).iter_errors(raw), path, report, f"{kind} '{name}'")
+    return len(report.diagnostics) == before
+
+
+# --------------------------------------------------------------------------- #
+# jsonschema errors → diagnostics a person can act on.
+
+def report_errors(errors, base: tuple, report: Reporter, what: str) -> None:
+    for error in sorted(errors, key=lambda e: list(map(str, e.absolute_path))):
+        if error.validator in ("anyOf", "oneOf") and error.context and \
+                not all(e.validator == "required" for e in error.context):
+            error = _prefer_specific(error)
+        _report_one(error, base, report, what)
+
+
+def _prefer_specific(error):
+    """For anyOf/oneOf, report the branch the user most likely meant."""
+    from jsonschema.exceptions import best_match
+
+    branches = error.validator_value
+    if isinstance(branches, list) and branches and "${" in str(branches[-1].get("pattern", "")):
+        # A parameter that also accepts a `${...}` template: the real type is the first branch.
+        first = [e for e in error.context if e.schema_path and e.schema_path[0] == 0]
+        if first:
+            return first[0]
+    return best_match(error.context) or error
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
+            dict: "a mapping"}.get(type(value), type(value).__name__)
+
+
+def _report_one(error, base: tuple, report: Reporter, what: str) -> None:
+    path = base + tuple(error.absolute_path)
+    validator = error.validator
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    field = path[-1] if len(path) > len(base) else None
+    where = f"`{field}` in {what}" if field is not None else what
+    instance = error.instance
+    if validator == "additionalProperties":
+        allowed = list(schema.get("properties", {}))
+        patterns = schema.get("patternProperties", {})
+        for key in instance:
+            if key in allowed:
+                continue
+            if any(re.search(p, str(key)) for p in patterns):
+                continue
+            hint = did_you_mean(key, allowed) or ("allowed here: " + ", ".join(allowed) if allowed else "")
+            if patterns:
+                hint += ("; " if hint else "") + "keys starting with x- are free for tools"
+            report.error(path + (key,), "unknown-field", f"unknown field '{key}' in {what}", hint, at_key=True)
+        return
+    if validator == "required":
+        missing = [k for k in error.validator_value if k not in instance]
+        for key in missing:
+            report.error(path, "missing-field", f"{what} is missing required field '{key}'",
+                         _field_hint(schema, key), at_key=len(path) > 0 and field is not None)
+        return
+    if validator == "type":
+        expected = error.validator_value
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        report.error(path, "wrong-type", f"{where} must be {_article(expected)}, not {_type_name(instance)}",
+                     _field_hint_for(schema))
+        return
+    if validator in ("enum", "const"):
+        options = error.validator_value if validator == "enum" else [error.validator_value]
+        hint = did_you_mean(instance, [str(o) for o in options]) if isinstance(instance, str) else ""
+        report.error(path, "bad-value", f"{where} is {instance!r}; allowed: {', '.join(map(str, options))}", hint)
+        return
+    if validator == "oneOf" and error.context and all(e.validator == "required" for e in error.context):
+        choices = [" + ".join(e.validator_value) for e in error.context]
+        report.error(path, "one-of", f"{what} needs exactly one of: {' | '.join(choices)}",
+                     "keep one of them")
+        return
+    if validator == "anyOf" and error.context and all(e.validator == "required" for e in error.context):
+        choices = [" + ".join(e.validator_value) for e in error.context]
+        report.error(path, "any-of", f"{what} needs one of: {' | '.join(choices)}")
+        return
+    if validator == "minItems":
+        report.error(path, "too-few", f"{where} needs at least {error.validator_value} item(s)")
+        return
+    if validator == "minProperties":
+        report.error(path, "too-few", f"{where} needs at least {error.validator_value} entry")
+        return
+    if validator == "pattern" and "${" in str(error.validator_value):
+        report.error(path, "wrong-type", f"{where}: {error.message}")
+        return
+    report.error(path, f"schema-{validator}", f"{where}: {error.message}")
+
+
+def _article(type_name: str) -> str:
+    return {"object": "a mapping", "array": "a list", "string": "a string", "integer": "a whole number",
+            "number": "a number", "boolean": "true or false", "null": "null"}.get(type_name, type_name)
+
+
+def _field_hint(schema: dict, key: str) -> str:
+    prop = schema.get("properties", {}).get(key, {})
+    return prop.get("description", "") if isinstance(prop, dict) else ""
+
+
+def _field_hint_for(schema: dict) -> str:
+    return schema.get("description", "") if isinstance(schema, dict) else ""
