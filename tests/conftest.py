@@ -1,0 +1,71 @@
+"""Shared test helpers: write a workflow to a temp folder, run it for real."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Captured:
+    def __init__(self):
+        self.out = io.StringIO()
+        self.err = io.StringIO()
+
+    def console(self, trace: bool = False):
+        from wfexec.console import Console
+
+        return Console(out=self.out, err=self.err, trace=trace, color=False)
+
+    @property
+    def text(self) -> str:
+        return self.out.getvalue()
+
+
+@pytest.fixture
+def write_workflow(tmp_path):
+    """write_workflow(yaml_text, name='workflow.yaml') -> Path, dedenting the text."""
+
+    def write(text: str, name: str = "workflow.yaml") -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture
+def run_yaml(write_workflow, tmp_path):
+    """run_yaml(yaml_text, answers=None, inputs=None, cwd=tmp_path) -> (Result, Captured)."""
+
+    def run(text: str, *, answers=None, inputs=None, trace: bool = False, cwd=None, **kwargs):
+        import wfexec
+
+        path = write_workflow(text)
+        captured = Captured()
+        result = wfexec.run(path, answers=answers, inputs=inputs, io=captured.console(trace),
+                            cwd=cwd or tmp_path, **kwargs)
+        return result, captured
+
+    return run
+
+
+def wfexec_cli(*args, cwd=None, input_text=None, env=None, timeout=60):
+    """Run the real `wfexec` command in a subprocess."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "wfexec.cli", *map(str, args)], cwd=cwd, input=input_text,
+                          capture_output=True, text=True, env=full_env, timeout=timeout)
+
+
+@pytest.fixture
+def cli():
+    return wfexec_cli

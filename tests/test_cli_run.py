@@ -1,0 +1,127 @@
+"""`wfexec run` through the real command: exit codes, output formats, answers, state files."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import ROOT
+
+QUICKSTART = ROOT / "skills" / "quickstart"
+
+LOOP = """
+name: loop
+version: 1
+start_node: spin
+nodes:
+  spin:
+    type: action
+    actions: [{type: set_flag, flag: x}]
+    on_success: spin
+endings:
+  never: {type: success, message: never}
+"""
+
+
+def test_success_ending_prints_message_and_summary_and_exits_0(cli):
+    done = cli("run", QUICKSTART, "--answer", "ask_mood=cheerful", "--input", "name=Ada")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Hello, Ada!", "  letters: 3"]
+
+
+def test_unanswered_question_without_terminal_exits_3_naming_node_and_options(cli):
+    done = cli("run", QUICKSTART)
+    assert done.returncode == 3
+    assert "node 'ask_mood'" in done.stderr
+    assert "options: cheerful, plain" in done.stderr
+    assert "--answer ask_mood=" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_answers_file_and_json_output(cli, tmp_path):
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("ask_mood: Plainly\n")
+    done = cli("run", QUICKSTART, "--answers", answers, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "completed"
+    assert result["ending"] == "done" and result["type"] == "success"
+    assert result["message"] == "Hello, world"
+    assert result["state"]["user_responses"]["ask_mood"]["id"] == "plain"
+
+
+def test_an_answer_that_is_not_an_option_is_an_error_listing_options(cli):
+    done = cli("run", QUICKSTART, "--answer", "ask_mood=grumpy")
+    assert done.returncode == 1
+    assert "'grumpy' is not an option of 'ask_mood'; the options are: cheerful, plain" in done.stderr
+
+
+def test_step_budget_exits_4(cli, tmp_path):
+    path = tmp_path / "loop.yaml"
+    path.write_text(LOOP)
+    done = cli("run", path, "--max-steps", "25")
+    assert done.returncode == 4
+    assert "more than 25 steps" in done.stderr and "node 'spin'" in done.stderr
+
+
+def test_invalid_workflow_is_not_run_and_exits_2(cli, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(LOOP.replace("on_success: spin", "on_success: spinn"))
+    done = cli("run", path)
+    assert done.returncode == 2
+    assert "did you mean 'spin'?" in done.stderr
+    assert "not run" in done.stderr
+
+
+def test_error_ending_exits_1_with_recovery(cli, tmp_path):
+    path = tmp_path / "fail.yaml"
+    path.write_text("""
+name: fail
+version: 1
+start_node: boom
+nodes:
+  boom:
+    type: action
+    actions: [{type: rollback_checkpoint, name: missing}]
+    on_success: ok
+    on_failure: broken
+endings:
+  ok: {type: success, message: fine}
+  broken:
+    type: error
+    message: "it broke"
+    details: "${computed.last_error}"
+    recovery: {suggestion: "create the checkpoint first", related_skill: setup}
+""")
+    done = cli("run", path)
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert lines[0] == "Error: it broke"
+    assert "no checkpoint named 'missing'" in lines[1]
+    assert "Suggestion: create the checkpoint first" in lines
+    assert "Try running: /setup" in lines
+
+
+def test_state_out_trace_and_set(cli, tmp_path):
+    state_file = tmp_path / "out" / "state.json"
+    done = cli("run", QUICKSTART, "--answer", "ask_mood=plain", "--set", "name=Grace", "--trace",
+               "--state-out", state_file)
+    assert done.returncode == 0, done.stderr
+    state = json.loads(state_file.read_text())
+    assert state["computed"]["greeting"] == "Hello, Grace"
+    assert [h["node"] for h in state["history"]] == ["ask_mood", "count_letters", "pick_style"]
+    assert "[WORKFLOW] Node: count_letters (action)" in done.stderr
+    assert "[WORKFLOW] Condition: flag_set(flag=cheerful) = false" in done.stderr
+    assert "[WORKFLOW] → false: done" in done.stderr
+
+
+def test_bad_command_line_values_exit_2(cli):
+    assert cli("run", QUICKSTART, "--input", "novalue").returncode == 2
+    assert cli("run", QUICKSTART, "--max-steps", "0").returncode == 2
+    assert cli("run", ROOT / "does-not-exist.yaml").returncode == 2
+
+
+def test_version_and_help_work(cli):
+    assert cli("--version").stdout.startswith("wfexec ")
+    help_text = cli("--help").stdout
+    for command in ("validate", "run", "schema", "types"):
+        assert command in help_text
