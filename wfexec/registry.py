@@ -208,8 +208,10 @@ def load_registry(kind: str) -> Registry:
         except Exception as exc:  # a broken plugin must not break every workflow
             registry.problems.append(f"plugin '{ep.name}' ({ep.value}) could not be loaded: {exc}")
             continue
+        # One module may hold both kinds and be named in both entry-point groups.
         for spec in specs:
-            registry.register(spec)
+            if spec.kind == kind:
+                registry.register(spec)
     _registries[kind] = registry
     return registry
 

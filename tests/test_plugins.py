@@ -1,0 +1,81 @@
+"""A third-party plugin package registers types through entry points, validated and run like built-ins."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, wfexec_cli
+
+PLUGIN = ROOT / "tests" / "plugins" / "wfexec-hello"
+
+WORKFLOW = """
+name: plugged
+version: 1
+start_node: greet
+initial_state: {n: 4}
+nodes:
+  greet:
+    type: action
+    actions:
+      - {type: greet, name: "${who}", times: 2, store_as: computed.greeting}
+    on_success: check
+    on_failure: failed
+  check:
+    type: conditional
+    condition: {type: is_even, value: "${n}"}
+    branches: {true: done, false: failed}
+endings:
+  done: {type: success, message: "${computed.greeting}"}
+  failed: {type: error, message: "${computed.last_error | default('odd')}"}
+"""
+
+
+@pytest.fixture(scope="module")
+def plugin_path(tmp_path_factory):
+    """The plugin installed for real (pip, wheel metadata and entry points) into a private folder."""
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), str(PLUGIN)], check=True, capture_output=True, timeout=300)
+    return target
+
+
+def run_with_plugin(plugin_path, *args, cwd):
+    env = {"PYTHONPATH": os.pathsep.join([str(plugin_path), os.environ.get("PYTHONPATH", "")])}
+    return wfexec_cli(*args, cwd=cwd, env=env)
+
+
+def test_plugin_types_are_listed(plugin_path, tmp_path):
+    listed = json.loads(run_with_plugin(plugin_path, "types", "--format", "json", cwd=tmp_path).stdout)
+    greet = next(t for t in listed if t["name"] == "greet")
+    assert greet["kind"] == "consequence" and greet["source"] == "wfexec_hello.types"
+    assert greet["doc"] == "Store a greeting for `name`, repeated `times` times."
+    assert any(t["name"] == "is_even" and t["kind"] == "precondition" for t in listed)
+
+
+def test_plugin_consequence_runs_and_its_precondition_routes(plugin_path, tmp_path):
+    (tmp_path / "workflow.yaml").write_text(WORKFLOW)
+    done = run_with_plugin(plugin_path, "run", ".", "--input", "who=Ada", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "hello Ada hello Ada"
+    failed = run_with_plugin(plugin_path, "run", ".", "--input", "who=nobody", cwd=tmp_path)
+    assert failed.returncode == 1
+    assert "nobody cannot be greeted" in failed.stdout
+
+
+def test_plugin_parameters_are_validated_at_load(plugin_path, tmp_path):
+    (tmp_path / "workflow.yaml").write_text(WORKFLOW.replace("times: 2", "times: many"))
+    done = run_with_plugin(plugin_path, "validate", ".", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "`times` in consequence 'greet' must be a whole number, not a string" in done.stdout
+
+
+def test_without_the_plugin_its_types_are_unknown(tmp_path):
+    (tmp_path / "workflow.yaml").write_text(WORKFLOW)
+    done = wfexec_cli("validate", ".", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "unknown consequence type 'greet'" in done.stdout
