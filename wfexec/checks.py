@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .diagnostics import Reporter, did_you_mean
+from .diagnostics import Reporter, did_you_mean, format_yaml_path
 from .expressions import Template
 from .nodes import NODE_TYPES
 from .nodes.user_prompt import OTHER, SELECTED
@@ -29,9 +29,16 @@ def _check_targets(raw_nodes: dict, raw_endings: dict, static_targets: list, rep
     for path, name in static_targets:
         if name in raw_nodes or name in raw_endings:
             continue
-        what = "start_node" if path == ("start_node",) else f"`{path[-1]}`"
+        what = "start_node" if path == ("start_node",) else f"`{_field_path(path)}`"
         hint = did_you_mean(name, known) or "name a node under `nodes:` or an ending under `endings:`"
         report.error(path, "unknown-target", f"{what} names '{name}', which is neither a node nor an ending", hint)
+
+
+def _field_path(path: tuple) -> str:
+    """`on_response.yes.next_node` for a path inside a node or ending; the path itself otherwise."""
+    if len(path) > 2 and path[0] in ("nodes", "endings"):
+        return format_yaml_path(path[2:])
+    return format_yaml_path(path)
 
 
 def _check_prompt(node, raw: dict, report: Reporter) -> None:
@@ -77,8 +84,8 @@ def _edges(node) -> list[tuple[str, Any]]:
 
 
 def _check_graph(start: Any, nodes: dict, endings: dict, report: Reporter) -> None:
-    if start not in nodes and start not in endings:
-        return
+    if not isinstance(start, str) or (start not in nodes and start not in endings):
+        return  # reported already: start_node is missing, not a name, or names nothing
     everything = list(nodes) + list(endings)
     successors: dict[str, set[str]] = {}
     for node_id, node in nodes.items():

@@ -78,7 +78,9 @@ class Reporter:
 
     def __init__(self, file: str, positions: dict | None = None):
         self.file = file
-        self.positions = positions or {}
+        # Keep the caller's dict even when it is still empty: the loader fills it
+        # after creating the reporter.
+        self.positions = positions if positions is not None else {}
         self.diagnostics: list[Diagnostic] = []
 
     def position(self, path: Sequence) -> tuple[int, int]:
@@ -93,18 +95,21 @@ class Reporter:
         return self.positions.get((), (1, 1))
 
     def add(self, path: Sequence, code: str, message: str, hint: str = "", severity: str = ERROR,
-            at_key: bool = False) -> Diagnostic:
+            at_key: bool = False, at: tuple[int, int] | None = None) -> Diagnostic:
+        """Record a diagnostic at `at`, else at the key (`at_key`) or the value under `path`."""
         path = tuple(path)
-        pos = None
-        if at_key:
+        pos = at
+        if at_key and pos is None:
             pos = self.positions.get(("@key",) + path)
         line, column = pos or self.position(path)
         diag = Diagnostic(self.file, line, column, format_yaml_path(path), severity, code, message, hint)
         self.diagnostics.append(diag)
         return diag
 
-    def error(self, path: Sequence, code: str, message: str, hint: str = "", at_key: bool = False):
-        return self.add(path, code, message, hint, ERROR, at_key)
+    def error(self, path: Sequence, code: str, message: str, hint: str = "", at_key: bool = False,
+              at: tuple[int, int] | None = None):
+        return self.add(path, code, message, hint, ERROR, at_key, at)
 
-    def warning(self, path: Sequence, code: str, message: str, hint: str = "", at_key: bool = False):
-        return self.add(path, code, message, hint, WARNING, at_key)
+    def warning(self, path: Sequence, code: str, message: str, hint: str = "", at_key: bool = False,
+                at: tuple[int, int] | None = None):
+        return self.add(path, code, message, hint, WARNING, at_key, at)

@@ -47,11 +47,16 @@ class ExpressionError(Exception):
 # Rejections: things people write that are not this language.
 
 _JS_PATTERNS: list[tuple[re.Pattern, str, str]] = [
+    # `/.../` holding `\`, `$` or `^` after an operator or a space: division never looks like that.
+    (re.compile(r"(?:^|[(,=:&|!\s])/(?:[^/\s]|\\/)(?:[^/\n]|\\/)*[\\$^][^/\n]*/[gimsuy]*"),
+     "regular expression literals (`/.../`) are JavaScript",
+     "use a string test: `s.endswith('.git')`, `'x' in s`"),
     (re.compile(r"=>"), "arrow functions (`=>`) are JavaScript",
      "use a filter instead: `items | map(attribute='id') | list`, `items | selectattr('ok') | list`"),
     (re.compile(r"[!=]=="), "`===`/`!==` are JavaScript", "use `==` or `!=`"),
     (re.compile(r"\.(map|filter|reduce|some|every|flatMap|forEach|push|includes|indexOf|toLowerCase|"
-                r"toUpperCase|trim|toISOString)\s*\("),
+                r"toUpperCase|trim|toISOString|test|match|startsWith|endsWith|substring|slice|charAt|"
+                r"toString)\s*\("),
      "JavaScript array/string methods are not available",
      "use Jinja2 filters: `items | map(...)`, `items | select(...)`, `x in items`, `s | lower`, `s | trim`"),
     (re.compile(r"\.length\b"), "`.length` is JavaScript", "use `len(x)` or `x | length`"),
@@ -59,9 +64,6 @@ _JS_PATTERNS: list[tuple[re.Pattern, str, str]] = [
      "use a consequence such as set_timestamp"),
     (re.compile(r"\b(Object|Math|JSON|Array|Date)\.\w+"), "JavaScript globals are not available",
      "use Jinja2 filters: `d | dictsort`, `x | tojson`, `x | round`"),
-    (re.compile(r"(?:^|[(,=:&|!]\s*)/(?:[^/\s]|\\/)(?:[^/\n]|\\/)*[\\$^][^/\n]*/[gimsuy]*"),
-     "regular expression literals (`/.../`) are JavaScript",
-     "use a string test: `s.endswith('.git')`, `'x' in s`"),
     (re.compile(r"\?\?"), "`??` is JavaScript", "use `x | default(y)`"),
     (re.compile(r"(?<![?\w])\?(?![?])[^:]*:"), "the `a ? b : c` conditional is JavaScript",
      "use `b if a else c`"),
@@ -140,7 +142,15 @@ def environment():
         from jinja2 import StrictUndefined
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-        env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+        class WorkflowEnvironment(ImmutableSandboxedEnvironment):
+            def getattr(self, obj, attribute):
+                # `computed.items` means the key "items", not dict.items: in workflow
+                # state a mapping's keys always win over Python methods.
+                if isinstance(obj, dict) and attribute in obj:
+                    return obj[attribute]
+                return super().getattr(obj, attribute)
+
+        env = WorkflowEnvironment(undefined=StrictUndefined, autoescape=False)
         env.globals.update(
             len=len, contains=_contains, startswith=_startswith, endswith=_endswith,
             null=None, str=str, int=int, float=float, bool=bool, min=min, max=max, sum=sum,
@@ -188,7 +198,7 @@ class Scope:
 class Expression:
     """A compiled expression. `evaluate(scope)` returns its value."""
 
-    __slots__ = ("source", "names", "_fn")
+    __slots__ = ("source", "names", "_ast", "_compiled")
 
     def __init__(self, source: str):
         self.source = source
@@ -198,17 +208,38 @@ class Expression:
         _reject_foreign(text)
         text = _translate_seed_operators(text)
         env = environment()
-        from jinja2 import TemplateSyntaxError, meta
+        from jinja2 import TemplateSyntaxError, nodes
+        from jinja2.parser import Parser
 
         try:
-            ast = env.parse("{{ (" + text + ") }}")
-            self._fn = env.compile_expression(text, undefined_to_none=False)
+            parser = Parser(env, text, state="variable")
+            ast = parser.parse_expression()
+            if not parser.stream.eos:
+                raise TemplateSyntaxError("unexpected text after the expression", parser.stream.current.lineno,
+                                          None, None)
         except TemplateSyntaxError as exc:
-            raise ExpressionError(f"invalid expression `{_short(source)}`: {exc.message}", LANGUAGE_HINT,
-                                  source) from None
+            raise ExpressionError(f"invalid expression `{_short(source)}`: {_syntax_problem(exc.message)}",
+                                  LANGUAGE_HINT, source) from None
         except Exception as exc:  # jinja raises assorted errors on odd input
             raise ExpressionError(f"invalid expression `{_short(source)}`: {exc}", LANGUAGE_HINT, source) from None
-        self.names = tuple(sorted(meta.find_undeclared_variables(ast)))
+        _check_filters_and_tests(ast, env, source)
+        self._ast = ast
+        self._compiled = None
+        found = [ast, *ast.find_all(nodes.Name)]  # find_all skips the root itself
+        self.names = tuple(sorted({n.name for n in found if isinstance(n, nodes.Name) and n.ctx == "load"}))
+
+    def _fn(self, **values):
+        # Parsing (above) finds every error a workflow author can make; turning the
+        # tree into Python code is the costly half, done once, on first evaluation.
+        compiled = self._compiled
+        if compiled is None:
+            from jinja2 import nodes
+            from jinja2.environment import TemplateExpression
+
+            env = environment()
+            body = nodes.Template([nodes.Assign(nodes.Name("result", "store"), self._ast, lineno=1)], lineno=1)
+            compiled = self._compiled = TemplateExpression(env.from_string(body), False)
+        return compiled(**values)
 
     def evaluate(self, scope: Scope) -> Any:
         from jinja2 import Undefined
@@ -235,6 +266,10 @@ class Expression:
         if isinstance(result, Undefined):
             try:
                 result._fail_with_undefined_error()
+            except SecurityError as exc:  # the sandbox hands back an Undefined for unsafe attributes
+                raise ExpressionError(f"`{_short(self.source)}` is not allowed: {exc}",
+                                      "expressions can read values, not reach into Python internals",
+                                      self.source) from None
             except UndefinedError as exc:
                 raise ExpressionError(_undefined_message(exc, self.source), "set it earlier in the workflow, or use "
                                       "`x | default(...)`", self.source) from None
@@ -242,6 +277,29 @@ class Expression:
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
+
+
+def _syntax_problem(message: str | None) -> str:
+    """Jinja's parser words, said in terms of an expression."""
+    message = message or "syntax error"
+    if message.startswith("chunk after expression"):
+        return "unexpected text after a complete expression (an operator missing, or prose?)"
+    return message.replace("'end of template'", "end of expression").replace("end of template", "end of expression")
+
+
+def _check_filters_and_tests(ast, env, source: str) -> None:
+    from jinja2 import nodes
+
+    for node in [ast, *ast.find_all((nodes.Filter, nodes.Test))]:
+        if not isinstance(node, (nodes.Filter, nodes.Test)):
+            continue
+        known = env.filters if isinstance(node, nodes.Filter) else env.tests
+        if node.name not in known:
+            what = "filter" if isinstance(node, nodes.Filter) else "test"
+            from .diagnostics import did_you_mean
+
+            hint = did_you_mean(node.name, known) or f"Jinja2's built-in {what}s are available"
+            raise ExpressionError(f"unknown {what} '{node.name}' in `{_short(source)}`", hint, source)
 
 
 def _undefined_message(exc: Exception, source: str) -> str:

@@ -27,6 +27,10 @@ _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
 _MERGE = "tag:yaml.org,2002:merge"
 
+# An explicit `!!bool` takes the YAML 1.1 words too; implicit booleans are only true/false (YAML 1.2).
+_TRUE = ("true", "yes", "on", "y")
+_FALSE = ("false", "no", "off", "n")
+
 # YAML nests deeper than this only in hostile input; Python's recursion limit
 # would otherwise turn it into a traceback.
 MAX_DEPTH = 200
@@ -66,7 +70,46 @@ def _parser():
             _yaml = YAML(typ="safe", pure=False)
         except Exception:  # pragma: no cover - no C extension on this platform
             _yaml = YAML(typ="safe", pure=True)
+        _yaml.Resolver = _resolver_class()
     return _yaml
+
+
+def _resolver_class():
+    """ruamel's resolver, with its YAML 1.2 table looked up once instead of per scalar.
+
+    The C parser calls back into the resolver for every scalar; ruamel rebuilds
+    the version lookup each time, which costs more than the parse itself.
+    """
+    from ruamel.yaml.nodes import ScalarNode, SequenceNode
+    from ruamel.yaml.resolver import VersionedResolver
+    from ruamel.yaml.tag import Tag
+
+    class FastResolver(VersionedResolver):
+        _table: dict | None = None
+        _any_first: list = []
+
+        def _build_table(self):
+            by_first = self.versioned_resolver
+            any_first = [(Tag(suffix=tag), regexp) for tag, regexp in by_first.get(None, [])]
+            table = {first: [(Tag(suffix=tag), regexp) for tag, regexp in entries] + any_first
+                     for first, entries in by_first.items() if first is not None}
+            FastResolver._any_first = any_first
+            FastResolver._table = table
+            return table
+
+        def resolve(self, kind, value, implicit):
+            if kind is ScalarNode:
+                if implicit[0]:
+                    table = FastResolver._table or self._build_table()
+                    for tag, regexp in table.get(value[:1], FastResolver._any_first):
+                        if regexp.match(value):
+                            return tag
+                return self.DEFAULT_SCALAR_TAG
+            if kind is SequenceNode:
+                return self.DEFAULT_SEQUENCE_TAG
+            return self.DEFAULT_MAPPING_TAG
+
+    return FastResolver
 
 
 def load_text(text: str, path: str = "<string>") -> Document:
@@ -80,13 +123,10 @@ def load_text(text: str, path: str = "<string>") -> Document:
         root = yaml.compose(text)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = exc.problem or exc.context or "invalid YAML"
-        if exc.context and exc.problem:
-            problem = f"{exc.problem} ({exc.context})"
+        line, col = _inside(_line_lengths(text), (mark.line + 1, mark.column + 1) if mark else (1, 1))
         doc.positions[()] = (line, col)
-        reporter.error((), "yaml-syntax", f"YAML syntax error: {problem}",
-                       "check indentation and quoting around this line")
+        problem = _syntax_problem(exc)
+        reporter.error((), "yaml-syntax", f"YAML syntax error: {problem}", _syntax_hint(text, mark, problem))
         doc.diagnostics = reporter.diagnostics
         return doc
     except (YAMLError, ValueError, RecursionError) as exc:
@@ -97,7 +137,7 @@ def load_text(text: str, path: str = "<string>") -> Document:
         doc.positions[()] = (1, 1)
         doc.data = None
         return doc
-    builder = _Builder(yaml.constructor, doc.positions, reporter)
+    builder = _Builder(yaml.constructor, doc.positions, reporter, _line_lengths(text))
     try:
         doc.data = builder.build(root, ())
     except _TooDeep as exc:
@@ -108,6 +148,44 @@ def load_text(text: str, path: str = "<string>") -> Document:
                        "remove recursive anchors")
     doc.diagnostics = reporter.diagnostics
     return doc
+
+
+_LINE_BREAKS = {ord(c): "\n" for c in "\r\x85\u2028\u2029"}
+
+
+def _line_lengths(text: str) -> list[int]:
+    return [len(line) for line in text.replace("\r\n", "\n").translate(_LINE_BREAKS).split("\n")]
+
+
+def _inside(line_lengths: list[int], position: tuple[int, int]) -> tuple[int, int]:
+    """The position, moved back onto the last line when the parser points past the end of the file."""
+    if position[0] <= len(line_lengths):
+        return position
+    return len(line_lengths), line_lengths[-1] + 1
+
+
+def _syntax_problem(exc) -> str:
+    """ruamel's problem, plus where the construct it was reading began when that is elsewhere."""
+    problem = exc.problem or exc.context or "invalid YAML"
+    if "another document" in problem:
+        return "a second YAML document starts here (`---`); a workflow file holds exactly one"
+    context, start, mark = exc.context, exc.context_mark, exc.problem_mark
+    if context and exc.problem:
+        if start is not None and mark is not None and (start.line, start.column) != (mark.line, mark.column):
+            context = f"{context} that starts at line {start.line + 1}, column {start.column + 1}"
+        problem = f"{problem} ({context})"
+    return problem
+
+
+def _syntax_hint(text: str, mark, problem: str) -> str:
+    lines = text.splitlines()
+    if mark is not None and mark.line < len(lines) and "\t" in lines[mark.line][: mark.column + 1]:
+        return "YAML indents with spaces, not tabs: replace the tab characters on this line"
+    if "undefined alias" in problem:
+        return "an alias `*name` needs an anchor `&name` defined above it"
+    if "second YAML document" in problem:
+        return "remove the `---` line, or move the second document to its own file"
+    return "check indentation and quoting around this line"
 
 
 def load_file(path: str | os.PathLike) -> Document:
@@ -137,8 +215,9 @@ class _TooDeep(Exception):
 
 
 class _Builder:
-    def __init__(self, constructor, positions: dict, reporter: Reporter):
+    def __init__(self, constructor, positions: dict, reporter: Reporter, line_lengths: list[int]):
         self.constructor = constructor
+        self.line_lengths = line_lengths
         self.positions = positions
         self.reporter = reporter
         self.active: set[int] = set()
@@ -146,11 +225,10 @@ class _Builder:
     def build(self, node, path: tuple) -> Any:
         if len(path) > MAX_DEPTH:
             raise _TooDeep(path)
-        mark = node.start_mark
-        self.positions[path] = (mark.line + 1, mark.column + 1)
+        self.positions[path] = self.where(node)
         kind = node.id
         if kind == "scalar":
-            return self.scalar(node)
+            return self.scalar(node, path)
         if id(node) in self.active:  # an alias that contains itself
             self.reporter.error(path, "yaml-recursive", "this anchor refers to itself",
                                 "a workflow must be a tree: copy the values instead")
@@ -163,20 +241,33 @@ class _Builder:
         finally:
             self.active.discard(id(node))
 
-    def scalar(self, node) -> Any:
+    def where(self, node) -> tuple[int, int]:
+        """1-based (line, column) of a node; an empty value at the very end of the file sits on the last line."""
+        mark = node.start_mark
+        return _inside(self.line_lengths, (mark.line + 1, mark.column + 1))
+
+    def scalar(self, node, path: tuple) -> Any:
         tag = node.tag
         value = node.value
         if tag == _NULL:
             return None
         if tag == _BOOL:
-            return value.lower() == "true"
+            word = value.lower()
+            if word in _TRUE or word in _FALSE:
+                return word in _TRUE
+            return self._bad_tag(path, value, "!!bool", "true or false")
         try:
             if tag == _INT:
                 return self.constructor.construct_yaml_int(node)
             if tag == _FLOAT:
                 return self.constructor.construct_yaml_float(node)
-        except (ValueError, TypeError):
-            pass
+        except Exception:  # ruamel raises assorted errors on odd text under an explicit tag
+            return self._bad_tag(path, value, "!!int" if tag == _INT else "!!float", "a number")
+        return value
+
+    def _bad_tag(self, path: tuple, value: str, tag: str, wanted: str) -> str:
+        self.reporter.error(path, "yaml-tag", f"{value!r} is tagged {tag} but is not {wanted}",
+                            f"remove the {tag} tag, or write {wanted}")
         return value
 
     def mapping(self, node, path: tuple) -> dict:
@@ -184,24 +275,23 @@ class _Builder:
         seen: dict[str, tuple[int, int]] = {}
         merged: list[tuple[Any, tuple]] = []
         for key_node, value_node in node.value:
-            kmark = key_node.start_mark
-            kpos = (kmark.line + 1, kmark.column + 1)
+            kpos = self.where(key_node)
             if key_node.tag == _MERGE:
                 merged.append((value_node, path))
                 continue
             if key_node.id != "scalar":
-                self.positions[("@key",) + path + ("?",)] = kpos
-                self.reporter.error(path + ("?",), "yaml-key", "a mapping key must be a plain name, not a list or mapping",
-                                    "quote the key or restructure it", at_key=True)
+                self.reporter.error(path, "yaml-key", "a mapping key must be a plain name, not a list or mapping",
+                                    "quote the key or restructure it", at=kpos)
                 continue
             key = key_node.value
             key_path = path + (key,)
             if key in seen:
-                self.positions[("@key",) + key_path + ("#dup",)] = kpos
                 first = seen[key]
-                self.reporter.error(key_path + ("#dup",), "duplicate-key",
-                                    f"duplicate key '{key}' (first defined at line {first[0]})",
-                                    "remove or rename one of them; YAML keeps only the last", at_key=True)
+                self.reporter.error(key_path, "duplicate-key",
+                                    f"duplicate key '{key}': already defined at line {first[0]}, "
+                                    f"column {first[1]}",
+                                    "remove or rename one of them: wfexec refuses to guess which one you meant",
+                                    at=kpos)
                 continue
             seen[key] = kpos
             self.positions[("@key",) + key_path] = kpos
@@ -213,8 +303,12 @@ class _Builder:
                     self.reporter.error(mpath, "yaml-merge", "'<<' must merge a mapping or a list of mappings")
                     continue
                 data = self.build(source, mpath + ("<<",))
+                if not isinstance(data, dict):  # a mapping merging itself: already reported
+                    continue
                 for key, value in data.items():
                     if key not in result:
                         result[key] = value
-                        self.positions.setdefault(mpath + (key,), self.positions[mpath + ("<<", key)])
+                        merged_at = self.positions.get(mpath + ("<<", key))
+                        if merged_at:
+                            self.positions.setdefault(mpath + (key,), merged_at)
         return result

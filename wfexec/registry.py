@@ -89,11 +89,14 @@ class TypeSpec:
         }
 
 
+TEMPLATE_PATTERN = r"^\s*\$\{.*\}\s*$"
+
+
 def _allow_template(schema: dict) -> dict:
     """A parameter of any type may be given as one `${...}` that yields it at run time."""
     if schema.get("type") == "string" and "enum" not in schema:
         return schema
-    return {"anyOf": [schema, {"type": "string", "pattern": r"^\s*\$\{.*\}\s*$"}],
+    return {"anyOf": [schema, {"type": "string", "pattern": TEMPLATE_PATTERN}],
             **({"description": schema["description"]} if "description" in schema else {})}
 
 
@@ -159,12 +162,12 @@ class Registry:
     def validator(self, name: str):
         validator = self._validators.get(name)
         if validator is None:
-            from jsonschema import Draft202012Validator
+            from .jsonschemas import SchemaCheck, inline_refs
 
-            schema = self._specs[name].parameter_schema()
             # Nested calls are checked one by one against their own types, later.
-            schema["$defs"] = {"precondition": LOOSE_CALL, "consequence": LOOSE_CALL}
-            validator = Draft202012Validator(schema)
+            schema = inline_refs(self._specs[name].parameter_schema(),
+                                 {"precondition": LOOSE_CALL, "consequence": LOOSE_CALL})
+            validator = SchemaCheck(schema)
             self._validators[name] = validator
         return validator
 

@@ -1,0 +1,210 @@
+"""invoke_pattern, spawn_agent and invoke_skill: judgement steps sent to an LLM backend."""
+
+from __future__ import annotations
+
+import json
+import pytest
+
+import wfexec
+from wfexec.diagnostics import WorkflowError
+from wfexec.engine import RunStopped
+
+PATTERN = """\
+# Corpus patterns
+
+Intro text that is not part of any section.
+
+## Analyse sources
+
+Look at every source and say which is stale.
+
+### Details
+
+Consider the commit dates.
+
+## Write index
+
+Write the index.
+"""
+
+
+class FakeBackend:
+    """An LLM backend that answers from a list and remembers every prompt."""
+
+    def __init__(self, *replies: str):
+        self.replies = list(replies)
+        self.prompts: list[str] = []
+
+    def complete(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        return self.replies.pop(0)
+
+
+def one_action(*actions, initial_state=None) -> str:
+    """A workflow whose node `act` runs `actions`, then ends `done`, or `failed` with the error as message."""
+    doc = {"name": "llm-test", "version": "1.0", "start_node": "act",
+           "nodes": {"act": {"type": "action", "actions": list(actions), "on_success": "done",
+                             "on_failure": "failed"}},
+           "endings": {"done": {"type": "success", "message": "ok"},
+                       "failed": {"type": "failure", "message": "${computed.last_error}"}}}
+    if initial_state is not None:
+        doc["initial_state"] = initial_state
+    return json.dumps(doc, indent=2)
+
+
+# --------------------------------------------------------------------------- #
+# invoke_pattern
+
+def test_invoke_pattern_sends_the_section_and_context_and_stores_the_reply(write_workflow, tmp_path):
+    write_workflow(PATTERN, "skill/patterns/corpus.md")
+    path = write_workflow(one_action(
+        {"type": "invoke_pattern", "path": "patterns/corpus.md", "section": "Analyse sources",
+         "context": {"sources": "${computed.sources}", "mode": "quick"}, "store_as": "computed.analysis"},
+        initial_state={"computed": {"sources": ["alpha", "beta"]}}), "skill/workflow.yaml")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    backend = FakeBackend("beta is stale")
+
+    # the pattern is found next to the workflow, not in the run's working directory
+    result = wfexec.run(path, backend=backend, cwd=elsewhere)
+
+    assert result.type == "success"
+    assert result.state["computed"]["analysis"] == "beta is stale"
+    [prompt] = backend.prompts
+    assert prompt.startswith("## Analyse sources\n\nLook at every source")
+    assert "Consider the commit dates." in prompt        # subsections come along
+    assert "Write the index" not in prompt and "Intro text" not in prompt
+    context = json.loads(prompt.split("```json\n")[1].split("\n```")[0])
+    assert context == {"sources": ["alpha", "beta"], "mode": "quick"}
+
+
+def test_invoke_pattern_without_section_or_store_as_sends_the_whole_file(run_yaml, tmp_path):
+    (tmp_path / "p.md").write_text(PATTERN)
+    backend = FakeBackend("done")
+    result, _ = run_yaml(one_action({"type": "invoke_pattern", "path": "p.md"}), backend=backend)
+    assert result.type == "success"
+    assert backend.prompts == [PATTERN.strip() + "\n"]
+    assert result.state["computed"] == {}  # nothing stored without store_as
+
+
+def test_invoke_pattern_with_a_missing_file_fails_without_asking(run_yaml):
+    backend = FakeBackend()
+    result, _ = run_yaml(one_action({"type": "invoke_pattern", "path": "nope.md", "store_as": "computed.x"}),
+                         backend=backend)
+    assert result.type == "failure"
+    assert "pattern 'nope.md' does not exist" in result.message
+    assert backend.prompts == []
+
+
+def test_invoke_pattern_with_an_unknown_section_lists_the_headings(run_yaml, tmp_path):
+    (tmp_path / "p.md").write_text(PATTERN)
+    backend = FakeBackend()
+    result, _ = run_yaml(one_action({"type": "invoke_pattern", "path": "p.md", "section": "Deploy"}),
+                         backend=backend)
+    assert result.type == "failure"
+    assert "no section 'Deploy'" in result.message and "Analyse sources" in result.message
+    assert backend.prompts == []
+
+
+# --------------------------------------------------------------------------- #
+# spawn_agent
+
+def test_spawn_agent_prompts_as_the_sub_agent_and_stores_its_reply(run_yaml):
+    backend = FakeBackend("found 3 files")
+    result, out = run_yaml(one_action(
+        {"type": "spawn_agent", "subagent_type": "Explore", "prompt": "Find docs about ${computed.topic}.",
+         "store_as": "computed.found", "run_in_background": True},
+        initial_state={"computed": {"topic": "hooks"}}), backend=backend, trace=True)
+    assert result.type == "success"
+    assert backend.prompts == ["You are a Explore agent.\n\nFind docs about hooks."]
+    assert result.state["computed"]["found"] == "found 3 files"
+    assert "run_in_background is ignored" in out.err.getvalue()
+
+
+def test_spawn_agent_without_store_as_is_a_load_error(run_yaml):
+    with pytest.raises(WorkflowError):
+        run_yaml(one_action({"type": "spawn_agent", "subagent_type": "x", "prompt": "y"}), backend=FakeBackend())
+
+
+# --------------------------------------------------------------------------- #
+# invoke_skill
+
+def test_invoke_skill_asks_to_run_the_skill_with_its_args(run_yaml):
+    backend = FakeBackend("refreshed", "ok")
+    result, _ = run_yaml(one_action(
+        {"type": "invoke_skill", "skill": "corpus-refresh", "args": "${computed.name} --all"},
+        {"type": "invoke_skill", "skill": "/corpus-status", "store_as": "computed.status"},
+        initial_state={"computed": {"name": "react"}}), backend=backend)
+    assert result.type == "success"
+    first, second = backend.prompts
+    assert "`/corpus-refresh react --all`" in first
+    assert "`/corpus-status`" in second and "//" not in second
+    assert result.state["computed"] == {"name": "react", "status": "ok"}  # only the second one stores
+
+
+def test_invoke_skill_with_an_empty_name_fails(run_yaml):
+    backend = FakeBackend()
+    result, _ = run_yaml(one_action({"type": "invoke_skill", "skill": "${computed.s}"},
+                                    initial_state={"computed": {"s": " / "}}), backend=backend)
+    assert result.type == "failure"
+    assert "`skill` is empty" in result.message
+    assert backend.prompts == []
+
+
+# --------------------------------------------------------------------------- #
+# Without a backend the run stops (exit 4); a dry run prints the prompt instead.
+
+NEEDS_LLM = """
+    name: needs-llm
+    version: "1.0"
+    start_node: ask
+    nodes:
+      ask:
+        type: action
+        actions:
+          - type: set_state
+            field: computed.before
+            value: yes
+          - type: spawn_agent
+            subagent_type: reviewer
+            prompt: Review the change.
+            store_as: computed.review
+        on_success: done
+        on_failure: failed
+    endings:
+      done: {type: success, message: "review: ${computed.review}"}
+      failed: {type: failure, message: "${computed.last_error}"}
+"""
+
+
+def test_without_a_backend_the_run_stops(run_yaml):
+    with pytest.raises(RunStopped) as stopped:
+        run_yaml(NEEDS_LLM)
+    assert "needs an LLM backend" in stopped.value.message
+    assert "spawn_agent (reviewer)" in stopped.value.message
+    assert stopped.value.node == "ask"
+
+
+def test_the_cli_exits_4_without_a_backend(cli, write_workflow, tmp_path):
+    path = write_workflow(NEEDS_LLM)
+    done = cli("run", path, "--non-interactive", cwd=tmp_path)
+    assert done.returncode == 4, done.stderr
+    assert "needs an LLM backend" in done.stderr
+    assert "internal error" not in done.stderr
+
+
+def test_the_cli_dry_run_prints_the_prompt_instead(cli, write_workflow, tmp_path):
+    path = write_workflow(NEEDS_LLM)
+    done = cli("run", path, "--non-interactive", "--dry-run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "You are a reviewer agent.\n\nReview the change." in done.stdout
+    assert "dry run: not sent" in done.stdout
+
+
+def test_llm_hooks_are_marked_as_llm_effects_and_not_idempotent():
+    from wfexec.registry import consequences
+
+    for name in ("invoke_pattern", "spawn_agent", "invoke_skill"):
+        spec = consequences().get(name)
+        assert spec.effects == ("llm",) and spec.idempotent is False, name
+
