@@ -60,15 +60,17 @@ def _check_prompt(node, raw: dict, report: Reporter) -> None:
             seen.add(option_id)
         count = len(option_ids)
         if not OPTION_RANGE[0] <= count <= OPTION_RANGE[1] and not (count == 1 and OTHER in handlers):
+            hint = "split a long menu into two questions" if count > OPTION_RANGE[1] else \
+                "add options, or an `other` handler so a single option can be answered with free text"
             report.warning(path + ("prompt", "options"), "prompt-option-count",
-                           f"'{node.id}' offers {count} option(s); a question shows 2 to 4 well",
-                           "split a long menu into two questions")
+                           f"'{node.id}' offers {count} option(s); a question shows 2 to 4 well", hint)
     for handler_id in handlers:
         allowed = handler_id in option_ids or handler_id == OTHER or (
             handler_id == SELECTED and spec.options_from is not None) or spec.options_from is not None
         if not allowed:
             hint = did_you_mean(handler_id, option_ids + [OTHER]) or \
-                f"handler keys are option ids ({', '.join(option_ids)}), `other` or, for options from state, `selected`"
+                f"handler keys are option ids ({', '.join(dict.fromkeys(option_ids))}), `other` or, for options " \
+                "from state, `selected`"
             report.error(path + ("on_response", handler_id), "prompt-stray-handler",
                          f"on_response of '{node.id}' handles '{handler_id}', which is not an option", hint,
                          at_key=True)

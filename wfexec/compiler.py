@@ -148,7 +148,7 @@ class Compiler:
                 params[name] = self.value(value, at)
             if name in spec.paths and isinstance(value, str) and "${" not in value:
                 self.path(value, at)
-        return Call(spec=spec, params=params, raw=raw, where=self.where(rel), dynamic=has_templates(params))
+        return Call(spec=spec, params=params, raw=raw, where=self.where(rel), dynamic=tuple(k for k, v in params.items() if has_templates(v)))
 
     def calls(self, raw: Any, rel: tuple, kind: str) -> tuple:
         if not isinstance(raw, list):

@@ -11,7 +11,6 @@ import copy
 import os
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -85,8 +84,17 @@ class Result:
                 "steps": self.steps}
 
 
+_second_text = ["", -1]
+
+
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    """ISO-8601 UTC with milliseconds; the seconds part is formatted once per second."""
+    now = time.time()
+    second = int(now)
+    if second != _second_text[1]:
+        _second_text[0] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _second_text[1] = second
+    return f"{_second_text[0]}.{int((now - second) * 1000):03d}Z"
 
 
 class CallContext:
@@ -231,23 +239,25 @@ class Run:
     def check(self, call: Call, scope: Scope | None = None) -> bool:
         scope = scope or self.scope
         try:
-            params = render_value(call.params, scope) if call.dynamic else call.params
+            params = call.render(scope)
             result = bool(call.spec.handler(params, CallContext(self, call, scope)))
         except ExpressionError as exc:
             raise RunError(exc.message, exc.hint, call.where, self.current.id if self.current else None) from None
         except ActionFailed as exc:
             raise RunError(f"{call.type}: {exc.message}", exc.hint, call.where,
                            self.current.id if self.current else None) from None
-        self.io.trace(f"Condition: {call.describe()} = {'true' if result else 'false'}")
+        if self.io.tracing:
+            self.io.trace(f"Condition: {call.describe()} = {'true' if result else 'false'}")
         return result
 
     def apply(self, call: Call, scope: Scope | None = None) -> None:
         scope = scope or self.scope
         try:
-            params = render_value(call.params, scope) if call.dynamic else call.params
+            params = call.render(scope)
         except ExpressionError as exc:
             raise ActionFailed(exc.message, exc.hint) from None
-        self.io.trace(f"Action: {call.describe()}")
+        if self.io.tracing:
+            self.io.trace(f"Action: {call.describe()}")
         call.spec.handler(params, CallContext(self, call, scope))
 
     def record_error(self, node: Node, call: Call, failure: ActionFailed) -> str:
@@ -265,7 +275,8 @@ class Run:
             except AnswerError as exc:
                 self.fail(self.current, str(exc), "answer with one of the option ids, e.g. "
                           f"--answer {question.node}={question.choices[0].id if question.choices else 'TEXT'}")
-            self.io.trace(f"Answer: {question.node} = {answer.choice.id if answer.choice else answer.text!r} (given)")
+            shown = answer.choice.id if answer.choice else repr(answer.text)
+            self.io.trace(f"Answer: {question.node} = {shown} (given)")
             return answer
         if self.options.interactive:
             return ask_terminal(question)
@@ -312,46 +323,60 @@ class Run:
 
     def execute(self, start: str | None = None) -> Result:
         workflow = self.workflow
-        nodes = workflow.nodes
+        nodes, endings = workflow.nodes, workflow.endings
         node_id = start or workflow.start_node
         history = self.state["history"]
         max_steps = self.options.max_steps
-        while node_id not in workflow.endings:
+        tracing = self.io.tracing
+        budget = self.budget
+        node_types = NODE_TYPES
+        while node_id not in endings:
             node = nodes.get(node_id)
             if node is None:
                 self.fail(self.current, f"the target '{node_id}' is neither a node nor an ending",
                           "a computed target must name a node or an ending")
             self.current = node
-            self.budget[0] += 1
+            budget[0] += 1
             self.steps += 1
-            if self.budget[0] > max_steps:
+            if budget[0] > max_steps:
                 self.stop(node, f"the run took more than {max_steps} steps (last at node '{node_id}'); "
                                 f"the loop through '{node_id}' does not end",
                           "fix the loop's exit condition, or raise --max-steps")
-            visits = self.visits.get(node_id, 0) + 1
-            self.visits[node_id] = visits
-            if node.max_visits is not None and visits > node.max_visits:
-                self.stop(node, f"node '{node_id}' was entered {visits} times, more than its max_visits "
-                                f"({node.max_visits})", "fix the loop that returns to it")
-            self.io.trace(f"Node: {node_id} ({node.type})")
-            outcome = NODE_TYPES[node.type].execute(node, self)
+            if node.max_visits is not None:
+                self._count_visit(node)
+            if tracing:
+                self.io.trace(f"Node: {node_id} ({node.type})")
+            outcome = node_types[node.type].execute(node, self)
             target = outcome.target
-            if isinstance(target, Template):
-                try:
-                    target = to_text(target.render(self.scope))
-                except ExpressionError as exc:
-                    self.fail(node, f"cannot compute the target of {outcome.label}: {exc.message}", exc.hint)
-            if not target:
-                self.fail(node, f"{outcome.label} has no target", f"add `{outcome.label}: <node or ending>`")
+            if type(target) is not str:
+                target = self._resolve_target(node, outcome)
             entry = {"node": node_id, "type": node.type, "outcome": outcome.outcome, "target": target,
                      "at": _now()}
             history.append(entry)
-            self.io.trace(f"→ {outcome.label}: {target}")
+            if tracing:
+                self.io.trace(f"→ {outcome.label}: {target}")
             if self.observer is not None:
                 self.observer(self, node, entry)
             node_id = target
         self.current = None
-        return self.finish(workflow.endings[node_id])
+        return self.finish(endings[node_id])
+
+    def _count_visit(self, node: Node) -> None:
+        visits = self.visits[node.id] = self.visits.get(node.id, 0) + 1
+        if visits > node.max_visits:
+            self.stop(node, f"node '{node.id}' was entered {visits} times, more than its max_visits "
+                            f"({node.max_visits})", "fix the loop that returns to it")
+
+    def _resolve_target(self, node: Node, outcome) -> str:
+        target = outcome.target
+        if isinstance(target, Template):
+            try:
+                target = to_text(target.render(self.scope))
+            except ExpressionError as exc:
+                self.fail(node, f"cannot compute the target of {outcome.label}: {exc.message}", exc.hint)
+        if not target:
+            self.fail(node, f"{outcome.label} has no target", f"add `{outcome.label}: <node or ending>`")
+        return target
 
     def finish(self, ending: Ending) -> Result:
         scope = self.scope

@@ -134,6 +134,8 @@ def _endswith(text, suffix) -> bool:
 
 
 _env = None
+_GLOBALS: dict = {}
+_Undefined: type = type(None)  # jinja2.Undefined, once the environment exists
 
 
 def environment():
@@ -156,6 +158,11 @@ def environment():
             null=None, str=str, int=int, float=float, bool=bool, min=min, max=max, sum=sum,
             sorted=sorted, abs=abs, round=round, list=list, dict=dict,
         )
+        global _Undefined
+        from jinja2 import Undefined
+
+        _GLOBALS.update(env.globals)
+        _Undefined = Undefined
         _env = env
     return _env
 
@@ -198,7 +205,7 @@ class Scope:
 class Expression:
     """A compiled expression. `evaluate(scope)` returns its value."""
 
-    __slots__ = ("source", "names", "_ast", "_compiled")
+    __slots__ = ("source", "names", "_ast", "_context", "_root", "_run")
 
     def __init__(self, source: str):
         self.source = source
@@ -224,56 +231,69 @@ class Expression:
             raise ExpressionError(f"invalid expression `{_short(source)}`: {exc}", LANGUAGE_HINT, source) from None
         _check_filters_and_tests(ast, env, source)
         self._ast = ast
-        self._compiled = None
+        self._context = None
+        self._root = None
+        self._run = self._compile
         found = [ast, *ast.find_all(nodes.Name)]  # find_all skips the root itself
         self.names = tuple(sorted({n.name for n in found if isinstance(n, nodes.Name) and n.ctx == "load"}))
 
-    def _fn(self, **values):
+    def _compile(self, values: dict):
         # Parsing (above) finds every error a workflow author can make; turning the
         # tree into Python code is the costly half, done once, on first evaluation.
-        compiled = self._compiled
-        if compiled is None:
-            from jinja2 import nodes
-            from jinja2.environment import TemplateExpression
+        from jinja2 import nodes
 
-            env = environment()
+        from .expression_codegen import compile_fast
+
+        fast = compile_fast(self._ast, environment())
+        if fast is not None:
+            self._run = fast
+        else:
             body = nodes.Template([nodes.Assign(nodes.Name("result", "store"), self._ast, lineno=1)], lineno=1)
-            compiled = self._compiled = TemplateExpression(env.from_string(body), False)
-        return compiled(**values)
+            template = environment().from_string(body)
+            self._root = template.root_render_func
+            self._context = template.new_context({}, shared=True)
+            self._run = self._run_template
+        return self._run(values)
+
+    def _run_template(self, values: dict):
+        # One jinja2 Context per expression, re-pointed at this evaluation's names:
+        # building a Context costs more than most expressions. The engine evaluates
+        # on one thread and an expression never evaluates itself, so reuse is safe.
+        context = self._context
+        context.parent = values
+        context.vars = {}
+        for _ in self._root(context):
+            pass
+        return context.vars["result"]
 
     def evaluate(self, scope: Scope) -> Any:
-        from jinja2 import Undefined
-        from jinja2.exceptions import SecurityError, UndefinedError
-
         values = {}
         for name in self.names:
             try:
                 values[name] = scope.resolve(name)
             except KeyError:
-                pass  # left undefined: StrictUndefined reports it when used
+                if name in _GLOBALS:
+                    values[name] = _GLOBALS[name]
+                # else left undefined: StrictUndefined reports it when used
         try:
-            result = self._fn(**values)
-        except UndefinedError as exc:
-            raise ExpressionError(_undefined_message(exc, self.source), "set it earlier in the workflow, or use "
-                                  "`x | default(...)` / `x is defined`", self.source) from None
-        except SecurityError as exc:
-            raise ExpressionError(f"`{_short(self.source)}` is not allowed: {exc}",
-                                  "expressions can read values, not reach into Python internals",
-                                  self.source) from None
-        except Exception as exc:
-            raise ExpressionError(f"`{_short(self.source)}` failed: {type(exc).__name__}: {exc}", "",
-                                  self.source) from None
-        if isinstance(result, Undefined):
-            try:
+            result = self._run(values)
+            if isinstance(result, _Undefined):
                 result._fail_with_undefined_error()
-            except SecurityError as exc:  # the sandbox hands back an Undefined for unsafe attributes
-                raise ExpressionError(f"`{_short(self.source)}` is not allowed: {exc}",
-                                      "expressions can read values, not reach into Python internals",
-                                      self.source) from None
-            except UndefinedError as exc:
-                raise ExpressionError(_undefined_message(exc, self.source), "set it earlier in the workflow, or use "
-                                      "`x | default(...)`", self.source) from None
+        except Exception as exc:
+            raise self._explain(exc) from None
         return result
+
+    def _explain(self, exc: Exception) -> ExpressionError:
+        from jinja2.exceptions import SecurityError, UndefinedError
+
+        # The sandbox answers an unsafe attribute with an Undefined that raises SecurityError.
+        if isinstance(exc, SecurityError):
+            return ExpressionError(f"`{_short(self.source)}` is not allowed: {exc}",
+                                   "expressions can read values, not reach into Python internals", self.source)
+        if isinstance(exc, UndefinedError):
+            return ExpressionError(_undefined_message(exc, self.source), "set it earlier in the workflow, or use "
+                                   "`x | default(...)` / `x is defined`", self.source)
+        return ExpressionError(f"`{_short(self.source)}` failed: {type(exc).__name__}: {exc}", "", self.source)
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
@@ -282,7 +302,7 @@ class Expression:
 def _syntax_problem(message: str | None) -> str:
     """Jinja's parser words, said in terms of an expression."""
     message = message or "syntax error"
-    if message.startswith("chunk after expression"):
+    if message.startswith(("chunk after expression", "unexpected text after the expression")):
         return "unexpected text after a complete expression (an operator missing, or prose?)"
     return message.replace("'end of template'", "end of expression").replace("end of template", "end of expression")
 
@@ -383,10 +403,7 @@ class Template:
     def render(self, scope: Scope) -> Any:
         if self.whole:
             return self.parts[0].evaluate(scope)
-        out = []
-        for part in self.parts:
-            out.append(part if isinstance(part, str) else to_text(part.evaluate(scope)))
-        return "".join(out)
+        return "".join([part if part.__class__ is str else to_text(part.evaluate(scope)) for part in self.parts])
 
     def __repr__(self) -> str:
         return f"Template({self.source!r})"
@@ -394,6 +411,11 @@ class Template:
 
 def to_text(value: Any) -> str:
     """How a value reads inside a larger string."""
+    cls = value.__class__
+    if cls is str:
+        return value
+    if cls is int or cls is float:
+        return str(value)
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -437,8 +459,11 @@ def has_templates(value: Any) -> bool:
 
 def render_value(value: Any, scope: Scope) -> Any:
     """Render a value compiled by `compile_value`."""
-    if isinstance(value, Template):
+    cls = type(value)
+    if cls is Template:
         return value.render(scope)
+    if cls is str:
+        return value
     if isinstance(value, dict):
         return {k: render_value(v, scope) for k, v in value.items()}
     if isinstance(value, list):

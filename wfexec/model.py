@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .expressions import Template
+from .expressions import Template, render_value
 from .registry import TypeSpec
 
 ENDING_TYPES = ("success", "failure", "error", "cancelled")
@@ -37,7 +37,16 @@ class Call:
     params: Mapping[str, Any]   # compiled: Templates, Expressions, nested Calls
     raw: Mapping[str, Any]      # as written, for messages and security decisions
     where: Where
-    dynamic: bool               # any Template inside params
+    dynamic: tuple              # the parameters holding a Template somewhere (empty: none)
+
+    def render(self, scope) -> Mapping[str, Any]:
+        """The parameters for one call, templates rendered."""
+        if not self.dynamic:
+            return self.params
+        params = dict(self.params)
+        for name in self.dynamic:
+            params[name] = render_value(params[name], scope)
+        return params
 
     @property
     def type(self) -> str:

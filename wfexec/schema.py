@@ -337,8 +337,8 @@ def _report_one(error, base: tuple, report: Reporter, what: str) -> None:
         return
     if validator == "type":
         expected = error.validator_value
-        expected = " or ".join(expected) if isinstance(expected, list) else expected
-        report.error(path, "wrong-type", f"{where} must be {_article(expected)}, not {_type_name(instance)}",
+        expected = " or ".join(map(_article, expected)) if isinstance(expected, list) else _article(expected)
+        report.error(path, "wrong-type", f"{where} must be {expected}, not {_type_name(instance)}",
                      _field_hint_for(schema))
         return
     if validator in ("enum", "const"):

@@ -11,9 +11,12 @@ CONSEQUENCE = {"$ref": "#/$defs/consequence"}
 CONSEQUENCES = {"type": "array", "items": CONSEQUENCE}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Outcome:
-    """What a node did: where to go next and what history should record."""
+    """What a node did: where to go next and what history should record.
+
+    Not frozen: one is made per step, and a frozen dataclass's __init__ costs
+    several times more."""
 
     target: Any                       # str | Template
     outcome: dict = field(default_factory=dict)

@@ -1,0 +1,109 @@
+"""In-memory steps per second: wfexec against an equivalent LangGraph StateGraph loop.
+
+    pip install -e '.[bench]' && python bench/bench_engine.py [--iterations 20000]
+
+Both run the same loop: test `count < limit`; if true, `count = count + 1` and
+`label = "step <count>"`, then test again. wfexec does it with a conditional
+node and an action node (compute + set_state with a ${...} template);
+LangGraph with one node and a conditional edge. One iteration = one test plus
+one update in both. Prints iterations per second for each and the ratio
+(the quality bar is 20x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import tempfile
+import time
+from pathlib import Path
+from typing import TypedDict
+
+WORKFLOW = """
+name: counter
+version: 1
+start_node: check
+initial_state: {count: 0, label: ""}
+input_schema:
+  limit: {type: integer, required: true}
+nodes:
+  check:
+    type: conditional
+    condition: {type: evaluate_expression, expression: "count < input.limit"}
+    branches: {true: step, false: done}
+  step:
+    type: action
+    actions:
+      - {type: compute, expression: "count + 1", store_as: count}
+      - {type: set_state, field: label, value: "step ${count}"}
+    on_success: check
+endings:
+  done: {type: success, message: "${count}"}
+"""
+
+
+def run_wfexec(iterations: int) -> float:
+    import wfexec
+    from wfexec.console import Console
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "workflow.yaml"
+        path.write_text(WORKFLOW)
+        workflow = wfexec.load(path)
+    quiet = Console(out=io.StringIO(), err=io.StringIO())
+    start = time.perf_counter()
+    result = wfexec.run(workflow, inputs={"limit": iterations}, io=quiet, max_steps=3 * iterations + 10)
+    elapsed = time.perf_counter() - start
+    assert result.message == str(iterations), result.message
+    return elapsed
+
+
+class CounterState(TypedDict):
+    count: int
+    label: str
+
+
+def run_langgraph(iterations: int) -> float:
+    from langgraph.graph import END, START, StateGraph
+
+    def step(state: CounterState) -> dict:
+        count = state["count"] + 1
+        return {"count": count, "label": f"step {count}"}
+
+    def route(state: CounterState) -> str:
+        return "step" if state["count"] < iterations else END
+
+    graph = StateGraph(CounterState)
+    graph.add_node("step", step)
+    graph.add_conditional_edges(START, route)
+    graph.add_conditional_edges("step", route)
+    app = graph.compile()
+    start = time.perf_counter()
+    final = app.invoke({"count": 0, "label": ""}, {"recursion_limit": iterations + 10})
+    elapsed = time.perf_counter() - start
+    assert final["count"] == iterations
+    return elapsed
+
+
+def best_of(fn, iterations: int, repeat: int) -> float:
+    return min(fn(iterations) for _ in range(repeat))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--iterations", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    n = args.iterations
+    best_of(run_wfexec, 200, 1)      # warm imports and compiled code
+    best_of(run_langgraph, 200, 1)
+    ours = best_of(run_wfexec, n, args.repeat)
+    theirs = best_of(run_langgraph, n, args.repeat)
+    print(f"loop iterations: {n} (wfexec: 2 nodes each; LangGraph: 1 node + 1 conditional edge)")
+    print(f"LangGraph StateGraph : {n / theirs:10,.0f} iterations/s")
+    print(f"wfexec in memory     : {n / ours:10,.0f} iterations/s  ({2 * n / ours:,.0f} node steps/s)")
+    print(f"ratio                : {theirs / ours:10.1f}x  (bar: >= 20x)")
+
+
+if __name__ == "__main__":
+    main()
