@@ -261,9 +261,15 @@ class Run:
         call.spec.handler(params, CallContext(self, call, scope))
 
     def record_error(self, node: Node, call: Call, failure: ActionFailed) -> str:
+        """Keep a failed action's message (and how to fix it) where endings and later nodes can read it."""
         message = f"{call.type} failed: {failure.message}"
-        self.state["computed"]["last_error"] = message
-        self.io.trace(f"  failed: {failure.message}")
+        computed = self.state["computed"]
+        computed["last_error"] = message
+        if failure.hint:
+            computed["last_error_hint"] = failure.hint
+        else:
+            computed.pop("last_error_hint", None)
+        self.io.trace(f"  failed: {failure.message}" + (f" — {failure.hint}" if failure.hint else ""))
         return message
 
     # -- questions and judgement -------------------------------------------
@@ -290,7 +296,13 @@ class Run:
         if backend is None:
             self.stop(self.current, f"{purpose} needs an LLM backend, and none is configured",
                       "run with --dry-run to see the prompt it would send")
-        return backend.complete(prompt)
+        try:
+            return backend.complete(prompt)
+        except RunError:
+            raise
+        except Exception as exc:  # a backend is a program or a service: it can fail in many ways
+            self.stop(self.current, f"{purpose}: the LLM backend failed: {exc}",
+                      "check the backend's configuration, or run with --dry-run")
 
     def judge_document(self, node: Node, doc: Path, section: str | None, context: dict) -> str:
         from .documents import document_prompt

@@ -46,7 +46,8 @@ def execute(node, run) -> Outcome:
             error = run.record_error(node, call, failure)
             if spec.on_failure is None:
                 run.fail(node, f"action {index + 1} ({call.type}) failed: {failure.message}, and the node has "
-                         "no on_failure", "add `on_failure: <node or ending>` to handle it", call.where)
+                         "no on_failure", failure.hint or "add `on_failure: <node or ending>` to handle it",
+                         call.where)
             return Outcome(spec.on_failure, {"success": False, "error": error, "failed_action": index},
                            "on_failure")
     return Outcome(spec.on_success, {"success": True}, "on_success")
