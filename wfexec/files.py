@@ -27,3 +27,47 @@ def write_atomic(path: str | os.PathLike, content: str | bytes, encoding: str = 
         except FileNotFoundError:
             pass
         raise
+
+
+def _written_absolute(raw_path) -> bool:
+    """True when the workflow spells out an absolute path itself, with nothing computed in it."""
+    return isinstance(raw_path, str) and "${" not in raw_path and os.path.isabs(os.path.expanduser(raw_path))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or os.path.commonpath([path, root]) == root
+
+
+def guarded_path(ctx, params: dict, param: str, verb: str, *, the_link_itself: bool = False) -> Path:
+    """The real path a file parameter names, for a consequence about to change it.
+
+    Refused (ActionFailed) when it leaves the working directory through `..` or
+    a symbolic link, unless the workflow itself wrote that absolute path: a
+    workflow downloaded with a skill must not reach outside the folder it was
+    run in by way of a computed value. `the_link_itself`: the action acts on a
+    symlink, not its target (delete), so the link's own folder is what counts.
+    """
+    from .registry import ActionFailed
+
+    shown = params[param]
+    path = ctx.resolve_file(shown)
+    if the_link_itself and os.path.islink(path):
+        real = os.path.join(os.path.realpath(path.parent), path.name)
+    else:
+        real = os.path.realpath(path)
+    if _written_absolute(ctx.call.raw.get(param)):
+        return Path(real)
+    root = os.path.realpath(ctx.cwd)
+    if _inside(real, root):
+        return Path(real)
+    lexical = os.path.normpath(os.path.abspath(path))
+    if _inside(lexical, os.path.normpath(os.path.abspath(ctx.cwd))):
+        why = "a symbolic link on the way leads out of it"
+    elif os.path.isabs(os.path.expanduser(shown)):
+        why = "the absolute path comes from a `${...}` template, not written out in the workflow"
+    else:
+        why = "the path climbs out of it through '..'"
+    raise ActionFailed(
+        f"refusing to {verb} '{shown}': it resolves to {real}, outside the working directory {root} ({why}); "
+        "if it is meant to be there, write that absolute path literally in the workflow",
+        "or run wfexec from a folder that contains it")

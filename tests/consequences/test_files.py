@@ -183,6 +183,13 @@ def test_write_file_refuses_dot_dot_escape(run_yaml, work, tmp_path):
     assert not (tmp_path / "outside/x.txt").exists()
 
 
+def test_create_directory_refuses_dot_dot_escape(run_yaml, work, tmp_path):
+    result, _ = run_yaml(one_action({"type": "create_directory", "path": "../made/here"}), cwd=work)
+    assert result.ending == "failed"
+    assert "refusing to create '../made/here'" in result.message
+    assert not (tmp_path / "made").exists()
+
+
 def test_write_file_refuses_symlink_escape(run_yaml, work, tmp_path):
     (work / "door").symlink_to(tmp_path / "outside", target_is_directory=True)
     result, _ = run_yaml(one_action({"type": "write_file", "path": "door/x.txt", "content": "x"}), cwd=work)

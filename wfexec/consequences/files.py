@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..expressions import to_text
-from ..files import write_atomic
+from ..files import guarded_path, write_atomic
 from ..registry import ActionFailed, TypeList
 
 TYPES = TypeList()
@@ -87,55 +87,14 @@ def read_json(params, ctx):
     ctx.set(params["store_as"], data)
 
 
-# -- the working-directory guard ----------------------------------------------
-
-def _written_absolute(raw_path: Any) -> bool:
-    """True when the workflow spells out an absolute path itself, with nothing computed in it."""
-    return isinstance(raw_path, str) and "${" not in raw_path and os.path.isabs(os.path.expanduser(raw_path))
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or os.path.commonpath([path, root]) == root
-
-
-def _guarded(params, ctx, verb: str, location: str) -> None:
-    """Refuse `location` (a real path) when it is outside the working directory and the author did not name it."""
-    if _written_absolute(ctx.call.raw.get("path")):
-        return
-    root = os.path.realpath(ctx.cwd)
-    if _inside(location, root):
-        return
-    shown = params["path"]
-    lexical = os.path.normpath(os.path.abspath(ctx.resolve_file(shown)))
-    if _inside(lexical, os.path.normpath(os.path.abspath(ctx.cwd))):
-        why = "a symbolic link on the way leads out of it"
-    elif os.path.isabs(os.path.expanduser(shown)):
-        why = "the absolute path comes from a `${...}` template, not written out in the workflow"
-    else:
-        why = "the path climbs out of it through '..'"
-    # The fix is part of the message: on_failure routing keeps only the message (computed.last_error).
-    raise ActionFailed(
-        f"refusing to {verb} '{shown}': it resolves to {location}, outside the working directory {root} "
-        f"({why}); if it is meant to be there, write that absolute path literally in the workflow",
-        "or run wfexec from a folder that contains it")
-
-
 def _write_target(params, ctx) -> Path:
     """Where a write lands: the real path, so writing through a symlink keeps the link."""
-    real = os.path.realpath(ctx.resolve_file(params["path"]))
-    _guarded(params, ctx, "write", real)
-    return Path(real)
+    return guarded_path(ctx, params, "path", "write")
 
 
 def _delete_target(params, ctx) -> Path:
-    """Where a delete acts: a symlink itself is removed (its target is untouched), so check the link's folder."""
-    path = ctx.resolve_file(params["path"])
-    if os.path.islink(path):
-        real = os.path.join(os.path.realpath(path.parent), path.name)
-    else:
-        real = os.path.realpath(path)
-    _guarded(params, ctx, "delete", real)
-    return Path(real)
+    """Where a delete acts: a symlink itself is removed (its target is untouched)."""
+    return guarded_path(ctx, params, "path", "delete", the_link_itself=True)
 
 
 # -- writing ----------------------------------------------------------------
@@ -206,7 +165,7 @@ def create_directory(params, ctx):
     """Create a directory and its parents (mkdir -p); an existing directory is fine."""
     shown = params["path"]
     try:
-        ctx.resolve_file(shown).mkdir(parents=True, exist_ok=True)
+        guarded_path(ctx, params, "path", "create").mkdir(parents=True, exist_ok=True)
     except FileExistsError:
         raise ActionFailed(f"cannot create directory '{shown}': a file with that name exists") from None
     except OSError as exc:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+from ..files import guarded_path
 from ..registry import ActionFailed, TypeList
 
 TYPES = TypeList()
@@ -157,7 +158,7 @@ def _require(params, name: str, operation: str) -> str:
 # -- the operations -----------------------------------------------------------
 
 def _clone(url: str, dest: str, branch: str | None, depth: int, params, ctx) -> None:
-    target = ctx.resolve_file(dest)
+    target = guarded_path(ctx, {"dest": dest}, "dest", "clone into")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ActionFailed(f"cannot clone into '{dest}': it already exists and is not an empty folder",
                            "use git_pull to update an existing clone, or delete the folder first")

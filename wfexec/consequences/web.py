@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
 from .. import __version__
-from ..files import write_atomic
+from ..files import guarded_path, write_atomic
 from ..registry import ActionFailed, TypeList
 
 TYPES = TypeList()
@@ -155,23 +155,6 @@ def web_fetch(params, ctx):
 
 # -- caching --------------------------------------------------------------------
 
-def _written_absolute(raw) -> bool:
-    """The workflow itself spells out an absolute path (no template could have produced it)."""
-    return isinstance(raw, str) and "${" not in raw and Path(os.path.expanduser(raw)).is_absolute()
-
-
-def _allowed_destination(dest: str, ctx) -> Path:
-    """The real path to write: through a symlink, so the link stays a link (the rename would replace it)."""
-    real = os.path.realpath(ctx.resolve_file(dest))
-    if _written_absolute(ctx.call.raw.get("dest")):
-        return Path(real)
-    root = os.path.realpath(ctx.cwd)
-    if os.path.commonpath([root, real]) != root:
-        raise ActionFailed(f"'{dest}' is outside the working directory ({root}); refusing to write there",
-                           "write inside the working directory, or spell the absolute path out in the workflow")
-    return Path(real)
-
-
 def _content_at(source: str, ctx) -> str:
     value = ctx.get(source)
     if value is None:
@@ -183,9 +166,10 @@ def _content_at(source: str, ctx) -> str:
     return content
 
 
-def _cache(source: str, dest: str, store_path_as: str | None, ctx) -> None:
+def _cache(params, source: str, dest_param: str, store_path_as: str | None, ctx) -> None:
     content = _content_at(source, ctx)
-    target = _allowed_destination(dest, ctx)
+    target = guarded_path(ctx, params, dest_param, "write")
+    dest = params[dest_param]
     try:
         write_atomic(target, content)
     except OSError as exc:
@@ -198,7 +182,7 @@ def _cache(source: str, dest: str, store_path_as: str | None, ctx) -> None:
                    ["from", "dest"], paths=("from", "store_path_as"), effects=("files",))
 def cache_web_content(params, ctx):
     """Write `content` of the fetch result at `from` to the file `dest` (inside the working directory)."""
-    _cache(params["from"], params["dest"], params.get("store_path_as"), ctx)
+    _cache(params, params["from"], "dest", params.get("store_path_as"), ctx)
 
 
 # -- v3 -------------------------------------------------------------------------
@@ -215,7 +199,7 @@ def _ops_cache(params, ctx):
         if not params.get(name):
             raise ActionFailed(f"web_ops cache needs `{name}`")
     # v3 names one `store_as` for both operations; for cache it keeps the written path.
-    _cache(params["from"], params["dest"], params.get("store_path_as") or params.get("store_as"), ctx)
+    _cache(params, params["from"], "dest", params.get("store_path_as") or params.get("store_as"), ctx)
 
 
 _OPERATIONS = {"fetch": _ops_fetch, "cache": _ops_cache}
