@@ -6,6 +6,8 @@ from textwrap import dedent
 
 import pytest
 
+import wfexec
+
 from wfexec.engine import EntryGateFailed, RunError, RunStopped
 from wfexec.prompts import NeedsAnswer
 
@@ -425,3 +427,33 @@ def test_a_missing_name_in_a_condition_is_a_one_line_error_with_the_line(run_yam
     text = caught.value.format()
     assert "unknown name 'undefined_thing'" in text
     assert "workflow.yaml:8:" in text and "node 'check'" in text
+
+
+def test_effects_include_calls_nested_in_foreach_and_composites(write_workflow):
+    path = write_workflow("""
+        name: t
+        version: 1
+        start_node: work
+        entry_preconditions: [{type: tool_available, tool: git}]
+        nodes:
+          work:
+            type: action
+            actions:
+              - type: foreach
+                items: [a, b]
+                actions:
+                  - {type: run_command, command: [echo, "${item}"]}
+            on_success: check
+            on_failure: done
+          check:
+            type: conditional
+            condition:
+              type: any_of
+              conditions: [{type: file_exists, path: x}, {type: flag_set, flag: y}]
+            branches: {true: done, false: done}
+        endings:
+          done: {type: success, message: ok}
+    """)
+    effects = wfexec.load(path).effects()
+    assert effects["process"] == {"run_command", "tool_available"}
+    assert effects["files"] == {"file_exists"}

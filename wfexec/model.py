@@ -52,6 +52,17 @@ class Call:
     def type(self) -> str:
         return self.spec.name
 
+    def walk(self):
+        """This call and every call nested in its parameters (composites, foreach), depth first."""
+        yield self
+        for value in self.params.values():
+            if isinstance(value, Call):
+                yield from value.walk()
+            elif isinstance(value, tuple):
+                for item in value:
+                    if isinstance(item, Call):
+                        yield from item.walk()
+
     def describe(self) -> str:
         shown = {k: v for k, v in self.raw.items() if k not in ("type", "description", "error_message")}
         inner = ", ".join(f"{k}={_brief(v)}" for k, v in shown.items())
@@ -115,3 +126,20 @@ class Workflow:
 
     def is_target(self, name: str) -> bool:
         return name in self.nodes or name in self.endings
+
+    def node_calls(self, node: Node):
+        """Every registry call a node can make, nested ones included."""
+        from .nodes import NODE_TYPES
+
+        for call in NODE_TYPES[node.type].calls(node.spec):
+            yield from call.walk()
+
+    def effects(self) -> dict[str, set[str]]:
+        """effect → the types that have it, over the whole workflow (for dry runs and skills)."""
+        found: dict[str, set[str]] = {}
+        calls = [c for node in self.nodes.values() for c in self.node_calls(node)]
+        calls += [c for call in self.entry_preconditions for c in call.walk()]
+        for call in calls:
+            for effect in call.spec.effects:
+                found.setdefault(effect, set()).add(call.type)
+        return found
