@@ -98,17 +98,17 @@ def _as_error(diagnostic):
 @app.command()
 def run(
     path: Path = typer.Argument(..., help="A workflow.yaml file or a skill folder containing one."),
-    input: List[str] = typer.Option([], "--input", "-i", help="An input as KEY=VALUE (repeatable)."),
-    input_file: Optional[Path] = typer.Option(None, "--input-file", help="A YAML/JSON file of inputs."),
-    set_: List[str] = typer.Option([], "--set", help="Set a state path before the run: PATH=VALUE (repeatable)."),
-    answer: List[str] = typer.Option([], "--answer", "-a", help="Answer a question: NODE=OPTION_ID (repeatable)."),
-    answers: List[Path] = typer.Option([], "--answers", help="A YAML file mapping node ids to answers."),
+    input: List[str] = typer.Option([], "--input", "-i", metavar="KEY=VALUE", help="An input as KEY=VALUE (repeatable)."),
+    input_file: Optional[Path] = typer.Option(None, "--input-file", metavar="FILE", help="A YAML/JSON file of inputs."),
+    set_: List[str] = typer.Option([], "--set", metavar="PATH=VALUE", help="Set a state path before the run: PATH=VALUE (repeatable)."),
+    answer: List[str] = typer.Option([], "--answer", "-a", metavar="NODE=ANSWER", help="Answer a question: NODE=OPTION_ID (repeatable)."),
+    answers: List[Path] = typer.Option([], "--answers", metavar="FILE", help="A YAML file mapping node ids to answers."),
     non_interactive: bool = typer.Option(False, "--non-interactive",
                                          help="Never prompt; a question without an answer exits 3."),
-    max_steps: int = typer.Option(10_000, "--max-steps", min=1, help="Stop after this many steps (exit 4)."),
+    max_steps: int = typer.Option(10_000, "--max-steps", min=1, metavar="N", help="Stop after this many steps (exit 4)."),
     trace: bool = typer.Option(False, "--trace", help="Print each node, action, condition and route to stderr."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print LLM prompts instead of sending them."),
-    state_out: Optional[Path] = typer.Option(None, "--state-out", help="Write the final state as JSON here."),
+    state_out: Optional[Path] = typer.Option(None, "--state-out", metavar="FILE", help="Write the final state as JSON here."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
 ):
     """Run a workflow to one of its endings."""
