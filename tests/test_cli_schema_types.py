@@ -1,0 +1,60 @@
+"""`wfexec schema`, `wfexec types`, and a fast `--help`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT
+
+HEAVY = ("jsonschema", "jinja2", "questionary", "ruamel", "fastjsonschema")
+
+
+def test_help_does_not_import_heavy_libraries():
+    code = (
+        "import sys\n"
+        "sys.argv = ['wfexec', '--help']\n"
+        "from wfexec import cli\n"
+        "try:\n    cli.app()\nexcept SystemExit:\n    pass\n"
+        f"print([m for m in sys.modules if m.split('.')[0] in {HEAVY!r}])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
+
+
+def test_published_schema_file_is_current(cli):
+    printed = cli("schema").stdout
+    on_disk = (ROOT / "schemas" / "workflow.schema.json").read_text()
+    assert printed == on_disk, "schemas/workflow.schema.json is stale: run `wfexec schema -o schemas/workflow.schema.json`"
+
+
+def test_schema_has_every_node_type_and_registered_type(cli):
+    schema = json.loads(cli("schema").stdout)
+    types = json.loads(cli("types", "--format", "json").stdout)
+    defs = schema["$defs"]
+    for node_type in ("action", "conditional", "user_prompt", "validation_gate", "reference", "states"):
+        assert f"node.{node_type}" in defs
+    for entry in types:
+        assert f"{entry['kind']}.{entry['name']}" in defs
+    assert set(defs["consequence"]["properties"]["type"]["enum"]) == {t["name"] for t in types
+                                                                      if t["kind"] == "consequence"}
+
+
+def test_schema_validates_the_examples_with_jsonschema():
+    import jsonschema
+
+    from wfexec.loader import load_file
+
+    schema = json.loads((ROOT / "schemas" / "workflow.schema.json").read_text())
+    paths = sorted((ROOT / "skills").glob("*/workflow.yaml"))
+    assert paths
+    for path in paths:
+        jsonschema.validate(load_file(path).data, schema)  # JSON keys are strings, as wfexec reads them
+
+
+def test_types_text_lists_docs_and_required_parameters(cli):
+    text = cli("types", "--kind", "consequence").stdout
+    assert "set_state(field*, value*)" in text
+    assert "run_command(" in text and "[process]" in text
+    assert "preconditions:" not in text
