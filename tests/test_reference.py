@@ -1,0 +1,168 @@
+"""`reference` nodes: sub-workflows run in their own state; documents go to the LLM backend."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+import wfexec
+from wfexec.engine import RunStopped
+
+CHILD = """
+name: child
+version: 1
+start_node: work
+input_schema:
+  n: {type: integer, required: true}
+nodes:
+  work:
+    type: conditional
+    condition: {type: evaluate_expression, expression: "n > 0"}
+    branches: {true: double, false: refused}
+  double:
+    type: action
+    actions:
+      - {type: compute, expression: "n * 2", store_as: computed.doubled}
+      - {type: set_state, field: computed.saw, value: "${secret | default('nothing')}"}
+    on_success: done
+endings:
+  done: {type: success, message: ok, output: {doubled: "${computed.doubled}", saw: "${computed.saw}"}}
+  refused: {type: failure, message: "n must be positive, got ${n}"}
+"""
+
+PARENT = """
+name: parent
+version: 1
+start_node: call
+initial_state: {n: 21, secret: parent-only}
+nodes:
+  call:
+    type: reference
+    workflow: child.yaml
+    input: {n: "${n}"}
+    store_as: computed.child
+    output_mapping: {computed.doubled: doubled}
+    on_success: done
+    on_failure: failed
+endings:
+  done: {type: success, message: "${computed.doubled}"}
+  failed: {type: failure, message: "child failed: ${computed.last_error}"}
+"""
+
+
+@pytest.fixture
+def parent(tmp_path):
+    (tmp_path / "child.yaml").write_text(CHILD)
+    path = tmp_path / "workflow.yaml"
+
+    def make(text=PARENT):
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    return make
+
+
+def test_sub_workflow_output_comes_back_through_store_as_and_output_mapping(parent):
+    result = wfexec.run(parent())
+    assert result.message == "42"
+    # The child ran in its own state: it could not see the parent's keys, and
+    # only its ending's output came back.
+    assert result.state["computed"]["child"] == {"doubled": 42, "saw": "nothing"}
+    assert "saw" not in result.state["computed"]
+    assert [h["node"] for h in result.state["history"]] == ["call"]
+
+
+def test_sub_workflow_failure_routes_on_failure_with_its_message(parent):
+    result = wfexec.run(parent(PARENT.replace("n: 21", "n: -1")))
+    assert result.ending == "failed"
+    assert result.message == "child failed: n must be positive, got -1"
+
+
+def test_error_mapping_routes_by_the_child_ending(parent):
+    text = PARENT.replace("    on_failure: failed", "    error_mapping: {refused: refused_here}\n    on_failure: failed")
+    text = text.replace("endings:", "  refused_here:\n    type: action\n    actions: []\n    on_success: mapped\n"
+                              "endings:\n  mapped: {type: failure, message: mapped}")
+    result = wfexec.run(parent(text.replace("n: 21", "n: 0")))
+    assert [h["node"] for h in result.state["history"]] == ["call", "refused_here"]
+    assert result.ending == "mapped"
+
+
+def test_a_missing_or_self_including_sub_workflow_is_a_validation_error(parent, tmp_path):
+    path = parent(PARENT.replace("child.yaml", "nope.yaml"))
+    messages = [d.message for d in wfexec.validate(path)]
+    assert any("sub-workflow 'nope.yaml' does not exist" in m for m in messages)
+    path = parent(PARENT.replace("child.yaml", "workflow.yaml"))
+    assert any(d.code == "workflow-cycle" for d in wfexec.validate(path))
+
+
+DOC_WORKFLOW = """
+name: judge
+version: 1
+start_node: review
+initial_state: {diff: "+ added a line"}
+nodes:
+  review:
+    type: reference
+    doc: guide.md
+    section: Reviewing
+    context: {diff: "${diff}"}
+    store_as: computed.review
+    next_node: done
+endings:
+  done: {type: success, message: "${computed.review}"}
+"""
+
+GUIDE = """# Guide
+
+## Reviewing
+
+Read the diff and answer APPROVED or CHANGES.
+
+## Releasing
+
+Not this part.
+"""
+
+
+class EchoBackend:
+    def __init__(self):
+        self.prompts = []
+
+    def complete(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        return "APPROVED"
+
+
+def test_document_section_and_context_go_to_the_backend(tmp_path):
+    (tmp_path / "guide.md").write_text(GUIDE)
+    path = tmp_path / "workflow.yaml"
+    path.write_text(DOC_WORKFLOW)
+    backend = EchoBackend()
+    result = wfexec.run(path, backend=backend)
+    assert result.message == "APPROVED"
+    prompt = backend.prompts[0]
+    assert "## Reviewing" in prompt and "answer APPROVED" in prompt
+    assert "Releasing" not in prompt
+    assert '"diff": "+ added a line"' in prompt
+
+
+def test_document_without_backend_stops_and_dry_run_prints_the_prompt(tmp_path, cli):
+    (tmp_path / "guide.md").write_text(GUIDE)
+    path = tmp_path / "workflow.yaml"
+    path.write_text(DOC_WORKFLOW)
+    with pytest.raises(RunStopped, match="needs an LLM backend"):
+        wfexec.run(path)
+    stopped = cli("run", path)
+    assert stopped.returncode == 4 and "needs an LLM backend" in stopped.stderr
+    dry = cli("run", path, "--dry-run")
+    assert "Read the diff and answer APPROVED or CHANGES." in dry.stdout
+    assert "(dry run: not sent)" in dry.stdout
+
+
+def test_unknown_section_is_a_run_error_listing_the_headings(tmp_path):
+    (tmp_path / "guide.md").write_text(GUIDE)
+    path = tmp_path / "workflow.yaml"
+    path.write_text(DOC_WORKFLOW.replace("section: Reviewing", "section: Deploying"))
+    with pytest.raises(wfexec.engine.RunError, match="no section 'Deploying'.*Guide, Reviewing, Releasing"):
+        wfexec.run(path, backend=EchoBackend())
