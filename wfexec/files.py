@@ -69,5 +69,5 @@ def guarded_path(ctx, params: dict, param: str, verb: str, *, the_link_itself: b
         why = "the path climbs out of it through '..'"
     raise ActionFailed(
         f"refusing to {verb} '{shown}': it resolves to {real}, outside the working directory {root} ({why}); "
-        "if it is meant to be there, write that absolute path literally in the workflow",
-        "or run wfexec from a folder that contains it")
+        "run wfexec from a folder that contains it, or write that absolute path literally in the workflow",
+        "the guard keeps a downloaded workflow inside the folder it is run in")

@@ -76,13 +76,16 @@ def evaluate_expression(params, ctx):
 
 @TYPES.precondition("state_check", {
     "field": FIELD,
-    "operator": {"enum": ["equals", "not_equals", "null", "not_null", "true", "false"]},
+    # `true`/`false` unquoted are YAML booleans: accepted as the operators they spell.
+    "operator": {"enum": ["equals", "not_equals", "null", "not_null", "true", "false", True, False]},
     "value": {},
 }, ["field", "operator"], paths=("field",))
 def state_check(params, ctx):
     """v3: compare the value at `field` (equals, not_equals, null, not_null, true, false)."""
     value = ctx.get(params["field"])
     operator = params["operator"]
+    if isinstance(operator, bool):
+        operator = "true" if operator else "false"
     if operator == "equals":
         return value == params.get("value")
     if operator == "not_equals":
