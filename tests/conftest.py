@@ -29,6 +29,14 @@ class Captured:
         return self.out.getvalue()
 
 
+@pytest.fixture(autouse=True)
+def private_run_store(tmp_path, monkeypatch):
+    """Every test's runs (in-process and in subprocesses) go to its own store, never the repository's."""
+    store = tmp_path / "store" / "runs.db"
+    monkeypatch.setenv("WFEXEC_STORE", str(store))
+    return store
+
+
 @pytest.fixture
 def write_workflow(tmp_path):
     """write_workflow(yaml_text, name='workflow.yaml') -> Path, dedenting the text."""

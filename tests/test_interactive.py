@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pexpect
@@ -35,7 +36,8 @@ endings:
 
 def spawn(*args, cwd=ROOT):
     child = pexpect.spawn(sys.executable, ["-m", "wfexec.cli", *map(str, args)], cwd=str(cwd), encoding="utf-8",
-                          timeout=20, dimensions=(40, 120), env={"TERM": "xterm", "PATH": "/usr/bin:/bin"})
+                          timeout=20, dimensions=(40, 120),
+                          env={"TERM": "xterm", "PATH": "/usr/bin:/bin", "WFEXEC_STORE": os.environ["WFEXEC_STORE"]})
     return child
 
 

@@ -20,6 +20,8 @@ def check(data: dict, nodes: dict, endings: dict, static_targets: list, report: 
     for node in nodes.values():
         if node.type == "user_prompt":
             _check_prompt(node, raw_nodes[node.id], report)
+        elif node.type == "conditional":
+            _check_branch_spelling(node.id, raw_nodes[node.id], report)
     if not report.diagnostics or all(d.severity != "error" for d in report.diagnostics):
         _check_graph(data.get("start_node"), nodes, endings, report)
 
@@ -32,6 +34,18 @@ def _check_targets(raw_nodes: dict, raw_endings: dict, static_targets: list, rep
         what = "start_node" if path == ("start_node",) else f"`{_field_path(path)}`"
         hint = did_you_mean(name, known) or "name a node under `nodes:` or an ending under `endings:`"
         report.error(path, "unknown-target", f"{what} names '{name}', which is neither a node nor an ending", hint)
+
+
+def _check_branch_spelling(node_id: str, raw: dict, report: Reporter) -> None:
+    """`branches` uses true/false (seed) or on_true/on_false (v3): mixing them leaves one pair unused."""
+    branches = raw.get("branches")
+    if not isinstance(branches, dict) or "true" not in branches:
+        return
+    for key in ("on_true", "on_false"):
+        if key in branches:
+            report.error(("nodes", node_id, "branches", key), "branch-spelling",
+                         f"`branches` of '{node_id}' mixes `true`/`false` with `{key}`; `{key}` would be ignored",
+                         "write either true/false (seed) or on_true/on_false (v3)", at_key=True)
 
 
 def _field_path(path: tuple) -> str:

@@ -28,6 +28,10 @@ app = typer.Typer(
 )
 
 
+STORE_OPTION = typer.Option(None, "--store", metavar="FILE", envvar="WFEXEC_STORE",
+                            help="The run store (default .wfexec/runs.db; env WFEXEC_STORE).")
+
+
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
@@ -110,15 +114,107 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print LLM prompts instead of sending them."),
     state_out: Optional[Path] = typer.Option(None, "--state-out", metavar="FILE", help="Write the final state as JSON here."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
+    store: Optional[Path] = STORE_OPTION,
+    ephemeral: bool = typer.Option(False, "--ephemeral", help="Do not record the run in the store (no resume)."),
 ):
-    """Run a workflow to one of its endings."""
+    """Run a workflow to one of its endings. The run is recorded so it can be resumed."""
     from .runner import RunRequest, execute_run
 
     request = RunRequest(path=path, inputs=input, input_file=input_file, overrides=set_, answers=answer,
-                         answer_files=answers, interactive=not non_interactive and sys.stdin.isatty()
-                         and sys.stdout.isatty(), max_steps=max_steps, trace=trace, dry_run=dry_run,
-                         state_out=state_out, json_output=format == OutputFormat.json, debug=_state["debug"])
+                         answer_files=answers, interactive=_interactive(non_interactive), max_steps=max_steps,
+                         trace=trace, dry_run=dry_run, state_out=state_out, json_output=format == OutputFormat.json,
+                         debug=_state["debug"], store=store, ephemeral=ephemeral)
     raise typer.Exit(execute_run(request))
+
+
+def _interactive(non_interactive: bool) -> bool:
+    return not non_interactive and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+@app.command()
+def resume(
+    run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of it)."),
+    answer: List[str] = typer.Option([], "--answer", "-a", metavar="NODE=ANSWER", help="Answer a question (repeatable)."),
+    answers: List[Path] = typer.Option([], "--answers", metavar="FILE", help="A YAML file mapping node ids to answers."),
+    non_interactive: bool = typer.Option(False, "--non-interactive", help="Never prompt."),
+    rerun: bool = typer.Option(False, "--rerun", help="Run again the step that was in flight when the run stopped."),
+    skip: bool = typer.Option(False, "--skip", help="Skip the step that was in flight, as if it succeeded."),
+    accept_changes: bool = typer.Option(False, "--accept-changes",
+                                        help="Continue although nodes that already ran have changed."),
+    max_steps: int = typer.Option(10_000, "--max-steps", min=1, metavar="N", help="Step budget, counting earlier steps."),
+    trace: bool = typer.Option(False, "--trace", help="Print each node, action, condition and route to stderr."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print LLM prompts instead of sending them."),
+    state_out: Optional[Path] = typer.Option(None, "--state-out", metavar="FILE", help="Write the final state as JSON here."),
+    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
+    store: Optional[Path] = STORE_OPTION,
+):
+    """Continue a run that is waiting for an answer or was stopped."""
+    from .runner import RunRequest, execute_resume
+
+    if rerun and skip:
+        raise typer.BadParameter("--rerun and --skip exclude each other")
+    request = RunRequest(run_id=run_id, answers=answer, answer_files=answers, interactive=_interactive(non_interactive),
+                         max_steps=max_steps, trace=trace, dry_run=dry_run, state_out=state_out,
+                         json_output=format == OutputFormat.json, debug=_state["debug"], store=store, rerun=rerun,
+                         skip=skip, accept_changes=accept_changes)
+    raise typer.Exit(execute_resume(request))
+
+
+class RunStatus(str, Enum):
+    running = "running"
+    waiting = "waiting"
+    completed = "completed"
+    failed = "failed"
+    stopped = "stopped"
+    cancelled = "cancelled"
+
+
+@app.command()
+def runs(
+    status: Optional[RunStatus] = typer.Option(None, "--status", help="Only runs with this status."),
+    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
+    store: Optional[Path] = STORE_OPTION,
+):
+    """List recorded runs, newest first."""
+    from .runs_view import list_runs
+
+    raise typer.Exit(_store_command(lambda: list_runs(store, status.value if status else None,
+                                                      format == OutputFormat.json)))
+
+
+@app.command()
+def show(
+    run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of it)."),
+    state: bool = typer.Option(False, "--state", help="Also print the run's state as YAML."),
+    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
+    store: Optional[Path] = STORE_OPTION,
+):
+    """Show a run: status, current node, pending question, last error, history with timings."""
+    from .runs_view import show_run
+
+    raise typer.Exit(_store_command(lambda: show_run(store, run_id, with_state=state,
+                                                     as_json=format == OutputFormat.json)))
+
+
+@app.command()
+def cancel(
+    run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of it)."),
+    store: Optional[Path] = STORE_OPTION,
+):
+    """Cancel a run that is waiting or stopped, so it is never resumed."""
+    from .runs_view import cancel_run
+
+    raise typer.Exit(_store_command(lambda: cancel_run(store, run_id)))
+
+
+def _store_command(body) -> int:
+    from .store import StoreError
+
+    try:
+        return body()
+    except StoreError as exc:
+        typer.echo(f"error: {exc.message}" + (f" — {exc.hint}" if exc.hint else ""), err=True)
+        return EXIT_INVALID
 
 
 # --------------------------------------------------------------------------- #

@@ -98,11 +98,20 @@ class Compiler:
             self.error(rel, "dynamic-file", f"the {what} path must be written out, not computed",
                        "wfexec checks it exists before the run")
             return None
-        path = (self.base_dir / value) if not Path(value).is_absolute() else Path(value)
-        exists = path.exists() if allow_dir else path.is_file()
+        absolute = Path(value).is_absolute()
+        path = Path(value) if absolute else self.base_dir / value
+        try:
+            exists = path.exists() if allow_dir else path.is_file()
+            shown = display_path(path)
+        except (OSError, ValueError):  # a name too long for the file system, and the like
+            exists, shown = False, "an impossible path"
+        if not exists and not allow_dir and _is_dir(path):
+            self.error(rel, "file-missing", f"{what} '{value}' is a folder, not a file", "name a file inside it")
+            return None
         if not exists:
-            self.error(rel, "file-missing", f"{what} '{value}' does not exist (looked in {display_path(path)})",
-                       f"paths are relative to the workflow file's folder ({display_path(self.base_dir) or '.'})")
+            hint = "check the path" if absolute else \
+                f"paths are relative to the workflow file's folder ({display_path(self.base_dir) or '.'})"
+            self.error(rel, "file-missing", f"{what} '{value}' does not exist (looked in {shown})", hint)
             return None
         return path
 
@@ -155,6 +164,13 @@ class Compiler:
             return ()
         compiled = (self.call(item, tuple(rel) + (i,), kind) for i, item in enumerate(raw))
         return tuple(c for c in compiled if c is not None)
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def source_hash(data: Any, imports: dict) -> str:

@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .console import Console
 from .expressions import ExpressionError, Scope, Template, render_value, to_text
@@ -146,6 +146,14 @@ class CallContext:
             set_path(self.run.state, parts, value)
         except PathError as exc:
             raise ActionFailed(str(exc)) from None
+        self.run.changed.add(parts[:2])
+
+    def replace_state(self, new_state: dict) -> None:
+        """Swap the whole state for another (rollback); every key counts as changed."""
+        state = self.run.state
+        state.clear()
+        state.update(new_state)
+        self.run.changed.update((key,) for key in state)
 
     def check(self, call: Call, **local_values) -> bool:
         return self.run.check(call, self.scope.child(**local_values) if local_values else self.scope)
@@ -192,14 +200,21 @@ def _parse_cached(text: str) -> tuple:
     return parts
 
 
-StepObserver = Callable[["Run", Node, dict], None]
+class Journal:
+    """Told about every step; the durable store's journal implements it (wfexec.durable)."""
+
+    def before_step(self, run: "Run", node: Node) -> None:
+        pass
+
+    def after_step(self, run: "Run", node: Node, entry: dict) -> None:
+        pass
 
 
 class Run:
     """One execution of a compiled workflow."""
 
     def __init__(self, workflow: Workflow, *, io: Console | None = None, options: Options | None = None,
-                 inputs: dict | None = None, state: dict | None = None, observer: StepObserver | None = None,
+                 inputs: dict | None = None, state: dict | None = None, journal: Journal | None = None,
                  budget: list | None = None):
         self.workflow = workflow
         self.io = io or Console()
@@ -209,7 +224,10 @@ class Run:
         self.state = state if state is not None else self.initial_state(self.inputs)
         self.extras = {"imports": workflow.imports, "input": self.inputs, "env": os.environ}
         self.scope = Scope(self.state, self.extras)
-        self.observer = observer
+        self.journal = journal
+        # State paths (first two segments) written since the journal last looked: the
+        # durable store records these as the step's changes instead of diffing state.
+        self.changed: set[tuple] = set()
         self.current: Node | None = None
         self.visits: dict[str, int] = {}
         # Sub-workflows share one step budget with their caller: [steps used].
@@ -228,6 +246,7 @@ class Run:
             set_path(self.state, path, copy.deepcopy(value) if isinstance(value, (dict, list)) else value)
         except PathError as exc:
             self.fail(self.current, str(exc))
+        self.changed.add(path[:2])
 
     def render_text(self, value: Any) -> str:
         try:
@@ -263,12 +282,12 @@ class Run:
     def record_error(self, node: Node, call: Call, failure: ActionFailed) -> str:
         """Keep a failed action's message (and how to fix it) where endings and later nodes can read it."""
         message = f"{call.type} failed: {failure.message}"
-        computed = self.state["computed"]
-        computed["last_error"] = message
+        self.set(("computed", "last_error"), message)
         if failure.hint:
-            computed["last_error_hint"] = failure.hint
-        else:
-            computed.pop("last_error_hint", None)
+            self.set(("computed", "last_error_hint"), failure.hint)
+        elif "last_error_hint" in self.state["computed"]:
+            del self.state["computed"]["last_error_hint"]
+            self.changed.add(("computed", "last_error_hint"))
         self.io.trace(f"  failed: {failure.message}" + (f" — {failure.hint}" if failure.hint else ""))
         return message
 
@@ -342,6 +361,7 @@ class Run:
         tracing = self.io.tracing
         budget = self.budget
         node_types = NODE_TYPES
+        journal = self.journal
         while node_id not in endings:
             node = nodes.get(node_id)
             if node is None:
@@ -358,6 +378,8 @@ class Run:
                 self._count_visit(node)
             if tracing:
                 self.io.trace(f"Node: {node_id} ({node.type})")
+            if journal is not None:
+                journal.before_step(self, node)
             outcome = node_types[node.type].execute(node, self)
             target = outcome.target
             if type(target) is not str:
@@ -367,8 +389,8 @@ class Run:
             history.append(entry)
             if tracing:
                 self.io.trace(f"→ {outcome.label}: {target}")
-            if self.observer is not None:
-                self.observer(self, node, entry)
+            if journal is not None:
+                journal.after_step(self, node, entry)
             node_id = target
         self.current = None
         return self.finish(endings[node_id])

@@ -1,4 +1,6 @@
-"""`wfexec run` from the command line: inputs in, a printed ending and an exit code out."""
+"""`wfexec run` and `wfexec resume` from the command line: inputs in, a printed
+ending and an exit code out. Runs are durable (wfexec.durable) unless
+`--ephemeral`."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ EXIT_OK, EXIT_ENDING_FAILED, EXIT_INVALID, EXIT_WAITING, EXIT_STOPPED = 0, 1, 2,
 
 @dataclass
 class RunRequest:
-    path: Path
+    path: Path | None = None
     inputs: list[str] = field(default_factory=list)
     input_file: Path | None = None
     overrides: list[str] = field(default_factory=list)
@@ -26,10 +28,21 @@ class RunRequest:
     state_out: Path | None = None
     json_output: bool = False
     debug: bool = False
+    store: Path | None = None
+    ephemeral: bool = False
+    # resume only
+    run_id: str | None = None
+    accept_changes: bool = False
+    rerun: bool = False
+    skip: bool = False
 
 
 def _error(text: str) -> None:
     sys.stderr.write(text.rstrip("\n") + "\n")
+
+
+def _print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def _gather_inputs(request: RunRequest, workflow) -> dict:
@@ -51,21 +64,42 @@ def _gather_inputs(request: RunRequest, workflow) -> dict:
     return check_inputs(given, workflow.input_schema, from_text=from_text)
 
 
-def execute_run(request: RunRequest) -> int:
+def _load_or_report(path) -> Any:
+    """The compiled workflow, or None after printing its errors."""
     from .api import check, resolve_workflow_path
-    from .console import Console
     from .diagnostics import ERROR
-    from .engine import EntryGateFailed, Options, RunError, run_workflow
-    from .inputs import InputError, parse_scalar, split_pairs
-    from .prompts import AnswerError, Answers, NeedsAnswer
 
-    workflow, diagnostics = check(request.path)
+    workflow, diagnostics = check(path)
     errors = [d for d in diagnostics if d.severity == ERROR]
     if workflow is None or errors:
         for d in errors:
             _error(d.format())
-        _error(f"{resolve_workflow_path(request.path)}: not run, the workflow has "
+        _error(f"{resolve_workflow_path(path)}: not run, the workflow has "
                f"{len(errors)} error{'s' if len(errors) != 1 else ''} (wfexec validate shows them all)")
+        return None
+    return workflow
+
+
+def _options(request: RunRequest, answers):
+    from .engine import Options
+
+    return Options(max_steps=request.max_steps, interactive=request.interactive, answers=answers,
+                   dry_run=request.dry_run)
+
+
+def _console(request: RunRequest):
+    from .console import Console
+
+    # With --format json, stdout carries only the result document.
+    return Console(out=sys.stderr if request.json_output else sys.stdout, trace=request.trace)
+
+
+def execute_run(request: RunRequest) -> int:
+    from .inputs import InputError, parse_scalar, split_pairs
+    from .prompts import AnswerError, Answers
+
+    workflow = _load_or_report(request.path)
+    if workflow is None:
         return EXIT_INVALID
     try:
         inputs = _gather_inputs(request, workflow)
@@ -74,29 +108,37 @@ def execute_run(request: RunRequest) -> int:
     except (InputError, AnswerError, ValueError) as exc:
         _error(f"error: {exc}")
         return EXIT_INVALID
+    io = _console(request)
+    options = _options(request, answers)
+    if request.ephemeral:
+        return _guarded(request, lambda: _run_ephemeral(request, workflow, inputs, overrides, io, options))
+    return _guarded(request, lambda: _run_durable(request, workflow, inputs, overrides, io, options))
 
-    # With --format json, stdout carries only the result document.
-    io = Console(out=sys.stderr if request.json_output else sys.stdout, trace=request.trace)
-    options = Options(max_steps=request.max_steps, interactive=request.interactive, answers=answers,
-                      dry_run=request.dry_run)
+
+def execute_resume(request: RunRequest) -> int:
+    from .prompts import AnswerError, Answers
+
     try:
-        result = run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
-    except NeedsAnswer as waiting:
-        question = waiting.question
-        ids = ", ".join(c.id for c in question.choices)
-        other = " (or free text)" if question.allow_other else ""
-        if request.json_output:
-            _print_json({"status": "waiting", "node": question.node, "question": question.text,
-                         "options": [{"id": c.id, "label": c.label, "description": c.description}
-                                     for c in question.choices], "allow_other": question.allow_other})
-        _error(f"waiting: node '{question.node}' asks: {question.text}\n"
-               f"  options: {ids}{other}\n"
-               f"  answer with: wfexec run {request.path} --answer {question.node}=<option id>")
-        return EXIT_WAITING
-    except EntryGateFailed as exc:
-        _error(exc.message)
-        return EXIT_ENDING_FAILED
-    except RunError as exc:
+        answers = Answers.parse(request.answers, request.answer_files)
+    except (AnswerError, ValueError) as exc:
+        _error(f"error: {exc}")
+        return EXIT_INVALID
+    io = _console(request)
+    options = _options(request, answers)
+    return _guarded(request, lambda: _resume(request, io, options))
+
+
+def _guarded(request: RunRequest, body) -> int:
+    """Map what can go wrong around a run to one line and an exit code."""
+    from .engine import RunError
+    from .store import StoreError
+
+    try:
+        return body()
+    except StoreError as exc:
+        _error(f"error: {exc.message}" + (f" — {exc.hint}" if exc.hint else ""))
+        return getattr(exc, "exit_code", EXIT_INVALID)
+    except RunError as exc:  # --set paths and other problems before the loop starts
         _error(exc.format())
         return exc.exit_code
     except KeyboardInterrupt:
@@ -111,12 +153,94 @@ def execute_run(request: RunRequest) -> int:
                + traceback.format_exc().strip().splitlines()[-1])
         return EXIT_STOPPED
 
+
+def _run_ephemeral(request, workflow, inputs, overrides, io, options) -> int:
+    from .engine import EntryGateFailed, RunError, run_workflow
+    from .prompts import NeedsAnswer
+
+    try:
+        result = run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
+    except NeedsAnswer as waiting:
+        return _report_waiting(request, waiting.question, None)
+    except EntryGateFailed as exc:
+        _error(exc.message)
+        return EXIT_ENDING_FAILED
+    except RunError as exc:
+        _error(exc.format())
+        return exc.exit_code
+    return _report_result(request, result, io, None)
+
+
+def _run_durable(request, workflow, inputs, overrides, io, options) -> int:
+    from .durable import start_run
+    from .store import open_store
+
+    store = open_store(request.store)
+    try:
+        driven = start_run(store, workflow, inputs=inputs, overrides=overrides, io=io, options=options)
+    finally:
+        store.close()
+    return _report_driven(request, driven, io)
+
+
+def _resume(request, io, options) -> int:
+    from .durable import ResumeChoices, resume_run
+    from .store import StoreError, open_store
+
+    def load(path):
+        workflow = _load_or_report(path)
+        if workflow is None:
+            raise StoreError(f"the workflow of run {request.run_id} ({path}) no longer validates",
+                             "fix it, then resume again")
+        return workflow
+
+    store = open_store(request.store)
+    try:
+        driven = resume_run(store, request.run_id, load, io=io, options=options,
+                            choices=ResumeChoices(request.accept_changes, request.rerun, request.skip))
+    finally:
+        store.close()
+    for note in driven.notes:
+        _error(f"note: {note}")
+    return _report_driven(request, driven, io)
+
+
+def _report_driven(request, driven, io) -> int:
+    if driven.status == "waiting":
+        return _report_waiting(request, driven.question, driven.run_id)
+    if driven.result is not None:
+        return _report_result(request, driven.result, io, driven.run_id)
+    error = driven.error
+    _error(error.message if error.__class__.__name__ == "EntryGateFailed" else error.format())
+    if driven.status == "stopped":
+        _error(f"run {driven.run_id} stopped; continue it with: wfexec resume {driven.run_id}")
+    if request.json_output:
+        _print_json({"status": driven.status, "run_id": driven.run_id, "error": error.message})
+    return error.exit_code
+
+
+def _report_waiting(request, question, run_id) -> int:
+    ids = ", ".join(c.id for c in question.choices)
+    other = " (or free text)" if question.allow_other else ""
+    if request.json_output:
+        _print_json({"status": "waiting", "run_id": run_id, "node": question.node, "question": question.text,
+                     "options": [{"id": c.id, "label": c.label, "description": c.description}
+                                 for c in question.choices], "allow_other": question.allow_other})
+    how = (f"wfexec resume {run_id} --answer {question.node}=<option id>" if run_id else
+           f"wfexec run {request.path} --answer {question.node}=<option id>")
+    _error(f"waiting: node '{question.node}' asks: {question.text}\n"
+           f"  options: {ids}{other}\n"
+           f"  answer with: {how}")
+    return EXIT_WAITING
+
+
+def _report_result(request, result, io, run_id) -> int:
     if request.state_out:
         from .files import write_atomic
 
         write_atomic(request.state_out, json.dumps(result.state, indent=2, ensure_ascii=False, default=str) + "\n")
     if request.json_output:
-        _print_json({"status": "completed", **result.to_json()})
+        _print_json({"status": "completed", "run_id": run_id, **result.to_json()})
     else:
         print_ending(result, io)
     return EXIT_OK if result.type == "success" else EXIT_ENDING_FAILED
@@ -143,7 +267,3 @@ def print_ending(result, io) -> None:
             io.print(f"Try running: /{recovery['related_skill']}")
     elif recovery:
         io.print(f"Try running: /{recovery}" if " " not in str(recovery).strip() else f"Suggestion: {recovery}")
-
-
-def _print_json(data) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")

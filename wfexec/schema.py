@@ -45,8 +45,10 @@ TOP_LEVEL = {
                              "patternProperties": _X_KEYS, "additionalProperties": False}},
         "output_schema": {"type": "object", "description": "values the workflow returns: name → {type, description}"},
         "definitions": {"description": "accepted and ignored: wfexec ships its types."},
-        "nodes": {"type": "object", "minProperties": 1, "additionalProperties": {"$ref": "#/$defs/node"}},
-        "endings": {"type": "object", "minProperties": 1, "additionalProperties": {"$ref": "#/$defs/ending"}},
+        "nodes": {"type": "object", "minProperties": 1, "additionalProperties": {"$ref": "#/$defs/node"},
+                  "description": "node id → node (action, conditional, user_prompt, ...): the steps."},
+        "endings": {"type": "object", "minProperties": 1, "additionalProperties": {"$ref": "#/$defs/ending"},
+                    "description": "ending id → {type, message}: the ways a run can end."},
     },
     "required": ["name", "version", "start_node", "nodes", "endings"],
     "patternProperties": _X_KEYS,
@@ -175,7 +177,7 @@ def _validator(key: str, schema_fn):
 def check_top_level(data: Any, report: Reporter) -> bool:
     if not isinstance(data, dict):
         report.error((), "not-a-mapping", "a workflow must be a YAML mapping with name, version, start_node, "
-                     "nodes and endings", "start from `wfexec new skill NAME` or an example under skills/")
+                     "nodes and endings", "the file's top level must be `key: value` lines, starting with `name:`")
         return False
     before = len(report.diagnostics)
     report_errors(_validator("top", lambda: TOP_LEVEL).errors(data), (), report, "workflow")
@@ -394,8 +396,13 @@ def _article(type_name: str) -> str:
 
 
 def _field_hint(schema: dict, key: str) -> str:
+    """What to write, then what it means: "add `start_node:`, the first node"."""
     prop = schema.get("properties", {}).get(key, {})
-    return prop.get("description", "") if isinstance(prop, dict) else ""
+    description = prop.get("description", "") if isinstance(prop, dict) else ""
+    description = description.strip().rstrip(".")
+    if description:
+        return f"add `{key}:`, {description[:1].lower() + description[1:]}"
+    return f"add `{key}:`"
 
 
 def _field_hint_for(schema: dict) -> str:

@@ -120,7 +120,7 @@ def compute_hash(params, ctx):
 @TYPES.consequence("create_checkpoint", {"name": {"type": "string"}}, ["name"])
 def create_checkpoint(params, ctx):
     """Save a deep copy of the state (without history and checkpoints) as `checkpoints.<name>`."""
-    ctx.state.setdefault("checkpoints", {})[params["name"]] = snapshot_for_checkpoint(ctx.state)
+    ctx.set(("checkpoints", params["name"]), snapshot_for_checkpoint(ctx.state))
 
 
 @TYPES.consequence("rollback_checkpoint", {"name": {"type": "string"}}, ["name"])
@@ -130,7 +130,7 @@ def rollback_checkpoint(params, ctx):
     if saved is None:
         known = ", ".join(ctx.state.get("checkpoints", {})) or "none"
         raise ActionFailed(f"no checkpoint named '{params['name']}' (checkpoints: {known})")
-    keep = {"checkpoints": ctx.state["checkpoints"], "history": ctx.state.get("history", [])}
-    ctx.state.clear()
-    ctx.state.update(copy.deepcopy(saved))
-    ctx.state.update(keep)
+    restored = copy.deepcopy(saved)
+    restored["checkpoints"] = ctx.state["checkpoints"]
+    restored["history"] = ctx.state.get("history", [])
+    ctx.replace_state(restored)

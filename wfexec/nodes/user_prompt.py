@@ -208,7 +208,7 @@ def execute(node, run) -> Outcome:
     else:
         response = {"id": OTHER, "raw": {"text": answer.text}, "text": answer.text}
         handler_id = OTHER
-    run.state["user_responses"][node.id] = response
+    run.set(("user_responses", node.id), response)
     handler = spec.handlers.get(handler_id)
     if handler is None:
         run.fail(node, f"the answer '{response['id']}' has no handler in on_response",

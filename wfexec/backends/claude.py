@@ -1,0 +1,129 @@
+"""`claude`: the Claude Code CLI in print mode with JSON output.
+
+    claude -p --output-format json
+           --dangerously-skip-permissions | --permission-mode MODE
+           --model M [--effort E]
+           [--resume SESSION [--fork-session]]
+           --disallowed-tools EnterPlanMode,ExitPlanMode,AskUserQuestion,NotebookEdit
+           -- PROMPT
+
+The reply is the JSON object `{"type": "result", "subtype": "success",
+"result": TEXT, "session_id": ID, "total_cost_usd": COST, ...}` (a list of
+messages ending with one, under `--verbose`, is accepted too). A `goto`
+resumes the agent's session; a `call` resumes the caller's with
+`--fork-session`, so the callee works on a branch and the caller's history
+stays clean. Prompts larger than argv comfortably holds go on stdin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Sequence
+
+from .base import Backend, BackendError, BackendUnavailable, LLMReply, LLMRequest
+
+DEFAULT_MODEL = "sonnet"
+DISALLOWED_TOOLS = "EnterPlanMode,ExitPlanMode,AskUserQuestion,NotebookEdit"
+PROMPT_ON_ARGV_LIMIT = 100_000  # bytes; Linux refuses one argument over 128 KiB
+USAGE_LIMIT_MARKERS = ("hit your limit", "out of extra usage")
+# Accepted spellings of "no permission prompts at all".
+BYPASS = ("bypass", "bypassPermissions", "dangerously-skip-permissions", "skip")
+
+
+class ClaudeBackend(Backend):
+    name = "claude"
+
+    def __init__(self, executable: str = "claude", *, model: str | None = None, effort: str | None = None,
+                 permission_mode: str = "bypass", extra_args: Sequence[str] = (), timeout: float | None = None):
+        self.executable = executable
+        self.model = model
+        self.effort = effort
+        self.permission_mode = permission_mode
+        self.extra_args = tuple(extra_args)
+        self.timeout = timeout
+
+    def describe(self) -> str:
+        return f"claude ({self.executable})"
+
+    def argv(self, request: LLMRequest) -> tuple[list[str], bytes | None]:
+        """The command line for `request`, and the bytes for stdin (None: the prompt is on the command line)."""
+        argv = [self.executable, "-p", "--output-format", "json"]
+        if self.permission_mode in BYPASS:
+            argv.append("--dangerously-skip-permissions")
+        else:
+            argv += ["--permission-mode", self.permission_mode]
+        argv += ["--model", request.model or self.model or DEFAULT_MODEL]
+        effort = request.effort or self.effort
+        if effort:
+            argv += ["--effort", effort]
+        if request.session_id:
+            argv += ["--resume", request.session_id]
+            if request.fork_session:
+                argv.append("--fork-session")
+        argv += ["--disallowed-tools", DISALLOWED_TOOLS, *self.extra_args]
+        prompt = request.prompt.encode("utf-8")
+        if len(prompt) <= PROMPT_ON_ARGV_LIMIT:
+            return argv + ["--", request.prompt], None
+        return argv, prompt
+
+    async def invoke(self, request: LLMRequest) -> LLMReply:
+        from ..protocol.processes import ProcessStartError, ProcessTimeout, run_process
+
+        argv, stdin = self.argv(request)
+        env = dict(os.environ)
+        env.pop("CLAUDECODE", None)  # claude refuses to start "inside" another Claude Code session
+        try:
+            output = await run_process(argv, cwd=request.cwd or os.getcwd(), env=env, stdin=stdin,
+                                       timeout=request.timeout or self.timeout)
+        except ProcessStartError as exc:
+            raise BackendUnavailable(f"{exc}; install Claude Code (https://docs.claude.com/claude-code) or "
+                                     "choose another backend") from None
+        except ProcessTimeout as exc:
+            raise BackendError(f"claude gave no reply for {exc.seconds:g} s and was stopped") from None
+        return parse_reply(output.stdout, output.stderr, output.returncode)
+
+
+def parse_reply(stdout: str, stderr: str, returncode: int) -> LLMReply:
+    result = _result_object(stdout)
+    text_seen = (result.get("result") if isinstance(result, dict) else "") or ""
+    if any(marker in (str(text_seen) + stderr).lower() for marker in USAGE_LIMIT_MARKERS):
+        raise BackendError(f"claude hit a usage limit: {(str(text_seen) or stderr).strip()[:300]}")
+    if returncode != 0:
+        detail = (stderr.strip() or str(text_seen).strip() or stdout.strip())[-1000:]
+        raise BackendError(f"claude exited with status {returncode}: {detail}")
+    if not isinstance(result, dict):
+        raise BackendError(f"claude printed no JSON result object: {stdout.strip()[:300]!r}")
+    if result.get("is_error") or result.get("subtype", "success") != "success":
+        raise BackendError(f"claude reported an error ({result.get('subtype', 'error')}): "
+                           f"{str(result.get('result') or '')[:500]}")
+    text = result.get("result")
+    if not isinstance(text, str):
+        raise BackendError("claude's JSON result has no `result` text")
+    cost = result.get("total_cost_usd") or 0.0
+    try:
+        cost = float(cost)
+    except (TypeError, ValueError):
+        cost = 0.0
+    session = result.get("session_id") or (result.get("metadata") or {}).get("session_id")
+    return LLMReply(text=text, session_id=session, cost_usd=cost)
+
+
+def _result_object(stdout: str):
+    text = stdout.strip()
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        # One JSON object per line (stream-json): the last `result` object wins.
+        data = []
+        for line in text.splitlines():
+            try:
+                data.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    if isinstance(data, list):
+        results = [item for item in data if isinstance(item, dict) and item.get("type") == "result"]
+        return results[-1] if results else None
+    return data if isinstance(data, dict) else None

@@ -1,0 +1,203 @@
+"""Agents, their return stacks, and what each transition does to them (reference §1.10–§1.13).
+
+| tag | state | session | stack | cwd | `{{input}}` next |
+|---|---|---|---|---|---|
+| goto T | T | kept | kept | kept | `input` attribute |
+| reset T | T | fresh | kept | `cd` applied | `input` attribute |
+| call T return=R | T | branched from the caller's on the first LLM turn | push | kept | `input` attribute |
+| function T return=R | T | fresh | push | kept | `input` attribute |
+| fork W next=N | parent → N | parent keeps | parent keeps | parent keeps | worker: `input` |
+| result P | pop → frame state, or the agent ends | frame's | pop | frame's | P |
+
+Everything here is plain data (dataclasses with `to_dict`/`from_dict`) so that a
+durable run can store the agents, their stacks, sessions and fork counters and
+pick them up again. Transitions are pure: `apply` returns new agents and never
+changes the one it was given (it only advances the shared fork counters).
+
+Deliberate differences from Raymond (DESIGN §4): one fork counter per parent
+for every fork; fork attributes and the pending branch of a `<call>` are
+stored with the agent (a crash cannot lose them), and that branch marker lasts
+until an LLM turn uses it, so a script callee followed by a prompt still gets a
+branched session, never the caller's own.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Sequence
+
+from .errors import ProtocolError
+from .tags import Transition
+
+MAIN = "main"
+# Attributes a fork consumes itself; every other one reaches the worker's first state.
+FORK_OWN_ATTRIBUTES = ("next", "cd", "input", "task")
+CD_TAGS = ("fork", "reset")
+
+
+@dataclass
+class Frame:
+    state: str                      # the resolved return state
+    session_id: str | None = None   # the caller's session, resumed on return
+    cwd: str = ""                   # the caller's working directory ("" = the node's)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Frame":
+        return cls(state=data["state"], session_id=data.get("session_id"), cwd=data.get("cwd", ""))
+
+
+@dataclass
+class Agent:
+    id: str
+    state: str                                  # the resolved state file it runs next
+    session_id: str | None = None               # the LLM session a goto resumes
+    stack: list = field(default_factory=list)   # of Frame
+    cwd: str = ""                               # "" = the node's working directory
+    input: str | None = None                    # `{{input}}` / RAYMOND_INPUT of the next state only
+    fork_attributes: dict | None = None         # a worker's first state only
+    branch_from: str | None = None              # a <call>'s caller session, branched on the next LLM turn
+    status: str = "active"                      # active | ended
+    result: str | None = None                   # the payload of its final <result>
+    steps: int = 0                              # states it has run
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["stack"] = [asdict(frame) for frame in self.stack]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Agent":
+        values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        values["stack"] = [Frame.from_dict(f) for f in data.get("stack") or []]
+        return cls(**values)
+
+
+@dataclass
+class AgentsState:
+    """Everything a states node knows between two steps; what a durable run stores."""
+
+    workflow_id: str
+    agents: list = field(default_factory=list)          # of Agent, active and ended
+    fork_counters: dict = field(default_factory=dict)   # parent id → forks so far
+    total_cost_usd: float = 0.0
+    budget_usd: float | None = None
+
+    def agent(self, agent_id: str) -> Agent:
+        for agent in self.agents:
+            if agent.id == agent_id:
+                return agent
+        raise KeyError(agent_id)
+
+    def put(self, agent: Agent) -> None:
+        for index, old in enumerate(self.agents):
+            if old.id == agent.id:
+                self.agents[index] = agent
+                return
+        self.agents.append(agent)
+
+    def active(self) -> list[Agent]:
+        return [a for a in self.agents if a.status == "active"]
+
+    def to_dict(self) -> dict:
+        return {"workflow_id": self.workflow_id, "agents": [a.to_dict() for a in self.agents],
+                "fork_counters": dict(self.fork_counters), "total_cost_usd": self.total_cost_usd,
+                "budget_usd": self.budget_usd}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "AgentsState":
+        return cls(workflow_id=data["workflow_id"], agents=[Agent.from_dict(a) for a in data.get("agents") or []],
+                   fork_counters=dict(data.get("fork_counters") or {}),
+                   total_cost_usd=float(data.get("total_cost_usd") or 0.0), budget_usd=data.get("budget_usd"))
+
+
+def worker_id(parent: str, target: str, counters: dict) -> str:
+    """`{parent}_{abbrev}{n}`: abbrev = the target's stem, lower-cased, first 6 characters; n counts per parent."""
+    counters[parent] = counters.get(parent, 0) + 1
+    stem = os.path.splitext(target)[0] if os.path.splitext(target)[1] else target
+    return f"{parent}_{stem.lower()[:6]}{counters[parent]}"
+
+
+def resolve_cd(cd: str, agent_cwd: str, base_cwd: str) -> str:
+    """An absolute `cd` is used as is; a relative one is joined to the agent's (or the node's) directory."""
+    cd = os.path.expanduser(cd)
+    if os.path.isabs(cd):
+        return os.path.normpath(cd)
+    return os.path.normpath(os.path.join(agent_cwd or base_cwd, cd))
+
+
+def _input(transition: Transition) -> str | None:
+    value = transition.attributes.get("input")
+    return value if value else None
+
+
+def apply(agent: Agent, transitions: Sequence[Transition], counters: dict, base_cwd: str) -> tuple[Agent, list[Agent]]:
+    """The agent after its state emitted `transitions` (resolved), plus any workers it forked.
+
+    Several transitions are a multi-fork (validated by the caller): every fork
+    makes a worker, and the parent continues like a goto to the shared `next`.
+    """
+    if len(transitions) == 1:
+        return apply_one(agent, transitions[0], counters, base_cwd)
+    workers = [_worker(agent, t, counters, base_cwd) for t in transitions if t.tag == "fork"]
+    goto = next((t for t in transitions if t.tag == "goto"), None)
+    continuation = goto.target if goto else next(t for t in transitions if t.tag == "fork").attributes["next"]
+    moved = _moved(agent, continuation, input=_input(goto) if goto else None)
+    return moved, workers
+
+
+def _moved(agent: Agent, state: str, **changes) -> Agent:
+    """A copy at `state`, with the one-state fields (input, fork attributes) cleared."""
+    return replace(agent, state=state, stack=list(agent.stack), input=changes.pop("input", None), fork_attributes=None,
+                   **changes)
+
+
+def apply_one(agent: Agent, t: Transition, counters: dict, base_cwd: str) -> tuple[Agent, list[Agent]]:
+    tag = t.tag
+    if "cd" in t.attributes and tag not in CD_TAGS:
+        raise ProtocolError(f"`cd` is not allowed on <{tag}>",
+                            "a session is tied to its directory: change directory with <reset cd=...> or "
+                            "<fork cd=...>")
+    if tag == "goto":
+        return _moved(agent, t.target, input=_input(t)), []
+    if tag == "reset":
+        cwd = resolve_cd(t.attributes["cd"], agent.cwd, base_cwd) if t.attributes.get("cd") else agent.cwd
+        return _moved(agent, t.target, input=_input(t), session_id=None, branch_from=None, cwd=cwd), []
+    if tag in ("call", "function"):
+        frame = Frame(state=_required(t, "return"), session_id=agent.session_id, cwd=agent.cwd)
+        moved = _moved(agent, t.target, input=_input(t), session_id=None,
+                       branch_from=agent.session_id if tag == "call" else None)
+        moved.stack.append(frame)
+        return moved, []
+    if tag == "fork":
+        worker = _worker(agent, t, counters, base_cwd)
+        return _moved(agent, _required(t, "next")), [worker]
+    if tag == "result":
+        if not agent.stack:
+            return _moved(agent, agent.state, status="ended", result=t.payload, branch_from=None), []
+        frame = agent.stack[-1]
+        moved = _moved(agent, frame.state, input=t.payload, session_id=frame.session_id, branch_from=None,
+                       cwd=frame.cwd)
+        moved.stack.pop()
+        return moved, []
+    raise ProtocolError(f"<{tag}> is not a transition wfexec knows")
+
+
+def _required(t: Transition, name: str) -> str:
+    value = t.attributes.get(name)
+    if not value:
+        example = {"return": '<call return="AFTER">CHILD</call>', "next": '<fork next="CONTINUE">WORKER</fork>'}
+        raise ProtocolError(f"<{t.tag}> needs a `{name}` attribute", f"write it quoted, e.g. {example[name]}")
+    return value
+
+
+def _worker(parent: Agent, t: Transition, counters: dict, base_cwd: str) -> Agent:
+    _required(t, "next")
+    attributes = {k: v for k, v in t.attributes.items() if k not in FORK_OWN_ATTRIBUTES}
+    cwd = resolve_cd(t.attributes["cd"], parent.cwd, base_cwd) if t.attributes.get("cd") else ""
+    return Agent(id=worker_id(parent.id, t.target, counters), state=t.target, cwd=cwd, input=_input(t),
+                 fork_attributes=attributes or None)
+
+
+def describe(agents: Sequence[Agent]) -> list[dict[str, Any]]:
+    return [a.to_dict() for a in agents]

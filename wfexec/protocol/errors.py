@@ -1,0 +1,35 @@
+"""What can go wrong while running a states folder, sorted by how the node reacts."""
+
+from __future__ import annotations
+
+
+class ProtocolError(Exception):
+    """A state broke a rule of the protocol, or a script failed: the node routes `on_failure`."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message + (f" — {self.hint}" if self.hint else "")
+
+
+class ScopeError(ProtocolError):
+    """The states folder itself is unusable: missing, malformed, unsafe, no entry point."""
+
+
+class StopRun(ProtocolError):
+    """Not the states' fault: the whole node must stop (exit 4) unless it has `on_failure`."""
+
+
+class BudgetExceeded(StopRun):
+    """The cost budget was used up before an LLM call."""
+
+
+class BackendMissing(StopRun):
+    """An `.md` state was reached and no LLM backend is configured; never routed to on_failure."""
+
+
+class StepLimit(StopRun):
+    """More protocol states ran than the run's step budget allows."""

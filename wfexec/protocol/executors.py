@@ -1,0 +1,289 @@
+"""Running one state: a `.sh` script or an `.md` prompt, down to its resolved transitions.
+
+Scripts (reference §1.4, §1.15): `bash FILE` in the agent's working directory,
+stdin from /dev/null, an inactivity timeout, the RAYMOND_* variables. Exit
+status 0 and exactly one transition on stdout (or several forks, DESIGN §4),
+else a fatal error: there is no one to remind.
+
+Prompts (reference §1.4–§1.6): the body rendered with `{{…}}` values goes to
+the backend. With `allowed_transitions`, a reply with no tag, several tags,
+an unknown target or a tag the policy does not allow is re-prompted with the
+reminder block, up to three invocations in all; without one it is fatal. A
+malformed tag is always fatal.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from ..backends.base import BackendError, BackendUnavailable, LLMRequest, invoke_backend
+from .errors import BackendMissing, ProtocolError, StopRun
+from .policy import (MAX_INVOCATIONS, Policy, PolicyError, check_transition, implicit_entry, implicit_transition,
+                     parse_frontmatter, reminder)
+from .processes import ProcessStartError, ProcessTimeout, run_process
+from .scopes import ResolveError, resolve_state
+from .tags import UNSUPPORTED_TAGS, PrintScanner, TagError, Transition, extract_prints, parse_transitions
+from .templates import render, template_values
+
+if TYPE_CHECKING:
+    from .agents import Agent
+    from .orchestrator import Orchestrator
+
+DEFAULT_TIMEOUT = 600.0
+STDERR_IN_MESSAGE = 2000
+
+
+@dataclass
+class StepResult:
+    transitions: list                     # resolved Transition objects (one, or a multi-fork group)
+    kind: str                             # "script" | "markdown"
+    session_id: str | None = None         # None: the session did not change
+    cost_usd: float = 0.0
+    record: dict = field(default_factory=dict)
+
+
+class OutputProblem(Exception):
+    """The output's transitions break a rule a reminder can fix (only prompts with a policy get one)."""
+
+
+# -- checking transitions -------------------------------------------------------------
+
+def _tag_list(transitions: list[Transition]) -> str:
+    return ", ".join(f"<{t.tag}>" for t in transitions)
+
+
+def check_transitions(orch: "Orchestrator", transitions: list[Transition], *, script: bool) -> list[Transition]:
+    """Resolve targets; enforce 'exactly one' (or one valid multi-fork group). Raises OutputProblem."""
+    verb = "printed" if script else "replied with"
+    unsupported = [t for t in transitions if t.tag in UNSUPPORTED_TAGS]
+    if unsupported:
+        tag = unsupported[0].tag
+        why = ("wfexec asks people through user_prompt nodes" if tag == "ask"
+               else "wfexec composes workflows through reference nodes")
+        raise OutputProblem(f"{verb} <{tag}>, a Raymond tag wfexec does not support ({why})")
+    if len(transitions) > 1:
+        _check_fork_group(transitions, verb, script)
+    return [_resolved(orch, t) for t in transitions]
+
+
+def _check_fork_group(transitions: list[Transition], verb: str, script: bool) -> None:
+    rule = "a script must print exactly one" if script else "a state must emit exactly one"
+    tags = {t.tag for t in transitions}
+    forks = [t for t in transitions if t.tag == "fork"]
+    gotos = [t for t in transitions if t.tag == "goto"]
+    if not forks or not tags <= {"fork", "goto"}:
+        raise OutputProblem(f"{verb} {len(transitions)} transition tags ({_tag_list(transitions)}); {rule} "
+                            "(several tags are allowed only as <fork>s, with at most one <goto>)")
+    if len(gotos) > 1:
+        raise OutputProblem(f"{verb} {len(gotos)} <goto> tags beside its forks; at most one <goto> may say where "
+                            "to continue")
+    nexts = {f.attributes["next"] for f in forks if f.attributes.get("next")}
+    if len(nexts) > 1:
+        raise OutputProblem(f"{verb} forks with different `next` values ({', '.join(sorted(nexts))}); all forks "
+                            "must continue at the same state")
+    if not nexts and not gotos:
+        raise OutputProblem(f"{verb} forks with no `next` and no <goto>; say where this agent continues")
+
+
+def _resolved(orch: "Orchestrator", t: Transition) -> Transition:
+    scope = orch.scope
+    try:
+        target = resolve_state(scope, t.target) if t.tag != "result" else ""
+        attributes = t.attributes
+        for key in ("return", "next"):
+            if attributes.get(key):
+                attributes = {**attributes, key: resolve_state(scope, attributes[key])}
+    except ResolveError as exc:
+        raise OutputProblem(f"{t.show()}: {exc.message}" + (f" ({exc.hint})" if exc.hint else "")) from None
+    return replace(t, target=target, attributes=attributes)
+
+
+def _group_consistent(transitions: list[Transition], verb: str) -> None:
+    """After resolution: a goto beside forks must go where the forks' `next` goes."""
+    nexts = {t.attributes.get("next") for t in transitions if t.tag == "fork" and t.attributes.get("next")}
+    gotos = [t.target for t in transitions if t.tag == "goto"]
+    if gotos and nexts and gotos[0] not in nexts:
+        raise OutputProblem(f"{verb} <goto>{gotos[0]}</goto> beside forks whose `next` is {nexts.pop()}; "
+                            "they must agree")
+
+
+# -- scripts ----------------------------------------------------------------------------
+
+def script_env(orch: "Orchestrator", agent: "Agent", state_file: str) -> dict:
+    env = dict(orch.base_env)
+    if agent.fork_attributes:
+        env.update(agent.fork_attributes)
+    env["RAYMOND_WORKFLOW_ID"] = orch.workflow_id
+    env["RAYMOND_AGENT_ID"] = agent.id
+    env["RAYMOND_STATE_DIR"] = str(orch.scope.state_dir)
+    env["RAYMOND_STATE_FILE"] = state_file
+    if agent.input:
+        env["RAYMOND_INPUT"] = agent.input
+        env["RAYMOND_RESULT"] = agent.input  # the pre-2026 name
+    else:
+        env.pop("RAYMOND_INPUT", None)
+        env.pop("RAYMOND_RESULT", None)
+    return env
+
+
+def state_timeout(orch: "Orchestrator", name: str) -> tuple[float | None, str]:
+    per_state = orch.scope.timeout(name)
+    if per_state is not None:
+        seconds, source = per_state
+    elif orch.timeout is not None:
+        seconds, source = orch.timeout, orch.timeout_source
+    else:
+        seconds, source = DEFAULT_TIMEOUT, f"the default of {DEFAULT_TIMEOUT:g} s"
+    return (seconds or None), source
+
+
+async def run_script_state(orch: "Orchestrator", agent: "Agent") -> StepResult:
+    name = agent.state
+    where = f"{agent.id}: {name}"
+    path = orch.scope.script_path(name, orch.files)
+    timeout, source = state_timeout(orch, name)
+    printer = orch.printer(agent)
+    out_prints, err_prints = PrintScanner(), PrintScanner()
+    try:
+        output = await run_process(["bash", str(path)], cwd=orch.agent_cwd(agent),
+                                   env=script_env(orch, agent, str(path)), timeout=timeout,
+                                   on_stdout=lambda text: printer(out_prints.feed(text)),
+                                   on_stderr=lambda text: printer(err_prints.feed(text)))
+    except ProcessTimeout as exc:
+        orch.keep_record(agent, "script", stdout=exc.stdout, stderr=exc.stderr, exit_code=None)
+        raise ProtocolError(f"{where} produced no output for {exc.seconds:g} s and was stopped (timeout from "
+                            f"{source})", "make it print progress, or raise the timeout") from None
+    except ProcessStartError as exc:
+        raise ProtocolError(f"{where} could not start: {exc}") from None
+    record = orch.keep_record(agent, "script", stdout=output.stdout, stderr=output.stderr,
+                              exit_code=output.returncode, seconds=output.seconds)
+    if output.returncode != 0:
+        raise ProtocolError(f"{where} exited with status {output.returncode}; a script must exit 0"
+                            + _stderr_excerpt(output.stderr))
+    try:
+        transitions = parse_transitions(output.stdout)
+        if not transitions:
+            hint = ("a tag on stderr does not count: echo it to stdout" if parse_transitions(output.stderr)
+                    else "end it with e.g. echo '<result>done</result>'")
+            raise ProtocolError(f"{where} printed no transition tag; a script must print exactly one", hint)
+        resolved = check_transitions(orch, transitions, script=True)
+        _group_consistent(resolved, "printed")
+    except TagError as exc:
+        raise ProtocolError(f"{where}: {exc}") from None
+    except OutputProblem as exc:
+        raise ProtocolError(f"{where} {exc}") from None
+    return StepResult(resolved, "script", record=record)
+
+
+def _stderr_excerpt(stderr: str) -> str:
+    text = stderr.strip()
+    if not text:
+        return ""
+    if len(text) > STDERR_IN_MESSAGE:
+        text = "…" + text[-STDERR_IN_MESSAGE:]
+    return f" (stderr: {text})"
+
+
+# -- prompts ------------------------------------------------------------------------------
+
+async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult:
+    name = agent.state
+    where = f"{agent.id}: {name}"
+    try:
+        policy, body = parse_frontmatter(orch.scope.read_text(name))
+    except PolicyError as exc:
+        raise ProtocolError(f"{where}: {exc}", "fix the frontmatter between the two `---` lines") from None
+    if policy is not None and policy.unknown:
+        orch.warn(f"{name}: unknown frontmatter field{'s' if len(policy.unknown) > 1 else ''} "
+                  f"{', '.join(policy.unknown)} (ignored; known: allowed_transitions, model, effort, force_implicit)")
+    if orch.backend is None:
+        raise BackendMissing(f"{where} is an LLM state, and no LLM backend is configured",
+                             "run with --backend claude (or command:PROGRAM, or --replay CASSETTE)")
+    values = template_values(workflow_id=orch.workflow_id, agent_id=agent.id, input=agent.input,
+                             fork_attributes=agent.fork_attributes)
+    prompt = render(body, values)
+    model = (policy.model if policy else None) or orch.model
+    effort = (policy.effort if policy else None) or orch.effort
+    timeout, _ = state_timeout(orch, name)
+    session = agent.session_id
+    resume, branch = (agent.branch_from, True) if agent.branch_from else (session, False)
+    turn_prompt, cost, problems = prompt, 0.0, []
+    for attempt in range(1, MAX_INVOCATIONS + 1):
+        orch.budget.check(agent.id, name)
+        request = LLMRequest(prompt=turn_prompt, session_id=resume, fork_session=branch, model=model, effort=effort,
+                             cwd=orch.agent_cwd(agent), agent_id=agent.id, state=name, timeout=timeout,
+                             attempt=attempt)
+        reply = await _invoke(orch, request, where)
+        cost += reply.cost_usd
+        orch.budget.add(reply.cost_usd)
+        if reply.session_id:
+            session = reply.session_id
+        resume, branch = session, False  # reminders continue the session the failed turn produced
+        orch.printer(agent)(extract_prints(reply.text))
+        record = orch.keep_record(agent, "markdown", prompt=turn_prompt, reply=reply.text, cost_usd=reply.cost_usd,
+                                  session_id=session, attempt=attempt)
+        try:
+            transitions = decide(orch, agent, policy, reply.text, values)
+        except TagError as exc:
+            raise ProtocolError(f"{where}: {exc}") from None
+        except OutputProblem as problem:
+            if policy is None or not policy.has_rules:
+                raise ProtocolError(f"{where}: the reply {problem}",
+                                    "add allowed_transitions frontmatter to get reminder re-prompts") from None
+            problems.append(str(problem))
+            orch.trace(f"{where}: the reply {problem}; re-prompting with a reminder ({attempt}/{MAX_INVOCATIONS})")
+            turn_prompt = prompt + reminder(policy)
+            continue
+        return StepResult(transitions, "markdown", session_id=session, cost_usd=cost, record=record)
+    raise ProtocolError(f"{where}: no valid transition after {MAX_INVOCATIONS} reminder attempts "
+                        f"(last: the reply {problems[-1]})",
+                        "make the prompt say which tag to emit, or give it a single implicit transition")
+
+
+async def _invoke(orch: "Orchestrator", request: LLMRequest, where: str):
+    try:
+        return await invoke_backend(orch.backend, request)
+    except BackendUnavailable as exc:
+        raise StopRun(f"{where}: the LLM backend cannot be used: {exc}") from None
+    except BackendError as exc:
+        raise ProtocolError(f"{where}: the LLM backend failed: {exc}") from None
+
+
+def decide(orch: "Orchestrator", agent: "Agent", policy: Policy | None, text: str, values: dict) -> list[Transition]:
+    """The transitions a reply stands for. Raises TagError (fatal) or OutputProblem (re-promptable)."""
+    entry = implicit_entry(policy)
+    if policy is not None and policy.force_implicit and entry is not None:
+        return [_implicit(orch, agent, entry, values)]
+    transitions = parse_transitions(text)
+    if not transitions:
+        if entry is not None:
+            return [_implicit(orch, agent, entry, values)]
+        raise OutputProblem("has no transition tag; a state must emit exactly one")
+    resolved = check_transitions(orch, transitions, script=False)
+    _group_consistent(resolved, "replied with")
+    for transition in resolved:
+        problem = check_transition(policy, transition)
+        if problem:
+            raise OutputProblem(f"breaks the state's policy: {problem}")
+    return [replace(t, payload=t.payload.strip()) if t.tag == "result" else t for t in resolved]
+
+
+def _implicit(orch: "Orchestrator", agent: "Agent", entry: dict, values: dict) -> Transition:
+    transition = implicit_transition(entry)
+    if "input" in transition.attributes:
+        transition = replace(transition, attributes={**transition.attributes,
+                                                     "input": render(transition.attributes["input"], values)})
+    try:
+        (resolved,) = check_transitions(orch, [transition], script=False)
+    except OutputProblem as exc:
+        raise ProtocolError(f"{agent.id}: {agent.state}: its implicit transition {exc}",
+                            "fix the target in allowed_transitions") from None
+    return replace(resolved, payload=resolved.payload.strip()) if resolved.tag == "result" else resolved
+
+
+def base_environment() -> dict:
+    env = dict(os.environ)
+    env.pop("CLAUDECODE", None)  # a script or a nested claude must not think it runs inside Claude Code
+    return env

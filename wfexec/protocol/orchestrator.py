@@ -1,0 +1,220 @@
+"""Running every agent of a states folder to its end.
+
+One asyncio loop; every active agent runs its current state as a task, so
+forked agents run at the same time (a 1-second script in 50 workers takes about
+a second). Results are applied in the order they finish: the session first,
+then the transition, then the new workers are launched. The first fatal error
+cancels every other agent (their scripts are killed with their process
+groups) and is raised. The run ends when no agent is active; the main agent's
+final `<result>` is the outcome, and the results of forked agents are listed
+beside it in the order they ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from ..console import Console
+from .agents import MAIN, Agent, AgentsState, apply
+from .budget import CostBudget
+from .errors import ProtocolError
+from .executors import StepResult, base_environment, run_markdown_state, run_script_state
+from .scopes import ResolveError, ScriptFiles, StateScope, entry_point, resolve_state, state_kind
+
+KEEP_OUTPUT = 64 * 1024
+
+
+@dataclass
+class StatesOutcome:
+    """How a states run ended: the main agent's result and what the others returned."""
+
+    result: str | None
+    forks: list                      # [{"agent": id, "result": payload}] in the order they ended
+    cost_usd: float
+    steps: int
+    workflow_id: str
+    state: AgentsState
+    records: list = field(default_factory=list)   # per state run: agent, state, stdout/stderr or prompt/reply
+
+    def to_json(self) -> dict:
+        return {"result": self.result, "forks": self.forks, "cost_usd": self.cost_usd, "steps": self.steps,
+                "workflow_id": self.workflow_id}
+
+
+def new_workflow_id() -> str:
+    return "workflow_" + datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
+
+
+class Orchestrator:
+    def __init__(self, scope: StateScope, *, backend: Any = None, io: Console | None = None,
+                 cwd: str | os.PathLike | None = None, budget_usd: float | None = None, spent_usd: float = 0.0,
+                 timeout: float | None = None, timeout_source: str = "the node's `timeout`",
+                 model: str | None = None, effort: str | None = None, workflow_id: str | None = None,
+                 on_step: Callable[[Agent], None] | None = None,
+                 on_checkpoint: Callable[[dict], None] | None = None, keep_records: bool = True):
+        self.scope = scope
+        self.backend = backend
+        self.io = io or Console()
+        self.base_cwd = str(Path(cwd or os.getcwd()).resolve())
+        self.budget = CostBudget(budget_usd, spent_usd)
+        self.timeout = timeout
+        self.timeout_source = timeout_source
+        self.model = model
+        self.effort = effort
+        self.workflow_id = workflow_id or new_workflow_id()
+        self.on_step = on_step
+        self.on_checkpoint = on_checkpoint
+        self.keep_records = keep_records
+        self.files = ScriptFiles()
+        self.base_env = base_environment()
+        self.records: list[dict] = []
+        self.ended: list[str] = []
+        self.steps = 0
+        self._warned: set[str] = set()
+        self.state: AgentsState | None = None
+
+    # -- what executors use -------------------------------------------------------------
+    def agent_cwd(self, agent: Agent) -> str:
+        return agent.cwd or self.base_cwd
+
+    def trace(self, text: str) -> None:
+        if self.io.tracing:
+            self.io.trace(f"states: {text}")
+
+    def warn(self, text: str) -> None:
+        if text not in self._warned:
+            self._warned.add(text)
+            self.io.error(f"warning: {text}")
+
+    def printer(self, agent: Agent) -> Callable[[list], None]:
+        """Shows `<print>` blocks as they arrive; a forked agent's lines carry its id."""
+        prefix = "" if agent.id == MAIN else f"[{agent.id}] "
+
+        def show(texts: list) -> None:
+            for text in texts:
+                self.io.print(prefix + text.strip("\n"))
+
+        return show
+
+    def keep_record(self, agent: Agent, kind: str, **details) -> dict:
+        record = {"agent": agent.id, "state": agent.state, "kind": kind, **details}
+        for key in ("stdout", "stderr", "reply", "prompt"):
+            value = record.get(key)
+            if isinstance(value, str) and len(value) > KEEP_OUTPUT:
+                record[key] = value[:KEEP_OUTPUT] + "\n…(cut)"
+        if self.keep_records:
+            self.records.append(record)
+        if self.io.tracing and kind == "script":
+            for stream in ("stdout", "stderr"):
+                text = (record.get(stream) or "").rstrip("\n")
+                if text:
+                    self.io.trace(f"states: {agent.id}: {agent.state} {stream}:\n" +
+                                  "\n".join("    " + line for line in text.splitlines()))
+        return record
+
+    # -- running -----------------------------------------------------------------------
+    def first_agent(self, start: str | None, input: str | None) -> Agent:
+        if start:
+            try:
+                first = resolve_state(self.scope, start)
+            except ResolveError as exc:
+                raise ProtocolError(f"start state: {exc.message}", exc.hint) from None
+        else:
+            first = entry_point(self.scope)
+        return Agent(id=MAIN, state=first, input=input)
+
+    def run(self, start: str | None = None, input: str | None = None, state: AgentsState | None = None) -> StatesOutcome:
+        from ..backends.base import run_sync
+
+        return run_sync(self.run_async(start, input, state))
+
+    async def run_async(self, start: str | None = None, input: str | None = None,
+                        state: AgentsState | None = None) -> StatesOutcome:
+        for warning in self.scope.warnings:
+            self.warn(warning)
+        if state is None:
+            state = AgentsState(self.workflow_id, [self.first_agent(start, input)], budget_usd=self.budget.limit)
+        else:
+            self.workflow_id = state.workflow_id
+            self.budget.spent = state.total_cost_usd
+        self.state = state
+        running: dict[asyncio.Future, str] = {}
+        try:
+            self._launch(running)
+            while running:
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    agent_id = running.pop(task)
+                    self._advance(state.agent(agent_id), task.result())
+                state.total_cost_usd = self.budget.spent
+                if self.on_checkpoint is not None:
+                    self.on_checkpoint(state.to_dict())
+                self._launch(running)
+        finally:
+            await _cancel_all(running)
+            self.files.cleanup()
+        main = next((a for a in state.agents if a.id == MAIN), None)
+        forks = [{"agent": a, "result": state.agent(a).result} for a in self.ended if a != MAIN]
+        return StatesOutcome(result=main.result if main else None, forks=forks, cost_usd=self.budget.spent,
+                             steps=self.steps, workflow_id=self.workflow_id, state=state, records=self.records)
+
+    def _launch(self, running: dict) -> None:
+        busy = set(running.values())
+        for agent in self.state.active():
+            if agent.id not in busy:
+                running[asyncio.ensure_future(self._step(agent))] = agent.id
+
+    async def _step(self, agent: Agent) -> StepResult:
+        self.steps += 1
+        if self.on_step is not None:
+            self.on_step(agent)
+        try:
+            kind = state_kind(agent.state)
+        except ResolveError as exc:
+            raise ProtocolError(f"{agent.id}: {exc.message}", exc.hint) from None
+        if kind == "script":
+            return await run_script_state(self, agent)
+        return await run_markdown_state(self, agent)
+
+    def _advance(self, agent: Agent, step: StepResult) -> None:
+        before = agent
+        if step.kind == "markdown":
+            agent = replace(agent, session_id=step.session_id or agent.session_id, branch_from=None)
+        agent = replace(agent, steps=agent.steps + 1)
+        try:
+            moved, workers = apply(agent, step.transitions, self.state.fork_counters, self.base_cwd)
+        except ProtocolError as exc:
+            raise ProtocolError(f"{agent.id}: {agent.state}: {exc.message}", exc.hint) from None
+        self.state.put(moved)
+        for worker in workers:
+            self.state.put(worker)
+        if moved.status == "ended":
+            self.ended.append(moved.id)
+        if self.io.tracing:
+            self.trace(_describe_move(before, moved, workers, step))
+
+
+def _describe_move(before: Agent, after: Agent, workers: list, step: StepResult) -> str:
+    tags = "+".join(t.tag for t in step.transitions)
+    cost = f", ${step.cost_usd:.4f}" if step.cost_usd else ""
+    if after.status == "ended":
+        payload = after.result if len(after.result or "") <= 60 else after.result[:57] + "..."
+        return f"{before.id}: {before.state} → ended with <result>{payload}</result>{cost}"
+    text = f"{before.id}: {before.state} → {after.state} ({tags}{cost})"
+    if workers:
+        text += "; forked " + ", ".join(f"{w.id} ({w.state})" for w in workers)
+    return text
+
+
+async def _cancel_all(running: dict) -> None:
+    if not running:
+        return
+    for task in running:
+        task.cancel()
+    await asyncio.gather(*running, return_exceptions=True)
+    running.clear()

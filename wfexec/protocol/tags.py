@@ -1,0 +1,130 @@
+"""Transition tags in a state's output: `<goto>`, `<reset>`, `<call>`, `<function>`,
+`<fork>`, `<result>`; and `<print>`, which is output for the user, not a transition.
+
+Rules (reference §1.3, with DESIGN §4's word boundary): a tag may sit anywhere
+in the text; the name must be followed by whitespace or `>` (so `<gotox>` is
+not a goto); attributes are `key="value"` or `key='value'` (unquoted ones are
+ignored, the last of a repeated key wins); the closing tag is the first
+`</name>` after the opening one, and an opening tag that is never closed is
+skipped. A target is the trimmed content and must be a state name: empty
+targets and targets holding `/` or `\\` are errors. A `<result>` payload is the
+raw content.
+
+Raymond's `<ask>` and cross-workflow tags are recognised only to be refused
+with a clear message: wfexec asks humans through `user_prompt` nodes and
+composes workflows through `reference` nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+TRANSITION_TAGS = ("goto", "reset", "call", "function", "fork", "result")
+UNSUPPORTED_TAGS = ("call-workflow", "function-workflow", "fork-workflow", "reset-workflow", "ask")
+# Longer names first so that the alternation never stops at a prefix.
+_ALL = sorted(TRANSITION_TAGS + UNSUPPORTED_TAGS, key=len, reverse=True)
+_OPEN = re.compile(r"<(" + "|".join(re.escape(n) for n in _ALL) + r")(?=[\s>])([^>]*)>")
+_ATTRIBUTE = re.compile(r"(\w+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+_PRINT = re.compile(r"<print>(.*?)</print>", re.DOTALL)
+
+
+class TagError(ValueError):
+    """A tag that is there but malformed: never re-prompted (reference §1.3)."""
+
+
+@dataclass(frozen=True)
+class Transition:
+    tag: str
+    target: str = ""
+    attributes: dict = field(default_factory=dict)
+    payload: str = ""
+
+    def show(self) -> str:
+        """The tag as it would be written (for messages and traces)."""
+        attrs = "".join(f' {k}="{v}"' for k, v in self.attributes.items())
+        body = self.payload if self.tag == "result" else self.target
+        if len(body) > 40:
+            body = body[:37] + "..."
+        return f"<{self.tag}{attrs}>{body}</{self.tag}>"
+
+
+def parse_attributes(text: str) -> dict:
+    attributes = {}
+    for match in _ATTRIBUTE.finditer(text):
+        value = match.group(2) if match.group(2) is not None else match.group(3)
+        attributes[match.group(1)] = value
+    return attributes
+
+
+def parse_transitions(text: str) -> list[Transition]:
+    """Every transition tag in `text`, in document order. Raises TagError for a malformed one."""
+    if "<" not in text:
+        return []
+    if "<print>" in text:
+        text = _PRINT.sub("", text)
+    found: list[Transition] = []
+    position = 0
+    while True:
+        match = _OPEN.search(text, position)
+        if match is None:
+            return found
+        name = match.group(1)
+        close = text.find(f"</{name}>", match.end())
+        if close < 0:
+            position = match.end()  # never closed: skipped, like Raymond
+            continue
+        content = text[match.end():close]
+        position = close + len(name) + 3
+        found.append(_build(name, parse_attributes(match.group(2)), content))
+
+
+def _build(name: str, attributes: dict, content: str) -> Transition:
+    if name == "result":
+        return Transition("result", "", attributes, content)
+    if name in UNSUPPORTED_TAGS:
+        return Transition(name, content.strip(), attributes, content)
+    target = content.strip()
+    if not target:
+        raise TagError(f"<{name}> has an empty target; write the state to go to between the tags")
+    check_state_name(target, f"<{name}> target")
+    return Transition(name, target, attributes, "")
+
+
+def check_state_name(name: str, what: str) -> None:
+    if "/" in name or "\\" in name:
+        raise TagError(f"{what} '{name}' contains a path separator; a target is a state name in the same "
+                       "folder, never a path")
+
+
+def extract_prints(text: str) -> list[str]:
+    """The contents of every complete `<print>…</print>` in `text`."""
+    if "<print>" not in text:
+        return []
+    return _PRINT.findall(text)
+
+
+class PrintScanner:
+    """Finds `<print>` blocks in output that arrives in chunks; a block split across chunks is joined."""
+
+    __slots__ = ("_buffer",)
+    _KEEP = len("<print>") - 1
+
+    def __init__(self):
+        self._buffer = ""
+
+    def feed(self, chunk: str) -> list[str]:
+        buffer = self._buffer + chunk
+        found = []
+        while True:
+            start = buffer.find("<print>")
+            if start < 0:
+                # Keep a tail that could be the start of a `<print>` split by the chunking.
+                self._buffer = buffer[-self._KEEP:] if "<" in buffer[-self._KEEP:] else ""
+                return found
+            end = buffer.find("</print>", start + 7)
+            if end < 0:
+                self._buffer = buffer[start:]
+                return found
+            found.append(buffer[start + 7:end])
+            buffer = buffer[end + 8:]

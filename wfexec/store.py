@@ -1,0 +1,337 @@
+"""The SQLite run store: runs, their journal of steps, the latest state.
+
+One file (default `.wfexec/runs.db`), WAL mode with `synchronous=NORMAL`: a
+commit survives the process being killed (the WAL is on disk before commit
+returns); only a power cut can lose the last commits, which resume then
+re-runs like an in-flight step.
+
+Tables:
+- `runs`: one row per run: workflow, status, current node, the step in flight,
+  a pending question, the ending, who is driving it (pid lease).
+- `journal`: one row per step, append-only: node, outcome, target, time, and
+  the step's *changes* — the values of the state paths it wrote (first two
+  path segments, e.g. `computed.sha`), not a copy of the state. That keeps a
+  10,000-step run's journal small however large the state grows.
+- `snapshots`: the latest state of each run (without `history`, which is the
+  journal itself), replaced in the same transaction as the journal rows it
+  follows. Resume reads the snapshot and rebuilds history from the journal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+APP_ID = "wfexec"
+SCHEMA_VERSION = 1
+DEFAULT_STORE = Path(".wfexec") / "runs.db"
+
+MIGRATIONS = {
+    1: """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        workflow_path TEXT NOT NULL,
+        workflow_name TEXT NOT NULL,
+        workflow_hash TEXT NOT NULL,
+        node_hashes TEXT NOT NULL,
+        status TEXT NOT NULL,
+        current_node TEXT,
+        in_flight TEXT,
+        pending_question TEXT,
+        last_error TEXT,
+        ending TEXT,
+        ending_type TEXT,
+        result TEXT,
+        inputs TEXT NOT NULL DEFAULT '{}',
+        steps INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        finished_at REAL,
+        lease TEXT
+    );
+    CREATE INDEX runs_status ON runs(status);
+    CREATE TABLE journal (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        step INTEGER NOT NULL,
+        node TEXT NOT NULL,
+        type TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        target TEXT NOT NULL,
+        at TEXT NOT NULL,
+        changes TEXT NOT NULL,
+        duration_ms REAL NOT NULL,
+        PRIMARY KEY (run_id, step)
+    ) WITHOUT ROWID;
+    CREATE TABLE snapshots (
+        run_id TEXT PRIMARY KEY REFERENCES runs(id),
+        step INTEGER NOT NULL,
+        state TEXT NOT NULL
+    );
+    """,
+}
+
+STATUSES = ("running", "waiting", "completed", "failed", "stopped", "cancelled")
+FINISHED = ("completed", "failed", "cancelled")
+
+
+class StoreError(Exception):
+    """The store cannot be used: not a wfexec store, corrupt, locked, or a run is unknown/busy."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+def new_run_id() -> str:
+    """Short and sortable by creation time: 8 base-36 digits of milliseconds + 3 random."""
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+    def base36(n: int, width: int) -> str:
+        out = ""
+        for _ in range(width):
+            n, r = divmod(n, 36)
+            out = digits[r] + out
+        return out
+
+    return base36(int(time.time() * 1000), 9) + base36(random.getrandbits(20), 3)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def lease_holder() -> str:
+    return f"{os.getpid()}@{socket.gethostname()}"
+
+
+def _lease_alive(lease: str | None) -> bool:
+    if not lease:
+        return False
+    pid_text, _, host = lease.partition("@")
+    if host != socket.gethostname():
+        return True  # another machine: we cannot tell, so we do not steal it
+    try:
+        os.kill(int(pid_text), 0)
+    except (ProcessLookupError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class RunRecord:
+    id: str
+    workflow_path: str
+    workflow_name: str
+    workflow_hash: str
+    node_hashes: dict
+    status: str
+    current_node: str | None
+    in_flight: dict | None
+    pending_question: dict | None
+    last_error: str | None
+    ending: str | None
+    ending_type: str | None
+    result: dict | None
+    inputs: dict
+    steps: int
+    created_at: float
+    updated_at: float
+    finished_at: float | None
+    lease: str | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> "RunRecord":
+        data = dict(row)
+        for key in ("node_hashes", "in_flight", "pending_question", "result", "inputs"):
+            data[key] = json.loads(data[key]) if data[key] else ({} if key in ("node_hashes", "inputs") else None)
+        return cls(**data)
+
+    def to_json(self) -> dict:
+        out = dict(self.__dict__)
+        out.pop("node_hashes")
+        return out
+
+
+class Store:
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.db = self._open()
+
+    # -- opening ------------------------------------------------------------
+    def _open(self) -> sqlite3.Connection:
+        path = self.path
+        if path.exists() and path.is_dir():
+            raise StoreError(f"the run store {path} is a folder, not a file", "pass --store FILE")
+        if path.exists() and path.stat().st_size > 0:
+            with open(path, "rb") as handle:
+                if handle.read(16) != b"SQLite format 3\x00":
+                    raise StoreError(f"{path} is not a wfexec run store (not an SQLite database); it was left as is",
+                                     "move it away, or pass --store with another path")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = sqlite3.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            self._migrate(db)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path} cannot be used as a run store: {exc}; it was left as is",
+                             "move it away, or pass --store with another path") from None
+        return db
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if tables and "wfexec_meta" not in tables:
+            raise StoreError(f"{self.path} is an SQLite database of something else (tables: "
+                             f"{', '.join(sorted(tables))}); it was left as is",
+                             "pass --store with another path")
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("CREATE TABLE IF NOT EXISTS wfexec_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            row = db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{self.path} was written by a newer wfexec (store schema {version}, this one "
+                                 f"knows {SCHEMA_VERSION})", "upgrade wfexec")
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                # executescript would commit on its own; statements one by one stay in this transaction.
+                for statement in MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            db.execute("INSERT OR REPLACE INTO wfexec_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            db.execute("INSERT OR REPLACE INTO wfexec_meta VALUES ('app', ?)", (APP_ID,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- runs ---------------------------------------------------------------
+    def create_run(self, *, workflow_path: str, workflow_name: str, workflow_hash: str, node_hashes: dict,
+                   inputs: dict, state: dict, start_node: str) -> str:
+        run_id = new_run_id()
+        now = time.time()
+        with self.transaction():
+            self.db.execute(
+                "INSERT INTO runs (id, workflow_path, workflow_name, workflow_hash, node_hashes, status, current_node,"
+                " inputs, created_at, updated_at, lease) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                (run_id, workflow_path, workflow_name, workflow_hash, _dumps(node_hashes), start_node,
+                 _dumps(inputs), now, now, lease_holder()))
+            self.db.execute("INSERT INTO snapshots VALUES (?, 0, ?)", (run_id, _dumps(state)))
+        return run_id
+
+    def get(self, run_id: str) -> RunRecord:
+        row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            matches = self.db.execute("SELECT * FROM runs WHERE id LIKE ? ORDER BY id", (run_id + "%",)).fetchall()
+            if len(matches) == 1:
+                return RunRecord.from_row(matches[0])
+            if len(matches) > 1:
+                raise StoreError(f"'{run_id}' matches {len(matches)} runs", "give more characters of the id")
+            raise StoreError(f"no run '{run_id}' in {self.path}", "`wfexec runs` lists them")
+        return RunRecord.from_row(row)
+
+    def list(self, status: str | None = None, limit: int = 50) -> list[RunRecord]:
+        if status:
+            rows = self.db.execute("SELECT * FROM runs WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit))
+        else:
+            rows = self.db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,))
+        return [RunRecord.from_row(r) for r in rows]
+
+    def acquire(self, run_id: str) -> None:
+        """Become the process driving this run, unless a live process already is."""
+        me = lease_holder()
+        with self.transaction():
+            record = self.get(run_id)
+            if record.lease and record.lease != me and _lease_alive(record.lease):
+                raise StoreError(f"run {record.id} is being driven by process {record.lease}",
+                                 "wait for it to stop, or stop it first")
+            self.db.execute("UPDATE runs SET lease = ? WHERE id = ?", (me, record.id))
+
+    def release(self, run_id: str) -> None:
+        self.db.execute("UPDATE runs SET lease = NULL WHERE id = ? AND lease = ?", (run_id, lease_holder()))
+
+    def transaction(self):
+        return _Transaction(self.db)
+
+    # -- steps --------------------------------------------------------------
+    def mark_in_flight(self, run_id: str, step: int, node: str, state: dict | None = None) -> None:
+        """Record that a step with outside effects is starting (committed before it starts)."""
+        with self.transaction():
+            self.db.execute("UPDATE runs SET in_flight = ?, current_node = ?, updated_at = ? WHERE id = ?",
+                            (_dumps({"step": step, "node": node, "started_at": time.time()}), node, time.time(),
+                             run_id))
+
+    def commit_steps(self, run_id: str, rows: Iterable[tuple], state: dict, steps: int, current_node: str) -> None:
+        """Journal rows and the state after the last of them, in one transaction."""
+        with self.transaction():
+            self.db.executemany("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                [(run_id, *row) for row in rows])
+            self.db.execute("UPDATE snapshots SET step = ?, state = ? WHERE run_id = ?",
+                            (steps, _dumps(state), run_id))
+            self.db.execute("UPDATE runs SET steps = ?, current_node = ?, in_flight = NULL, updated_at = ? "
+                            "WHERE id = ?", (steps, current_node, time.time(), run_id))
+
+    def set_status(self, run_id: str, status: str, **fields) -> None:
+        assert status in STATUSES, status
+        columns = {"status": status, "updated_at": time.time(), **fields}
+        if status in FINISHED or status == "stopped":
+            columns.setdefault("finished_at", time.time())
+        for key in ("pending_question", "result", "in_flight"):
+            if key in columns and columns[key] is not None and not isinstance(columns[key], str):
+                columns[key] = _dumps(columns[key])
+        assignments = ", ".join(f"{k} = ?" for k in columns)
+        with self.transaction():
+            self.db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*columns.values(), run_id))
+
+    def snapshot(self, run_id: str) -> tuple[int, dict]:
+        row = self.db.execute("SELECT step, state FROM snapshots WHERE run_id = ?", (run_id,)).fetchone()
+        return row[0], json.loads(row[1])
+
+    def journal(self, run_id: str) -> list[dict]:
+        rows = self.db.execute("SELECT step, node, type, outcome, target, at, changes, duration_ms FROM journal "
+                               "WHERE run_id = ? ORDER BY step", (run_id,))
+        return [{"step": r[0], "node": r[1], "type": r[2], "outcome": json.loads(r[3]), "target": r[4], "at": r[5],
+                 "changes": json.loads(r[6]), "duration_ms": r[7]} for r in rows]
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE … COMMIT, nesting-safe (an inner one joins the outer)."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+        self.outer = False
+
+    def __enter__(self):
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.outer = True
+        return self.db
+
+    def __exit__(self, kind, value, traceback):
+        if not self.outer:
+            return False
+        if kind is None:
+            self.db.execute("COMMIT")
+        else:
+            self.db.execute("ROLLBACK")
+        return False
+
+
+def open_store(path: str | os.PathLike | None = None) -> Store:
+    """The store at `path`, else $WFEXEC_STORE, else .wfexec/runs.db under the current directory."""
+    chosen = path or os.environ.get("WFEXEC_STORE") or DEFAULT_STORE
+    return Store(chosen)
