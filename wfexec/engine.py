@@ -146,14 +146,14 @@ class CallContext:
             set_path(self.run.state, parts, value)
         except PathError as exc:
             raise ActionFailed(str(exc)) from None
-        self.run.changed.add(parts[:2])
+        self.run.changed[parts[:2]] = None
 
     def replace_state(self, new_state: dict) -> None:
         """Swap the whole state for another (rollback); every key counts as changed."""
         state = self.run.state
         state.clear()
         state.update(new_state)
-        self.run.changed.update((key,) for key in state)
+        self.run.changed.update(dict.fromkeys((key,) for key in state))
 
     def check(self, call: Call, **local_values) -> bool:
         return self.run.check(call, self.scope.child(**local_values) if local_values else self.scope)
@@ -227,7 +227,7 @@ class Run:
         self.journal = journal
         # State paths (first two segments) written since the journal last looked: the
         # durable store records these as the step's changes instead of diffing state.
-        self.changed: set[tuple] = set()
+        self.changed: dict[tuple, None] = {}  # an ordered set: the journal lists them as written
         self.current: Node | None = None
         self.visits: dict[str, int] = {}
         # Sub-workflows share one step budget with their caller: [steps used].
@@ -246,7 +246,7 @@ class Run:
             set_path(self.state, path, copy.deepcopy(value) if isinstance(value, (dict, list)) else value)
         except PathError as exc:
             self.fail(self.current, str(exc))
-        self.changed.add(path[:2])
+        self.changed[path[:2]] = None
 
     def render_text(self, value: Any) -> str:
         try:
@@ -287,7 +287,7 @@ class Run:
             self.set(("computed", "last_error_hint"), failure.hint)
         elif "last_error_hint" in self.state["computed"]:
             del self.state["computed"]["last_error_hint"]
-            self.changed.add(("computed", "last_error_hint"))
+            self.changed[("computed", "last_error_hint")] = None
         self.io.trace(f"  failed: {failure.message}" + (f" — {failure.hint}" if failure.hint else ""))
         return message
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from glob import escape as glob_escape
 from pathlib import Path
 
 
@@ -21,12 +22,22 @@ def write_atomic(path: str | os.PathLike, content: str | bytes, encoding: str = 
         if target.exists():
             os.chmod(tmp, target.stat().st_mode & 0o7777)
         os.replace(tmp, target)
+        _remove_leftovers(target)
     except BaseException:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
         raise
+
+
+def _remove_leftovers(target: Path) -> None:
+    """Temporary files of earlier writes to `target` that a killed process never renamed."""
+    for leftover in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
+        try:
+            leftover.unlink()
+        except OSError:
+            pass
 
 
 def _written_absolute(raw_path) -> bool:

@@ -181,6 +181,7 @@ class Store:
         try:
             db = sqlite3.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
             db.row_factory = sqlite3.Row
+            self._refuse_foreign(db)  # before any PRAGMA: switching to WAL rewrites the file header
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
@@ -190,12 +191,15 @@ class Store:
                              "move it away, or pass --store with another path") from None
         return db
 
-    def _migrate(self, db: sqlite3.Connection) -> None:
+    def _refuse_foreign(self, db: sqlite3.Connection) -> None:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if tables and "wfexec_meta" not in tables:
+            db.close()
             raise StoreError(f"{self.path} is an SQLite database of something else (tables: "
                              f"{', '.join(sorted(tables))}); it was left as is",
                              "pass --store with another path")
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute("CREATE TABLE IF NOT EXISTS wfexec_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
