@@ -266,20 +266,40 @@ def _run_to_completion(folder: Path, store: Path, kill_after: float | None) -> N
         except subprocess.TimeoutExpired:
             os.kill(process.pid, signal.SIGKILL)
     process.wait()
-    listed = runs(store)
+    listed = _records(store)
     if not listed:  # killed before the run was recorded: start it again
         return _run_to_completion(folder, store, None)
-    if listed[0]["status"] != "completed":
-        resumed = wfexec_cli("resume", listed[0]["id"], "--store", store, cwd=folder)
+    if listed[0].status != "completed":
+        resumed = wfexec_cli("resume", listed[0].id, "--store", store, cwd=folder)
         assert resumed.returncode == 0, resumed.stderr
 
 
+def _records(store: Path) -> list:
+    from wfexec.store import Store
+
+    if not store.exists():
+        return []
+    opened = Store(store)
+    try:
+        return opened.list()
+    finally:
+        opened.close()
+
+
 def _outcome(folder: Path, store: Path) -> tuple:
-    [record] = runs(store)
-    shown = json.loads(wfexec_cli("show", record["id"], "--state", "--format", "json", "--store", store).stdout)
+    """What a finished run left: its state, the nodes it journaled, its files, its side-effect log."""
+    from wfexec.store import Store
+
+    opened = Store(store)
+    try:
+        [record] = opened.list()
+        _, state = opened.snapshot(record.id)
+        nodes = [row["node"] for row in opened.journal(record.id)]
+    finally:
+        opened.close()
     files = {p.name: p.read_text() for p in sorted((folder / "out").iterdir())}
     executions = (folder / "executions.log").read_text().split()
-    return shown["state"], [row["node"] for row in shown["journal"]], files, executions
+    return state, nodes, files, executions
 
 
 def test_killed_at_random_points_a_run_resumes_to_the_same_result(tmp_path):

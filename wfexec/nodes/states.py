@@ -1,13 +1,30 @@
-"""`states`: a folder (directory, zip, or inline `states:` mapping) of `.md`/`.sh`
-states run in the md/sh protocol (DESIGN §4).
+"""`states`: a folder (directory, zip, Raymond `.yaml`, or inline `states:` mapping) of
+`.md`/`.sh` states run in the md/sh protocol (DESIGN §4).
 
-This module holds the node's schema and compiled shape; running the protocol
-is `wfexec.protocol`'s job.
+```yaml
+implement:
+  type: states
+  folder: states/implement     # or `states: {START.sh: "...", REVIEW.md: "..."}`
+  start: START                 # default: 1_START, then START
+  input: "${computed.plan}"    # {{input}} / RAYMOND_INPUT of the first state
+  budget_usd: 2.0              # checked before every LLM call
+  timeout: 300                 # seconds without output before a script (or LLM call) is stopped
+  store_as: computed.implementation   # the main agent's final <result>; forks at computed.implementation_forks
+  on_result: {APPROVED: deploy}       # routing on the (trimmed) result
+  on_success: review
+  on_failure: report_error
+```
+
+This module compiles the node and maps the protocol's outcome onto the
+workflow; running the protocol is `wfexec.protocol`'s job. The scope is checked
+at load (it exists, is well formed, has its entry point) and opened again when
+the node runs, so edits to a directory apply to the next run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .base import TARGET, Outcome
@@ -16,7 +33,8 @@ TYPE = "states"
 SCHEMA = {
     "properties": {
         "folder": {"type": "string"},
-        "states": {"type": "object", "additionalProperties": {"type": "string"}, "minProperties": 1},
+        # file name → content (`START.sh: "echo ..."`), or state name → a Raymond-style state object
+        "states": {"type": "object", "additionalProperties": {"type": ["string", "object"]}, "minProperties": 1},
         "start": {"type": "string"},
         "input": {},
         "budget_usd": {"type": "number", "minimum": 0},
@@ -51,13 +69,16 @@ class States:
     on_result: dict
     on_success: Any
     on_failure: Any
+    base_dir: Any = None     # the workflow's folder: RAYMOND_STATE_DIR of inline states
+    label: str = ""          # how messages name the scope
 
 
 def compile(node_id, raw, c):
     folder = raw.get("folder")
-    return States(
+    inline = dict(raw["states"]) if isinstance(raw.get("states"), dict) else None
+    spec = States(
         folder=c.file(folder, ("folder",), "states folder", allow_dir=True) if folder else None,
-        inline=dict(raw["states"]) if isinstance(raw.get("states"), dict) else None,
+        inline=inline,
         start=raw.get("start"),
         input=c.value(raw.get("input"), ("input",)),
         budget_usd=raw.get("budget_usd"),
@@ -70,7 +91,51 @@ def compile(node_id, raw, c):
         on_result={str(k): c.target(v, ("on_result", k)) for k, v in (raw.get("on_result") or {}).items()},
         on_success=c.target(raw.get("on_success"), ("on_success",)),
         on_failure=c.target(raw.get("on_failure"), ("on_failure",)),
+        base_dir=c.base_dir,
+        label=folder if folder else f"the inline states of node '{node_id}'",
     )
+    _check_scope(spec, c)
+    if spec.backend:
+        _check_backend(spec.backend, c)
+    return spec
+
+
+def _check_scope(spec: States, c) -> None:
+    """Open the scope once at load, so a malformed folder is a validation error, not a run-time surprise."""
+    from ..protocol.errors import ProtocolError
+    from ..protocol.scopes import entry_point, resolve_state
+
+    if spec.folder is None and spec.inline is None:
+        return
+    where = ("folder",) if spec.folder is not None else ("states",)
+    try:
+        scope = open_scope(spec)
+    except ProtocolError as exc:
+        c.error(where, "states-scope", exc.message, exc.hint)
+        return
+    try:
+        if spec.start:
+            resolve_state(scope, spec.start)
+        else:
+            entry_point(scope)
+    except ProtocolError as exc:
+        c.error(("start",) if spec.start else where, "states-start", exc.message, exc.hint)
+
+
+def _check_backend(text: str, c) -> None:
+    name = text.partition(":")[0].strip()
+    if name not in ("claude", "command", "replay"):
+        c.error(("backend",), "states-backend", f"unknown LLM backend '{text}'",
+                "use claude, claude:model=opus, command:PROGRAM [ARGS], or replay:CASSETTE.yaml")
+
+
+def open_scope(spec: States):
+    from ..protocol.scopes import inline_scope
+    from ..protocol.scopes import open_scope as open_folder
+
+    if spec.inline is not None:
+        return inline_scope(spec.inline, spec.label, Path(spec.base_dir or "."))
+    return open_folder(spec.folder, spec.label)
 
 
 def targets(spec):
@@ -82,6 +147,125 @@ def calls(spec):
     return []
 
 
+# -- running ----------------------------------------------------------------------------
+
 def execute(node, run) -> Outcome:
-    run.stop(node, "this wfexec cannot run `states` nodes yet (the md/sh protocol runner is not built)",
-             "run the folder with an agent for now, or follow the project's issue tracker")
+    from ..expressions import ExpressionError, render_value, to_text
+    from ..protocol.errors import BackendMissing, ProtocolError, StopRun
+    from ..protocol.orchestrator import Orchestrator
+
+    spec = node.spec
+    try:
+        value = render_value(spec.input, run.scope)
+        cwd_text = render_value(spec.cwd, run.scope)
+    except ExpressionError as exc:
+        run.fail(node, exc.message, exc.hint)
+    first_input = None if value is None else to_text(value)
+    cwd = _working_directory(cwd_text, run)
+    if run.options.dry_run:
+        return _dry_run(node, run, first_input)
+    orchestrator = None
+    try:
+        scope = open_scope(spec)
+        orchestrator = Orchestrator(
+            scope, backend=_backend(node, run), io=run.io, cwd=cwd, budget_usd=spec.budget_usd,
+            timeout=spec.timeout, timeout_source=f"node '{node.id}' `timeout`", model=spec.model, effort=spec.effort,
+            on_step=_step_counter(run))
+        run.io.trace(f"states: running {scope.describe()} in {cwd}")
+        outcome = orchestrator.run(start=spec.start, input=first_input)
+    except BackendMissing as exc:
+        run.stop(node, exc.message, exc.hint)
+    except StopRun as exc:
+        return _failed(node, run, exc, orchestrator, stop=True)
+    except ProtocolError as exc:
+        return _failed(node, run, exc, orchestrator, stop=False)
+    return _succeeded(node, run, outcome)
+
+
+def _working_directory(text: Any, run) -> Path:
+    if text in (None, ""):
+        return run.cwd
+    path = Path(str(text)).expanduser()
+    return path if path.is_absolute() else run.cwd / path
+
+
+def _backend(node, run):
+    if run.options.backend is not None or not node.spec.backend:
+        return run.options.backend
+    from ..backends import create_backend
+
+    try:
+        return create_backend(node.spec.backend)
+    except ValueError as exc:
+        run.fail(node, str(exc))
+
+
+def _step_counter(run):
+    """Every protocol state counts against the run's step budget, so a states loop cannot spin forever."""
+    from ..protocol.errors import StepLimit
+
+    limit = run.options.max_steps
+
+    def count(agent) -> None:
+        run.budget[0] += 1
+        if run.budget[0] > limit:
+            raise StepLimit(f"{agent.id}: the run took more than {limit} steps (the last at {agent.state}); the "
+                            "states loop does not end", "fix the loop's exit, or raise --max-steps")
+
+    return count
+
+
+def _succeeded(node, run, outcome) -> Outcome:
+    spec = node.spec
+    result = outcome.result if outcome.result is not None else ""
+    if spec.store_as:
+        run.set(spec.store_as, result)
+        forks_path = _forks_path(spec.store_as)
+        if forks_path is not None:
+            run.set(forks_path, outcome.forks)
+    details = {"success": True, "result": result, "forks": len(outcome.forks), "cost_usd": round(outcome.cost_usd, 6),
+               "states": outcome.steps, "workflow_id": outcome.workflow_id}
+    routed = spec.on_result.get(result.strip())
+    if routed is not None:
+        return Outcome(routed, details, f"result {result.strip()}")
+    return Outcome(spec.on_success, details, "on_success")
+
+
+def _forks_path(store_as: tuple) -> tuple | None:
+    """Fork results sit beside the main result: `computed.x` → `computed.x_forks`."""
+    last = store_as[-1]
+    if not isinstance(last, str):
+        return None
+    return store_as[:-1] + (f"{last}_forks",)
+
+
+def _failed(node, run, error, orchestrator, stop: bool) -> Outcome:
+    spec = node.spec
+    computed = run.state["computed"]
+    computed["last_error"] = error.message
+    if error.hint:
+        computed["last_error_hint"] = error.hint
+    else:
+        computed.pop("last_error_hint", None)
+    run.io.trace(f"  failed: {error.message}" + (f" — {error.hint}" if error.hint else ""))
+    if spec.on_failure is None:
+        hint = error.hint or "add `on_failure: <node or ending>` to handle it"
+        if stop:
+            run.stop(node, error.message, hint)
+        run.fail(node, error.message, hint)
+    spent = orchestrator.budget.spent if orchestrator is not None else 0.0
+    return Outcome(spec.on_failure, {"success": False, "error": error.message, "cost_usd": round(spent, 6)},
+                   "on_failure")
+
+
+def _dry_run(node, run, first_input) -> Outcome:
+    spec = node.spec
+    try:
+        scope = open_scope(spec)
+        names = ", ".join(scope.names())
+    except Exception as exc:  # a dry run reports, it does not fail
+        names = f"(cannot open: {exc})"
+    shown = f", input {first_input!r}" if first_input is not None else ""
+    run.io.print(f"--- states node '{node.id}' (dry run: not run) ---\n{spec.label}: {names}{shown}\n"
+                 "--- end of states ---")
+    return Outcome(spec.on_success, {"success": True, "dry_run": True}, "on_success")

@@ -147,7 +147,7 @@ async def run_script_state(orch: "Orchestrator", agent: "Agent") -> StepResult:
     printer = orch.printer(agent)
     out_prints, err_prints = PrintScanner(), PrintScanner()
     try:
-        output = await run_process(["bash", str(path)], cwd=orch.agent_cwd(agent),
+        output = await run_process([orch.bash, str(path)], cwd=orch.agent_cwd(agent),
                                    env=script_env(orch, agent, str(path)), timeout=timeout,
                                    on_stdout=lambda text: printer(out_prints.feed(text)),
                                    on_stderr=lambda text: printer(err_prints.feed(text)))
@@ -249,6 +249,10 @@ async def _invoke(orch: "Orchestrator", request: LLMRequest, where: str):
         raise StopRun(f"{where}: the LLM backend cannot be used: {exc}") from None
     except BackendError as exc:
         raise ProtocolError(f"{where}: the LLM backend failed: {exc}") from None
+    except ProtocolError:
+        raise
+    except Exception as exc:  # a backend is a program or a service: it can fail in many ways
+        raise ProtocolError(f"{where}: the LLM backend failed: {type(exc).__name__}: {exc}") from None
 
 
 def decide(orch: "Orchestrator", agent: "Agent", policy: Policy | None, text: str, values: dict) -> list[Transition]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import os
+import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -72,6 +73,8 @@ class Orchestrator:
         self.keep_records = keep_records
         self.files = ScriptFiles()
         self.base_env = base_environment()
+        # Found once: a script state never depends on a PATH lookup (nor on a PATH the scripts change).
+        self.bash = shutil.which("bash") or "bash"
         self.records: list[dict] = []
         self.ended: list[str] = []
         self.steps = 0
@@ -143,31 +146,49 @@ class Orchestrator:
             self.workflow_id = state.workflow_id
             self.budget.spent = state.total_cost_usd
         self.state = state
-        running: dict[asyncio.Future, str] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._finished = asyncio.get_running_loop().create_future()
         try:
-            self._launch(running)
-            while running:
-                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    agent_id = running.pop(task)
-                    self._advance(state.agent(agent_id), task.result())
-                state.total_cost_usd = self.budget.spent
-                if self.on_checkpoint is not None:
-                    self.on_checkpoint(state.to_dict())
-                self._launch(running)
+            for agent in state.active():
+                self._spawn(agent.id)
+            if self._tasks:
+                await self._finished
         finally:
-            await _cancel_all(running)
+            await _cancel_all(self._tasks)
             self.files.cleanup()
         main = next((a for a in state.agents if a.id == MAIN), None)
         forks = [{"agent": a, "result": state.agent(a).result} for a in self.ended if a != MAIN]
         return StatesOutcome(result=main.result if main else None, forks=forks, cost_usd=self.budget.spent,
                              steps=self.steps, workflow_id=self.workflow_id, state=state, records=self.records)
 
-    def _launch(self, running: dict) -> None:
-        busy = set(running.values())
-        for agent in self.state.active():
-            if agent.id not in busy:
-                running[asyncio.ensure_future(self._step(agent))] = agent.id
+    # One task per agent, running its states one after another: a state hands over to the next without a
+    # trip through a central loop. The first error of any agent ends the run (and cancels the others).
+    def _spawn(self, agent_id: str) -> None:
+        task = asyncio.ensure_future(self._run_agent(agent_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._agent_done)
+
+    def _agent_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if self._finished.done() or task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            self._finished.set_exception(error)
+        elif not self._tasks:
+            self._finished.set_result(None)
+
+    async def _run_agent(self, agent_id: str) -> None:
+        state = self.state
+        while True:
+            agent = state.agent(agent_id)
+            if agent.status != "active":
+                return
+            step = await self._step(agent)
+            self._advance(agent, step)
+            state.total_cost_usd = self.budget.spent
+            if self.on_checkpoint is not None:
+                self.on_checkpoint(state.to_dict())
 
     async def _step(self, agent: Agent) -> StepResult:
         self.steps += 1
@@ -193,6 +214,7 @@ class Orchestrator:
         self.state.put(moved)
         for worker in workers:
             self.state.put(worker)
+            self._spawn(worker.id)
         if moved.status == "ended":
             self.ended.append(moved.id)
         if self.io.tracing:
@@ -211,10 +233,10 @@ def _describe_move(before: Agent, after: Agent, workers: list, step: StepResult)
     return text
 
 
-async def _cancel_all(running: dict) -> None:
-    if not running:
-        return
-    for task in running:
-        task.cancel()
-    await asyncio.gather(*running, return_exceptions=True)
-    running.clear()
+async def _cancel_all(tasks: set) -> None:
+    while tasks:  # a cancelled agent cannot spawn more, but be sure
+        pending = list(tasks)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        tasks.difference_update(pending)
