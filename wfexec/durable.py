@@ -36,8 +36,21 @@ FLUSH_SECONDS = 0.25
 SKIPPABLE = {"action": "on_success", "reference": "on_success", "states": "on_success"}
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+# One encoder for every row: json.dumps with options builds a new one per call.
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+_path_text: dict[tuple, str] = {}
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+
+
+def _frozen(value: Any) -> Any:
+    return json.loads(_dumps(value))
+
+
+def _format_cached(path: tuple) -> str:
+    text = _path_text.get(path)
+    if text is None:
+        text = _path_text[path] = format_path(path)
+    return text
 
 
 def node_hashes(workflow: Workflow) -> dict[str, str]:
@@ -94,10 +107,18 @@ class DurableJournal(Journal):
 
     def after_step(self, run: Run, node: Node, entry: dict) -> None:
         self.step += 1
-        changes = {format_path(path): get_path(run.state, path) for path in run.changed}
-        run.changed.clear()
-        self.rows.append((self.step, entry["node"], entry["type"], _dumps(entry["outcome"]), entry["target"],
-                          entry["at"], _dumps(changes), (time.perf_counter() - self.started) * 1000))
+        changes = {}
+        changed = run.changed
+        if changed:
+            state = run.state
+            for path in changed:
+                value = get_path(state, path)
+                # A later step may change a mapping or list in place: keep what it is now.
+                changes[_path_text.get(path) or _format_cached(path)] = \
+                    value if value.__class__ in _IMMUTABLE else _frozen(value)
+            changed.clear()
+        self.rows.append([self.step, entry["node"], entry["type"], entry["outcome"], entry["target"], entry["at"],
+                          changes, (time.perf_counter() - self.started) * 1000])
         if self.outside[node.id] or len(self.rows) >= FLUSH_STEPS or \
                 time.monotonic() - self.last_flush >= FLUSH_SECONDS:
             self.flush(run, entry["target"])

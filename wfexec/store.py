@@ -8,9 +8,12 @@ re-runs like an in-flight step.
 Tables:
 - `runs`: one row per run: workflow, status, current node, the step in flight,
   a pending question, the ending, who is driving it (pid lease).
-- `journal`: one row per step, append-only: node, outcome, target, time, and
-  the step's *changes* — the values of the state paths it wrote (first two
-  path segments, e.g. `computed.sha`), not a copy of the state. That keeps a
+- `journal`: append-only, one row per commit holding the steps it committed
+  (one step for a step with outside effects, up to a few hundred for steps that
+  only change state: a row per step would cost more than the steps). Each step
+  is `[step, node, type, outcome, target, at, changes, duration_ms]`, where
+  *changes* are the values of the state paths it wrote (first two path
+  segments, e.g. `computed.sha`), not a copy of the state. That keeps a
   10,000-step run's journal small however large the state grows.
 - `snapshots`: the latest state of each run (without `history`, which is the
   journal itself), replaced in the same transaction as the journal rows it
@@ -27,7 +30,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 APP_ID = "wfexec"
 SCHEMA_VERSION = 1
@@ -59,15 +62,10 @@ MIGRATIONS = {
     CREATE INDEX runs_status ON runs(status);
     CREATE TABLE journal (
         run_id TEXT NOT NULL REFERENCES runs(id),
-        step INTEGER NOT NULL,
-        node TEXT NOT NULL,
-        type TEXT NOT NULL,
-        outcome TEXT NOT NULL,
-        target TEXT NOT NULL,
-        at TEXT NOT NULL,
-        changes TEXT NOT NULL,
-        duration_ms REAL NOT NULL,
-        PRIMARY KEY (run_id, step)
+        first_step INTEGER NOT NULL,
+        last_step INTEGER NOT NULL,
+        steps TEXT NOT NULL,
+        PRIMARY KEY (run_id, first_step)
     ) WITHOUT ROWID;
     CREATE TABLE snapshots (
         run_id TEXT PRIMARY KEY REFERENCES runs(id),
@@ -104,8 +102,7 @@ def new_run_id() -> str:
     return base36(int(time.time() * 1000), 9) + base36(random.getrandbits(20), 3)
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
 
 def lease_holder() -> str:
@@ -279,15 +276,15 @@ class Store:
                             (_dumps({"step": step, "node": node, "started_at": time.time()}), node, time.time(),
                              run_id))
 
-    def commit_steps(self, run_id: str, rows: Iterable[tuple], state: dict, steps: int, current_node: str) -> None:
-        """Journal rows and the state after the last of them, in one transaction."""
+    def commit_steps(self, run_id: str, steps: list[list], state: dict, step_count: int, current_node: str) -> None:
+        """Journal steps and the state after the last of them, in one transaction."""
         with self.transaction():
-            self.db.executemany("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                [(run_id, *row) for row in rows])
+            self.db.execute("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?)",
+                            (run_id, steps[0][0], steps[-1][0], _dumps(steps)))
             self.db.execute("UPDATE snapshots SET step = ?, state = ? WHERE run_id = ?",
-                            (steps, _dumps(state), run_id))
+                            (step_count, _dumps(state), run_id))
             self.db.execute("UPDATE runs SET steps = ?, current_node = ?, in_flight = NULL, updated_at = ? "
-                            "WHERE id = ?", (steps, current_node, time.time(), run_id))
+                            "WHERE id = ?", (step_count, current_node, time.time(), run_id))
 
     def set_status(self, run_id: str, status: str, **fields) -> None:
         assert status in STATUSES, status
@@ -306,10 +303,9 @@ class Store:
         return row[0], json.loads(row[1])
 
     def journal(self, run_id: str) -> list[dict]:
-        rows = self.db.execute("SELECT step, node, type, outcome, target, at, changes, duration_ms FROM journal "
-                               "WHERE run_id = ? ORDER BY step", (run_id,))
-        return [{"step": r[0], "node": r[1], "type": r[2], "outcome": json.loads(r[3]), "target": r[4], "at": r[5],
-                 "changes": json.loads(r[6]), "duration_ms": r[7]} for r in rows]
+        rows = self.db.execute("SELECT steps FROM journal WHERE run_id = ? ORDER BY first_step", (run_id,))
+        keys = ("step", "node", "type", "outcome", "target", "at", "changes", "duration_ms")
+        return [dict(zip(keys, step)) for row in rows for step in json.loads(row[0])]
 
 
 class _Transaction:
