@@ -139,6 +139,7 @@ def apply(agent: Agent, transitions: Sequence[Transition], counters: dict, base_
     """
     if len(transitions) == 1:
         return apply_one(agent, transitions[0], counters, base_cwd)
+    # In a group, a <goto> may be the continuation, so a fork there needs no `next` of its own.
     workers = [_worker(agent, t, counters, base_cwd) for t in transitions if t.tag == "fork"]
     goto = next((t for t in transitions if t.tag == "goto"), None)
     continuation = goto.target if goto else next(t for t in transitions if t.tag == "fork").attributes["next"]
@@ -170,8 +171,8 @@ def apply_one(agent: Agent, t: Transition, counters: dict, base_cwd: str) -> tup
         moved.stack.append(frame)
         return moved, []
     if tag == "fork":
-        worker = _worker(agent, t, counters, base_cwd)
-        return _moved(agent, _required(t, "next")), [worker]
+        continuation = _required(t, "next")
+        return _moved(agent, continuation), [_worker(agent, t, counters, base_cwd)]
     if tag == "result":
         if not agent.stack:
             return _moved(agent, agent.state, status="ended", result=t.payload, branch_from=None), []
@@ -192,7 +193,6 @@ def _required(t: Transition, name: str) -> str:
 
 
 def _worker(parent: Agent, t: Transition, counters: dict, base_cwd: str) -> Agent:
-    _required(t, "next")
     attributes = {k: v for k, v in t.attributes.items() if k not in FORK_OWN_ATTRIBUTES}
     cwd = resolve_cd(t.attributes["cd"], parent.cwd, base_cwd) if t.attributes.get("cd") else ""
     return Agent(id=worker_id(parent.id, t.target, counters), state=t.target, cwd=cwd, input=_input(t),

@@ -150,7 +150,8 @@ async def run_script_state(orch: "Orchestrator", agent: "Agent") -> StepResult:
         output = await run_process([orch.bash, str(path)], cwd=orch.agent_cwd(agent),
                                    env=script_env(orch, agent, str(path)), timeout=timeout,
                                    on_stdout=lambda text: printer(out_prints.feed(text)),
-                                   on_stderr=lambda text: printer(err_prints.feed(text)))
+                                   on_stderr=lambda text: printer(err_prints.feed(text)),
+                                   spawn_in_thread=orch.concurrent())
     except ProcessTimeout as exc:
         orch.keep_record(agent, "script", stdout=exc.stdout, stderr=exc.stderr, exit_code=None)
         raise ProtocolError(f"{where} produced no output for {exc.seconds:g} s and was stopped (timeout from "

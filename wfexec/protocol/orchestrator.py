@@ -80,10 +80,15 @@ class Orchestrator:
         self.steps = 0
         self._warned: set[str] = set()
         self.state: AgentsState | None = None
+        self._tasks: set = set()
 
     # -- what executors use -------------------------------------------------------------
     def agent_cwd(self, agent: Agent) -> str:
         return agent.cwd or self.base_cwd
+
+    def concurrent(self) -> bool:
+        """More than one agent is running: starting programs from threads lets their starts overlap."""
+        return len(self._tasks) > 1
 
     def trace(self, text: str) -> None:
         if self.io.tracing:

@@ -48,13 +48,22 @@ Sink = Callable[[str], None]
 
 async def run_process(argv: Sequence[str], *, cwd: str | os.PathLike, env: dict | None = None,
                       stdin: bytes | None = None, timeout: float | None = None, on_stdout: Sink | None = None,
-                      on_stderr: Sink | None = None) -> ProcessOutput:
-    """Run `argv` to completion; raise ProcessTimeout after `timeout` seconds without output (None/0: never)."""
+                      on_stderr: Sink | None = None, spawn_in_thread: bool = False) -> ProcessOutput:
+    """Run `argv` to completion; raise ProcessTimeout after `timeout` seconds without output (None/0: never).
+
+    `spawn_in_thread`: start the program from a worker thread. Starting a program blocks its thread
+    until the exec is done (a millisecond or more); when many agents start scripts at once, threads let
+    those starts overlap. A lone agent starts inline, which is quicker.
+    """
     if not os.path.isdir(cwd):
         raise ProcessStartError(f"the working directory {cwd} does not exist")
     started = time.perf_counter()
-    process = _start(argv, cwd, env, stdin is not None)
-    run = _Running(process, asyncio.get_running_loop(), on_stdout, on_stderr, timeout)
+    loop = asyncio.get_running_loop()
+    if spawn_in_thread:
+        process = await _start_in_thread(loop, argv, cwd, env, stdin is not None)
+    else:
+        process = _start(argv, cwd, env, stdin is not None)
+    run = _Running(process, loop, on_stdout, on_stderr, timeout)
     try:
         run.watch(stdin)
         await run.done
@@ -77,6 +86,27 @@ def _start(argv: Sequence[str], cwd, env, has_stdin: bool) -> subprocess.Popen:
         raise ProcessStartError(f"`{argv[0]}` cannot be executed (permission denied)") from None
     except OSError as exc:
         raise ProcessStartError(f"`{argv[0]}` could not be started: {exc.strerror or exc}") from None
+
+
+async def _start_in_thread(loop, argv, cwd, env, has_stdin: bool) -> subprocess.Popen:
+    spawning = loop.run_in_executor(None, _start, argv, cwd, env, has_stdin)
+    try:
+        return await asyncio.shield(spawning)
+    except asyncio.CancelledError:
+        # The start completes in its thread regardless: make sure the program it starts does not outlive us.
+        spawning.add_done_callback(_stop_orphan)
+        raise
+
+
+def _stop_orphan(spawning) -> None:
+    if spawning.cancelled() or spawning.exception() is not None:
+        return
+    process = spawning.result()
+    _kill_group(process)
+    process.wait()
+    for pipe in (process.stdout, process.stderr, process.stdin):
+        if pipe is not None:
+            pipe.close()
 
 
 class _Running:

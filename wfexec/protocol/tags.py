@@ -25,7 +25,8 @@ UNSUPPORTED_TAGS = ("call-workflow", "function-workflow", "fork-workflow", "rese
 # Longer names first so that the alternation never stops at a prefix.
 _ALL = sorted(TRANSITION_TAGS + UNSUPPORTED_TAGS, key=len, reverse=True)
 _OPEN = re.compile(r"<(" + "|".join(re.escape(n) for n in _ALL) + r")(?=[\s>])([^>]*)>")
-_ATTRIBUTE = re.compile(r"(\w+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+# A key is a whole word: `my-key="x"` is not read as `key="x"`.
+_ATTRIBUTE = re.compile(r"(?<![\w-])(\w+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
 _PRINT = re.compile(r"<print>(.*?)</print>", re.DOTALL)
 
 
