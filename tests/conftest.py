@@ -66,6 +66,20 @@ def run_yaml(write_workflow, tmp_path):
     return run
 
 
+def one_action(*actions, initial_state=None) -> str:
+    """A workflow whose node `act` runs `actions`, then ends `done`, or `failed` with the error as message."""
+    import json
+
+    doc = {"name": "one-action", "version": "1.0", "start_node": "act",
+           "nodes": {"act": {"type": "action", "actions": list(actions), "on_success": "done",
+                             "on_failure": "failed"}},
+           "endings": {"done": {"type": "success", "message": "ok"},
+                       "failed": {"type": "failure", "message": "${computed.last_error}"}}}
+    if initial_state is not None:
+        doc["initial_state"] = initial_state
+    return json.dumps(doc, indent=2)
+
+
 def wfexec_cli(*args, cwd=None, input_text=None, env=None, timeout=60):
     """Run the real `wfexec` command in a subprocess."""
     full_env = dict(os.environ)

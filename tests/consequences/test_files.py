@@ -10,18 +10,7 @@ import pytest
 
 from wfexec.loader import load_file
 from wfexec.registry import consequences
-
-
-def one_action(*actions, initial_state=None) -> str:
-    """A workflow whose node `act` runs `actions`, then ends `done`, or `failed` with the error as message."""
-    doc = {"name": "files-test", "version": "1.0", "start_node": "act",
-           "nodes": {"act": {"type": "action", "actions": list(actions), "on_success": "done",
-                             "on_failure": "failed"}},
-           "endings": {"done": {"type": "success", "message": "ok"},
-                       "failed": {"type": "failure", "message": "${computed.last_error}"}}}
-    if initial_state is not None:
-        doc["initial_state"] = initial_state
-    return json.dumps(doc, indent=2)
+from conftest import one_action
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import pytest
 import wfexec
 from wfexec.diagnostics import WorkflowError
 from wfexec.engine import RunStopped
+from conftest import one_action
 
 PATTERN = """\
 # Corpus patterns
@@ -38,18 +39,6 @@ class FakeBackend:
     def complete(self, prompt: str) -> str:
         self.prompts.append(prompt)
         return self.replies.pop(0)
-
-
-def one_action(*actions, initial_state=None) -> str:
-    """A workflow whose node `act` runs `actions`, then ends `done`, or `failed` with the error as message."""
-    doc = {"name": "llm-test", "version": "1.0", "start_node": "act",
-           "nodes": {"act": {"type": "action", "actions": list(actions), "on_success": "done",
-                             "on_failure": "failed"}},
-           "endings": {"done": {"type": "success", "message": "ok"},
-                       "failed": {"type": "failure", "message": "${computed.last_error}"}}}
-    if initial_state is not None:
-        doc["initial_state"] = initial_state
-    return json.dumps(doc, indent=2)
 
 
 # --------------------------------------------------------------------------- #

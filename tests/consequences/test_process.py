@@ -11,6 +11,7 @@ import time
 import pytest
 
 from wfexec.registry import consequences
+from conftest import one_action
 
 PY = sys.executable
 # A program that prints its arguments, stdin and one environment variable as JSON.
@@ -18,18 +19,6 @@ ECHO_ARGV = "import json, os, sys; print(json.dumps({'argv': sys.argv[1:], 'stdi
             "'env': os.environ.get('WF_VALUE'), 'cwd': os.getcwd()}))"
 # What a shell would make of it: delete ./victim, write ./pwned.txt. No shell runs, so nothing happens.
 EVIL = "it's \"quoted\"; rm -rf victim && echo $(whoami) | cat > pwned.txt `id` *"
-
-
-def one_action(*actions, initial_state=None) -> str:
-    """A workflow whose node `act` runs `actions`, then ends `done`, or `failed` with the error as message."""
-    doc = {"name": "process-test", "version": "1.0", "start_node": "act",
-           "nodes": {"act": {"type": "action", "actions": list(actions), "on_success": "done",
-                             "on_failure": "failed"}},
-           "endings": {"done": {"type": "success", "message": "ok"},
-                       "failed": {"type": "failure", "message": "${computed.last_error}"}}}
-    if initial_state is not None:
-        doc["initial_state"] = initial_state
-    return json.dumps(doc, indent=2)
 
 
 def echoed(result, path="computed.out"):

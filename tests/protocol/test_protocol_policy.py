@@ -1,0 +1,134 @@
+"""Frontmatter policy: checklist items 21–32 of reference/raymond-state-protocol.md §4.
+
+All items are covered. Item 25's "cross-workflow tags" half does not apply: wfexec refuses those tags
+before any policy check (test_protocol_tags.py, test_protocol_markdown.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from wfexec.protocol.policy import (PolicyError, check_transition, implicit_entry, implicit_transition,
+                                    parse_frontmatter, reminder, render_entry, targets_match)
+from wfexec.protocol.tags import Transition
+
+FLOW = "---\nallowed_transitions: [{tag: goto, target: A.md}, {tag: result}]\n---\nbody\n"
+BLOCK = "---\nallowed_transitions:\n  - tag: goto\n    target: A.md\n  - tag: result\n---\nbody\n"
+
+
+def policy_of(*entries, **fields):
+    import json
+
+    front = {"allowed_transitions": list(entries), **fields}
+    return parse_frontmatter(f"---\n{json.dumps(front)}\n---\nbody")[0]
+
+
+def test_item21_flow_and_block_forms_agree_and_no_frontmatter_is_no_policy():
+    flow, flow_body = parse_frontmatter(FLOW)
+    block, block_body = parse_frontmatter(BLOCK)
+    assert flow == block and flow_body == block_body == "body\n"
+    assert flow.allowed == ({"tag": "goto", "target": "A.md"}, {"tag": "result"})
+    assert parse_frontmatter("just a prompt\n---\nnot frontmatter\n") == (None, "just a prompt\n---\nnot frontmatter\n")
+    assert parse_frontmatter("---\n---\nafter") == (None, "after")
+    for empty in ("---\n \n---\nx", "---\nnull\n---\nx", "---\n{}\n---\nx"):
+        assert parse_frontmatter(empty) == (None, "x")
+    # The closing `---` must be followed by a newline; otherwise the file has no frontmatter.
+    assert parse_frontmatter("---\nmodel: opus\n---")[0] is None
+
+
+def test_item22_malformed_yaml_is_an_error_and_entries_without_tag_are_dropped():
+    with pytest.raises(PolicyError, match="invalid YAML frontmatter"):
+        parse_frontmatter("---\nallowed_transitions: [unclosed\n---\nbody")
+    policy, _ = parse_frontmatter("---\nallowed_transitions: [goto, {target: X.md}, result]\n---\nbody")
+    assert [e["tag"] for e in policy.allowed] == ["goto", "result"]
+
+
+def test_item23_crlf_and_model_normalisation():
+    policy, body = parse_frontmatter('---\r\nmodel: " SONNET "\r\neffort: HIGH\r\n---\r\nhello\r\n')
+    assert (policy.model, policy.effort, body) == ("sonnet", "high", "hello\n")
+
+
+def test_item24_force_implicit_default_and_unknown_fields():
+    policy, _ = parse_frontmatter("---\nmodel: opus\ncolour: blue\ntimeout: 5\n---\nbody")
+    assert policy.force_implicit is False
+    assert policy.unknown == ("colour", "timeout")  # timeout is a YAML-scope field, not frontmatter
+    with pytest.raises(PolicyError, match="force_implicit"):
+        parse_frontmatter("---\nforce_implicit: maybe\n---\nx")
+
+
+def test_item25_no_policy_allows_every_tag():
+    for policy in (None, parse_frontmatter("---\nmodel: opus\n---\nx")[0]):
+        for tag in ("goto", "reset", "call", "function", "fork", "result"):
+            assert check_transition(policy, Transition(tag, "A.md")) is None
+
+
+def test_item26_wrong_tag_or_wrong_target_is_a_violation():
+    policy = policy_of({"tag": "goto", "target": "A.md"})
+    assert check_transition(policy, Transition("goto", "A.md")) is None
+    assert 'tag "reset" is not allowed' in check_transition(policy, Transition("reset", "A.md"))
+    assert "matches no allowed goto" in check_transition(policy, Transition("goto", "B.md"))
+
+
+def test_item27_wrong_return_or_next_is_a_violation():
+    policy = policy_of({"tag": "call", "target": "C.md", "return": "R.md"}, {"tag": "fork", "target": "W.md",
+                                                                          "next": "N.md"})
+    assert check_transition(policy, Transition("call", "C.md", {"return": "R.md"})) is None
+    assert check_transition(policy, Transition("call", "C.md", {"return": "OTHER.md"}))
+    assert check_transition(policy, Transition("call", "C.md", {}))  # missing return
+    assert check_transition(policy, Transition("fork", "W.md", {"next": "N.md", "item": "x"})) is None
+    assert check_transition(policy, Transition("fork", "W.md", {"next": "ELSE.md"}))
+
+
+def test_item28_result_payloads():
+    any_payload = policy_of({"tag": "result"})
+    assert check_transition(any_payload, Transition("result", payload="whatever")) is None
+    fixed = policy_of({"tag": "result", "payload": "YES"}, {"tag": "result", "payload": "NO"})
+    assert check_transition(fixed, Transition("result", payload="\nYES\n")) is None
+    assert check_transition(fixed, Transition("result", payload="NO")) is None
+    assert check_transition(fixed, Transition("result", payload="MAYBE"))
+
+
+@pytest.mark.parametrize("allowed,actual,expected", [
+    ("COUNT", "COUNT.md", True), ("COUNT", "COUNT.sh", True), ("COUNT", "COUNT.bat", True),
+    ("COUNT", "COUNT.MD", True), ("COUNT.md", "COUNT.md", True), ("COUNT.md", "COUNT.sh", False),
+    ("count", "COUNT.md", False), ("COUNT", "COUNT.txt", False), ("COUNT", "COUNTER.md", False),
+])
+def test_item29_targets_match(allowed, actual, expected):
+    assert targets_match(allowed, actual) is expected
+
+
+def test_item30_call_entry_does_not_allow_call_workflow():
+    policy = policy_of({"tag": "call"}, {"tag": "fork"})
+    assert check_transition(policy, Transition("call-workflow", "x/y")) is not None
+    assert check_transition(policy, Transition("fork-workflow", "x/y")) is not None
+
+
+def test_item31_implicit_eligibility():
+    for entry in ({"tag": "goto", "target": "N.md"}, {"tag": "call", "target": "C.md", "return": "R.md"},
+                  {"tag": "function", "target": "F.md", "return": "R.md"},
+                  {"tag": "fork", "target": "W.md", "next": "N.md"}, {"tag": "result", "payload": "DONE"}):
+        assert implicit_entry(policy_of(entry)) == entry
+    for entries in (({"tag": "result"},), ({"tag": "goto", "target": "A"}, {"tag": "goto", "target": "B"}),
+                    ({"tag": "ask", "next": "N"},), ({"tag": "goto"},)):
+        assert implicit_entry(policy_of(*entries)) is None
+    assert implicit_entry(None) is None
+    # Extra keys of an implicit entry become attributes of the transition.
+    t = implicit_transition({"tag": "fork", "target": "W.md", "next": "N.md", "item": "x"})
+    assert (t.tag, t.target, t.attributes) == ("fork", "W.md", {"next": "N.md", "item": "x"})
+    with pytest.raises(PolicyError, match="force_implicit"):
+        parse_frontmatter('---\n{"allowed_transitions": [{"tag": "result"}], "force_implicit": true}\n---\nx')
+
+
+def test_item32_reminder_text():
+    policy = policy_of({"tag": "goto", "target": "NEXT.md"}, {"tag": "result"},
+                       {"tag": "call", "target": "C.md", "return": 'say "hi"'})
+    text = reminder(policy)
+    assert text.startswith("\n\n---\nREMINDER: Emit exactly one of these tags (target names are literal, "
+                           "not placeholders):\n")
+    assert "1. <goto>NEXT.md</goto>" in text
+    assert "2. <result>...</result>" in text
+    assert "3. <call return='say \"hi\"'>C.md</call>" in text
+    assert text.endswith("Emit exactly one of the above tags.\n---")
+    assert render_entry({"tag": "result", "payload": "YES"}) == "<result>YES</result>"
+    assert render_entry({"tag": "ask", "next": "N.md"}) == '<ask next="N.md">[human-facing prompt here]</ask>'
+    assert render_entry({"tag": "goto"}) == "<goto>TARGET</goto>"
