@@ -326,3 +326,45 @@ def test_killed_at_random_points_a_run_resumes_to_the_same_result(tmp_path):
         assert sorted(set(executions), key=int) == expected_runs, f"trial {trial}"
         repeated = len(executions) - len(set(executions))
         assert repeated <= 1, f"trial {trial}: {repeated} steps ran twice: {executions}"
+
+
+ONCE_SLOW = """
+name: once-slow
+version: 1
+start_node: deploy
+nodes:
+  deploy:
+    type: action
+    actions:
+      - type: run_command
+        command: ["{python}", "-c", "import pathlib, time; p = pathlib.Path('started'); first = not p.exists(); p.write_text('x'); time.sleep(30 if first else 0)"]
+    on_success: done
+endings:
+  done: {{type: success, message: deployed}}
+"""
+
+
+def test_at_a_terminal_resume_asks_whether_to_rerun_the_step_in_flight(tmp_path, private_run_store):
+    import pexpect
+
+    path = tmp_path / "workflow.yaml"
+    path.write_text(ONCE_SLOW.format(python=sys.executable))
+    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(path)], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 20
+    while not (tmp_path / "started").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    [record] = runs(private_run_store)
+    child = pexpect.spawn(sys.executable, ["-m", "wfexec.cli", "resume", record["id"]], cwd=str(tmp_path),
+                          encoding="utf-8", timeout=20, dimensions=(40, 120),
+                          env={"TERM": "xterm", "PATH": "/usr/bin:/bin", "WFEXEC_STORE": str(private_run_store)})
+    child.expect("'deploy' was running when the run stopped")
+    child.expect("Run it again")
+    child.send("\r")
+    child.expect("deployed")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert runs(private_run_store)[0]["status"] == "completed"

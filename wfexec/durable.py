@@ -286,6 +286,12 @@ def _settle_in_flight(store: Store, run: Run, journal: DurableJournal, workflow:
         return target
     if not choices.rerun and not is_idempotent(workflow, node):
         effects = sorted({e for c in workflow.node_calls(node) for e in c.spec.effects} & OUTSIDE_EFFECTS)
+        if run.options.interactive:
+            decision = _ask_rerun_or_skip(node_id, effects or [node.type])
+            if decision != "stop":
+                return _settle_in_flight(store, run, journal, workflow, record,
+                                         ResumeChoices(choices.accept_changes, decision == "rerun",
+                                                       decision == "skip"), notes)
         raise ResumeRefused(
             f"node '{node_id}' was running when run {record.id} stopped, and it is not safe to run twice "
             f"({', '.join(effects) or node.type}); it may or may not have finished",
@@ -293,3 +299,17 @@ def _settle_in_flight(store: Store, run: Run, journal: DurableJournal, workflow:
             exit_code=3)
     notes.append(f"running '{node_id}' again: it was in flight when the run stopped")
     return node_id
+
+
+def _ask_rerun_or_skip(node_id: str, effects: list[str]) -> str:
+    from .nodes.user_prompt import Choice, Question
+    from .prompts import ask_terminal
+
+    question = Question(
+        node="resume", header="Resume",
+        text=f"'{node_id}' was running when the run stopped and may or may not have finished "
+             f"({', '.join(effects)}). What now?",
+        choices=(Choice("rerun", "Run it again"), Choice("skip", "Skip it, as if it succeeded"),
+                 Choice("stop", "Stop here")),
+        allow_other=False, dynamic=False)
+    return ask_terminal(question).choice.id
