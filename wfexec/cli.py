@@ -17,7 +17,8 @@ import typer
 
 from . import __version__
 
-EXIT_OK, EXIT_ENDING_FAILED, EXIT_INVALID, EXIT_WAITING, EXIT_STOPPED = 0, 1, 2, 3, 4
+from .exit_codes import ENDING_FAILED as EXIT_ENDING_FAILED, INVALID as EXIT_INVALID, OK as EXIT_OK, \
+    STOPPED as EXIT_STOPPED, WAITING as EXIT_WAITING
 
 app = typer.Typer(
     name="wfexec",

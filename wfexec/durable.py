@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import exit_codes
 from .engine import EntryGateFailed, Journal, Options, Run, RunError, RunStopped
 from .model import Node, Workflow
 from .nodes import NODE_TYPES
@@ -206,7 +207,7 @@ class ResumeChoices:
 class ResumeRefused(StoreError):
     """Resume cannot go on without a decision from the person (exit 2 or 3)."""
 
-    def __init__(self, message: str, hint: str = "", exit_code: int = 2):
+    def __init__(self, message: str, hint: str = "", exit_code: int = exit_codes.INVALID):
         super().__init__(message, hint)
         self.exit_code = exit_code
 
@@ -296,7 +297,7 @@ def _settle_in_flight(store: Store, run: Run, journal: DurableJournal, workflow:
             f"node '{node_id}' was running when run {record.id} stopped, and it is not safe to run twice "
             f"({', '.join(effects) or node.type}); it may or may not have finished",
             f"check its effects, then resume with --rerun to run it again or --skip to go on as if it succeeded",
-            exit_code=3)
+            exit_code=exit_codes.WAITING)
     notes.append(f"running '{node_id}' again: it was in flight when the run stopped")
     return node_id
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import exit_codes
 from .console import Console
 from .expressions import ExpressionError, Scope, Template, render_value, to_text
 from .model import Call, Ending, Node, Where, Workflow
@@ -28,7 +29,7 @@ DEFAULT_MAX_STEPS = 10_000
 class RunError(Exception):
     """The run cannot go on: a problem in the workflow or its data at run time (exit 1)."""
 
-    exit_code = 1
+    exit_code = exit_codes.ENDING_FAILED
 
     def __init__(self, message: str, hint: str = "", where: Where | None = None, node: str | None = None):
         super().__init__(message)
@@ -47,7 +48,7 @@ class RunError(Exception):
 class RunStopped(RunError):
     """The run was stopped before an ending: step budget, a loop guard, no backend (exit 4)."""
 
-    exit_code = 4
+    exit_code = exit_codes.STOPPED
 
 
 class EntryGateFailed(RunError):
