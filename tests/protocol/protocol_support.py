@@ -67,6 +67,8 @@ def run_folder(folder, *, backend=None, input=None, cwd=None, trace=False, **opt
     from wfexec.protocol import run_states_path
 
     quiet = Quiet(trace)
-    result = run_states_path(folder, input=input, backend=backend, cwd=cwd or os.fspath(folder), io=quiet.console,
+    if cwd is None:
+        cwd = folder if os.path.isdir(folder) else os.path.dirname(os.fspath(folder))
+    result = run_states_path(folder, input=input, backend=backend, cwd=cwd, io=quiet.console,
                              **options)
     return result, quiet

@@ -16,8 +16,9 @@ import pytest
 
 from wfexec.protocol.errors import ScopeError
 from wfexec.protocol.policy import parse_frontmatter
-from wfexec.protocol.scopes import (DirectoryScope, ResolveError, ScriptFiles, entry_point, inline_scope, open_scope,
-                                    resolve_state, state_kind)
+from wfexec.protocol.scopes import (DirectoryScope, ResolveError, ScriptFiles, entry_point, open_scope, resolve_state,
+                                    state_kind)
+from wfexec.protocol.yamlscope import inline_scope
 
 
 def folder_with(tmp_path, *names):
@@ -75,6 +76,11 @@ def test_item58_entry_point(tmp_path):
         entry_point(folder_with(tmp_path / "d", "OTHER.md"))
     with pytest.raises(ScopeError, match="ambiguous"):
         entry_point(folder_with(tmp_path / "e", "1_START.md", "1_START.sh"))
+    # wfexec's extension: with no exact name, `start.md` in any letter case is the entry point.
+    assert entry_point(folder_with(tmp_path / "f", "start.md", "done.md")) == "start.md"
+    assert entry_point(folder_with(tmp_path / "g", "Start.sh", "START.md")) == "START.md"  # exact wins
+    with pytest.raises(ScopeError, match="ambiguous"):
+        entry_point(folder_with(tmp_path / "h", "start.md", "Start.sh"))
 
 
 def test_state_kind():

@@ -130,7 +130,7 @@ def _check_backend(text: str, c) -> None:
 
 
 def open_scope(spec: States):
-    from ..protocol.scopes import inline_scope
+    from ..protocol.yamlscope import inline_scope
     from ..protocol.scopes import open_scope as open_folder
 
     if spec.inline is not None:
@@ -151,7 +151,7 @@ def calls(spec):
 
 def execute(node, run) -> Outcome:
     from ..expressions import ExpressionError, render_value, to_text
-    from ..protocol.errors import BackendMissing, ProtocolError, StopRun
+    from ..protocol.errors import ProtocolError, StopRun
     from ..protocol.orchestrator import Orchestrator
 
     spec = node.spec
@@ -173,9 +173,9 @@ def execute(node, run) -> Outcome:
             on_step=_step_counter(run))
         run.io.trace(f"states: running {scope.describe()} in {cwd}")
         outcome = orchestrator.run(start=spec.start, input=first_input)
-    except BackendMissing as exc:
-        run.stop(node, exc.message, exc.hint)
     except StopRun as exc:
+        if not exc.routable:
+            run.stop(node, exc.message, exc.hint)
         return _failed(node, run, exc, orchestrator, stop=True)
     except ProtocolError as exc:
         return _failed(node, run, exc, orchestrator, stop=False)

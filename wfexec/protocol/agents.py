@@ -142,6 +142,8 @@ def apply(agent: Agent, transitions: Sequence[Transition], counters: dict, base_
     # In a group, a <goto> may be the continuation, so a fork there needs no `next` of its own.
     workers = [_worker(agent, t, counters, base_cwd) for t in transitions if t.tag == "fork"]
     goto = next((t for t in transitions if t.tag == "goto"), None)
+    if goto is not None and "cd" in goto.attributes:
+        raise ProtocolError("`cd` is not allowed on <goto>", "give each worker its directory with <fork cd=...>")
     continuation = goto.target if goto else next(t for t in transitions if t.tag == "fork").attributes["next"]
     moved = _moved(agent, continuation, input=_input(goto) if goto else None)
     return moved, workers

@@ -20,15 +20,22 @@ class ScopeError(ProtocolError):
 
 
 class StopRun(ProtocolError):
-    """Not the states' fault: the whole node must stop (exit 4) unless it has `on_failure`."""
+    """The run must stop (exit 4): no backend, an unusable backend (a replay that diverged), the step budget.
+
+    Never routed to `on_failure`: these say something about how wfexec was run, not about the states.
+    """
+
+    routable = False
 
 
 class BudgetExceeded(StopRun):
-    """The cost budget was used up before an LLM call."""
+    """The cost budget was used up before an LLM call: routed to `on_failure` when the node has one."""
+
+    routable = True
 
 
 class BackendMissing(StopRun):
-    """An `.md` state was reached and no LLM backend is configured; never routed to on_failure."""
+    """An `.md` state was reached and no LLM backend is configured."""
 
 
 class StepLimit(StopRun):

@@ -128,14 +128,15 @@ def script_env(orch: "Orchestrator", agent: "Agent", state_file: str) -> dict:
     return env
 
 
-def state_timeout(orch: "Orchestrator", name: str) -> tuple[float | None, str]:
+def state_timeout(orch: "Orchestrator", name: str, default: float | None = DEFAULT_TIMEOUT) -> tuple[float | None, str]:
+    """(seconds without output before giving up, or None; where that number comes from)."""
     per_state = orch.scope.timeout(name)
     if per_state is not None:
         seconds, source = per_state
     elif orch.timeout is not None:
         seconds, source = orch.timeout, orch.timeout_source
     else:
-        seconds, source = DEFAULT_TIMEOUT, f"the default of {DEFAULT_TIMEOUT:g} s"
+        seconds, source = default, f"the default of {default:g} s" if default else "no timeout"
     return (seconds or None), source
 
 
@@ -193,7 +194,11 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
     name = agent.state
     where = f"{agent.id}: {name}"
     try:
-        policy, body = parse_frontmatter(orch.scope.read_text(name))
+        text = orch.scope.read_text(name)
+    except ProtocolError as exc:
+        raise ProtocolError(f"{agent.id}: {exc.message}", exc.hint) from None
+    try:
+        policy, body = parse_frontmatter(text)
     except PolicyError as exc:
         raise ProtocolError(f"{where}: {exc}", "fix the frontmatter between the two `---` lines") from None
     if policy is not None and policy.unknown:
@@ -207,7 +212,8 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
     prompt = render(body, values)
     model = (policy.model if policy else None) or orch.model
     effort = (policy.effort if policy else None) or orch.effort
-    timeout, _ = state_timeout(orch, name)
+    # An LLM turn in JSON mode prints nothing until it is done: only a timeout someone wrote applies to it.
+    timeout, _ = state_timeout(orch, name, default=None)
     session = agent.session_id
     resume, branch = (agent.branch_from, True) if agent.branch_from else (session, False)
     turn_prompt, cost, problems = prompt, 0.0, []

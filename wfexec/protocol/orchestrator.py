@@ -23,11 +23,12 @@ from typing import Any, Callable
 from ..console import Console
 from .agents import MAIN, Agent, AgentsState, apply
 from .budget import CostBudget
-from .errors import ProtocolError
+from .errors import ProtocolError, ScopeError
 from .executors import StepResult, base_environment, run_markdown_state, run_script_state
 from .scopes import ResolveError, ScriptFiles, StateScope, entry_point, resolve_state, state_kind
 
 KEEP_OUTPUT = 64 * 1024
+KEEP_RECORDS = 1000  # a long polling loop keeps its latest states, not all of them
 
 
 @dataclass
@@ -117,8 +118,10 @@ class Orchestrator:
                 record[key] = value[:KEEP_OUTPUT] + "\n…(cut)"
         if self.keep_records:
             self.records.append(record)
-        if self.io.tracing and kind == "script":
-            for stream in ("stdout", "stderr"):
+            if len(self.records) > KEEP_RECORDS:
+                del self.records[: KEEP_RECORDS // 2]
+        if self.io.tracing:
+            for stream in ("stdout", "stderr", "reply"):
                 text = (record.get(stream) or "").rstrip("\n")
                 if text:
                     self.io.trace(f"states: {agent.id}: {agent.state} {stream}:\n" +
@@ -131,7 +134,7 @@ class Orchestrator:
             try:
                 first = resolve_state(self.scope, start)
             except ResolveError as exc:
-                raise ProtocolError(f"start state: {exc.message}", exc.hint) from None
+                raise ScopeError(f"start state: {exc.message}", exc.hint) from None
         else:
             first = entry_point(self.scope)
         return Agent(id=MAIN, state=first, input=input)

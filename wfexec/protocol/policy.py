@@ -22,6 +22,7 @@ exactly one entry with a target (or one `result` with a fixed payload) is
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -68,8 +69,12 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
     return text[4:end + 1], text[end + 5:]
 
 
+@functools.lru_cache(maxsize=256)
 def parse_frontmatter(text: str) -> tuple[Policy | None, str]:
-    """(policy or None, body). Raises PolicyError when the YAML or a field is malformed."""
+    """(policy or None, body). Raises PolicyError when the YAML or a field is malformed.
+
+    Cached by text: a state that loops is parsed once (a Policy is never changed after it is built).
+    """
     raw, body = split_frontmatter(text)
     if raw is None or not raw.strip():
         return None, body

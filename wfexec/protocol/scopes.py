@@ -16,20 +16,15 @@ wrong platform. YAML and inline scopes first drop a recognised extension, so
 
 Scripts from anything but a directory are written to a private temporary
 directory (mode 0700) and run from there, never through a shell string.
+Zip archives are read by `archives`, YAML files and inline states by `yamlscope`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import re
 import shutil
-import stat
 import tempfile
-import zipfile
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
 
 from .errors import ProtocolError, ScopeError
 
@@ -42,8 +37,6 @@ else:
     PLATFORM = "Unix"
 KNOWN = (MARKDOWN, ".sh", ".bat", ".ps1")
 ENTRY_POINTS = ("1_START", "START")
-MAX_ZIP_BYTES = 64 * 1024 * 1024
-_SHA_RUN = re.compile(r"[0-9a-fA-F]{64,}")
 
 
 class ResolveError(ProtocolError):
@@ -233,10 +226,29 @@ def entry_point(scope: StateScope) -> str:
         raise ScopeError(f"ambiguous entry point in {scope.describe()}: both {found[0]} and {found[1]} exist",
                          "keep one of them, or name the first state with `start:`")
     if not found:
+        found = _entry_point_any_case(scope)
+    if not found:
         looked = ", ".join(n + e for n in ENTRY_POINTS for e in (MARKDOWN,) + SCRIPTS)
         raise ScopeError(f"no entry point in {scope.describe()} (looked for {looked})",
                          "add START.md or START.sh, or name the first state with `start:`")
     return found[0]
+
+
+def _entry_point_any_case(scope: StateScope) -> list[str]:
+    """wfexec's extension: with no exact `1_START`/`START`, a `start.md` (any letter case) is the entry point."""
+    try:
+        names = scope.names()
+    except OSError:
+        return []
+    for wanted in ENTRY_POINTS:
+        matches = [n for n in names if extension(n) in (MARKDOWN,) + SCRIPTS
+                   and os.path.splitext(n)[0].lower() == wanted.lower()]
+        if len(matches) > 1:
+            raise ScopeError(f"ambiguous entry point in {scope.describe()}: {' and '.join(sorted(matches))} all "
+                             f"stand for {wanted}", "keep one of them, or name the first state with `start:`")
+        if matches:
+            return matches
+    return []
 
 
 # -- opening scopes --------------------------------------------------------------
@@ -251,179 +263,14 @@ def open_scope(path: str | os.PathLike, label: str | None = None) -> StateScope:
         raise ScopeError(f"states folder '{shown}' does not exist")
     suffix = p.suffix.lower()
     if suffix == ".zip":
+        from .archives import open_zip
+
         return open_zip(p, shown)
     if suffix in (".yaml", ".yml"):
+        from .yamlscope import open_yaml
+
         return open_yaml(p, shown)
     raise ScopeError(f"'{shown}' is not a states folder", "give a directory, a .zip, or a Raymond .yaml file")
-
-
-def open_zip(path: Path, label: str) -> ZipScope:
-    _check_zip_hash(path, label)
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = [m for m in archive.infolist() if not m.is_dir()]
-            layout = _zip_layout(members, label)
-            total = sum(m.file_size for m in members)
-            if total > MAX_ZIP_BYTES:
-                raise ScopeError(f"{label} unpacks to {total} bytes, more than a states archive may hold "
-                                 f"({MAX_ZIP_BYTES})")
-            files = {}
-            for member in members:
-                name = PurePosixPath(member.filename).name
-                # Other files (a README, an image) may sit beside the states; only states are read as text.
-                files[name] = archive.read(member).decode("utf-8", errors="replace")
-    except zipfile.BadZipFile as exc:
-        raise ScopeError(f"{label} is not a readable zip archive: {exc}") from None
-    return ZipScope(f"{label}{layout}", path.resolve().parent, files)
-
-
-def _check_zip_hash(path: Path, label: str) -> None:
-    runs = _SHA_RUN.findall(path.name)
-    if not runs:
-        return
-    if len(runs) > 1 or len(runs[0]) != 64:
-        raise ScopeError(f"the name of {label} holds an ambiguous hash (a SHA-256 is exactly 64 hex digits, once)")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != runs[0].lower():
-        raise ScopeError(f"{label} does not match the SHA-256 in its name (its content hashes to {digest})",
-                         "the archive changed after it was named; get the published one again")
-
-
-def _zip_layout(members: list, label: str) -> str:
-    """Check member names; return the single top folder ('/name') or '' for a flat archive."""
-    if not members:
-        raise ScopeError(f"{label} is empty")
-    tops = set()
-    flat = nested = False
-    for member in members:
-        raw = member.filename
-        if raw.startswith("/") or "\\" in raw or re.match(r"^[A-Za-z]:", raw):
-            raise ScopeError(f"{label} holds an absolute or Windows path '{raw}'", "a states archive holds plain files")
-        parts = PurePosixPath(raw).parts
-        if ".." in parts or "." in parts:
-            raise ScopeError(f"{label} holds a path that leaves the archive: '{raw}'")
-        if stat.S_ISLNK(member.external_attr >> 16):
-            raise ScopeError(f"{label} holds a symbolic link '{raw}'", "a states archive holds plain files only")
-        if len(parts) == 1:
-            flat = True
-        elif len(parts) == 2:
-            nested = True
-            tops.add(parts[0])
-        else:
-            raise ScopeError(f"{label} nests '{raw}' too deeply",
-                             "put the states at the root, or in one top-level folder")
-    if flat and nested:
-        raise ScopeError(f"{label} mixes files at its root with a folder", "use one layout: flat, or one folder")
-    if len(tops) > 1:
-        raise ScopeError(f"{label} has several top-level folders ({', '.join(sorted(tops))})",
-                         "keep the states in one folder")
-    return f"/{tops.pop()}" if tops else ""
-
-
-# -- Raymond YAML and inline states ------------------------------------------------
-
-_STATE_FIELDS = {"prompt", "sh", "ps1", "bat", "allowed_transitions", "model", "effort", "force_implicit", "timeout",
-                 "description"}
-_POLICY_FIELDS = ("allowed_transitions", "model", "effort", "force_implicit")
-
-
-def open_yaml(path: Path, label: str) -> YamlScope:
-    from ..loader import load_file
-
-    doc = load_file(path)
-    if doc.diagnostics:
-        raise ScopeError(doc.diagnostics[0].format())
-    data = doc.data
-    if not isinstance(data, dict):
-        raise ScopeError(f"{label} must be a mapping with `states:`")
-    states = data.get("states")
-    if not isinstance(states, dict) or not states:
-        hint = "wrap the states in `states:`" if any(
-            isinstance(v, dict) and ({"prompt", "sh"} & set(v)) for v in data.values()) else \
-            "write `states: {START: {sh: ...}, ...}`"
-        raise ScopeError(f"{label} has no states (`states:` must be a non-empty mapping)", hint)
-    files, timeouts, warnings = _virtual_states(states, label, objects_only=True)
-    scope = YamlScope(label, path.resolve().parent, files, timeouts)
-    scope.warnings = warnings
-    return scope
-
-
-def inline_scope(states: dict, label: str, state_dir: Path) -> InlineScope:
-    files, timeouts, warnings = _virtual_states(states, label, objects_only=False)
-    scope = InlineScope(label, Path(state_dir).resolve(), files, timeouts)
-    scope.warnings = warnings
-    return scope
-
-
-def _virtual_states(states: dict, label: str, objects_only: bool):
-    files: dict[str, str] = {}
-    timeouts: dict[str, tuple[float, str]] = {}
-    warnings: list[str] = []
-
-    def add(name: str, text: str) -> None:
-        if name in files:
-            raise ScopeError(f"{label}: state file '{name}' is defined twice")
-        files[name] = text
-
-    for key, value in states.items():
-        name = str(key)
-        if not name.strip():
-            raise ScopeError(f"{label}: a state has an empty name")
-        if "/" in name or "\\" in name:
-            raise ScopeError(f"{label}: state name '{name}' contains a path separator")
-        if isinstance(value, str) and not objects_only:
-            if not extension(name):
-                raise ScopeError(f"{label}: inline state '{name}' needs an extension ({MARKDOWN} or "
-                                 f"{SCRIPTS[0]}) to say how it runs", f"call it {name}{MARKDOWN} or {name}{SCRIPTS[0]}")
-            add(name, value)
-            continue
-        if not isinstance(value, dict):
-            raise ScopeError(f"{label}: state '{name}' must be a mapping with `prompt` or `sh`")
-        stem = name[: -len(extension(name))] if extension(name) else name
-        for file_name, text in _state_object(stem, value, label, warnings):
-            add(file_name, text)
-        timeout = value.get("timeout")
-        if timeout is not None:
-            for file_name in [n for n in files if os.path.splitext(n)[0] == stem]:
-                timeouts[file_name] = (float(timeout), f"`timeout` of state '{stem}' in {label}")
-    return files, timeouts, warnings
-
-
-def _state_object(name: str, value: dict, label: str, warnings: list) -> list[tuple[str, str]]:
-    scripts = [k for k in ("sh", "ps1", "bat") if k in value]
-    where = f"{label}: state '{name}'"
-    if "prompt" in value and scripts:
-        raise ScopeError(f"{where} has both `prompt` and `{scripts[0]}`; a state is either a prompt or a script")
-    if "prompt" not in value and not scripts:
-        raise ScopeError(f"{where} has neither `prompt` nor `sh`")
-    timeout = value.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
-        raise ScopeError(f"{where}: `timeout` must be a number of seconds ≥ 0 (0 = none), not {timeout!r}")
-    unknown = [k for k in value if k not in _STATE_FIELDS]
-    if unknown:
-        warnings.append(f"{where}: unknown field{'s' if len(unknown) > 1 else ''} {', '.join(map(str, unknown))} "
-                        "(ignored)")
-    if scripts:
-        wrong = [k for k in _POLICY_FIELDS if k in value]
-        if wrong:
-            raise ScopeError(f"{where} is a script and cannot have `{wrong[0]}`",
-                             "only prompt states have a transition policy, model or effort")
-        out = []
-        for key in scripts:
-            if not isinstance(value[key], str) or not value[key].strip():
-                raise ScopeError(f"{where}: `{key}` must be the script's text")
-            out.append((f"{name}.{key}", value[key]))
-        return out
-    prompt = value["prompt"]
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise ScopeError(f"{where}: `prompt` must be non-empty text")
-    front = {k: value[k] for k in value if k in _POLICY_FIELDS or k in unknown}
-    if front:
-        # JSON is YAML: the frontmatter is built exactly as a prompt file would hold it.
-        return [(f"{name}.md", f"---\n{json.dumps(front, ensure_ascii=False, default=str)}\n---\n{prompt}")]
-    if prompt.startswith("---\n"):
-        prompt = "---\n---\n" + prompt  # an empty frontmatter, so the prompt's own `---` stays text
-    return [(f"{name}.md", prompt)]
 
 
 # -- running scripts from virtual scopes -----------------------------------------------
@@ -455,7 +302,3 @@ class ScriptFiles:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
             self._written.clear()
-
-
-def scope_summary(scope: StateScope) -> dict[str, Any]:
-    return {"kind": scope.kind, "label": scope.label, "states": scope.names()}

@@ -1,0 +1,33 @@
+"""The md/sh state protocol (DESIGN §4, reference/raymond-state-protocol.md).
+
+A states folder is a flat set of `.md` prompts and `.sh` scripts; each state
+ends by emitting one transition tag (`<goto>`, `<reset>`, `<call>`,
+`<function>`, `<fork>`, `<result>`). Modules, in the order data flows:
+
+| module | job |
+|---|---|
+| `tags` | finding transition tags (and `<print>`) in output |
+| `policy` | `.md` frontmatter: allowed transitions, implicit ones, the reminder |
+| `scopes` | directory / zip / YAML / inline scopes; name → file resolution; path safety |
+| `templates` | one-pass `{{name}}` substitution |
+| `processes` | asyncio subprocesses with an inactivity timeout and process-group kill |
+| `executors` | one state (script or prompt) → its resolved transitions |
+| `agents` | agents, return stacks, forks: what each transition does (plain, serialisable data) |
+| `budget` | the cost budget, checked before every LLM call |
+| `orchestrator` | every agent, concurrently, to the end |
+| `standalone` | `wfexec states PATH` |
+"""
+
+from __future__ import annotations
+
+from .errors import BackendMissing, BudgetExceeded, ProtocolError, ScopeError, StepLimit, StopRun
+
+__all__ = ["BackendMissing", "BudgetExceeded", "ProtocolError", "ScopeError", "StepLimit", "StopRun",
+           "run_states_path"]
+
+
+def run_states_path(*args, **kwargs):
+    """See `wfexec.protocol.standalone.run_states_path`."""
+    from .standalone import run_states_path as run
+
+    return run(*args, **kwargs)

@@ -1,0 +1,109 @@
+"""`wfexec states PATH`: a states folder run on its own, without a workflow.yaml around it.
+
+PATH is a directory, a `.zip`, a Raymond `.yaml`/`.yml`, `FLOW.yaml/STATE` (start
+at STATE), or one state file (`flow/REVIEW.md`: its folder, starting there).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..console import Console
+from .errors import ProtocolError, ScopeError, StopRun
+from .scopes import KNOWN, StateScope, extension, open_scope
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_STOPPED = 0, 1, 2, 4
+DEFAULT_MAX_STEPS = 10_000
+
+
+@dataclass
+class StatesRunResult:
+    """How `wfexec states` ended; `exit_code` is what the command should exit with."""
+
+    status: str                      # completed | failed | stopped | invalid
+    exit_code: int
+    result: str | None = None        # the main agent's final <result> payload
+    forks: list = field(default_factory=list)
+    cost_usd: float = 0.0
+    steps: int = 0
+    workflow_id: str | None = None
+    error: str | None = None
+    hint: str = ""
+    outcome: Any = None              # the StatesOutcome, when the run completed
+
+    def message(self) -> str:
+        if self.error:
+            return f"error: {self.error}" + (f" — {self.hint}" if self.hint else "")
+        return self.result or ""
+
+    def to_json(self) -> dict:
+        return {"status": self.status, "exit_code": self.exit_code, "result": self.result, "forks": self.forks,
+                "cost_usd": self.cost_usd, "steps": self.steps, "workflow_id": self.workflow_id,
+                "error": self.error, "hint": self.hint or None}
+
+
+def split_path(path: str | os.PathLike) -> tuple[Path, str | None]:
+    """(scope path, start state or None) for the forms `wfexec states` accepts."""
+    text = os.fspath(path)
+    p = Path(text)
+    if p.is_file() and extension(p.name) in KNOWN:
+        return p.parent, p.name
+    if not p.exists():
+        lowered = text.replace("\\", "/").lower()
+        for suffix in (".yaml/", ".yml/"):
+            at = lowered.rfind(suffix)
+            if at >= 0:
+                head, state = text[: at + len(suffix) - 1], text[at + len(suffix):]
+                if state and "/" not in state and Path(head).is_file():
+                    return Path(head), state
+    return p, None
+
+
+def run_states_path(path: str | os.PathLike, *, input: str | None = None, backend: Any = None,
+                    budget_usd: float | None = None, cwd: str | os.PathLike | None = None, io: Console | None = None,
+                    trace: bool = False, start: str | None = None, timeout: float | None = None,
+                    model: str | None = None, effort: str | None = None,
+                    max_steps: int = DEFAULT_MAX_STEPS) -> StatesRunResult:
+    """Run a states folder to its end. Never raises for a user error: the result says what happened."""
+    from .orchestrator import Orchestrator
+
+    io = io or Console(trace=trace)
+    scope_path, named_start = split_path(path)
+    try:
+        if budget_usd is not None and budget_usd < 0:
+            raise ScopeError("a budget cannot be negative")
+        scope: StateScope = open_scope(scope_path, str(scope_path))
+    except ScopeError as exc:
+        return StatesRunResult("invalid", EXIT_INVALID, error=exc.message, hint=exc.hint)
+    steps = [0]
+
+    def count_step(agent) -> None:
+        steps[0] += 1
+        if steps[0] > max_steps:
+            from .errors import StepLimit
+
+            raise StepLimit(f"{agent.id}: more than {max_steps} states ran (the last at {agent.state}); the loop "
+                            "does not end", "fix the loop's exit, or raise --max-steps")
+
+    orchestrator = Orchestrator(scope, backend=backend, io=io, cwd=cwd, budget_usd=budget_usd, timeout=timeout,
+                                timeout_source="--timeout", model=model, effort=effort, on_step=count_step)
+    io.trace(f"states: running {scope.describe()}" + (f" with {backend.describe()}"
+                                                       if hasattr(backend, "describe") else ""))
+    try:
+        outcome = orchestrator.run(start=start or named_start, input=input)
+    except ScopeError as exc:
+        return StatesRunResult("invalid", EXIT_INVALID, error=exc.message, hint=exc.hint,
+                               workflow_id=orchestrator.workflow_id)
+    except StopRun as exc:
+        return StatesRunResult("stopped", EXIT_STOPPED, error=exc.message, hint=exc.hint,
+                               cost_usd=orchestrator.budget.spent, steps=orchestrator.steps,
+                               workflow_id=orchestrator.workflow_id)
+    except ProtocolError as exc:
+        return StatesRunResult("failed", EXIT_FAILED, error=exc.message, hint=exc.hint,
+                               cost_usd=orchestrator.budget.spent, steps=orchestrator.steps,
+                               workflow_id=orchestrator.workflow_id)
+    return StatesRunResult("completed", EXIT_OK, result=outcome.result, forks=outcome.forks, cost_usd=outcome.cost_usd,
+                           steps=outcome.steps, workflow_id=outcome.workflow_id, outcome=outcome)
