@@ -368,3 +368,48 @@ def test_at_a_terminal_resume_asks_whether_to_rerun_the_step_in_flight(tmp_path,
     child.close()
     assert child.exitstatus == 0
     assert runs(private_run_store)[0]["status"] == "completed"
+
+
+STATES_WORKFLOW = """
+name: agents
+version: 1
+start_node: work
+nodes:
+  work:
+    type: states
+    folder: flow
+    store_as: computed.result
+    on_success: done
+endings:
+  done: {type: success, message: "${computed.result}"}
+"""
+
+
+def test_a_states_node_killed_mid_protocol_resumes_with_the_same_agents(tmp_path, private_run_store):
+    flow = tmp_path / "flow"
+    flow.mkdir()
+    (flow / "START.sh").write_text('echo START >> visited.log\necho "<call return=\\"AFTER.sh\\">SLOW.sh</call>"\n')
+    (flow / "SLOW.sh").write_text(
+        'echo SLOW >> visited.log\n'
+        'if [ ! -e slow.marker ]; then touch slow.marker; sleep 30; fi\n'
+        'echo "<result>slow done</result>"\n')
+    (flow / "AFTER.sh").write_text('echo AFTER >> visited.log\necho "<result>after: $RAYMOND_RESULT</result>"\n')
+    (tmp_path / "workflow.yaml").write_text(STATES_WORKFLOW)
+    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml"], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 20
+    while not (tmp_path / "slow.marker").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    [record] = runs(private_run_store)
+    assert record["status"] == "running" and record["in_flight"]["node"] == "work"
+
+    resumed = wfexec_cli("resume", record["id"], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    # The return stack survived: SLOW's result went back to AFTER, and START did not run again.
+    assert resumed.stdout.strip() == "after: slow done"
+    assert (tmp_path / "visited.log").read_text().split() == ["START", "SLOW", "SLOW", "AFTER"]
+    with sqlite3.connect(private_run_store) as db:
+        assert db.execute("SELECT count(*) FROM node_states").fetchone()[0] == 0  # cleared once the node ended

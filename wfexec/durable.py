@@ -80,7 +80,7 @@ def is_idempotent(workflow: Workflow, node: Node) -> bool:
     if node.idempotent is not None:
         return node.idempotent
     if node.type == "states":
-        return False
+        return True  # it continues from its agents as last saved; only the state in flight runs again
     if node.type == "reference" and node.spec.doc is not None:
         return False
     return all(call.spec.idempotent for call in workflow.node_calls(node))
@@ -123,6 +123,12 @@ class DurableJournal(Journal):
         if self.outside[node.id] or len(self.rows) >= FLUSH_STEPS or \
                 time.monotonic() - self.last_flush >= FLUSH_SECONDS:
             self.flush(run, entry["target"])
+
+    def save_node_state(self, node_id: str, data: dict | None) -> None:
+        self.store.save_node_state(self.run_id, node_id, data)
+
+    def node_state(self, node_id: str) -> dict | None:
+        return self.store.node_state(self.run_id, node_id)
 
     def flush(self, run: Run, current_node: str) -> None:
         if not self.rows:

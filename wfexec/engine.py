@@ -210,6 +210,12 @@ class Journal:
     def after_step(self, run: "Run", node: Node, entry: dict) -> None:
         pass
 
+    def save_node_state(self, node_id: str, data: dict | None) -> None:
+        pass
+
+    def node_state(self, node_id: str) -> dict | None:
+        return None
+
 
 class Run:
     """One execution of a compiled workflow."""
@@ -291,6 +297,14 @@ class Run:
             self.changed[("computed", "last_error_hint")] = None
         self.io.trace(f"  failed: {failure.message}" + (f" — {failure.hint}" if failure.hint else ""))
         return message
+
+    def save_node_state(self, node_id: str, data: dict | None) -> None:
+        """Keep what a long-running node needs to continue after a crash (None: the node is done)."""
+        if self.journal is not None:
+            self.journal.save_node_state(node_id, data)
+
+    def node_state(self, node_id: str) -> dict | None:
+        return self.journal.node_state(node_id) if self.journal is not None else None
 
     # -- questions and judgement -------------------------------------------
     def ask(self, question) -> Answer:

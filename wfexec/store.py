@@ -27,13 +27,14 @@ import os
 import random
 import socket
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 APP_ID = "wfexec"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_STORE = Path(".wfexec") / "runs.db"
 
 MIGRATIONS = {
@@ -72,6 +73,14 @@ MIGRATIONS = {
         step INTEGER NOT NULL,
         state TEXT NOT NULL
     );
+    """,
+    2: """
+    CREATE TABLE node_states (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        node TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (run_id, node)
+    ) WITHOUT ROWID;
     """,
 }
 
@@ -162,6 +171,8 @@ class RunRecord:
 class Store:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        # A states node's agents report from the event loop's worker threads too.
+        self._lock = threading.RLock()
         self.db = self._open()
 
     # -- opening ------------------------------------------------------------
@@ -297,6 +308,18 @@ class Store:
         assignments = ", ".join(f"{k} = ?" for k in columns)
         with self.transaction():
             self.db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*columns.values(), run_id))
+
+    def save_node_state(self, run_id: str, node: str, data: dict | None) -> None:
+        """What a long-running node (a `states` node's agents) needs to continue after a crash; None clears it."""
+        with self._lock, self.transaction():
+            if data is None:
+                self.db.execute("DELETE FROM node_states WHERE run_id = ? AND node = ?", (run_id, node))
+            else:
+                self.db.execute("INSERT OR REPLACE INTO node_states VALUES (?, ?, ?)", (run_id, node, _dumps(data)))
+
+    def node_state(self, run_id: str, node: str) -> dict | None:
+        row = self.db.execute("SELECT data FROM node_states WHERE run_id = ? AND node = ?", (run_id, node)).fetchone()
+        return json.loads(row[0]) if row else None
 
     def snapshot(self, run_id: str) -> tuple[int, dict]:
         row = self.db.execute("SELECT step, state FROM snapshots WHERE run_id = ?", (run_id,)).fetchone()

@@ -170,9 +170,17 @@ def execute(node, run) -> Outcome:
         orchestrator = Orchestrator(
             scope, backend=_backend(node, run), io=run.io, cwd=cwd, budget_usd=spec.budget_usd,
             timeout=spec.timeout, timeout_source=f"node '{node.id}' `timeout`", model=spec.model, effort=spec.effort,
-            on_step=_step_counter(run))
-        run.io.trace(f"states: running {scope.describe()} in {cwd}")
-        outcome = orchestrator.run(start=spec.start, input=first_input)
+            on_step=_step_counter(run), on_checkpoint=lambda agents: run.save_node_state(node.id, agents))
+        saved = run.node_state(node.id)
+        if saved is not None:
+            from ..protocol.agents import AgentsState
+
+            run.io.trace(f"states: continuing {scope.describe()} with the agents saved before the run stopped")
+            outcome = orchestrator.run(state=AgentsState.from_dict(saved))
+        else:
+            run.io.trace(f"states: running {scope.describe()} in {cwd}")
+            outcome = orchestrator.run(start=spec.start, input=first_input)
+        run.save_node_state(node.id, None)
     except StopRun as exc:
         if not exc.routable:
             run.stop(node, exc.message, exc.hint)
@@ -241,12 +249,10 @@ def _forks_path(store_as: tuple) -> tuple | None:
 
 def _failed(node, run, error, orchestrator, stop: bool) -> Outcome:
     spec = node.spec
-    computed = run.state["computed"]
-    computed["last_error"] = error.message
+    run.save_node_state(node.id, None)
+    run.set(("computed", "last_error"), error.message)
     if error.hint:
-        computed["last_error_hint"] = error.hint
-    else:
-        computed.pop("last_error_hint", None)
+        run.set(("computed", "last_error_hint"), error.hint)
     run.io.trace(f"  failed: {error.message}" + (f" — {error.hint}" if error.hint else ""))
     if spec.on_failure is None:
         hint = error.hint or "add `on_failure: <node or ending>` to handle it"
