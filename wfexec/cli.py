@@ -33,6 +33,12 @@ STORE_OPTION = typer.Option(None, "--store", metavar="FILE", envvar="WFEXEC_STOR
                             help="The run store (default .wfexec/runs.db; env WFEXEC_STORE).")
 
 
+BACKEND_OPTION = typer.Option(None, "--backend", metavar="SPEC", envvar="WFEXEC_BACKEND",
+                              help="The LLM backend: claude, claude:model=opus, command:PROGRAM ARGS, replay:FILE.")
+RECORD_OPTION = typer.Option(None, "--record", metavar="FILE", help="Write every LLM reply and answer to a cassette.")
+REPLAY_OPTION = typer.Option(None, "--replay", metavar="FILE", help="Answer LLM steps and questions from a cassette.")
+
+
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
@@ -117,6 +123,9 @@ def run(
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     store: Optional[Path] = STORE_OPTION,
     ephemeral: bool = typer.Option(False, "--ephemeral", help="Do not record the run in the store (no resume)."),
+    backend: Optional[str] = BACKEND_OPTION,
+    record: Optional[Path] = RECORD_OPTION,
+    replay: Optional[Path] = REPLAY_OPTION,
 ):
     """Run a workflow to one of its endings. The run is recorded so it can be resumed."""
     from .runner import RunRequest, execute_run
@@ -124,7 +133,8 @@ def run(
     request = RunRequest(path=path, inputs=input, input_file=input_file, overrides=set_, answers=answer,
                          answer_files=answers, interactive=_interactive(non_interactive), max_steps=max_steps,
                          trace=trace, dry_run=dry_run, state_out=state_out, json_output=format == OutputFormat.json,
-                         debug=_state["debug"], store=store, ephemeral=ephemeral)
+                         debug=_state["debug"], store=store, ephemeral=ephemeral, backend=backend, record=record,
+                         replay=replay)
     raise typer.Exit(execute_run(request))
 
 
@@ -148,6 +158,9 @@ def resume(
     state_out: Optional[Path] = typer.Option(None, "--state-out", metavar="FILE", help="Write the final state as JSON here."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     store: Optional[Path] = STORE_OPTION,
+    backend: Optional[str] = BACKEND_OPTION,
+    record: Optional[Path] = RECORD_OPTION,
+    replay: Optional[Path] = REPLAY_OPTION,
 ):
     """Continue a run that is waiting for an answer or was stopped."""
     from .runner import RunRequest, execute_resume
@@ -157,8 +170,33 @@ def resume(
     request = RunRequest(run_id=run_id, answers=answer, answer_files=answers, interactive=_interactive(non_interactive),
                          max_steps=max_steps, trace=trace, dry_run=dry_run, state_out=state_out,
                          json_output=format == OutputFormat.json, debug=_state["debug"], store=store, rerun=rerun,
-                         skip=skip, accept_changes=accept_changes)
+                         skip=skip, accept_changes=accept_changes, backend=backend, record=record, replay=replay)
     raise typer.Exit(execute_resume(request))
+
+
+@app.command()
+def states(
+    path: Path = typer.Argument(..., help="A folder of .md/.sh states, a .zip, a Raymond .yaml, or one state file."),
+    input: Optional[str] = typer.Option(None, "--input", "-i", metavar="TEXT", help="{{input}} of the first state."),
+    start: Optional[str] = typer.Option(None, "--start", metavar="STATE", help="The first state (default START)."),
+    budget_usd: Optional[float] = typer.Option(None, "--budget-usd", metavar="USD", help="Stop before LLM calls "
+                                               "once this much was spent."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS", help="Inactivity timeout per state."),
+    model: Optional[str] = typer.Option(None, "--model", help="The model for .md states (backend permitting)."),
+    max_steps: int = typer.Option(10_000, "--max-steps", min=1, metavar="N", help="Stop after this many states."),
+    trace: bool = typer.Option(False, "--trace", help="Print each state, tag and script output to stderr."),
+    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
+    backend: Optional[str] = BACKEND_OPTION,
+    record: Optional[Path] = RECORD_OPTION,
+    replay: Optional[Path] = REPLAY_OPTION,
+):
+    """Run a folder of md/sh states on its own, without a workflow.yaml."""
+    from .runner import execute_states
+
+    raise typer.Exit(execute_states(path, input=input, start=start, budget_usd=budget_usd, timeout=timeout,
+                                    model=model, max_steps=max_steps, trace=trace,
+                                    json_output=format == OutputFormat.json, backend=backend, record=record,
+                                    replay=replay))
 
 
 class RunStatus(str, Enum):
@@ -265,6 +303,151 @@ def types(
         for problem in registry.problems:
             typer.echo(f"  warning: {problem}", err=True)
     typer.echo("(* required)")
+
+
+# --------------------------------------------------------------------------- #
+# Skills, pictures and the language reference: wfexec.skillgen, wfexec.graph, wfexec.docgen, wfexec.scaffold.
+
+def _print_workflow_errors(error, path) -> None:
+    for diagnostic in error.diagnostics:
+        typer.echo(diagnostic.format(), err=True)
+    count = len(error.diagnostics)
+    typer.echo(f"{path}: the workflow has {count} error{'s' if count != 1 else ''} (wfexec validate shows them all)",
+               err=True)
+
+
+@app.command()
+def skill(
+    paths: List[Path] = typer.Argument(..., help="Skill folders holding a workflow.yaml (or the workflow.yaml files)."),
+    check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 and print a diff when SKILL.md is stale."),
+    force: bool = typer.Option(False, "--force", help="Replace a SKILL.md that wfexec did not write."),
+):
+    """Write a skill's SKILL.md from its workflow.yaml (frontmatter, how to run it, rules without wfexec)."""
+    from .diagnostics import WorkflowError
+    from .skillgen import SkillError, check as check_skill, write as write_skill
+
+    code = EXIT_OK
+    for path in paths:
+        try:
+            if check:
+                target, diff = check_skill(path)
+                if diff is None:
+                    typer.echo(f"{target}: up to date", err=True)
+                    continue
+                sys.stdout.write(diff)
+                typer.echo(f"{target}: stale — regenerate it with: wfexec skill {path}", err=True)
+                code = max(code, EXIT_ENDING_FAILED)
+            else:
+                target, changed = write_skill(path, force=force)
+                typer.echo(f"{target}: {'written' if changed else 'up to date'}", err=True)
+        except SkillError as exc:
+            typer.echo(exc.format(), err=True)
+            code = EXIT_INVALID
+        except WorkflowError as exc:
+            _print_workflow_errors(exc, path)
+            code = EXIT_INVALID
+    raise typer.Exit(code)
+
+
+class GraphFormat(str, Enum):
+    mermaid = "mermaid"
+    dot = "dot"
+    svg = "svg"
+    png = "png"
+
+
+@app.command()
+def graph(
+    path: Path = typer.Argument(..., help="A workflow.yaml file or a skill folder containing one."),
+    format: GraphFormat = typer.Option(GraphFormat.mermaid, "--format", help="mermaid, dot, or svg/png (needs Graphviz)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write here instead of stdout."),
+):
+    """Draw a workflow: node shapes by type, edges by branch, endings coloured by type."""
+    from .api import load
+    from .diagnostics import WorkflowError
+    from .graph import GraphvizFailed, GraphvizMissing, render, to_dot, to_mermaid
+
+    try:
+        workflow = load(path)
+    except WorkflowError as exc:
+        _print_workflow_errors(exc, path)
+        raise typer.Exit(EXIT_INVALID)
+    if format == GraphFormat.mermaid:
+        data: bytes = to_mermaid(workflow).encode("utf-8")
+    else:
+        data = to_dot(workflow).encode("utf-8")
+    if format in (GraphFormat.svg, GraphFormat.png):
+        try:
+            data = render(data.decode("utf-8"), format.value)
+        except GraphvizMissing as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(EXIT_INVALID)
+        except GraphvizFailed as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(EXIT_ENDING_FAILED)
+    if output is None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    from .files import write_atomic
+
+    write_atomic(output, data)
+    typer.echo(f"{output}: written", err=True)
+
+
+@app.command()
+def docs(
+    output: Path = typer.Option(Path("lib"), "--output", "-o", metavar="DIR", help="Where the reference goes."),
+    check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 and print a diff when a file is stale."),
+    plugins: bool = typer.Option(False, "--plugins", help="Also document the types of installed plugins."),
+):
+    """Write the language reference (DIR/workflow/*.md) from the schema and the registries."""
+    from .docgen import stale, write
+
+    if check:
+        found = stale(output, include_plugins=plugins)
+        for target, diff in found:
+            sys.stdout.write(diff)
+            typer.echo(f"{target}: stale — regenerate it with: wfexec docs --output {output}", err=True)
+        if not found:
+            typer.echo(f"{output}: up to date", err=True)
+        raise typer.Exit(EXIT_ENDING_FAILED if found else EXIT_OK)
+    for target, changed in write(output, include_plugins=plugins):
+        typer.echo(f"{target}: {'written' if changed else 'up to date'}", err=True)
+
+
+new_app = typer.Typer(help="Create things from templates.", no_args_is_help=True)
+app.add_typer(new_app, name="new")
+
+
+@new_app.callback()
+def new_options():
+    """Create things from templates."""
+
+
+@new_app.command("skill")
+def new_skill(
+    name: str = typer.Argument(..., help="The skill's name: lowercase letters, digits and hyphens."),
+    dir: Path = typer.Option(Path("skills"), "--dir", metavar="DIR", help="The folder the skill folder goes in."),
+):
+    """Scaffold DIR/NAME/: workflow.yaml, answers.yaml (so it runs end to end) and SKILL.md."""
+    from .diagnostics import WorkflowError
+    from .scaffold import new_skill as scaffold_skill
+    from .skillgen import SkillError
+
+    try:
+        written = scaffold_skill(name, dir)
+    except SkillError as exc:
+        typer.echo(exc.format(), err=True)
+        raise typer.Exit(EXIT_INVALID)
+    except WorkflowError as exc:  # the template itself is broken: a bug, but say what
+        _print_workflow_errors(exc, dir / name)
+        raise typer.Exit(EXIT_INVALID)
+    for path in written:
+        typer.echo(f"{path}: written", err=True)
+    folder = written[0].parent.as_posix()
+    typer.echo(f"next: wfexec run {folder} --answers {folder}/answers.yaml", err=True)
 
 
 def main() -> None:

@@ -317,10 +317,14 @@ class Run:
                           f"--answer {question.node}={question.choices[0].id if question.choices else 'TEXT'}")
             shown = answer.choice.id if answer.choice else repr(answer.text)
             self.io.trace(f"Answer: {question.node} = {shown} (given)")
-            return answer
-        if self.options.interactive:
-            return ask_terminal(question)
-        raise NeedsAnswer(question)
+        elif self.options.interactive:
+            answer = ask_terminal(question)
+        else:
+            raise NeedsAnswer(question)
+        record = getattr(self.options.backend, "record_answer", None)
+        if record is not None:  # --record keeps the person's answers beside the LLM's replies
+            record(question.node, answer.choice.id if answer.choice else answer.text)
+        return answer
 
     def judge(self, prompt: str, purpose: str) -> str:
         backend = self.options.backend

@@ -54,6 +54,13 @@ class Answers:
             return None
         return queue.pop(0) if len(queue) > 1 else queue[0]
 
+    def with_defaults(self, defaults: dict[str, list]) -> "Answers":
+        """These answers, plus `defaults` for the nodes they do not answer (a replayed cassette's)."""
+        merged = Answers()
+        merged._given = {node: list(values) for node, values in defaults.items()}
+        merged._given.update({node: list(values) for node, values in self._given.items()})
+        return merged
+
     def __contains__(self, node: str) -> bool:
         return bool(self._given.get(node))
 

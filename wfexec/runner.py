@@ -31,6 +31,9 @@ class RunRequest:
     debug: bool = False
     store: Path | None = None
     ephemeral: bool = False
+    backend: str | None = None
+    record: Path | None = None
+    replay: Path | None = None
     # resume only
     run_id: str | None = None
     accept_changes: bool = False
@@ -81,11 +84,21 @@ def _load_or_report(path) -> Any:
     return workflow
 
 
-def _options(request: RunRequest, answers):
+def _backend(spec, record, replay):
+    """The LLM backend the flags ask for (or None); ValueError says what is wrong with them."""
+    from .backends import create_backend
+
+    return create_backend(spec, record=record, replay=replay)
+
+
+def _options(request: RunRequest, answers, backend):
     from .engine import Options
 
+    replayed = getattr(backend, "answers", None)
+    if callable(replayed):  # a cassette also holds the person's answers; given ones win
+        answers = answers.with_defaults(replayed())
     return Options(max_steps=request.max_steps, interactive=request.interactive, answers=answers,
-                   dry_run=request.dry_run)
+                   dry_run=request.dry_run, backend=backend)
 
 
 def _console(request: RunRequest):
@@ -95,10 +108,30 @@ def _console(request: RunRequest):
     return Console(out=sys.stderr if request.json_output else sys.stdout, trace=request.trace)
 
 
+def is_states_path(path) -> bool:
+    """A folder of states (no workflow.yaml), a .zip, or a Raymond .yaml (`states:` and no `nodes:`)."""
+    p = Path(path)
+    if p.is_dir():
+        return not (p / "workflow.yaml").exists()
+    if p.suffix.lower() == ".zip":
+        return True
+    if p.suffix.lower() in (".yaml", ".yml") and p.is_file():
+        from .loader import load_file
+
+        data = load_file(p).data
+        return isinstance(data, dict) and "states" in data and "nodes" not in data
+    return False
+
+
 def execute_run(request: RunRequest) -> int:
     from .inputs import InputError, parse_scalar, split_pairs
     from .prompts import AnswerError, Answers
 
+    if is_states_path(request.path):
+        return execute_states(request.path, input=" ".join(request.inputs) or None, start=None, budget_usd=None,
+                              timeout=None, model=None, max_steps=request.max_steps, trace=request.trace,
+                              json_output=request.json_output, backend=request.backend, record=request.record,
+                              replay=request.replay)
     workflow = _load_or_report(request.path)
     if workflow is None:
         return EXIT_INVALID
@@ -106,11 +139,12 @@ def execute_run(request: RunRequest) -> int:
         inputs = _gather_inputs(request, workflow)
         overrides = {k: parse_scalar(v) for k, v in split_pairs(request.overrides, "--set")}
         answers = Answers.parse(request.answers, request.answer_files)
+        backend = _backend(request.backend, request.record, request.replay)
     except (InputError, AnswerError, ValueError) as exc:
         _error(f"error: {exc}")
         return EXIT_INVALID
     io = _console(request)
-    options = _options(request, answers)
+    options = _options(request, answers, backend)
     if request.ephemeral:
         return _guarded(request, lambda: _run_ephemeral(request, workflow, inputs, overrides, io, options))
     return _guarded(request, lambda: _run_durable(request, workflow, inputs, overrides, io, options))
@@ -121,11 +155,12 @@ def execute_resume(request: RunRequest) -> int:
 
     try:
         answers = Answers.parse(request.answers, request.answer_files)
+        backend = _backend(request.backend, request.record, request.replay)
     except (AnswerError, ValueError) as exc:
         _error(f"error: {exc}")
         return EXIT_INVALID
     io = _console(request)
-    options = _options(request, answers)
+    options = _options(request, answers, backend)
     return _guarded(request, lambda: _resume(request, io, options))
 
 
@@ -268,3 +303,30 @@ def print_ending(result, io) -> None:
             io.print(f"Try running: /{recovery['related_skill']}")
     elif recovery:
         io.print(f"Try running: /{recovery}" if " " not in str(recovery).strip() else f"Suggestion: {recovery}")
+
+
+def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps, trace, json_output, backend,
+                   record, replay) -> int:
+    """`wfexec states PATH`: a states folder run on its own."""
+    from .console import Console
+    from .protocol import run_states_path
+
+    try:
+        chosen = _backend(backend, record, replay)
+    except ValueError as exc:
+        _error(f"error: {exc}")
+        return EXIT_INVALID
+    io = Console(out=sys.stderr if json_output else sys.stdout, trace=trace)
+    try:
+        result = run_states_path(path, input=input, backend=chosen, budget_usd=budget_usd, io=io, trace=trace,
+                                 start=start, timeout=timeout, model=model, max_steps=max_steps)
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_STOPPED
+    if json_output:
+        _print_json(result.to_json())
+    elif result.error:
+        _error(result.message())
+    else:
+        io.print(result.message())
+    return result.exit_code
