@@ -1,0 +1,61 @@
+"""`wfexec new skill NAME`: a skill folder that validates cleanly, has a current SKILL.md, and runs end to end
+with its answers file."""
+
+from __future__ import annotations
+
+import json
+
+import skills_ref
+
+SCHEMA_URL = "https://wfexec.dev/schemas/workflow.schema.json"
+
+
+def test_new_skill_validates_runs_and_has_its_skill_md(cli, tmp_path):
+    done = cli("new", "skill", "hello-world", "--dir", tmp_path / "skills")
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "skills" / "hello-world"
+    assert sorted(p.name for p in folder.iterdir()) == ["SKILL.md", "answers.yaml", "workflow.yaml"]
+    assert f"wfexec run {folder.as_posix()} --answers {folder.as_posix()}/answers.yaml" in done.stderr
+
+    validated = cli("validate", "--strict", "--format", "json", folder)
+    assert validated.returncode == 0 and json.loads(validated.stdout) == []  # not even a warning
+    assert cli("skill", "--check", folder).returncode == 0
+    assert skills_ref.validate(folder) == []
+
+    run = cli("run", folder, "--answers", folder / "answers.yaml", "--format", "json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert (result["ending"], result["message"]) == ("done", "hello-world ran")
+    assert result["state"]["user_responses"]["confirm"]["id"] == "go"
+
+
+def test_the_schema_comment_points_at_the_nearest_schema(cli, tmp_path):
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "workflow.schema.json").write_text("{}", encoding="utf-8")
+    assert cli("new", "skill", "near", cwd=tmp_path).returncode == 0  # --dir defaults to skills/
+    first = (tmp_path / "skills" / "near" / "workflow.yaml").read_text(encoding="utf-8").splitlines()[0]
+    assert first == "# yaml-language-server: $schema=../../schemas/workflow.schema.json"
+
+
+def test_without_a_schema_file_the_comment_names_the_published_schema(cli, tmp_path):
+    assert cli("new", "skill", "far", "--dir", tmp_path / "elsewhere").returncode == 0
+    first = (tmp_path / "elsewhere" / "far" / "workflow.yaml").read_text(encoding="utf-8").splitlines()[0]
+    assert first == f"# yaml-language-server: $schema={SCHEMA_URL}"
+
+
+def test_an_existing_folder_is_never_overwritten(cli, tmp_path):
+    folder = tmp_path / "taken"
+    folder.mkdir()
+    (folder / "workflow.yaml").write_text("mine", encoding="utf-8")
+    done = cli("new", "skill", "taken", "--dir", tmp_path)
+    assert done.returncode == 2
+    assert "already exists" in done.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["workflow.yaml"]
+    assert (folder / "workflow.yaml").read_text(encoding="utf-8") == "mine"
+
+
+def test_a_name_that_is_not_a_skill_name_is_refused(cli, tmp_path):
+    done = cli("new", "skill", "Hello World", "--dir", tmp_path / "skills")
+    assert done.returncode == 2
+    assert "try 'hello-world'" in done.stderr
+    assert not (tmp_path / "skills").exists()
