@@ -457,3 +457,50 @@ def test_effects_include_calls_nested_in_foreach_and_composites(write_workflow):
     effects = wfexec.load(path).effects()
     assert effects["process"] == {"run_command", "tool_available"}
     assert effects["files"] == {"file_exists"}
+
+
+def test_a_failing_consequence_in_an_answer_handler_stops_with_a_one_line_error(run_yaml):
+    with pytest.raises(RunError) as caught:
+        run_yaml("""
+            name: t
+            version: 1
+            start_node: ask
+            nodes:
+              ask:
+                type: user_prompt
+                prompt:
+                  question: Go?
+                  options: [{id: go, label: Go}, {id: stop, label: Stop}]
+                on_response:
+                  go:
+                    consequence: [{type: read_file, path: missing.txt, store_as: computed.text}]
+                    next_node: done
+                  stop: {next_node: done}
+            endings:
+              done: {type: success, message: ok}
+        """, answers={"ask": "go"})
+    assert caught.value.node == "ask"
+    assert "the answer's read_file failed" in caught.value.message
+    assert "workflow.yaml:13:23:" in caught.value.format()
+
+
+def test_effects_include_sub_workflows(tmp_path):
+    (tmp_path / "child.yaml").write_text(dedent("""
+        name: child
+        version: 1
+        start_node: run
+        nodes:
+          run: {type: action, actions: [{type: run_command, command: [echo, hi]}], on_success: done}
+        endings:
+          done: {type: success, message: ok}
+    """))
+    (tmp_path / "workflow.yaml").write_text(dedent("""
+        name: parent
+        version: 1
+        start_node: call
+        nodes:
+          call: {type: reference, workflow: child.yaml, next_node: done}
+        endings:
+          done: {type: success, message: ok}
+    """))
+    assert wfexec.load(tmp_path / "workflow.yaml").effects() == {"process": {"run_command"}}

@@ -99,31 +99,41 @@ def _edges(node) -> list[tuple[str, Any]]:
     return [(label, target) for label, target in NODE_TYPES[node.type].targets(node.spec) if target is not None]
 
 
-def _check_graph(start: Any, nodes: dict, endings: dict, report: Reporter) -> None:
-    if not isinstance(start, str) or (start not in nodes and start not in endings):
-        return  # reported already: start_node is missing, not a name, or names nothing
+def successors(nodes: dict, endings: dict) -> dict[str, set[str]]:
+    """Where each node (and ending, by its retry_node) can go next; a computed target may go anywhere."""
     everything = list(nodes) + list(endings)
-    successors: dict[str, set[str]] = {}
+    out: dict[str, set[str]] = {}
     for node_id, node in nodes.items():
-        out: set[str] = set()
+        targets: set[str] = set()
         for _label, target in _edges(node):
             if isinstance(target, Template):
-                out.update(everything)  # a computed target may go anywhere
+                targets.update(everything)
             elif target in nodes or target in endings:
-                out.add(target)
-        successors[node_id] = out
+                targets.add(target)
+        out[node_id] = targets
     for ending in endings.values():
         retry = ending.recovery.get("retry_node") if isinstance(ending.recovery, dict) else None
-        successors[ending.id] = {retry} if retry in nodes else set()
+        out[ending.id] = {retry} if retry in nodes else set()
+    return out
 
-    reached = {start}
-    frontier = [start]
+
+def closure(starts, edges: dict[str, set[str]]) -> set[str]:
+    """Every name reachable from `starts` along `edges`, the starts included."""
+    reached = set(starts)
+    frontier = list(reached)
     while frontier:
-        current = frontier.pop()
-        for nxt in successors.get(current, ()):
+        for nxt in edges.get(frontier.pop(), ()):
             if nxt not in reached:
                 reached.add(nxt)
                 frontier.append(nxt)
+    return reached
+
+
+def _check_graph(start: Any, nodes: dict, endings: dict, report: Reporter) -> None:
+    if not isinstance(start, str) or (start not in nodes and start not in endings):
+        return  # reported already: start_node is missing, not a name, or names nothing
+    forward = successors(nodes, endings)
+    reached = closure([start], forward)
     for node_id in nodes:
         if node_id not in reached:
             report.warning(("nodes", node_id), "unreachable-node",
@@ -135,18 +145,11 @@ def _check_graph(start: Any, nodes: dict, endings: dict, report: Reporter) -> No
                            "route to it, or remove it", at_key=True)
 
     # Which nodes can reach an ending: walk the edges backwards from every ending.
-    predecessors: dict[str, set[str]] = {n: set() for n in everything}
-    for source, targets in successors.items():
+    backward: dict[str, set[str]] = {}
+    for source, targets in forward.items():
         for target in targets:
-            predecessors.setdefault(target, set()).add(source)
-    finishing = set(endings)
-    frontier = list(endings)
-    while frontier:
-        current = frontier.pop()
-        for previous in predecessors.get(current, ()):
-            if previous not in finishing:
-                finishing.add(previous)
-                frontier.append(previous)
+            backward.setdefault(target, set()).add(source)
+    finishing = closure(endings, backward)
     for node_id in nodes:
         if node_id in reached and node_id not in finishing:
             report.warning(("nodes", node_id), "no-way-out", f"from node '{node_id}' no path leads to an ending",

@@ -85,7 +85,7 @@ def picture(workflow: Workflow) -> Picture:
         nodes={node_id: node.type for node_id, node in workflow.nodes.items()},
         endings={ending_id: ending.type for ending_id, ending in workflow.endings.items()},
         edges=edges,
-        unreachable=unreachable(workflow, edges),
+        unreachable=unreachable(workflow),
         has_computed=any(edge.kind == "computed" for edge in edges),
     )
 
@@ -110,21 +110,12 @@ def _edges(workflow: Workflow) -> list[Edge]:
     return [Edge(source, target, tuple(labels), kind) for (source, target, kind), labels in grouped.items()]
 
 
-def unreachable(workflow: Workflow, edges: list[Edge] | None = None) -> set[str]:
-    """Nodes and endings no path from start_node reaches (a computed target reaches everything)."""
-    everything = [*workflow.nodes, *workflow.endings]
-    successors: dict[str, set[str]] = {}
-    for edge in edges if edges is not None else _edges(workflow):
-        targets = set(everything) if edge.kind == "computed" else {edge.target}
-        successors.setdefault(edge.source, set()).update(targets)
-    reached = {workflow.start_node}
-    frontier = [workflow.start_node]
-    while frontier:
-        for nxt in successors.get(frontier.pop(), ()):
-            if nxt not in reached:
-                reached.add(nxt)
-                frontier.append(nxt)
-    return {name for name in everything if name not in reached}
+def unreachable(workflow: Workflow) -> set[str]:
+    """Nodes and endings no path from start_node reaches (the validator's own rule)."""
+    from .checks import closure, successors
+
+    reached = closure([workflow.start_node], successors(workflow.nodes, workflow.endings))
+    return {name for name in [*workflow.nodes, *workflow.endings] if name not in reached}
 
 
 # --------------------------------------------------------------------------- #

@@ -134,12 +134,19 @@ class Workflow:
         for call in NODE_TYPES[node.type].calls(node.spec):
             yield from call.walk()
 
-    def effects(self) -> dict[str, set[str]]:
-        """effect → the types that have it, over the whole workflow (for dry runs and skills)."""
+    def effects(self, _seen: frozenset = frozenset()) -> dict[str, set[str]]:
+        """effect → the types that have it, over the whole workflow and its sub-workflows (for dry runs,
+        resume and skills)."""
         found: dict[str, set[str]] = {}
         calls = [c for node in self.nodes.values() for c in self.node_calls(node)]
         calls += [c for call in self.entry_preconditions for c in call.walk()]
         for call in calls:
             for effect in call.spec.effects:
                 found.setdefault(effect, set()).add(call.type)
+        seen = _seen | {self.path.resolve()}
+        for node in self.nodes.values():
+            child = getattr(node.spec, "workflow", None) if node.type == "reference" else None
+            if isinstance(child, Workflow) and child.path.resolve() not in seen:
+                for effect, types in child.effects(seen).items():
+                    found.setdefault(effect, set()).update(types)
         return found

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..expressions import Template, render_value
+from ..registry import ActionFailed
 from ..state import get_path
 from .base import CONSEQUENCES, TARGET, Outcome
 
@@ -214,6 +215,10 @@ def execute(node, run) -> Outcome:
         run.fail(node, f"the answer '{response['id']}' has no handler in on_response",
                  f"add `on_response: {{{handler_id}: {{next_node: ...}}}}`", node.where)
     for call in handler.consequences:
-        run.apply(call)
+        try:
+            run.apply(call)
+        except ActionFailed as failure:
+            # A handler has no on_failure to route to: the run stops here, saying why.
+            run.fail(node, f"the answer's {call.type} failed: {failure.message}", failure.hint, call.where)
     return Outcome(handler.next_node, {"response": response["id"]}, handler_id)
 
