@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_engine import WORKFLOW, CounterState, run_wfexec  # noqa: E402
+from bench_engine import WORKFLOW, counter_graph, run_wfexec  # noqa: E402
 
 
 def run_wfexec_durable(iterations: int) -> float:
@@ -47,19 +47,8 @@ def run_wfexec_durable(iterations: int) -> float:
 
 def run_langgraph_sqlite(iterations: int) -> float:
     from langgraph.checkpoint.sqlite import SqliteSaver
-    from langgraph.graph import END, START, StateGraph
 
-    def step(state: CounterState) -> dict:
-        count = state["count"] + 1
-        return {"count": count, "label": f"step {count}"}
-
-    def route(state: CounterState) -> str:
-        return "step" if state["count"] < iterations else END
-
-    graph = StateGraph(CounterState)
-    graph.add_node("step", step)
-    graph.add_conditional_edges(START, route)
-    graph.add_conditional_edges("step", route)
+    graph = counter_graph(iterations)
     with tempfile.TemporaryDirectory() as folder:
         connection = sqlite3.connect(str(Path(folder) / "lg.db"), check_same_thread=False)
         app = graph.compile(checkpointer=SqliteSaver(connection))

@@ -63,7 +63,8 @@ class CounterState(TypedDict):
     label: str
 
 
-def run_langgraph(iterations: int) -> float:
+def counter_graph(iterations: int):
+    """The loop as a LangGraph StateGraph: one node, and a conditional edge that tests the count."""
     from langgraph.graph import END, START, StateGraph
 
     def step(state: CounterState) -> dict:
@@ -77,7 +78,11 @@ def run_langgraph(iterations: int) -> float:
     graph.add_node("step", step)
     graph.add_conditional_edges(START, route)
     graph.add_conditional_edges("step", route)
-    app = graph.compile()
+    return graph
+
+
+def run_langgraph(iterations: int) -> float:
+    app = counter_graph(iterations).compile()
     start = time.perf_counter()
     final = app.invoke({"count": 0, "label": ""}, {"recursion_limit": iterations + 10})
     elapsed = time.perf_counter() - start
