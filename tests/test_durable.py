@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from conftest import ROOT, wfexec_cli
 

@@ -18,7 +18,7 @@ import typer
 from . import __version__
 
 from .exit_codes import ENDING_FAILED as EXIT_ENDING_FAILED, INVALID as EXIT_INVALID, OK as EXIT_OK, \
-    STOPPED as EXIT_STOPPED, WAITING as EXIT_WAITING
+    STOPPED as EXIT_STOPPED
 
 app = typer.Typer(
     name="wfexec",

@@ -26,7 +26,6 @@ from typing import Any
 from . import exit_codes
 from .engine import EntryGateFailed, Journal, Options, Run, RunError, RunStopped
 from .model import Node, Workflow
-from .nodes import NODE_TYPES
 from .prompts import NeedsAnswer
 from .state import format_path, get_path, parse_path, set_path
 from .store import FINISHED, Store, StoreError
@@ -302,7 +301,7 @@ def _settle_in_flight(store: Store, run: Run, journal: DurableJournal, workflow:
         raise ResumeRefused(
             f"node '{node_id}' was running when run {record.id} stopped, and it is not safe to run twice "
             f"({', '.join(effects) or node.type}); it may or may not have finished",
-            f"check its effects, then resume with --rerun to run it again or --skip to go on as if it succeeded",
+            "check its effects, then resume with --rerun to run it again or --skip to go on as if it succeeded",
             exit_code=exit_codes.WAITING)
     notes.append(f"running '{node_id}' again: it was in flight when the run stopped")
     return node_id

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .expressions import Template, render_value
+from .expressions import render_value
 from .registry import TypeSpec
 
 ENDING_TYPES = ("success", "failure", "error", "cancelled")
@@ -73,9 +73,6 @@ def _brief(value: Any, limit: int = 40) -> str:
     text = repr(value) if not isinstance(value, str) else value
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-Target = "str | Template"
 
 
 @dataclass(frozen=True)

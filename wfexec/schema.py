@@ -16,7 +16,7 @@ from typing import Any, Iterable
 from .diagnostics import Reporter, did_you_mean, format_yaml_path
 from .nodes import NODE_TYPES
 from .jsonschemas import SchemaCheck, inline_refs
-from .registry import LOOSE_CALL, TEMPLATE_PATTERN, Registry
+from .registry import TEMPLATE_PATTERN, Registry
 
 SCHEMA_ID = "https://wfexec.dev/schemas/workflow.schema.json"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -230,11 +230,11 @@ def check_call(raw: Any, path: tuple, registry: Registry, report: Reporter) -> b
     if "type" in raw and not isinstance(name, str):
         report.error(path + ("type",), f"{kind}-type-missing",
                      f"the `type` of this {kind} must be the name of a {kind} type, not {_type_name(name)}",
-                     f"`wfexec types` lists them")
+                     "`wfexec types` lists them")
         return False
     if not isinstance(name, str):
         report.error(path, f"{kind}-type-missing", f"this {kind} has no `type`",
-                     f"add `type:`; `wfexec types` lists them")
+                     "add `type:`; `wfexec types` lists them")
         return False
     if name not in registry:
         hint = registry.suggest(name) or _other_kind_hint(name, kind) or f"`wfexec types` lists the {kind} types"

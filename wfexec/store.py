@@ -31,7 +31,6 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 APP_ID = "wfexec"
 SCHEMA_VERSION = 2

@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 

@@ -9,11 +9,11 @@ default 300 s) after which git and every helper it started are killed.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 from pathlib import Path
 
 from ..files import guarded_path
+from ..subprocesses import kill_group
 from ..registry import ActionFailed, TypeList
 
 TYPES = TypeList()
@@ -47,13 +47,7 @@ def _git_env(ceiling: Path | None) -> dict:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows has no process groups of this kind
-            proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
+    kill_group(proc)
     proc.communicate()
 
 

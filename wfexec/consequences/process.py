@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any
 
 from ..expressions import Template, to_text
 from ..registry import ActionFailed, TypeList
+from ..subprocesses import kill_group
 
 TYPES = TypeList()
 
@@ -289,17 +289,6 @@ def _shown(argv: list[str], limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _stop(process: subprocess.Popen) -> None:
-    """Kill the program and everything it started (it leads its own process group)."""
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            process.kill()
-    except ProcessLookupError:
-        pass
-
-
 def _start(argv: list[str], cwd: Path, env: dict, has_input: bool) -> subprocess.Popen:
     try:
         return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if has_input else subprocess.DEVNULL,
@@ -338,7 +327,7 @@ def _execute(argv: list[str], params, ctx) -> Completed:
         try:
             stdout, stderr = process.communicate(text_in, timeout=timeout)
         except subprocess.TimeoutExpired:
-            _stop(process)
+            kill_group(process)
             try:
                 stdout, stderr = process.communicate(timeout=5)
             except subprocess.TimeoutExpired:  # something left the process group and holds the pipes
@@ -349,7 +338,7 @@ def _execute(argv: list[str], params, ctx) -> Completed:
             raise ActionFailed(f"`{_shown(argv)}` did not finish within {timeout:g} {unit} and was stopped",
                                "raise `timeout:` (seconds) if it needs longer") from None
         except BaseException:  # Ctrl-C included: never leave the program running behind us
-            _stop(process)
+            kill_group(process)
             raise
     ctx.trace(f"  exit code {process.returncode}")
     _trace_output(ctx, "stdout", stdout)

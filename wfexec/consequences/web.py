@@ -6,13 +6,11 @@ Fetching uses the standard library only (urllib), http and https only, with a
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 import urllib.error
 import urllib.request
 from http.client import HTTPException
-from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
 from .. import __version__

@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import codecs
 import os
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
+
+from ..subprocesses import kill_group
 
 READ_SIZE = 65536
 # After the program exits, how long its pipes may stay open (held by a background child) before we stop waiting.
@@ -102,7 +103,7 @@ def _stop_orphan(spawning) -> None:
     if spawning.cancelled() or spawning.exception() is not None:
         return
     process = spawning.result()
-    _kill_group(process)
+    kill_group(process)
     process.wait()
     for pipe in (process.stdout, process.stderr, process.stdin):
         if pipe is not None:
@@ -241,7 +242,7 @@ class _Running:
         if self._pidfd is not None:
             self.loop.remove_reader(self._pidfd)
         if not (self.exited and self._open == 0):
-            _kill_group(process)  # on a timeout, a cancel, or a child left behind: the whole group goes
+            kill_group(process)  # on a timeout, a cancel, or a child left behind: the whole group goes
         process.wait()  # reaps it; after the exit (or a SIGKILL) this returns at once
         if self._pidfd is not None:
             os.close(self._pidfd)
@@ -251,13 +252,6 @@ class _Running:
                     pipe.close()
                 except OSError:
                     pass
-
-
-def _kill_group(process) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _text(chunks: list[bytes]) -> str:
