@@ -20,20 +20,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_engine import WORKFLOW, counter_graph, run_wfexec  # noqa: E402
+from bench_engine import counter_graph, counter_workflow, run_wfexec  # noqa: E402
 
 
 def run_wfexec_durable(iterations: int) -> float:
-    import wfexec
     from wfexec.console import Console
     from wfexec.durable import start_run
     from wfexec.engine import Options
     from wfexec.store import Store
 
+    workflow = counter_workflow()
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "workflow.yaml"
-        path.write_text(WORKFLOW)
-        workflow = wfexec.load(path)
         store = Store(Path(folder) / "runs.db")
         quiet = Console(out=io.StringIO(), err=io.StringIO())
         start = time.perf_counter()

@@ -32,7 +32,7 @@ from .store import FINISHED, Store, StoreError
 
 OUTSIDE_EFFECTS = frozenset({"files", "process", "network", "git", "llm"})
 FLUSH_STEPS = 256
-FLUSH_SECONDS = 0.25
+FLUSH_SECONDS = 0.5
 SKIPPABLE = {"action": "on_success", "reference": "on_success", "states": "on_success"}
 
 
@@ -40,6 +40,7 @@ SKIPPABLE = {"action": "on_success", "reference": "on_success", "states": "on_su
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 _path_text: dict[tuple, str] = {}
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+_NO_CHANGES: dict = {}  # shared: rows are encoded, never changed
 
 
 def _frozen(value: Any) -> Any:
@@ -90,37 +91,48 @@ def state_for_snapshot(state: dict) -> dict:
 
 
 class DurableJournal(Journal):
+    """Journals each step; commits per the policy in this module's docstring.
+
+    Between commits it keeps only what the history entries do not already
+    hold: each step's changes and duration. The entries themselves are in
+    `state["history"]`, and never change once appended.
+    """
+
     def __init__(self, store: Store, run_id: str, workflow: Workflow, steps_done: int):
         self.store = store
         self.run_id = run_id
         self.step = steps_done
-        self.rows: list[tuple] = []
+        self.pending_changes: list = []
+        self.pending_ms: list = []
         self.last_flush = time.monotonic()
         self.started = 0.0
-        self.outside = {node_id: has_outside_effects(workflow, node) for node_id, node in workflow.nodes.items()}
+        self.outside = {node_id for node_id, node in workflow.nodes.items() if has_outside_effects(workflow, node)}
 
     def before_step(self, run: Run, node: Node) -> None:
-        if self.outside[node.id]:
+        if node.id in self.outside:
             self.flush(run, node.id)
             self.store.mark_in_flight(self.run_id, self.step + 1, node.id)
         self.started = time.perf_counter()
 
     def after_step(self, run: Run, node: Node, entry: dict) -> None:
+        self.pending_ms.append((time.perf_counter() - self.started) * 1000)
         self.step += 1
-        changes = {}
         changed = run.changed
         if changed:
             state = run.state
+            changes = {}
             for path in changed:
                 value = get_path(state, path)
                 # A later step may change a mapping or list in place: keep what it is now.
                 changes[_path_text.get(path) or _format_cached(path)] = \
                     value if value.__class__ in _IMMUTABLE else _frozen(value)
             changed.clear()
-        self.rows.append([self.step, entry["node"], entry["type"], entry["outcome"], entry["target"], entry["at"],
-                          changes, (time.perf_counter() - self.started) * 1000])
-        if self.outside[node.id] or len(self.rows) >= FLUSH_STEPS or \
-                time.monotonic() - self.last_flush >= FLUSH_SECONDS:
+            self.pending_changes.append(changes)
+        else:
+            self.pending_changes.append(_NO_CHANGES)
+        pending = len(self.pending_ms)
+        if node.id in self.outside or pending >= FLUSH_STEPS or \
+                (pending % 32 == 0 and time.monotonic() - self.last_flush >= FLUSH_SECONDS):
             self.flush(run, entry["target"])
 
     def save_node_state(self, node_id: str, data: dict | None) -> None:
@@ -130,10 +142,16 @@ class DurableJournal(Journal):
         return self.store.node_state(self.run_id, node_id)
 
     def flush(self, run: Run, current_node: str) -> None:
-        if not self.rows:
+        count = len(self.pending_ms)
+        if not count:
             return
-        self.store.commit_steps(self.run_id, self.rows, state_for_snapshot(run.state), self.step, current_node)
-        self.rows = []
+        entries = run.state["history"][-count:]
+        first = self.step - count + 1
+        steps = [[first + i, e["node"], e["type"], e["outcome"], e["target"], e["at"], changes, ms]
+                 for i, (e, changes, ms) in enumerate(zip(entries, self.pending_changes, self.pending_ms))]
+        self.store.commit_steps(self.run_id, steps, state_for_snapshot(run.state), self.step, current_node)
+        self.pending_changes = []
+        self.pending_ms = []
         self.last_flush = time.monotonic()
 
 

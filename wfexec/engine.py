@@ -85,17 +85,17 @@ class Result:
                 "steps": self.steps}
 
 
-_second_text = ["", -1]
+_clock = [-1, ""]  # [the millisecond last formatted, its text]
 
 
 def _now() -> str:
-    """ISO-8601 UTC with milliseconds; the seconds part is formatted once per second."""
-    now = time.time()
-    second = int(now)
-    if second != _second_text[1]:
-        _second_text[0] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        _second_text[1] = second
-    return f"{_second_text[0]}.{int((now - second) * 1000):03d}Z"
+    """ISO-8601 UTC with milliseconds. Steps take microseconds, so most share a millisecond's text."""
+    millisecond = int(time.time() * 1000)
+    if millisecond != _clock[0]:
+        second, rest = divmod(millisecond, 1000)
+        _clock[1] = f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(second))}.{rest:03d}Z"
+        _clock[0] = millisecond
+    return _clock[1]
 
 
 class CallContext:
@@ -140,7 +140,7 @@ class CallContext:
         return get_path(self.run.state, parts, default)
 
     def set(self, path: str | tuple, value: Any) -> None:
-        parts = self.path(path) if isinstance(path, str) else path
+        parts = (_path_cache.get(path) or self.path(path)) if path.__class__ is str else path
         if isinstance(value, (dict, list)):
             value = copy.deepcopy(value)  # state never shares structure with the workflow or itself
         try:

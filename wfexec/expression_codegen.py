@@ -95,8 +95,9 @@ class _Writer:
         raise _Unsupported(kind)
 
 
-def compile_fast(ast, env) -> Callable[[dict], Any] | None:
-    """A function of the name → value mapping, or None when jinja2 must run this expression."""
+def compile_fast(ast, env, missing: Callable[[str], Any]) -> Callable[[Callable], Any] | None:
+    """A function of a name resolver (`Scope.resolve`, raising KeyError for an unknown name), or None when
+    jinja2 must run this expression. `missing(name)` gives what an unknown name is (a global or an undefined)."""
     writer = _Writer()
     try:
         body = writer.expr(ast)
@@ -104,7 +105,6 @@ def compile_fast(ast, env) -> Callable[[dict], Any] | None:
         return None
     context = env.from_string("").new_context({})
     eval_ctx = context.eval_ctx
-    undefined = env.undefined
 
     def call(function, args, kwargs):
         return env.call(context, function, *args, **kwargs)
@@ -115,11 +115,12 @@ def compile_fast(ast, env) -> Callable[[dict], Any] | None:
     def call_test(name, value, args, kwargs):
         return env.call_test(name, value, args, kwargs, context=context, eval_ctx=eval_ctx)
 
-    lines = ["def expression(values):"]
+    lines = ["def expression(resolve):"]
     for name in sorted(writer.names):
-        lines.append(f"    n_{name} = values[{name!r}] if {name!r} in values else _undefined(name={name!r})")
+        lines += ["    try:", f"        n_{name} = resolve({name!r})", "    except KeyError:",
+                  f"        n_{name} = _missing({name!r})"]
     lines.append(f"    return {body}")
-    namespace = {"_getattr": env.getattr, "_getitem": env.getitem, "_undefined": undefined, "_call": call,
+    namespace = {"_getattr": env.getattr, "_getitem": env.getitem, "_missing": missing, "_call": call,
                  "_filter": call_filter, "_test": call_test, "_concat": lambda parts: "".join(map(str, parts))}
     exec(compile("\n".join(lines), "<wfexec expression>", "exec"), namespace)  # noqa: S102 - our own code
     return namespace["expression"]

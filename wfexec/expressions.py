@@ -25,6 +25,7 @@ from typing import Any, Mapping
 NAMESPACES_IN_STATE = ("computed", "flags", "user_responses")
 NAMESPACES_OUTSIDE_STATE = ("imports", "env", "input")
 _FALLBACK_NAMESPACES = NAMESPACES_IN_STATE
+_IN_STATE = frozenset(NAMESPACES_IN_STATE)
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 LANGUAGE_HINT = (
@@ -180,7 +181,7 @@ class Scope:
         if self.locals and name in self.locals:
             return self.locals[name]
         state = self.state
-        if name in NAMESPACES_IN_STATE:
+        if name in _IN_STATE:
             return state.get(name, {})
         if name in self.extras:
             return self.extras[name]
@@ -237,14 +238,14 @@ class Expression:
         found = [ast, *ast.find_all(nodes.Name)]  # find_all skips the root itself
         self.names = tuple(sorted({n.name for n in found if isinstance(n, nodes.Name) and n.ctx == "load"}))
 
-    def _compile(self, values: dict):
+    def _compile(self, resolve):
         # Parsing (above) finds every error a workflow author can make; turning the
         # tree into Python code is the costly half, done once, on first evaluation.
         from jinja2 import nodes
 
         from .expression_codegen import compile_fast
 
-        fast = compile_fast(self._ast, environment())
+        fast = compile_fast(self._ast, environment(), _missing)
         if fast is not None:
             self._run = fast
         else:
@@ -253,12 +254,20 @@ class Expression:
             self._root = template.root_render_func
             self._context = template.new_context({}, shared=True)
             self._run = self._run_template
-        return self._run(values)
+        return self._run(resolve)
 
-    def _run_template(self, values: dict):
+    def _run_template(self, resolve):
         # One jinja2 Context per expression, re-pointed at this evaluation's names:
         # building a Context costs more than most expressions. The engine evaluates
         # on one thread and an expression never evaluates itself, so reuse is safe.
+        values = {}
+        for name in self.names:
+            try:
+                values[name] = resolve(name)
+            except KeyError:
+                if name in _GLOBALS:
+                    values[name] = _GLOBALS[name]
+                # else left undefined: StrictUndefined reports it when used
         context = self._context
         context.parent = values
         context.vars = {}
@@ -267,16 +276,8 @@ class Expression:
         return context.vars["result"]
 
     def evaluate(self, scope: Scope) -> Any:
-        values = {}
-        for name in self.names:
-            try:
-                values[name] = scope.resolve(name)
-            except KeyError:
-                if name in _GLOBALS:
-                    values[name] = _GLOBALS[name]
-                # else left undefined: StrictUndefined reports it when used
         try:
-            result = self._run(values)
+            result = self._run(scope.resolve)
             if isinstance(result, _Undefined):
                 result._fail_with_undefined_error()
         except Exception as exc:
@@ -305,6 +306,13 @@ def _syntax_problem(message: str | None) -> str:
     if message.startswith(("chunk after expression", "unexpected text after the expression")):
         return "unexpected text after a complete expression (an operator missing, or prose?)"
     return message.replace("'end of template'", "end of expression").replace("end of template", "end of expression")
+
+
+def _missing(name: str) -> Any:
+    """An unknown name: one of the language's functions, else an undefined that fails when used."""
+    if name in _GLOBALS:
+        return _GLOBALS[name]
+    return environment().undefined(name=name)
 
 
 def _check_filters_and_tests(ast, env, source: str) -> None:

@@ -110,7 +110,8 @@ def new_run_id() -> str:
     return base36(int(time.time() * 1000), 9) + base36(random.getrandbits(20), 3)
 
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+# ASCII output: the C encoder's ASCII path is the fastest, and \u escapes read back the same.
+_dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
 def lease_holder() -> str:
