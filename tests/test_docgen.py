@@ -153,7 +153,7 @@ def test_schema_page_covers_the_language():
 
 
 def test_execution_page_explains_every_node_type_and_exit_code():
-    from wfexec import cli
+    from wfexec import exit_codes
     from wfexec.nodes import NODE_TYPES
 
     text = (LIB / "workflow" / "execution.md").read_text(encoding="utf-8")
@@ -163,7 +163,8 @@ def test_execution_page_explains_every_node_type_and_exit_code():
                     "## 7. Endings", "## 9. Exit codes"):
         assert heading in text
     codes = {int(n) for n in re.findall(r"^\| (\d) \| ", text, flags=re.M)}
-    assert codes == {cli.EXIT_OK, cli.EXIT_ENDING_FAILED, cli.EXIT_INVALID, cli.EXIT_WAITING, cli.EXIT_STOPPED}
+    assert codes == {exit_codes.OK, exit_codes.ENDING_FAILED, exit_codes.INVALID, exit_codes.WAITING,
+                     exit_codes.STOPPED}
 
 
 @pytest.mark.parametrize("schema,told", [

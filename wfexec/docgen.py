@@ -15,17 +15,18 @@ import re
 from pathlib import Path
 from typing import Any
 
+from . import exit_codes
 from .nodes import NODE_TYPES
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 DOCS = ("workflow/schema.md", "workflow/preconditions.md", "workflow/consequences.md", "workflow/execution.md")
 
 EXIT_CODES = (
-    (0, "the run reached a `success` ending"),
-    (1, "a `failure`, `error` or `cancelled` ending, a failed entry precondition, or a run-time error"),
-    (2, "the workflow is invalid, or the command line is wrong"),
-    (3, "waiting for an answer to a question (the run is parked; resume it)"),
-    (4, "stopped: step budget or `max_visits` exceeded, interrupted, or an LLM step with no backend"),
+    (exit_codes.OK, "the run reached a `success` ending"),
+    (exit_codes.ENDING_FAILED, "a `failure`, `error` or `cancelled` ending, a failed entry precondition, or a run-time error"),
+    (exit_codes.INVALID, "the workflow is invalid, or the command line is wrong"),
+    (exit_codes.WAITING, "waiting for an answer to a question (the run is parked; resume it)"),
+    (exit_codes.STOPPED, "stopped: step budget or `max_visits` exceeded, interrupted, or an LLM step with no backend"),
 )
 
 # Node types in the order the rules explain them.
