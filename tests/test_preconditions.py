@@ -1,0 +1,117 @@
+"""Every built-in precondition type, true and false, through a real conditional node."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import socket
+import threading
+
+import pytest
+
+import wfexec
+
+STATE = {
+    "flags": {"ready": True, "off": False},
+    "computed": {"items": [1, 2, 3], "empty": [], "none": None, "name": "docs",
+                 "page": {"status": 200, "content": "<html>hi</html>"},
+                 "missing_page": {"status": 404, "content": ""}},
+}
+
+
+def check(condition: dict, tmp_path) -> bool:
+    (tmp_path / "workflow.yaml").write_text(json.dumps({
+        "name": "pre", "version": 1, "start_node": "check", "initial_state": STATE,
+        "nodes": {"check": {"type": "conditional", "condition": condition, "branches": {"true": "yes", "false": "no"}}},
+        "endings": {"yes": {"type": "success", "message": "yes"}, "no": {"type": "success", "message": "no"}}}))
+    return wfexec.run(tmp_path / "workflow.yaml", cwd=tmp_path).ending == "yes"
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "notes.txt").write_text("release 1.2.0 notes\n")
+    (tmp_path / "folder").mkdir()
+    return tmp_path
+
+
+CASES = [
+    # (condition that is true, the same condition made false)
+    ({"type": "file_exists", "path": "notes.txt"}, {"type": "file_exists", "path": "folder"}),
+    ({"type": "directory_exists", "path": "folder"}, {"type": "directory_exists", "path": "notes.txt"}),
+    ({"type": "path_check", "path": "notes.txt", "check": "contains_text", "args": {"pattern": "1.2.0"}},
+     {"type": "path_check", "path": "notes.txt", "check": "contains_text", "args": {"pattern": "9.9.9"}}),
+    ({"type": "path_check", "path": "folder", "check": "is_directory"},
+     {"type": "path_check", "path": "nothing-here"}),
+    ({"type": "tool_available", "tool": "sh"}, {"type": "tool_available", "tool": "no-such-tool-wfexec"}),
+    ({"type": "tool_check", "tool": "git", "capability": "version_gte", "args": {"min_version": "1.0"}},
+     {"type": "tool_check", "tool": "git", "capability": "version_gte", "args": {"min_version": "999.0"}}),
+    ({"type": "python_module_available", "module": "json"},
+     {"type": "python_module_available", "module": "no_such_module_wfexec"}),
+    ({"type": "flag_set", "flag": "ready"}, {"type": "flag_set", "flag": "off"}),
+    ({"type": "flag_not_set", "flag": "missing"}, {"type": "flag_not_set", "flag": "ready"}),
+    ({"type": "state_equals", "field": "computed.name", "value": "docs"},
+     {"type": "state_equals", "field": "computed.name", "value": "other"}),
+    ({"type": "state_not_null", "field": "computed.items"}, {"type": "state_not_null", "field": "computed.none"}),
+    ({"type": "state_is_null", "field": "computed.nowhere"}, {"type": "state_is_null", "field": "computed.name"}),
+    ({"type": "count_equals", "field": "computed.items", "count": 3},
+     {"type": "count_equals", "field": "computed.empty", "count": 3}),
+    ({"type": "count_above", "field": "computed.items", "min": 2}, {"type": "count_above", "field": "computed.items", "min": 3}),
+    ({"type": "count_below", "field": "computed.empty", "max": 1}, {"type": "count_below", "field": "computed.items", "max": 3}),
+    ({"type": "evaluate_expression", "expression": "len(computed.items) == 3 && flags.ready"},
+     {"type": "evaluate_expression", "expression": "computed.items | sum > 100"}),
+    ({"type": "state_check", "field": "flags.ready", "operator": "true"},
+     {"type": "state_check", "field": "computed.name", "operator": "not_equals", "value": "docs"}),
+    ({"type": "state_check", "field": "flags.missing", "operator": False},
+     {"type": "state_check", "field": "computed.name", "operator": "null"}),
+    ({"type": "fetch_succeeded", "from": "computed.page"}, {"type": "fetch_succeeded", "from": "computed.missing_page"}),
+    ({"type": "fetch_returned_content", "from": "computed.page"},
+     {"type": "fetch_returned_content", "from": "computed.missing_page"}),
+    ({"type": "fetch_check", "from": "computed.page", "aspect": "has_content"},
+     {"type": "fetch_check", "from": "computed.missing_page"}),
+    ({"type": "all_of", "conditions": [{"type": "flag_set", "flag": "ready"}, {"type": "file_exists", "path": "notes.txt"}]},
+     {"type": "all_of", "conditions": [{"type": "flag_set", "flag": "ready"}, {"type": "flag_set", "flag": "off"}]}),
+    ({"type": "any_of", "conditions": [{"type": "flag_set", "flag": "off"}, {"type": "flag_set", "flag": "ready"}]},
+     {"type": "any_of", "conditions": [{"type": "flag_set", "flag": "off"}]}),
+    ({"type": "none_of", "conditions": [{"type": "flag_set", "flag": "off"}]},
+     {"type": "none_of", "conditions": [{"type": "flag_set", "flag": "ready"}]}),
+    ({"type": "xor_of", "conditions": [{"type": "flag_set", "flag": "ready"}, {"type": "flag_set", "flag": "off"}]},
+     {"type": "xor_of", "conditions": [{"type": "flag_set", "flag": "ready"}, {"type": "flag_not_set", "flag": "off"}]}),
+]
+
+
+@pytest.mark.parametrize("true_condition, false_condition", CASES, ids=[c[0]["type"] for c in CASES])
+def test_each_precondition_is_true_and_false_when_it_should_be(true_condition, false_condition, files):
+    assert check(true_condition, files) is True
+    assert check(false_condition, files) is False
+
+
+def test_every_built_in_precondition_is_covered_here():
+    from wfexec.registry import preconditions
+
+    covered = {c[0]["type"] for c in CASES} | {"network_available"}
+    assert set(preconditions().names()) - covered == set()
+
+
+@pytest.fixture
+def listening_port():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_network_available_connects_to_the_target(listening_port, tmp_path):
+    assert check({"type": "network_available", "target": f"http://127.0.0.1:{listening_port}"}, tmp_path)
+    with socket.socket() as unused:  # a port nobody listens on: bind it, then close it
+        unused.bind(("127.0.0.1", 0))
+        closed_port = unused.getsockname()[1]
+    assert not check({"type": "network_available", "target": f"127.0.0.1:{closed_port}", "timeout": 1}, tmp_path)
+
+
+def test_a_precondition_reading_a_missing_name_is_an_error_not_false(tmp_path):
+    with pytest.raises(wfexec.engine.RunError, match="unknown name 'nothing'"):
+        check({"type": "evaluate_expression", "expression": "nothing > 1"}, tmp_path)
+
+
