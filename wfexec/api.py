@@ -24,7 +24,9 @@ def check(path: str | os.PathLike) -> tuple[Workflow | None, list[Diagnostic]]:
     from .compiler import compile_document
     from .loader import load_file
 
-    return compile_document(load_file(resolve_workflow_path(path)))
+    workflow, diagnostics = compile_document(load_file(resolve_workflow_path(path)))
+    # In reading order, so a person can go down the file fixing them.
+    return workflow, sorted(diagnostics, key=lambda d: (d.file, d.line, d.column))
 
 
 def validate(path: str | os.PathLike) -> list[Diagnostic]:
