@@ -16,12 +16,13 @@ from typing import Any
 
 from . import exit_codes
 from .console import Console
+from .context import CallContext, parse_cached
 from .expressions import ExpressionError, Scope, Template, render_value, to_text
 from .model import Call, Ending, Node, Where, Workflow
 from .nodes import NODE_TYPES
 from .prompts import Answer, AnswerError, Answers, NeedsAnswer, ask_terminal, match_answer
 from .registry import ActionFailed
-from .state import PathError, get_path, new_state, parse_path, set_path
+from .state import PathError, new_state, set_path
 
 DEFAULT_MAX_STEPS = 10_000
 
@@ -96,109 +97,6 @@ def _now() -> str:
         _clock[1] = f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(second))}.{rest:03d}Z"
         _clock[0] = millisecond
     return _clock[1]
-
-
-class CallContext:
-    """What a precondition or consequence handler sees."""
-
-    __slots__ = ("run", "call", "scope")
-
-    def __init__(self, run: "Run", call: Call, scope: Scope):
-        self.run = run
-        self.call = call
-        self.scope = scope
-
-    @property
-    def state(self) -> dict:
-        return self.run.state
-
-    @property
-    def io(self) -> Console:
-        return self.run.io
-
-    @property
-    def cwd(self) -> Path:
-        return self.run.cwd
-
-    @property
-    def workflow(self) -> Workflow:
-        return self.run.workflow
-
-    @property
-    def node(self) -> Node | None:
-        return self.run.current
-
-    def path(self, text: str) -> tuple:
-        """A state path given as a parameter; raises ActionFailed when malformed."""
-        try:
-            return _parse_cached(text)
-        except PathError as exc:
-            raise ActionFailed(str(exc)) from None
-
-    def get(self, path: str | tuple, default: Any = None) -> Any:
-        parts = self.path(path) if isinstance(path, str) else path
-        return get_path(self.run.state, parts, default)
-
-    def set(self, path: str | tuple, value: Any) -> None:
-        parts = (_path_cache.get(path) or self.path(path)) if path.__class__ is str else path
-        if isinstance(value, (dict, list)):
-            value = copy.deepcopy(value)  # state never shares structure with the workflow or itself
-        try:
-            set_path(self.run.state, parts, value)
-        except PathError as exc:
-            raise ActionFailed(str(exc)) from None
-        self.run.changed[parts[:2]] = None
-
-    def replace_state(self, new_state: dict) -> None:
-        """Swap the whole state for another (rollback); every key counts as changed."""
-        state = self.run.state
-        state.clear()
-        state.update(new_state)
-        self.run.changed.update(dict.fromkeys((key,) for key in state))
-
-    def check(self, call: Call, **local_values) -> bool:
-        return self.run.check(call, self.scope.child(**local_values) if local_values else self.scope)
-
-    def apply(self, call: Call, **local_values) -> None:
-        self.run.apply(call, self.scope.child(**local_values) if local_values else self.scope)
-
-    def evaluate(self, expression, **local_values) -> Any:
-        scope = self.scope.child(**local_values) if local_values else self.scope
-        try:
-            return expression.evaluate(scope)
-        except ExpressionError as exc:
-            raise ActionFailed(exc.message, exc.hint) from None
-
-    def render(self, value: Any, **local_values) -> Any:
-        scope = self.scope.child(**local_values) if local_values else self.scope
-        try:
-            return render_value(value, scope)
-        except ExpressionError as exc:
-            raise ActionFailed(exc.message, exc.hint) from None
-
-    def resolve_file(self, path: str) -> Path:
-        """A file parameter: relative paths are relative to the run's working directory."""
-        p = Path(os.path.expanduser(path))
-        return p if p.is_absolute() else self.run.cwd / p
-
-    def trace(self, text: str) -> None:
-        self.run.io.trace(text)
-
-    def judge(self, prompt: str, purpose: str) -> str:
-        """Send a judgement step to the LLM backend and return its reply."""
-        return self.run.judge(prompt, purpose)
-
-
-_path_cache: dict[str, tuple] = {}
-
-
-def _parse_cached(text: str) -> tuple:
-    parts = _path_cache.get(text)
-    if parts is None:
-        parts = parse_path(text)
-        if len(_path_cache) < 4096:
-            _path_cache[text] = parts
-    return parts
 
 
 class Journal:
@@ -452,7 +350,7 @@ def run_workflow(workflow: Workflow, *, io: Console | None = None, options: Opti
     run = Run(workflow, io=io, options=options, inputs=inputs)
     for path, value in (overrides or {}).items():
         try:
-            set_path(run.state, _parse_cached(path), value)
+            set_path(run.state, parse_cached(path), value)
         except PathError as exc:
             raise RunError(f"--set {path}: {exc}", "use a dotted path such as computed.x or flags.ready") from None
     run.check_entry()
