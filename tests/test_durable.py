@@ -159,8 +159,8 @@ def test_two_processes_cannot_drive_one_run(private_run_store):
     assert wfexec_cli("resume", record["id"], "--answer", "ask_mood=plain").returncode == 0
 
 
-SLOW_COMMAND = """
-name: slow
+ONCE_SLOW = """
+name: once-slow
 version: 1
 start_node: deploy
 nodes:
@@ -168,23 +168,28 @@ nodes:
     type: action
     actions:
       - type: run_command
-        command: ["{python}", "-c", "import pathlib, time; pathlib.Path('started').write_text('x'); time.sleep(30)"]
+        command: ["{python}", "-c", "import pathlib, time; p = pathlib.Path('started'); first = not p.exists(); p.write_text('x'); time.sleep(30 if first else 0)"]
     on_success: done
 endings:
   done: {{type: success, message: deployed}}
 """
 
 
-def test_an_in_flight_step_that_is_not_idempotent_is_not_rerun_without_asking(tmp_path, private_run_store):
-    path = tmp_path / "workflow.yaml"
-    path.write_text(SLOW_COMMAND.format(python=sys.executable))
-    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(path)], cwd=tmp_path,
+def run_until_killed(folder: Path, workflow: str, marker: str) -> None:
+    """Start `wfexec run workflow.yaml` in `folder` and SIGKILL it once the file `marker` appears."""
+    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", workflow], cwd=folder,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 20
-    while not (tmp_path / "started").exists() and time.time() < deadline:
+    while not (folder / marker).exists() and time.time() < deadline:
         time.sleep(0.05)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
+
+
+def test_an_in_flight_step_that_is_not_idempotent_is_not_rerun_without_asking(tmp_path, private_run_store):
+    path = tmp_path / "workflow.yaml"
+    path.write_text(ONCE_SLOW.format(python=sys.executable))
+    run_until_killed(tmp_path, str(path), "started")
     [record] = runs(private_run_store)
     assert record["status"] == "running" and record["in_flight"]["node"] == "deploy"
 
@@ -327,34 +332,12 @@ def test_killed_at_random_points_a_run_resumes_to_the_same_result(tmp_path):
         assert repeated <= 1, f"trial {trial}: {repeated} steps ran twice: {executions}"
 
 
-ONCE_SLOW = """
-name: once-slow
-version: 1
-start_node: deploy
-nodes:
-  deploy:
-    type: action
-    actions:
-      - type: run_command
-        command: ["{python}", "-c", "import pathlib, time; p = pathlib.Path('started'); first = not p.exists(); p.write_text('x'); time.sleep(30 if first else 0)"]
-    on_success: done
-endings:
-  done: {{type: success, message: deployed}}
-"""
-
-
 def test_at_a_terminal_resume_asks_whether_to_rerun_the_step_in_flight(tmp_path, private_run_store):
     import pexpect
 
     path = tmp_path / "workflow.yaml"
     path.write_text(ONCE_SLOW.format(python=sys.executable))
-    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(path)], cwd=tmp_path,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 20
-    while not (tmp_path / "started").exists() and time.time() < deadline:
-        time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    run_until_killed(tmp_path, str(path), "started")
     [record] = runs(private_run_store)
     child = pexpect.spawn(sys.executable, ["-m", "wfexec.cli", "resume", record["id"]], cwd=str(tmp_path),
                           encoding="utf-8", timeout=20, dimensions=(40, 120),
@@ -394,14 +377,7 @@ def test_a_states_node_killed_mid_protocol_resumes_with_the_same_agents(tmp_path
         'echo "<result>slow done</result>"\n')
     (flow / "AFTER.sh").write_text('echo AFTER >> visited.log\necho "<result>after: $RAYMOND_RESULT</result>"\n')
     (tmp_path / "workflow.yaml").write_text(STATES_WORKFLOW)
-    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml"], cwd=tmp_path,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 20
-    while not (tmp_path / "slow.marker").exists() and time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.2)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    run_until_killed(tmp_path, "workflow.yaml", "slow.marker")
     [record] = runs(private_run_store)
     assert record["status"] == "running" and record["in_flight"]["node"] == "work"
 
