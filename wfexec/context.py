@@ -6,7 +6,6 @@ read and write state paths with it, so the run can record what changed.
 
 from __future__ import annotations
 
-import copy
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,7 @@ from .console import Console
 from .expressions import ExpressionError, Scope, render_value
 from .model import Call, Node, Workflow
 from .registry import ActionFailed
-from .state import PathError, get_path, parse_path, set_path
+from .state import PathError, get_path, parse_path
 
 if TYPE_CHECKING:
     from .engine import Run
@@ -64,13 +63,10 @@ class CallContext:
 
     def set(self, path: str | tuple, value: Any) -> None:
         parts = (_path_cache.get(path) or self.path(path)) if path.__class__ is str else path
-        if isinstance(value, (dict, list)):
-            value = copy.deepcopy(value)  # state never shares structure with the workflow or itself
         try:
-            set_path(self.run.state, parts, value)
+            self.run.write(parts, value)
         except PathError as exc:
             raise ActionFailed(str(exc)) from None
-        self.run.changed[parts[:2]] = None
 
     def replace_state(self, new_state: dict) -> None:
         """Swap the whole state for another (rollback); every key counts as changed."""

@@ -146,12 +146,17 @@ class Run:
             state[key] = copy.deepcopy(value)
         return state
 
+    def write(self, path: tuple, value: Any) -> None:
+        """Set a state path (raises PathError), noting it for the journal. State never shares structure
+        with the workflow or with itself, so lists and mappings are copied."""
+        set_path(self.state, path, copy.deepcopy(value) if isinstance(value, (dict, list)) else value)
+        self.changed[path[:2]] = None
+
     def set(self, path: tuple, value: Any) -> None:
         try:
-            set_path(self.state, path, copy.deepcopy(value) if isinstance(value, (dict, list)) else value)
+            self.write(path, value)
         except PathError as exc:
             self.fail(self.current, str(exc))
-        self.changed[path[:2]] = None
 
     def render_text(self, value: Any) -> str:
         try:
