@@ -189,16 +189,21 @@ class Run:
             self.io.trace(f"Action: {call.describe()}")
         call.spec.handler(params, CallContext(self, call, scope))
 
-    def record_error(self, node: Node, call: Call, failure: ActionFailed) -> str:
-        """Keep a failed action's message (and how to fix it) where endings and later nodes can read it."""
-        message = f"{call.type} failed: {failure.message}"
+    def keep_error(self, message: str, hint: str = "") -> None:
+        """Put a failure where endings and later nodes read it: `computed.last_error` (and
+        `computed.last_error_hint`, removed when this failure has none, so no stale hint remains)."""
         self.set(("computed", "last_error"), message)
-        if failure.hint:
-            self.set(("computed", "last_error_hint"), failure.hint)
+        if hint:
+            self.set(("computed", "last_error_hint"), hint)
         elif "last_error_hint" in self.state["computed"]:
             del self.state["computed"]["last_error_hint"]
             self.changed[("computed", "last_error_hint")] = None
-        self.io.trace(f"  failed: {failure.message}" + (f" — {failure.hint}" if failure.hint else ""))
+        self.io.trace(f"  failed: {message}" + (f" — {hint}" if hint else ""))
+
+    def record_error(self, node: Node, call: Call, failure: ActionFailed) -> str:
+        """Keep a failed action's message (and how to fix it)."""
+        message = f"{call.type} failed: {failure.message}"
+        self.keep_error(message, failure.hint)
         return message
 
     def save_node_state(self, node_id: str, data: dict | None) -> None:

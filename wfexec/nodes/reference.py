@@ -108,7 +108,7 @@ def _run_subworkflow(node, run, inputs) -> Outcome:
         return Outcome(spec.on_success, outcome, "on_success")
     if result.ending in spec.error_mapping:
         return Outcome(spec.error_mapping[result.ending], outcome, f"ending {result.ending}")
-    run.set(("computed", "last_error"), result.message)
+    run.keep_error(result.message)
     if spec.on_failure is None:
         run.fail(node, f"sub-workflow {spec.workflow.name} ended '{result.ending}' ({result.type}): {result.message}",
                  "add `on_failure:` to handle it", node.where)

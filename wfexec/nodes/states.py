@@ -250,10 +250,7 @@ def _forks_path(store_as: tuple) -> tuple | None:
 def _failed(node, run, error, orchestrator, stop: bool) -> Outcome:
     spec = node.spec
     run.save_node_state(node.id, None)
-    run.set(("computed", "last_error"), error.message)
-    if error.hint:
-        run.set(("computed", "last_error_hint"), error.hint)
-    run.io.trace(f"  failed: {error.message}" + (f" — {error.hint}" if error.hint else ""))
+    run.keep_error(error.message, error.hint)
     if spec.on_failure is None:
         hint = error.hint or "add `on_failure: <node or ending>` to handle it"
         if stop:
