@@ -20,11 +20,12 @@ def resolve_workflow_path(path: str | os.PathLike) -> Path:
     return p
 
 
-def check(path: str | os.PathLike) -> tuple[Workflow | None, list[Diagnostic]]:
+def check(path: str | os.PathLike, document=None) -> tuple[Workflow | None, list[Diagnostic]]:
+    """Compile the workflow at `path` (or its already loaded `document`), with every diagnostic."""
     from .compiler import compile_document
     from .loader import load_file
 
-    workflow, diagnostics = compile_document(load_file(resolve_workflow_path(path)))
+    workflow, diagnostics = compile_document(document or load_file(resolve_workflow_path(path)))
     # In reading order, so a person can go down the file fixing them.
     return workflow, sorted(diagnostics, key=lambda d: (d.file, d.line, d.column))
 

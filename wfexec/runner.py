@@ -68,12 +68,12 @@ def _gather_inputs(request: RunRequest, workflow) -> dict:
     return check_inputs(given, workflow.input_schema, from_text=from_text)
 
 
-def _load_or_report(path) -> Any:
+def _load_or_report(path, document=None) -> Any:
     """The compiled workflow, or None after printing its errors."""
     from .api import check, resolve_workflow_path
     from .diagnostics import ERROR
 
-    workflow, diagnostics = check(path)
+    workflow, diagnostics = check(path, document)
     errors = [d for d in diagnostics if d.severity == ERROR]
     if workflow is None or errors:
         for d in errors:
@@ -108,31 +108,33 @@ def _console(request: RunRequest):
     return Console(out=sys.stderr if request.json_output else sys.stdout, trace=request.trace)
 
 
-def is_states_path(path) -> bool:
-    """A folder of states (no workflow.yaml), a .zip, or a Raymond .yaml (`states:` and no `nodes:`)."""
-    p = Path(path)
-    if p.is_dir():
-        return not (p / "workflow.yaml").exists()
-    if p.suffix.lower() == ".zip":
-        return True
-    if p.suffix.lower() in (".yaml", ".yml") and p.is_file():
-        from .loader import load_file
+def workflow_document(path):
+    """The loaded workflow file `wfexec run` was given, or None when the path is a states scope
+    instead: a folder with no workflow.yaml, a .zip, or a Raymond .yaml (`states:` and no `nodes:`)."""
+    from .api import resolve_workflow_path
+    from .loader import load_file
 
-        data = load_file(p).data
-        return isinstance(data, dict) and "states" in data and "nodes" not in data
-    return False
+    p = Path(path)
+    if (p.is_dir() and not (p / "workflow.yaml").exists()) or p.suffix.lower() == ".zip":
+        return None
+    document = load_file(resolve_workflow_path(p))
+    data = document.data
+    if isinstance(data, dict) and "states" in data and "nodes" not in data:
+        return None
+    return document
 
 
 def execute_run(request: RunRequest) -> int:
     from .inputs import InputError, parse_scalar, split_pairs
     from .prompts import AnswerError, Answers
 
-    if is_states_path(request.path):
+    document = workflow_document(request.path)
+    if document is None:
         return execute_states(request.path, input=" ".join(request.inputs) or None, start=None, budget_usd=None,
                               timeout=None, model=None, max_steps=request.max_steps, trace=request.trace,
                               json_output=request.json_output, backend=request.backend, record=request.record,
                               replay=request.replay)
-    workflow = _load_or_report(request.path)
+    workflow = _load_or_report(request.path, document)
     if workflow is None:
         return EXIT_INVALID
     try:
