@@ -11,7 +11,7 @@ Tables:
 - `journal`: append-only, one row per commit holding the steps it committed
   (one step for a step with outside effects, up to a few hundred for steps that
   only change state: a row per step would cost more than the steps). Each step
-  is `[step, node, type, outcome, target, at, changes, duration_ms]`, where
+  is `[step, node, type, outcome, target, at, changes, duration_us]`, where
   *changes* are the values of the state paths it wrote (first two path
   segments, e.g. `computed.sha`), not a copy of the state. That keeps a
   10,000-step run's journal small however large the state grows.
@@ -327,8 +327,9 @@ class Store:
 
     def journal(self, run_id: str) -> list[dict]:
         rows = self.db.execute("SELECT steps FROM journal WHERE run_id = ? ORDER BY first_step", (run_id,))
-        keys = ("step", "node", "type", "outcome", "target", "at", "changes", "duration_ms")
-        return [dict(zip(keys, step)) for row in rows for step in json.loads(row[0])]
+        keys = ("step", "node", "type", "outcome", "target", "at", "changes")
+        return [{**dict(zip(keys, step)), "duration_ms": step[7] / 1000}
+                for row in rows for step in json.loads(row[0])]
 
 
 class _Transaction:
