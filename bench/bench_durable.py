@@ -24,10 +24,10 @@ from bench_engine import counter_graph, counter_workflow, run_wfexec  # noqa: E4
 
 
 def run_wfexec_durable(iterations: int) -> float:
-    from wfexec.console import Console
-    from wfexec.durable import start_run
-    from wfexec.engine import Options
-    from wfexec.store import Store
+    from wfexec.commands.console import Console
+    from wfexec.durable.journal import start_run
+    from wfexec.running.engine import Options
+    from wfexec.durable.store import Store
 
     workflow = counter_workflow()
     with tempfile.TemporaryDirectory() as folder:

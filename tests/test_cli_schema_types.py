@@ -44,7 +44,7 @@ def test_schema_has_every_node_type_and_registered_type(cli):
 def test_schema_validates_the_examples_with_jsonschema():
     import jsonschema
 
-    from wfexec.loader import load_file
+    from wfexec.language.loader import load_file
 
     schema = json.loads((ROOT / "schemas" / "workflow.schema.json").read_text())
     paths = sorted((ROOT / "skills").glob("*/workflow.yaml"))

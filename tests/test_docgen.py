@@ -19,8 +19,8 @@ FILES = ("schema.md", "preconditions.md", "consequences.md", "execution.md")
 
 
 def builtin_specs(kind: str):
-    from wfexec.docgen import _is_builtin
-    from wfexec.registry import consequences, preconditions
+    from wfexec.outputs.docgen import _is_builtin
+    from wfexec.types.registry import consequences, preconditions
 
     registry = preconditions() if kind == "precondition" else consequences()
     return [spec for spec in registry.specs() if _is_builtin(spec)]
@@ -60,7 +60,7 @@ def test_docs_writes_checks_and_repairs(cli, tmp_path):
 
 
 def test_generation_is_deterministic():
-    from wfexec.docgen import generate
+    from wfexec.outputs.docgen import generate
 
     assert generate() == generate()
 
@@ -107,8 +107,8 @@ def test_the_examples_are_valid_workflow_yaml(cli, tmp_path):
 
 
 def test_a_types_own_example_wins_and_plugins_are_named():
-    from wfexec.docgen import example_for, render, type_context
-    from wfexec.registry import CONSEQUENCE, TypeSpec
+    from wfexec.outputs.docgen import example_for, render, type_context
+    from wfexec.types.registry import CONSEQUENCE, TypeSpec
 
     def handler(params, ctx):
         """Greet."""
@@ -124,8 +124,8 @@ def test_a_types_own_example_wins_and_plugins_are_named():
 
 def test_examples_made_from_the_schema_fit_it():
     """A type without an example gets one from its parameter schema that its validator accepts."""
-    from wfexec.docgen import example_for
-    from wfexec.registry import consequences, preconditions
+    from wfexec.outputs.docgen import example_for
+    from wfexec.types.registry import consequences, preconditions
 
     for registry in (preconditions(), consequences()):
         for spec in builtin_specs(registry.kind):
@@ -136,7 +136,7 @@ def test_examples_made_from_the_schema_fit_it():
 
 def test_schema_page_covers_the_language():
     from wfexec.nodes import NODE_TYPES
-    from wfexec.schema import ENDING, TOP_LEVEL
+    from wfexec.language.schema import ENDING, TOP_LEVEL
 
     text = (LIB / "workflow" / "schema.md").read_text(encoding="utf-8")
     for key in TOP_LEVEL["properties"]:
@@ -177,6 +177,6 @@ def test_execution_page_explains_every_node_type_and_exit_code():
     ({}, "any"),
 ])
 def test_schema_types_in_words(schema, told):
-    from wfexec.docgen import type_of
+    from wfexec.outputs.docgen import type_of
 
     assert type_of(schema) == told

@@ -279,7 +279,7 @@ def _run_to_completion(folder: Path, store: Path, kill_after: float | None) -> N
 
 
 def _records(store: Path) -> list:
-    from wfexec.store import Store
+    from wfexec.durable.store import Store
 
     if not store.exists():
         return []
@@ -292,7 +292,7 @@ def _records(store: Path) -> list:
 
 def _outcome(folder: Path, store: Path) -> tuple:
     """What a finished run left: its state, the nodes it journaled, its files, its side-effect log."""
-    from wfexec.store import Store
+    from wfexec.durable.store import Store
 
     opened = Store(store)
     try:

@@ -8,8 +8,8 @@ import pytest
 
 import wfexec
 
-from wfexec.engine import EntryGateFailed, RunError, RunStopped
-from wfexec.prompts import NeedsAnswer
+from wfexec.running.engine import EntryGateFailed, RunError, RunStopped
+from wfexec.running.prompts import NeedsAnswer
 
 ENDINGS = """
 endings:
@@ -345,7 +345,7 @@ def test_inputs_are_checked_against_input_schema_and_placed_in_state(run_yaml):
     """
     result, _ = run_yaml(workflow, inputs={"url": "https://x"})
     assert result.message == "https://x#1"
-    from wfexec.inputs import InputError
+    from wfexec.running.inputs import InputError
 
     with pytest.raises(InputError, match="missing required input 'url'"):
         run_yaml(workflow)

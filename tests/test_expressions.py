@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wfexec.expressions import Expression, ExpressionError, Scope, Template, compile_value, render_value
+from wfexec.language.expressions import Expression, ExpressionError, Scope, Template, compile_value, render_value
 
 STATE = {
     "flags": {"ready": True, "shadowed": "flag"},

@@ -86,7 +86,7 @@ def test_each_precondition_is_true_and_false_when_it_should_be(true_condition, f
 
 
 def test_every_built_in_precondition_is_covered_here():
-    from wfexec.registry import preconditions
+    from wfexec.types.registry import preconditions
 
     covered = {c[0]["type"] for c in CASES} | {"network_available"}
     assert set(preconditions().names()) - covered == set()
@@ -111,7 +111,7 @@ def test_network_available_connects_to_the_target(listening_port, tmp_path):
 
 
 def test_a_precondition_reading_a_missing_name_is_an_error_not_false(tmp_path):
-    with pytest.raises(wfexec.engine.RunError, match="unknown name 'nothing'"):
+    with pytest.raises(wfexec.running.engine.RunError, match="unknown name 'nothing'"):
         check({"type": "evaluate_expression", "expression": "nothing > 1"}, tmp_path)
 
 

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 import wfexec
-from wfexec.engine import RunStopped
+from wfexec.running.engine import RunStopped
 
 CHILD = """
 name: child
@@ -164,5 +164,5 @@ def test_unknown_section_is_a_run_error_listing_the_headings(tmp_path):
     (tmp_path / "guide.md").write_text(GUIDE)
     path = tmp_path / "workflow.yaml"
     path.write_text(DOC_WORKFLOW.replace("section: Reviewing", "section: Deploying"))
-    with pytest.raises(wfexec.engine.RunError, match="no section 'Deploying'.*Guide, Reviewing, Releasing"):
+    with pytest.raises(wfexec.running.engine.RunError, match="no section 'Deploying'.*Guide, Reviewing, Releasing"):
         wfexec.run(path, backend=EchoBackend())

@@ -277,7 +277,7 @@ def test_required_inputs_appear_in_the_command(cli):
 
 def test_fallback_holds_this_workflows_start_state_endings_and_graph(cli, tmp_path):
     import wfexec
-    from wfexec.graph import to_mermaid
+    from wfexec.outputs.graph import to_mermaid
 
     folder = make_skill(tmp_path)
     generate(cli, folder)

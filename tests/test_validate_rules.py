@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import wfexec
-from wfexec.loader import load_text
+from wfexec.language.loader import load_text
 
 # --------------------------------------------------------------------------- #
 # Helpers.

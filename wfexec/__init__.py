@@ -10,11 +10,11 @@ __all__ = ["__version__", "load", "validate", "run", "WorkflowError", "Diagnosti
 def __getattr__(name):
     # Lazy, so `import wfexec` (and `wfexec --help`) stay cheap.
     if name in ("load", "validate", "run"):
-        from . import api
+        from wfexec import api
 
         return getattr(api, name)
     if name in ("WorkflowError", "Diagnostic"):
-        from . import diagnostics
+        from wfexec.language import diagnostics
 
         return getattr(diagnostics, name)
     raise AttributeError(name)

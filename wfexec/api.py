@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .diagnostics import Diagnostic, WorkflowError, has_errors
-from .model import Workflow
+from wfexec.language.diagnostics import Diagnostic, WorkflowError, has_errors
+from wfexec.language.model import Workflow
 
 WORKFLOW_FILE = "workflow.yaml"
 
@@ -22,8 +22,8 @@ def resolve_workflow_path(path: str | os.PathLike) -> Path:
 
 def check(path: str | os.PathLike, document=None) -> tuple[Workflow | None, list[Diagnostic]]:
     """Compile the workflow at `path` (or its already loaded `document`), with every diagnostic."""
-    from .compiler import compile_document
-    from .loader import load_file
+    from wfexec.language.compiler import compile_document
+    from wfexec.language.loader import load_file
 
     workflow, diagnostics = compile_document(document or load_file(resolve_workflow_path(path)))
     # In reading order, so a person can go down the file fixing them.
@@ -51,9 +51,9 @@ def run(workflow: Workflow | str | os.PathLike, *, inputs: dict | None = None, a
     Raises `NeedsAnswer` when a question has no answer, `EntryGateFailed`,
     `RunError` or `RunStopped` when the run cannot reach an ending.
     """
-    from .engine import DEFAULT_MAX_STEPS, Options, run_workflow
-    from .inputs import check_inputs
-    from .prompts import Answers
+    from wfexec.running.engine import DEFAULT_MAX_STEPS, Options, run_workflow
+    from wfexec.running.inputs import check_inputs
+    from wfexec.running.prompts import Answers
 
     if not isinstance(workflow, Workflow):
         workflow = load(workflow)

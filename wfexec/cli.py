@@ -15,9 +15,9 @@ from typing import List, Optional
 
 import typer
 
-from . import __version__
+from wfexec import __version__
 
-from .exit_codes import ENDING_FAILED as EXIT_ENDING_FAILED, INVALID as EXIT_INVALID, OK as EXIT_OK, \
+from wfexec.exit_codes import ENDING_FAILED as EXIT_ENDING_FAILED, INVALID as EXIT_INVALID, OK as EXIT_OK, \
     STOPPED as EXIT_STOPPED
 
 app = typer.Typer(
@@ -74,8 +74,8 @@ def validate(
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
 ):
     """Check workflows against the schema and the semantic rules."""
-    from .api import resolve_workflow_path, validate as validate_one
-    from .diagnostics import ERROR, WARNING
+    from wfexec.api import resolve_workflow_path, validate as validate_one
+    from wfexec.language.diagnostics import ERROR, WARNING
 
     everything = []
     for path in paths:
@@ -128,7 +128,7 @@ def run(
     replay: Optional[Path] = REPLAY_OPTION,
 ):
     """Run a workflow to one of its endings. The run is recorded so it can be resumed."""
-    from .runner import RunRequest, execute_run
+    from wfexec.commands.run import RunRequest, execute_run
 
     request = RunRequest(path=path, inputs=input, input_file=input_file, overrides=set_, answers=answer,
                          answer_files=answers, interactive=_interactive(non_interactive), max_steps=max_steps,
@@ -163,7 +163,7 @@ def resume(
     replay: Optional[Path] = REPLAY_OPTION,
 ):
     """Continue a run that is waiting for an answer or was stopped."""
-    from .runner import RunRequest, execute_resume
+    from wfexec.commands.run import RunRequest, execute_resume
 
     if rerun and skip:
         raise typer.BadParameter("--rerun and --skip exclude each other")
@@ -191,7 +191,7 @@ def states(
     replay: Optional[Path] = REPLAY_OPTION,
 ):
     """Run a folder of md/sh states on its own, without a workflow.yaml."""
-    from .runner import execute_states
+    from wfexec.commands.run import execute_states
 
     raise typer.Exit(execute_states(path, input=input, start=start, budget_usd=budget_usd, timeout=timeout,
                                     model=model, max_steps=max_steps, trace=trace,
@@ -215,7 +215,7 @@ def runs(
     store: Optional[Path] = STORE_OPTION,
 ):
     """List recorded runs, newest first."""
-    from .runs_view import list_runs
+    from wfexec.commands.runs import list_runs
 
     raise typer.Exit(_store_command(lambda: list_runs(store, status.value if status else None,
                                                       format == OutputFormat.json)))
@@ -229,7 +229,7 @@ def show(
     store: Optional[Path] = STORE_OPTION,
 ):
     """Show a run: status, current node, pending question, last error, history with timings."""
-    from .runs_view import show_run
+    from wfexec.commands.runs import show_run
 
     raise typer.Exit(_store_command(lambda: show_run(store, run_id, with_state=state,
                                                      as_json=format == OutputFormat.json)))
@@ -241,13 +241,13 @@ def cancel(
     store: Optional[Path] = STORE_OPTION,
 ):
     """Cancel a run that is waiting or stopped, so it is never resumed."""
-    from .runs_view import cancel_run
+    from wfexec.commands.runs import cancel_run
 
     raise typer.Exit(_store_command(lambda: cancel_run(store, run_id)))
 
 
 def _store_command(body) -> int:
-    from .store import StoreError
+    from wfexec.durable.store import StoreError
 
     try:
         return body()
@@ -262,12 +262,12 @@ def schema(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
 ):
     """Print the workflow JSON Schema, with every registered type's parameters."""
-    from .registry import consequences, preconditions
-    from .schema import published_schema
+    from wfexec.types.registry import consequences, preconditions
+    from wfexec.language.schema import published_schema
 
     text = json.dumps(published_schema(preconditions(), consequences()), indent=2, ensure_ascii=False) + "\n"
     if output:
-        from .files import write_atomic
+        from wfexec.system.files import write_atomic
 
         write_atomic(output, text)
     else:
@@ -286,7 +286,7 @@ def types(
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
 ):
     """List every registered precondition and consequence type."""
-    from .registry import consequences, preconditions
+    from wfexec.types.registry import consequences, preconditions
 
     registries = [r for r in (preconditions(), consequences()) if kind in (Kind.all, r.kind)]
     if format == OutputFormat.json:
@@ -306,7 +306,7 @@ def types(
 
 
 # --------------------------------------------------------------------------- #
-# Skills, pictures and the language reference: wfexec.skillgen, wfexec.graph, wfexec.docgen, wfexec.scaffold.
+# Skills, pictures and the language reference: wfexec.outputs.skillgen, wfexec.outputs.graph, wfexec.outputs.docgen, wfexec.outputs.scaffold.
 
 def _print_workflow_errors(error, path) -> None:
     for diagnostic in error.diagnostics:
@@ -323,8 +323,8 @@ def skill(
     force: bool = typer.Option(False, "--force", help="Replace a SKILL.md that wfexec did not write."),
 ):
     """Write a skill's SKILL.md from its workflow.yaml (frontmatter, how to run it, rules without wfexec)."""
-    from .diagnostics import WorkflowError
-    from .skillgen import SkillError, check as check_skill, write as write_skill
+    from wfexec.language.diagnostics import WorkflowError
+    from wfexec.outputs.skillgen import SkillError, check as check_skill, write as write_skill
 
     code = EXIT_OK
     for path in paths:
@@ -363,9 +363,9 @@ def graph(
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write here instead of stdout."),
 ):
     """Draw a workflow: node shapes by type, edges by branch, endings coloured by type."""
-    from .api import load
-    from .diagnostics import WorkflowError
-    from .graph import GraphvizFailed, GraphvizMissing, render, to_dot, to_mermaid
+    from wfexec.api import load
+    from wfexec.language.diagnostics import WorkflowError
+    from wfexec.outputs.graph import GraphvizFailed, GraphvizMissing, render, to_dot, to_mermaid
 
     try:
         workflow = load(path)
@@ -390,7 +390,7 @@ def graph(
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    from .files import write_atomic
+    from wfexec.system.files import write_atomic
 
     write_atomic(output, data)
     typer.echo(f"{output}: written", err=True)
@@ -403,7 +403,7 @@ def docs(
     plugins: bool = typer.Option(False, "--plugins", help="Also document the types of installed plugins."),
 ):
     """Write the language reference (DIR/workflow/*.md) from the schema and the registries."""
-    from .docgen import stale, write
+    from wfexec.outputs.docgen import stale, write
 
     if check:
         found = stale(output, include_plugins=plugins)
@@ -432,9 +432,9 @@ def new_skill(
     dir: Path = typer.Option(Path("skills"), "--dir", metavar="DIR", help="The folder the skill folder goes in."),
 ):
     """Scaffold DIR/NAME/: workflow.yaml, answers.yaml (so it runs end to end) and SKILL.md."""
-    from .diagnostics import WorkflowError
-    from .scaffold import new_skill as scaffold_skill
-    from .skillgen import SkillError
+    from wfexec.language.diagnostics import WorkflowError
+    from wfexec.outputs.scaffold import new_skill as scaffold_skill
+    from wfexec.outputs.skillgen import SkillError
 
     try:
         written = scaffold_skill(name, dir)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import wfexec
-from wfexec.diagnostics import WorkflowError
+from wfexec.language.diagnostics import WorkflowError
 from conftest import one_action
 
 

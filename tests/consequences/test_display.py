@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 import wfexec
-from wfexec.diagnostics import WorkflowError
+from wfexec.language.diagnostics import WorkflowError
 from conftest import one_action
 
 
@@ -205,7 +205,7 @@ def test_log_entry_level_is_checked_at_load(write_workflow):
 
 
 def test_display_types_declare_the_display_effect():
-    from wfexec.registry import consequences
+    from wfexec.types.registry import consequences
 
     registry = consequences()
     assert all(registry.get(n).effects == ("display",) for n in ("display", "display_message", "display_table"))

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from wfexec.loader import load_file
-from wfexec.registry import consequences
+from wfexec.language.loader import load_file
+from wfexec.types.registry import consequences
 from conftest import one_action
 
 

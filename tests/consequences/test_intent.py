@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from wfexec.diagnostics import WorkflowError
+from wfexec.language.diagnostics import WorkflowError
 from conftest import one_action
 
 

@@ -6,8 +6,8 @@ import json
 import pytest
 
 import wfexec
-from wfexec.diagnostics import WorkflowError
-from wfexec.engine import RunStopped
+from wfexec.language.diagnostics import WorkflowError
+from wfexec.running.engine import RunStopped
 from conftest import one_action
 
 PATTERN = """\
@@ -191,7 +191,7 @@ def test_the_cli_dry_run_prints_the_prompt_instead(cli, write_workflow, tmp_path
 
 
 def test_llm_hooks_are_marked_as_llm_effects_and_not_idempotent():
-    from wfexec.registry import consequences
+    from wfexec.types.registry import consequences
 
     for name in ("invoke_pattern", "spawn_agent", "invoke_skill"):
         spec = consequences().get(name)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from wfexec.registry import consequences
+from wfexec.types.registry import consequences
 from conftest import one_action
 
 PY = sys.executable

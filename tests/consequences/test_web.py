@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from wfexec.registry import consequences
+from wfexec.types.registry import consequences
 
 WORKFLOW = """\
 name: web-test

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 from wfexec.backends.base import Backend, LLMReply, LLMRequest
-from wfexec.console import Console
+from wfexec.commands.console import Console
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

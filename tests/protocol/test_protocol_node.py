@@ -13,8 +13,8 @@ from protocol_support import FIXTURES, Quiet, ScriptedBackend, run_folder, write
 
 import wfexec
 from wfexec.backends import create_backend
-from wfexec.diagnostics import WorkflowError
-from wfexec.engine import RunError, RunStopped
+from wfexec.language.diagnostics import WorkflowError
+from wfexec.running.engine import RunError, RunStopped
 
 
 def workflow(states_node: dict, *, initial_state=None, extra_nodes=None) -> str:
@@ -171,7 +171,7 @@ def test_load_time_checks(write_workflow, tmp_path, node, files, message):
 
 
 def test_dry_run_runs_nothing(write_workflow, tmp_path):
-    from wfexec.engine import Options, run_workflow as engine_run
+    from wfexec.running.engine import Options, run_workflow as engine_run
 
     write_states(tmp_path / "flow", {"START.sh": "touch ran.txt; echo '<result>x</result>'\n"})
     path = write_workflow(workflow({"folder": "flow", "on_success": "approved"}))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .base import Backend, BackendError, BackendUnavailable, LLMReply, LLMRequest, invoke_backend, run_sync
+from wfexec.backends.base import Backend, BackendError, BackendUnavailable, LLMReply, LLMRequest, invoke_backend, run_sync
 
 __all__ = ["Backend", "BackendError", "BackendUnavailable", "LLMReply", "LLMRequest", "create_backend",
            "invoke_backend", "run_sync"]
@@ -38,20 +38,20 @@ def create_backend(spec: str | None, *, record: str | Path | None = None, replay
             raise ValueError("--record needs a backend to record, e.g. --backend claude")
         if isinstance(backend, _replay_class()):
             raise ValueError("--record and replay:... cannot be combined: a replay has nothing new to record")
-        from .replay import RecordingBackend
+        from wfexec.backends.replay import RecordingBackend
 
         backend = RecordingBackend(backend, record)
     return backend
 
 
 def _replay_class():
-    from .replay import ReplayBackend
+    from wfexec.backends.replay import ReplayBackend
 
     return ReplayBackend
 
 
 def _replay(path) -> Any:
-    from .replay import CassetteError, ReplayBackend
+    from wfexec.backends.replay import CassetteError, ReplayBackend
 
     if not Path(path).is_file():
         raise ValueError(f"cassette {path} does not exist")
@@ -69,7 +69,7 @@ def _from_spec(spec: str | None) -> Any:
     if name == "claude":
         return _claude(rest)
     if name == "command":
-        from .command import CommandBackend
+        from wfexec.backends.command import CommandBackend
 
         if not rest.strip():
             raise ValueError(f"backend '{spec}' names no program; write command:PROGRAM [ARGS]")
@@ -82,7 +82,7 @@ def _from_spec(spec: str | None) -> Any:
 
 
 def _claude(options_text: str) -> Any:
-    from .claude import ClaudeBackend
+    from wfexec.backends.claude import ClaudeBackend
 
     options: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in options_text.split(","))):

@@ -21,7 +21,7 @@ import json
 import os
 from typing import Sequence
 
-from .base import Backend, BackendError, BackendUnavailable, LLMReply, LLMRequest
+from wfexec.backends.base import Backend, BackendError, BackendUnavailable, LLMReply, LLMRequest
 
 DEFAULT_MODEL = "sonnet"
 DISALLOWED_TOOLS = "EnterPlanMode,ExitPlanMode,AskUserQuestion,NotebookEdit"
@@ -68,7 +68,7 @@ class ClaudeBackend(Backend):
         return argv, prompt
 
     async def invoke(self, request: LLMRequest) -> LLMReply:
-        from ..protocol.processes import ProcessStartError, ProcessTimeout, run_process
+        from wfexec.protocol.processes import ProcessStartError, ProcessTimeout, run_process
 
         argv, stdin = self.argv(request)
         env = dict(os.environ)

@@ -19,7 +19,7 @@ import shlex
 import uuid
 from typing import Sequence
 
-from .base import Backend, BackendError, BackendUnavailable, LLMReply, LLMRequest
+from wfexec.backends.base import Backend, BackendError, BackendUnavailable, LLMReply, LLMRequest
 
 
 class CommandBackend(Backend):
@@ -39,7 +39,7 @@ class CommandBackend(Backend):
         return "command: " + shlex.join(self.argv)
 
     async def invoke(self, request: LLMRequest) -> LLMReply:
-        from ..protocol.processes import ProcessStartError, ProcessTimeout, run_process
+        from wfexec.protocol.processes import ProcessStartError, ProcessTimeout, run_process
 
         resumes = request.session_id and not request.fork_session
         session = request.session_id if resumes else f"cmd-{uuid.uuid4().hex}"

@@ -35,7 +35,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from .base import Backend, BackendUnavailable, LLMReply, LLMRequest, invoke_backend
+from wfexec.backends.base import Backend, BackendUnavailable, LLMReply, LLMRequest, invoke_backend
 
 FORMAT_KEY = "wfexec_cassette"
 FORMAT_VERSION = 1
@@ -58,7 +58,7 @@ def _who(agent: str | None, state: str | None) -> str:
 # -- reading and writing --------------------------------------------------------------
 
 def load_cassette(path: str | Path) -> list[dict]:
-    from ..loader import load_file
+    from wfexec.language.loader import load_file
 
     doc = load_file(path)
     if doc.diagnostics:
@@ -211,6 +211,6 @@ class RecordingBackend(Backend):
             self._save()
 
     def _save(self) -> None:
-        from ..files import write_atomic
+        from wfexec.system.files import write_atomic
 
         write_atomic(self.path, dump_cassette(self.interactions))

@@ -15,8 +15,8 @@ The engine only sees this table.
 
 from __future__ import annotations
 
-from . import action, conditional, reference, states, user_prompt, validation_gate
-from .base import Outcome
+from wfexec.nodes import action, conditional, reference, states, user_prompt, validation_gate
+from wfexec.nodes.base import Outcome
 
 NODE_TYPES = {m.TYPE: m for m in (action, conditional, user_prompt, validation_gate, reference, states)}
 

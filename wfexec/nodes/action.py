@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..registry import ActionFailed
-from .base import CONSEQUENCES, TARGET, Outcome
+from wfexec.types.registry import ActionFailed
+from wfexec.nodes.base import CONSEQUENCES, TARGET, Outcome
 
 TYPE = "action"
 SCHEMA = {

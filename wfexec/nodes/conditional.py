@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import PRECONDITION, TARGET, Outcome
+from wfexec.nodes.base import PRECONDITION, TARGET, Outcome
 
 TYPE = "conditional"
 SCHEMA = {

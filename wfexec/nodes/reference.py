@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..expressions import render_value
-from ..state import get_path
-from .base import TARGET, Outcome
+from wfexec.language.expressions import render_value
+from wfexec.running.state import get_path
+from wfexec.nodes.base import TARGET, Outcome
 
 TYPE = "reference"
 SCHEMA = {

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .base import TARGET, Outcome
+from wfexec.nodes.base import TARGET, Outcome
 
 TYPE = "states"
 SCHEMA = {
@@ -102,8 +102,8 @@ def compile(node_id, raw, c):
 
 def _check_scope(spec: States, c) -> None:
     """Open the scope once at load, so a malformed folder is a validation error, not a run-time surprise."""
-    from ..protocol.errors import ProtocolError
-    from ..protocol.scopes import entry_point, resolve_state
+    from wfexec.protocol.errors import ProtocolError
+    from wfexec.protocol.scopes import entry_point, resolve_state
 
     if spec.folder is None and spec.inline is None:
         return
@@ -130,8 +130,8 @@ def _check_backend(text: str, c) -> None:
 
 
 def open_scope(spec: States):
-    from ..protocol.yamlscope import inline_scope
-    from ..protocol.scopes import open_scope as open_folder
+    from wfexec.protocol.yamlscope import inline_scope
+    from wfexec.protocol.scopes import open_scope as open_folder
 
     if spec.inline is not None:
         return inline_scope(spec.inline, spec.label, Path(spec.base_dir or "."))
@@ -150,9 +150,9 @@ def calls(spec):
 # -- running ----------------------------------------------------------------------------
 
 def execute(node, run) -> Outcome:
-    from ..expressions import ExpressionError, render_value, to_text
-    from ..protocol.errors import ProtocolError, StopRun
-    from ..protocol.orchestrator import Orchestrator
+    from wfexec.language.expressions import ExpressionError, render_value, to_text
+    from wfexec.protocol.errors import ProtocolError, StopRun
+    from wfexec.protocol.orchestrator import Orchestrator
 
     spec = node.spec
     try:
@@ -173,7 +173,7 @@ def execute(node, run) -> Outcome:
             on_step=_step_counter(run), on_checkpoint=lambda agents: run.save_node_state(node.id, agents))
         saved = run.node_state(node.id)
         if saved is not None:
-            from ..protocol.agents import AgentsState
+            from wfexec.protocol.agents import AgentsState
 
             run.io.trace(f"states: continuing {scope.describe()} with the agents saved before the run stopped")
             outcome = orchestrator.run(state=AgentsState.from_dict(saved))
@@ -200,7 +200,7 @@ def _working_directory(text: Any, run) -> Path:
 def _backend(node, run):
     if run.options.backend is not None or not node.spec.backend:
         return run.options.backend
-    from ..backends import create_backend
+    from wfexec.backends import create_backend
 
     try:
         return create_backend(node.spec.backend)
@@ -210,7 +210,7 @@ def _backend(node, run):
 
 def _step_counter(run):
     """Every protocol state counts against the run's step budget, so a states loop cannot spin forever."""
-    from ..protocol.errors import StepLimit
+    from wfexec.protocol.errors import StepLimit
 
     limit = run.options.max_steps
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..expressions import Template, render_value
-from ..registry import ActionFailed
-from ..state import get_path
-from .base import CONSEQUENCES, TARGET, Outcome
+from wfexec.language.expressions import Template, render_value
+from wfexec.types.registry import ActionFailed
+from wfexec.running.state import get_path
+from wfexec.nodes.base import CONSEQUENCES, TARGET, Outcome
 
 TYPE = "user_prompt"
 

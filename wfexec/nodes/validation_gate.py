@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import PRECONDITION, TARGET, Outcome
+from wfexec.nodes.base import PRECONDITION, TARGET, Outcome
 
 TYPE = "validation_gate"
 SCHEMA = {

@@ -20,7 +20,7 @@ ends by emitting one transition tag (`<goto>`, `<reset>`, `<call>`,
 
 from __future__ import annotations
 
-from .errors import BackendMissing, BudgetExceeded, ProtocolError, ScopeError, StepLimit, StopRun
+from wfexec.protocol.errors import BackendMissing, BudgetExceeded, ProtocolError, ScopeError, StepLimit, StopRun
 
 __all__ = ["BackendMissing", "BudgetExceeded", "ProtocolError", "ScopeError", "StepLimit", "StopRun",
            "run_states_path"]
@@ -28,6 +28,6 @@ __all__ = ["BackendMissing", "BudgetExceeded", "ProtocolError", "ScopeError", "S
 
 def run_states_path(*args, **kwargs):
     """See `wfexec.protocol.standalone.run_states_path`."""
-    from .standalone import run_states_path as run
+    from wfexec.protocol.standalone import run_states_path as run
 
     return run(*args, **kwargs)

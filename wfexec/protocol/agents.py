@@ -27,8 +27,8 @@ import os
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Sequence
 
-from .errors import ProtocolError
-from .tags import Transition
+from wfexec.protocol.errors import ProtocolError
+from wfexec.protocol.tags import Transition
 
 MAIN = "main"
 # Attributes a fork consumes itself; every other one reaches the worker's first state.

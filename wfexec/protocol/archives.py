@@ -14,8 +14,8 @@ import stat
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from .errors import ScopeError
-from .scopes import ZipScope
+from wfexec.protocol.errors import ScopeError
+from wfexec.protocol.scopes import ZipScope
 
 MAX_ZIP_BYTES = 64 * 1024 * 1024
 _SHA_RUN = re.compile(r"[0-9a-fA-F]{64,}")

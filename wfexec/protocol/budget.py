@@ -9,7 +9,7 @@ concurrent agent over the limit).
 
 from __future__ import annotations
 
-from .errors import BudgetExceeded
+from wfexec.protocol.errors import BudgetExceeded
 
 
 class CostBudget:

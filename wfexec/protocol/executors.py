@@ -18,18 +18,18 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ..backends.base import BackendError, BackendUnavailable, LLMRequest, invoke_backend
-from .errors import BackendMissing, ProtocolError, StopRun
-from .policy import (MAX_INVOCATIONS, Policy, PolicyError, check_transition, implicit_entry, implicit_transition,
+from wfexec.backends.base import BackendError, BackendUnavailable, LLMRequest, invoke_backend
+from wfexec.protocol.errors import BackendMissing, ProtocolError, StopRun
+from wfexec.protocol.policy import (MAX_INVOCATIONS, Policy, PolicyError, check_transition, implicit_entry, implicit_transition,
                      parse_frontmatter, reminder)
-from .processes import ProcessStartError, ProcessTimeout, run_process
-from .scopes import ResolveError, resolve_state
-from .tags import UNSUPPORTED_TAGS, PrintScanner, TagError, Transition, extract_prints, parse_transitions
-from .templates import render, template_values
+from wfexec.protocol.processes import ProcessStartError, ProcessTimeout, run_process
+from wfexec.protocol.scopes import ResolveError, resolve_state
+from wfexec.protocol.tags import UNSUPPORTED_TAGS, PrintScanner, TagError, Transition, extract_prints, parse_transitions
+from wfexec.protocol.templates import render, template_values
 
 if TYPE_CHECKING:
-    from .agents import Agent
-    from .orchestrator import Orchestrator
+    from wfexec.protocol.agents import Agent
+    from wfexec.protocol.orchestrator import Orchestrator
 
 DEFAULT_TIMEOUT = 600.0
 STDERR_IN_MESSAGE = 2000

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from ..console import Console
-from .agents import MAIN, Agent, AgentsState, apply
-from .budget import CostBudget
-from .errors import ProtocolError, ScopeError
-from .executors import StepResult, base_environment, run_markdown_state, run_script_state
-from .scopes import ResolveError, ScriptFiles, StateScope, entry_point, resolve_state, state_kind
+from wfexec.commands.console import Console
+from wfexec.protocol.agents import MAIN, Agent, AgentsState, apply
+from wfexec.protocol.budget import CostBudget
+from wfexec.protocol.errors import ProtocolError, ScopeError
+from wfexec.protocol.executors import StepResult, base_environment, run_markdown_state, run_script_state
+from wfexec.protocol.scopes import ResolveError, ScriptFiles, StateScope, entry_point, resolve_state, state_kind
 
 KEEP_OUTPUT = 64 * 1024
 KEEP_RECORDS = 1000  # a long polling loop keeps its latest states, not all of them
@@ -140,7 +140,7 @@ class Orchestrator:
         return Agent(id=MAIN, state=first, input=input)
 
     def run(self, start: str | None = None, input: str | None = None, state: AgentsState | None = None) -> StatesOutcome:
-        from ..backends.base import run_sync
+        from wfexec.backends.base import run_sync
 
         return run_sync(self.run_async(start, input, state))
 

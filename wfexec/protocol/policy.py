@@ -26,7 +26,7 @@ import functools
 import os
 from dataclasses import dataclass
 
-from .tags import Transition
+from wfexec.protocol.tags import Transition
 
 FIELDS = ("allowed_transitions", "model", "effort", "force_implicit")
 # Keys compared against an emitted tag; other keys only feed implicit dispatch and the reminder.
@@ -106,7 +106,7 @@ def policy_from_mapping(data: dict) -> Policy:
 
 
 def _load_yaml(raw: str):
-    from ..loader import load_text
+    from wfexec.language.loader import load_text
 
     doc = load_text(raw, "<frontmatter>")
     if doc.diagnostics:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..subprocesses import kill_group
+from wfexec.system.subprocesses import kill_group
 
 READ_SIZE = 65536
 # After the program exits, how long its pipes may stay open (held by a background child) before we stop waiting.

@@ -26,7 +26,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .errors import ProtocolError, ScopeError
+from wfexec.protocol.errors import ProtocolError, ScopeError
 
 MARKDOWN = ".md"
 if os.name == "nt":  # pragma: no cover - wfexec runs scripts with bash; Windows is listed for the messages
@@ -203,7 +203,7 @@ def resolve_state(scope: StateScope, name: str) -> str:
 
 
 def _near_miss_hint(scope: StateScope, name: str) -> str:
-    from ..diagnostics import did_you_mean
+    from wfexec.language.diagnostics import did_you_mean
 
     try:
         names = scope.names()
@@ -263,11 +263,11 @@ def open_scope(path: str | os.PathLike, label: str | None = None) -> StateScope:
         raise ScopeError(f"states folder '{shown}' does not exist")
     suffix = p.suffix.lower()
     if suffix == ".zip":
-        from .archives import open_zip
+        from wfexec.protocol.archives import open_zip
 
         return open_zip(p, shown)
     if suffix in (".yaml", ".yml"):
-        from .yamlscope import open_yaml
+        from wfexec.protocol.yamlscope import open_yaml
 
         return open_yaml(p, shown)
     raise ScopeError(f"'{shown}' is not a states folder", "give a directory, a .zip, or a Raymond .yaml file")

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..console import Console
-from .errors import ProtocolError, ScopeError, StopRun
-from .scopes import KNOWN, StateScope, extension, open_scope
+from wfexec.commands.console import Console
+from wfexec.protocol.errors import ProtocolError, ScopeError, StopRun
+from wfexec.protocol.scopes import KNOWN, StateScope, extension, open_scope
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_STOPPED = 0, 1, 2, 4
 DEFAULT_MAX_STEPS = 10_000
@@ -68,7 +68,7 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
                     model: str | None = None, effort: str | None = None,
                     max_steps: int = DEFAULT_MAX_STEPS) -> StatesRunResult:
     """Run a states folder to its end. Never raises for a user error: the result says what happened."""
-    from .orchestrator import Orchestrator
+    from wfexec.protocol.orchestrator import Orchestrator
 
     io = io or Console(trace=trace)
     scope_path, named_start = split_path(path)
@@ -83,7 +83,7 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
     def count_step(agent) -> None:
         steps[0] += 1
         if steps[0] > max_steps:
-            from .errors import StepLimit
+            from wfexec.protocol.errors import StepLimit
 
             raise StepLimit(f"{agent.id}: more than {max_steps} states ran (the last at {agent.state}); the loop "
                             "does not end", "fix the loop's exit, or raise --max-steps")

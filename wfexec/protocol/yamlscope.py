@@ -15,8 +15,8 @@ import json
 import os
 from pathlib import Path
 
-from .errors import ScopeError
-from .scopes import MARKDOWN, SCRIPTS, InlineScope, YamlScope, extension
+from wfexec.protocol.errors import ScopeError
+from wfexec.protocol.scopes import MARKDOWN, SCRIPTS, InlineScope, YamlScope, extension
 
 _STATE_FIELDS = {"prompt", "sh", "ps1", "bat", "allowed_transitions", "model", "effort", "force_implicit", "timeout",
                  "description"}
@@ -24,7 +24,7 @@ _POLICY_FIELDS = ("allowed_transitions", "model", "effort", "force_implicit")
 
 
 def open_yaml(path: Path, label: str) -> YamlScope:
-    from ..loader import load_file
+    from wfexec.language.loader import load_file
 
     doc = load_file(path)
     if doc.diagnostics:

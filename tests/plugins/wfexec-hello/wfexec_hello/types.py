@@ -1,6 +1,6 @@
 """A third-party package adding types to wfexec through entry points."""
 
-from wfexec.registry import ActionFailed, TypeList
+from wfexec.types import ActionFailed, TypeList
 
 TYPES = TypeList()
 

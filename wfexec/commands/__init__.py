@@ -1,0 +1,1 @@
+"""The command line's helpers: run/resume drivers, run listings, terminal output."""

@@ -1,0 +1,334 @@
+"""`wfexec run` and `wfexec resume` from the command line: inputs in, a printed
+ending and an exit code out. Runs are durable (wfexec.durable.journal) unless
+`--ephemeral`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wfexec.exit_codes import ENDING_FAILED as EXIT_ENDING_FAILED, INVALID as EXIT_INVALID, OK as EXIT_OK, \
+    STOPPED as EXIT_STOPPED, WAITING as EXIT_WAITING
+
+
+@dataclass
+class RunRequest:
+    path: Path | None = None
+    inputs: list[str] = field(default_factory=list)
+    input_file: Path | None = None
+    overrides: list[str] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)
+    answer_files: list[Path] = field(default_factory=list)
+    interactive: bool = False
+    max_steps: int = 10_000
+    trace: bool = False
+    dry_run: bool = False
+    state_out: Path | None = None
+    json_output: bool = False
+    debug: bool = False
+    store: Path | None = None
+    ephemeral: bool = False
+    backend: str | None = None
+    record: Path | None = None
+    replay: Path | None = None
+    # resume only
+    run_id: str | None = None
+    accept_changes: bool = False
+    rerun: bool = False
+    skip: bool = False
+
+
+def _error(text: str) -> None:
+    sys.stderr.write(text.rstrip("\n") + "\n")
+
+
+def _print_json(data) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _gather_inputs(request: RunRequest, workflow) -> dict:
+    from wfexec.running.inputs import check_inputs, split_pairs
+    from wfexec.language.loader import load_file
+
+    given: dict[str, Any] = {}
+    if request.input_file:
+        doc = load_file(request.input_file)
+        if doc.diagnostics:
+            raise ValueError(doc.diagnostics[0].format())
+        if not isinstance(doc.data, dict):
+            raise ValueError(f"{request.input_file}: an input file must map input names to values")
+        given.update(doc.data)
+    from_text = set()
+    for key, value in split_pairs(request.inputs, "--input"):
+        given[key] = value
+        from_text.add(key)
+    return check_inputs(given, workflow.input_schema, from_text=from_text)
+
+
+def _load_or_report(path, document=None) -> Any:
+    """The compiled workflow, or None after printing its errors."""
+    from wfexec.api import check, resolve_workflow_path
+    from wfexec.language.diagnostics import ERROR
+
+    workflow, diagnostics = check(path, document)
+    errors = [d for d in diagnostics if d.severity == ERROR]
+    if workflow is None or errors:
+        for d in errors:
+            _error(d.format())
+        _error(f"{resolve_workflow_path(path)}: not run, the workflow has "
+               f"{len(errors)} error{'s' if len(errors) != 1 else ''} (wfexec validate shows them all)")
+        return None
+    return workflow
+
+
+def _backend(spec, record, replay):
+    """The LLM backend the flags ask for (or None); ValueError says what is wrong with them."""
+    from wfexec.backends import create_backend
+
+    return create_backend(spec, record=record, replay=replay)
+
+
+def _options(request: RunRequest, answers, backend):
+    from wfexec.running.engine import Options
+
+    replayed = getattr(backend, "answers", None)
+    if callable(replayed):  # a cassette also holds the person's answers; given ones win
+        answers = answers.with_defaults(replayed())
+    return Options(max_steps=request.max_steps, interactive=request.interactive, answers=answers,
+                   dry_run=request.dry_run, backend=backend)
+
+
+def _console(request: RunRequest):
+    from wfexec.commands.console import Console
+
+    # With --format json, stdout carries only the result document.
+    return Console(out=sys.stderr if request.json_output else sys.stdout, trace=request.trace)
+
+
+def workflow_document(path):
+    """The loaded workflow file `wfexec run` was given, or None when the path is a states scope
+    instead: a folder with no workflow.yaml, a .zip, or a Raymond .yaml (`states:` and no `nodes:`)."""
+    from wfexec.api import resolve_workflow_path
+    from wfexec.language.loader import load_file
+
+    p = Path(path)
+    if (p.is_dir() and not (p / "workflow.yaml").exists()) or p.suffix.lower() == ".zip":
+        return None
+    document = load_file(resolve_workflow_path(p))
+    data = document.data
+    if isinstance(data, dict) and "states" in data and "nodes" not in data:
+        return None
+    return document
+
+
+def execute_run(request: RunRequest) -> int:
+    from wfexec.running.inputs import InputError, parse_scalar, split_pairs
+    from wfexec.running.prompts import AnswerError, Answers
+
+    document = workflow_document(request.path)
+    if document is None:
+        return execute_states(request.path, input=" ".join(request.inputs) or None, start=None, budget_usd=None,
+                              timeout=None, model=None, max_steps=request.max_steps, trace=request.trace,
+                              json_output=request.json_output, backend=request.backend, record=request.record,
+                              replay=request.replay)
+    workflow = _load_or_report(request.path, document)
+    if workflow is None:
+        return EXIT_INVALID
+    try:
+        inputs = _gather_inputs(request, workflow)
+        overrides = {k: parse_scalar(v) for k, v in split_pairs(request.overrides, "--set")}
+        answers = Answers.parse(request.answers, request.answer_files)
+        backend = _backend(request.backend, request.record, request.replay)
+    except (InputError, AnswerError, ValueError) as exc:
+        _error(f"error: {exc}")
+        return EXIT_INVALID
+    io = _console(request)
+    options = _options(request, answers, backend)
+    if request.ephemeral:
+        return _guarded(request, lambda: _run_ephemeral(request, workflow, inputs, overrides, io, options))
+    return _guarded(request, lambda: _run_durable(request, workflow, inputs, overrides, io, options))
+
+
+def execute_resume(request: RunRequest) -> int:
+    from wfexec.running.prompts import AnswerError, Answers
+
+    try:
+        answers = Answers.parse(request.answers, request.answer_files)
+        backend = _backend(request.backend, request.record, request.replay)
+    except (AnswerError, ValueError) as exc:
+        _error(f"error: {exc}")
+        return EXIT_INVALID
+    io = _console(request)
+    options = _options(request, answers, backend)
+    return _guarded(request, lambda: _resume(request, io, options))
+
+
+def _guarded(request: RunRequest, body) -> int:
+    """Map what can go wrong around a run to one line and an exit code."""
+    from wfexec.running.engine import RunError
+    from wfexec.durable.store import StoreError
+
+    try:
+        return body()
+    except StoreError as exc:
+        _error(f"error: {exc.message}" + (f" — {exc.hint}" if exc.hint else ""))
+        return getattr(exc, "exit_code", EXIT_INVALID)
+    except RunError as exc:  # --set paths and other problems before the loop starts
+        _error(exc.format())
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_STOPPED
+    except Exception:
+        if request.debug:
+            raise
+        import traceback
+
+        _error("internal error in wfexec (a bug; please report it with --debug output):\n"
+               + traceback.format_exc().strip().splitlines()[-1])
+        return EXIT_STOPPED
+
+
+def _run_ephemeral(request, workflow, inputs, overrides, io, options) -> int:
+    from wfexec.running.engine import EntryGateFailed, RunError, run_workflow
+    from wfexec.running.prompts import NeedsAnswer
+
+    try:
+        result = run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
+    except NeedsAnswer as waiting:
+        return _report_waiting(request, waiting.question, None)
+    except EntryGateFailed as exc:
+        _error(exc.message)
+        return EXIT_ENDING_FAILED
+    except RunError as exc:
+        _error(exc.format())
+        return exc.exit_code
+    return _report_result(request, result, io, None)
+
+
+def _run_durable(request, workflow, inputs, overrides, io, options) -> int:
+    from wfexec.durable.journal import start_run
+    from wfexec.durable.store import open_store
+
+    store = open_store(request.store)
+    try:
+        driven = start_run(store, workflow, inputs=inputs, overrides=overrides, io=io, options=options)
+    finally:
+        store.close()
+    return _report_driven(request, driven, io)
+
+
+def _resume(request, io, options) -> int:
+    from wfexec.durable.journal import ResumeChoices, resume_run
+    from wfexec.durable.store import StoreError, open_store
+
+    def load(path):
+        workflow = _load_or_report(path)
+        if workflow is None:
+            raise StoreError(f"the workflow of run {request.run_id} ({path}) no longer validates",
+                             "fix it, then resume again")
+        return workflow
+
+    store = open_store(request.store)
+    try:
+        driven = resume_run(store, request.run_id, load, io=io, options=options,
+                            choices=ResumeChoices(request.accept_changes, request.rerun, request.skip))
+    finally:
+        store.close()
+    for note in driven.notes:
+        _error(f"note: {note}")
+    return _report_driven(request, driven, io)
+
+
+def _report_driven(request, driven, io) -> int:
+    if driven.status == "waiting":
+        return _report_waiting(request, driven.question, driven.run_id)
+    if driven.result is not None:
+        return _report_result(request, driven.result, io, driven.run_id)
+    error = driven.error
+    _error(error.message if error.__class__.__name__ == "EntryGateFailed" else error.format())
+    if driven.status == "stopped":
+        _error(f"run {driven.run_id} stopped; continue it with: wfexec resume {driven.run_id}")
+    if request.json_output:
+        _print_json({"status": driven.status, "run_id": driven.run_id, "error": error.message})
+    return error.exit_code
+
+
+def _report_waiting(request, question, run_id) -> int:
+    ids = ", ".join(c.id for c in question.choices)
+    other = " (or free text)" if question.allow_other else ""
+    if request.json_output:
+        _print_json({"status": "waiting", "run_id": run_id, "node": question.node, "question": question.text,
+                     "options": [{"id": c.id, "label": c.label, "description": c.description}
+                                 for c in question.choices], "allow_other": question.allow_other})
+    how = (f"wfexec resume {run_id} --answer {question.node}=<option id>" if run_id else
+           f"wfexec run {request.path} --answer {question.node}=<option id>")
+    _error(f"waiting: node '{question.node}' asks: {question.text}\n"
+           f"  options: {ids}{other}\n"
+           f"  answer with: {how}")
+    return EXIT_WAITING
+
+
+def _report_result(request, result, io, run_id) -> int:
+    if request.state_out:
+        from wfexec.system.files import write_atomic
+
+        write_atomic(request.state_out, json.dumps(result.state, indent=2, ensure_ascii=False, default=str) + "\n")
+    if request.json_output:
+        _print_json({"status": "completed", "run_id": run_id, **result.to_json()})
+    else:
+        print_ending(result, io)
+    return EXIT_OK if result.type == "success" else EXIT_ENDING_FAILED
+
+
+def print_ending(result, io) -> None:
+    from wfexec.language.expressions import to_text
+
+    if result.type == "success":
+        io.print(result.message)
+        for key, value in result.summary.items():
+            io.print(f"  {key}: {to_text(value)}")
+        return
+    io.print(f"Error: {result.message}" if result.type == "error" else f"{result.type.capitalize()}: {result.message}")
+    if result.details:
+        io.print(result.details)
+    for key, value in result.summary.items():
+        io.print(f"  {key}: {to_text(value)}")
+    recovery = result.recovery
+    if isinstance(recovery, dict):
+        if recovery.get("suggestion"):
+            io.print(f"Suggestion: {recovery['suggestion']}")
+        if recovery.get("related_skill"):
+            io.print(f"Try running: /{recovery['related_skill']}")
+    elif recovery:
+        io.print(f"Try running: /{recovery}" if " " not in str(recovery).strip() else f"Suggestion: {recovery}")
+
+
+def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps, trace, json_output, backend,
+                   record, replay) -> int:
+    """`wfexec states PATH`: a states folder run on its own."""
+    from wfexec.commands.console import Console
+    from wfexec.protocol import run_states_path
+
+    try:
+        chosen = _backend(backend, record, replay)
+    except ValueError as exc:
+        _error(f"error: {exc}")
+        return EXIT_INVALID
+    io = Console(out=sys.stderr if json_output else sys.stdout, trace=trace)
+    try:
+        result = run_states_path(path, input=input, backend=chosen, budget_usd=budget_usd, io=io, trace=trace,
+                                 start=start, timeout=timeout, model=model, max_steps=max_steps)
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_STOPPED
+    if json_output:
+        _print_json(result.to_json())
+    elif result.error:
+        _error(result.message())
+    else:
+        io.print(result.message())
+    return result.exit_code

@@ -1,0 +1,109 @@
+"""`wfexec runs`, `wfexec show RUN`, `wfexec cancel RUN`: reading the run store."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from wfexec.durable.store import FINISHED, StoreError, open_store
+
+
+def _when(timestamp: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp)) if timestamp else "-"
+
+
+def _duration(record) -> str:
+    end = record.finished_at or record.updated_at
+    seconds = max(0.0, end - record.created_at)
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
+def list_runs(store_path, status: str | None, as_json: bool, out=sys.stdout) -> int:
+    store = open_store(store_path)
+    try:
+        records = store.list(status)
+    finally:
+        store.close()
+    if as_json:
+        out.write(json.dumps([r.to_json() for r in records], indent=2, default=str) + "\n")
+        return 0
+    if not records:
+        out.write("no runs" + (f" with status {status}" if status else "") + "\n")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("id", "workflow", "status", "node", "steps", "started", "duration"):
+        table.add_column(column)
+    for r in records:
+        node = r.current_node or (f"→ {r.ending}" if r.ending else "-")
+        table.add_row(r.id, r.workflow_name, r.status, node, str(r.steps), _when(r.created_at), _duration(r))
+    Console(file=out, soft_wrap=True, highlight=False).print(table)
+    return 0
+
+
+def show_run(store_path, run_id: str, *, with_state: bool, as_json: bool, out=sys.stdout) -> int:
+    store = open_store(store_path)
+    try:
+        record = store.get(run_id)
+        journal = store.journal(record.id)
+        _, state = store.snapshot(record.id)
+    finally:
+        store.close()
+    if as_json:
+        data = {**record.to_json(), "journal": journal}
+        if with_state:
+            data["state"] = state
+        out.write(json.dumps(data, indent=2, default=str) + "\n")
+        return 0
+    lines = [f"run {record.id}: {record.workflow_name} ({record.workflow_path})",
+             f"  status: {record.status}" + (f", ending '{record.ending}' ({record.ending_type})" if record.ending else ""),
+             f"  started {_when(record.created_at)}, {record.steps} steps, {_duration(record)}"]
+    if record.current_node and record.status not in FINISHED:
+        lines.append(f"  current node: {record.current_node}")
+    if record.in_flight:
+        lines.append(f"  in flight when it stopped: {record.in_flight['node']} (step {record.in_flight['step']})")
+    if record.pending_question:
+        q = record.pending_question
+        options = ", ".join(o["id"] for o in q["options"]) + (" or free text" if q.get("allow_other") else "")
+        lines.append(f"  waiting: '{q['node']}' asks: {q['question']} ({options})")
+        lines.append(f"    answer with: wfexec resume {record.id} --answer {q['node']}=<option id>")
+    if record.last_error:
+        lines.append(f"  last error: {record.last_error}")
+    if journal:
+        lines.append("  history:")
+        for row in journal:
+            changed = ", ".join(row["changes"]) if row["changes"] else ""
+            lines.append(f"    {row['step']:>4}  {row['node']} ({row['type']}) → {row['target']}"
+                         f"  {row['duration_ms']:.1f} ms" + (f"  [{changed}]" if changed else ""))
+    out.write("\n".join(lines) + "\n")
+    if with_state:
+        from ruamel.yaml import YAML
+
+        out.write("state:\n")
+        yaml = YAML()
+        yaml.default_flow_style = False
+        yaml.indent(mapping=2, sequence=4, offset=2)
+        import io
+
+        buffer = io.StringIO()
+        yaml.dump(json.loads(json.dumps(state, default=str)), buffer)
+        out.write("".join("  " + line + "\n" for line in buffer.getvalue().splitlines()))
+    return 0
+
+
+def cancel_run(store_path, run_id: str, out=sys.stdout) -> int:
+    store = open_store(store_path)
+    try:
+        record = store.get(run_id)
+        if record.status in FINISHED:
+            raise StoreError(f"run {record.id} has already finished ({record.status})", "nothing to cancel")
+        store.acquire(record.id)  # refuses while another process drives it
+        store.set_status(record.id, "cancelled", pending_question=None, in_flight=None)
+        store.release(record.id)
+    finally:
+        store.close()
+    out.write(f"run {record.id} cancelled\n")
+    return 0

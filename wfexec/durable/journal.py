@@ -1,0 +1,341 @@
+"""Durable runs: every step journaled in the store, and resume after any stop.
+
+When steps are committed:
+- before a step with outside effects (files, processes, network, git, an LLM)
+  starts, everything before it is committed and the step is marked in flight;
+  its journal row is committed as soon as it ends. So an outside effect is
+  never repeated for a step that completed, and the one step in flight when
+  the process died is the only one resume may run again (it asks first when
+  the step is not idempotent);
+- steps that only change state are committed in batches (every
+  `FLUSH_STEPS` steps or `FLUSH_SECONDS`, and before any effect, question or
+  stop). If the process dies between two batches, resume re-runs those steps
+  from the last snapshot: they read and write only state, so running them
+  again gives the same state and nobody outside can tell. This is what lets a
+  durable run go at close to in-memory speed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from wfexec import exit_codes
+from wfexec.running.engine import EntryGateFailed, Journal, Options, Run, RunError, RunStopped
+from wfexec.language.model import Node, Workflow
+from wfexec.running.prompts import NeedsAnswer
+from wfexec.running.state import format_path, get_path, parse_path, set_path
+from wfexec.durable.store import FINISHED, Store, StoreError
+
+OUTSIDE_EFFECTS = frozenset({"files", "process", "network", "git", "llm"})
+FLUSH_STEPS = 1024
+FLUSH_SECONDS = 0.5
+SKIPPABLE = {"action": "on_success", "reference": "on_success", "states": "on_success"}
+
+
+# One encoder for every row: json.dumps with options builds a new one per call.
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+_path_text: dict[tuple, str] = {}
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+_clock_ns = time.perf_counter_ns
+_NO_CHANGES: dict = {}  # shared: rows are encoded, never changed
+
+
+def _frozen(value: Any) -> Any:
+    return json.loads(_dumps(value))
+
+
+def _format_cached(path: tuple) -> str:
+    text = _path_text.get(path)
+    if text is None:
+        text = _path_text[path] = format_path(path)
+    return text
+
+
+def node_hashes(workflow: Workflow) -> dict[str, str]:
+    """A fingerprint of each node and ending as written, to tell what changed between two versions."""
+    out = {}
+    for section in ("nodes", "endings"):
+        for node_id, raw in (workflow.raw.get(section) or {}).items():
+            blob = _dumps({"section": section, "raw": raw}).encode()
+            out[f"{section}.{node_id}"] = hashlib.sha256(blob).hexdigest()[:16]
+    return out
+
+
+def has_outside_effects(workflow: Workflow, node: Node) -> bool:
+    if node.type == "states":
+        return True
+    if node.type == "reference":
+        spec = node.spec
+        if spec.doc is not None:
+            return True
+        return bool(spec.workflow is not None and OUTSIDE_EFFECTS & set(spec.workflow.effects()))
+    return any(OUTSIDE_EFFECTS & set(call.spec.effects) for call in workflow.node_calls(node))
+
+
+def is_idempotent(workflow: Workflow, node: Node) -> bool:
+    """Whether running the node again after a crash is harmless (declared on the node, else by its types)."""
+    if node.idempotent is not None:
+        return node.idempotent
+    if node.type == "states":
+        return True  # it continues from its agents as last saved; only the state in flight runs again
+    if node.type == "reference" and node.spec.doc is not None:
+        return False
+    return all(call.spec.idempotent for call in workflow.node_calls(node))
+
+
+def state_for_snapshot(state: dict) -> dict:
+    return {k: v for k, v in state.items() if k != "history"}
+
+
+class DurableJournal(Journal):
+    """Journals each step; commits per the policy in this module's docstring.
+
+    Between commits it keeps only what the history entries do not already
+    hold: each step's changes and duration. The entries themselves are in
+    `state["history"]`, and never change once appended.
+    """
+
+    def __init__(self, store: Store, run_id: str, workflow: Workflow, steps_done: int):
+        self.store = store
+        self.run_id = run_id
+        self.step = steps_done
+        self.pending_changes: list = []
+        self.pending_us: list = []
+        self.last_flush = time.monotonic()
+        self.started = 0
+        self.outside = {node_id for node_id, node in workflow.nodes.items() if has_outside_effects(workflow, node)}
+
+    def before_step(self, run: Run, node: Node) -> None:
+        if node.id in self.outside:
+            self.flush(run, node.id)
+            self.store.mark_in_flight(self.run_id, self.step + 1, node.id)
+        self.started = _clock_ns()
+
+    def after_step(self, run: Run, node: Node, entry: dict) -> None:
+        # Whole microseconds: an int encodes several times faster than a float.
+        self.pending_us.append((_clock_ns() - self.started) // 1000)
+        self.step += 1
+        changed = run.changed
+        if changed:
+            state = run.state
+            changes = {}
+            for path in changed:
+                value = get_path(state, path)
+                # A later step may change a mapping or list in place: keep what it is now.
+                changes[_path_text.get(path) or _format_cached(path)] = \
+                    value if value.__class__ in _IMMUTABLE else _frozen(value)
+            changed.clear()
+            self.pending_changes.append(changes)
+        else:
+            self.pending_changes.append(_NO_CHANGES)
+        pending = len(self.pending_us)
+        if node.id in self.outside or pending >= FLUSH_STEPS or \
+                (pending % 32 == 0 and time.monotonic() - self.last_flush >= FLUSH_SECONDS):
+            self.flush(run, entry["target"])
+
+    def save_node_state(self, node_id: str, data: dict | None) -> None:
+        self.store.save_node_state(self.run_id, node_id, data)
+
+    def node_state(self, node_id: str) -> dict | None:
+        return self.store.node_state(self.run_id, node_id)
+
+    def flush(self, run: Run, current_node: str) -> None:
+        count = len(self.pending_us)
+        if not count:
+            return
+        entries = run.state["history"][-count:]
+        first = self.step - count + 1
+        steps = [(first + i, e["node"], e["type"], e["outcome"], e["target"], e["at"], changes, us)
+                 for i, (e, changes, us) in enumerate(zip(entries, self.pending_changes, self.pending_us))]
+        self.store.commit_steps(self.run_id, steps, state_for_snapshot(run.state), self.step, current_node)
+        self.pending_changes = []
+        self.pending_us = []
+        self.last_flush = time.monotonic()
+
+
+@dataclass
+class Driven:
+    """How one process's share of a durable run ended."""
+
+    run_id: str
+    status: str
+    result: Any = None                  # engine Result when an ending was reached
+    error: RunError | None = None
+    question: Any = None                # the Question a waiting run asks
+    notes: list = field(default_factory=list)
+
+
+def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: str | None,
+           check_entry: bool) -> Driven:
+    try:
+        try:
+            if check_entry:
+                run.check_entry()
+            result = run.execute(start)
+        finally:
+            current = run.current.id if run.current is not None else None
+            journal.flush(run, current or "")
+    except NeedsAnswer as waiting:
+        question = waiting.question
+        store.set_status(run_id, "waiting", current_node=question.node, pending_question={
+            "node": question.node, "question": question.text, "header": question.header,
+            "options": [{"id": c.id, "label": c.label, "description": c.description} for c in question.choices],
+            "allow_other": question.allow_other})
+        return Driven(run_id, "waiting", question=question)
+    except EntryGateFailed as exc:
+        store.set_status(run_id, "failed", last_error=exc.message)
+        return Driven(run_id, "failed", error=exc)
+    except RunStopped as exc:
+        store.set_status(run_id, "stopped", last_error=exc.format())
+        return Driven(run_id, "stopped", error=exc)
+    except RunError as exc:
+        store.set_status(run_id, "failed", last_error=exc.format())
+        return Driven(run_id, "failed", error=exc)
+    except KeyboardInterrupt:
+        store.set_status(run_id, "stopped", last_error="interrupted")
+        raise
+    finally:
+        store.release(run_id)
+    status = "completed" if result.type == "success" else "failed"
+    store.set_status(run_id, status, ending=result.ending, ending_type=result.type, current_node=None,
+                     pending_question=None, result={k: v for k, v in result.to_json().items() if k != "state"})
+    return Driven(run_id, status, result=result)
+
+
+def start_run(store: Store, workflow: Workflow, *, inputs: dict, overrides: dict, io, options: Options) -> Driven:
+    run = Run(workflow, io=io, options=options, inputs=inputs)
+    for path, value in overrides.items():
+        try:
+            set_path(run.state, parse_path(path), value)
+        except ValueError as exc:
+            raise RunError(f"--set {path}: {exc}", "use a dotted path such as computed.x or flags.ready") from None
+    run_id = store.create_run(workflow_path=str(workflow.path.resolve()), workflow_name=workflow.name,
+                              workflow_hash=workflow.source_hash, node_hashes=node_hashes(workflow),
+                              inputs=inputs, state=state_for_snapshot(run.state), start_node=workflow.start_node)
+    journal = DurableJournal(store, run_id, workflow, 0)
+    run.journal = journal
+    io.trace(f"Run {run_id} (store {store.path})")
+    return _drive(store, run_id, run, journal, None, check_entry=True)
+
+
+@dataclass
+class ResumeChoices:
+    accept_changes: bool = False
+    rerun: bool = False
+    skip: bool = False
+
+
+class ResumeRefused(StoreError):
+    """Resume cannot go on without a decision from the person (exit 2 or 3)."""
+
+    def __init__(self, message: str, hint: str = "", exit_code: int = exit_codes.INVALID):
+        super().__init__(message, hint)
+        self.exit_code = exit_code
+
+
+def compare_versions(record_hashes: dict, workflow: Workflow, completed: set[str], current: str | None) -> dict:
+    now = node_hashes(workflow)
+    changed = {key.split(".", 1)[1] for key in set(record_hashes) | set(now) if record_hashes.get(key) != now.get(key)}
+    return {"completed": sorted(changed & completed), "current": sorted(changed & ({current} if current else set())),
+            "future": sorted(changed - completed - ({current} if current else set()))}
+
+
+def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Options,
+               choices: ResumeChoices) -> Driven:
+    record = store.get(run_id)
+    run_id = record.id
+    if record.status in FINISHED:
+        raise ResumeRefused(f"run {run_id} has already finished ({record.status}, ending "
+                            f"'{record.ending or '-'}'); there is nothing to resume",
+                            "`wfexec show` prints how it ended; start a new run with `wfexec run`")
+    store.acquire(run_id)
+    try:
+        workflow = workflow_loader(record.workflow_path)
+        steps_done, state = store.snapshot(run_id)
+        journal_rows = store.journal(run_id)
+        state["history"] = [{k: row[k] for k in ("node", "type", "outcome", "target", "at")} for row in journal_rows]
+        completed = {row["node"] for row in journal_rows}
+        notes = []
+        if node_hashes(workflow) != record.node_hashes:
+            diff = compare_versions(record.node_hashes, workflow, completed, record.current_node)
+            described = "; ".join(f"{what} nodes changed: {', '.join(names)}" for what, names in diff.items() if names)
+            if diff["completed"] and not choices.accept_changes:
+                raise ResumeRefused(f"the workflow changed since run {run_id} started ({described})",
+                                    "review the change; resume with --accept-changes to continue with the new "
+                                    "version, or start a new run")
+            notes.append(f"the workflow changed since the run started ({described}); continuing with the new version")
+            store.set_status(run_id, record.status, workflow_hash=workflow.source_hash,
+                             node_hashes=_dumps(node_hashes(workflow)))
+        start = record.current_node or workflow.start_node
+        if start not in workflow.nodes and start not in workflow.endings:
+            raise ResumeRefused(f"run {run_id} stopped at '{start}', which the workflow no longer has",
+                                "restore the node, or start a new run")
+        run = Run(workflow, io=io, options=options, inputs=record.inputs, state=state, budget=[steps_done])
+        journal = DurableJournal(store, run_id, workflow, steps_done)
+        run.journal = journal
+        if record.in_flight:
+            start = _settle_in_flight(store, run, journal, workflow, record, choices, notes) or start
+        store.set_status(run_id, "running", pending_question=None, last_error=None)
+    except BaseException:
+        store.release(run_id)
+        raise
+    driven = _drive(store, run_id, run, journal, start, check_entry=False)
+    driven.notes = notes + driven.notes
+    return driven
+
+
+def _settle_in_flight(store: Store, run: Run, journal: DurableJournal, workflow: Workflow, record, choices,
+                      notes: list) -> str | None:
+    """The step that was running when the process died: run it again, or skip it."""
+    node_id = record.in_flight["node"]
+    node = workflow.nodes.get(node_id)
+    if node is None:
+        return None
+    if choices.skip:
+        edge = SKIPPABLE.get(node.type)
+        if edge is None:
+            raise ResumeRefused(f"a {node.type} node cannot be skipped", "resume with --rerun")
+        target = getattr(node.spec, edge)
+        if target is None or not isinstance(target, str):
+            raise ResumeRefused(f"node '{node_id}' has no static {edge} to skip to", "resume with --rerun")
+        entry = {"node": node_id, "type": node.type, "outcome": {"skipped": True}, "target": target,
+                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        run.state["history"].append(entry)
+        journal.started = _clock_ns()
+        journal.after_step(run, node, entry)
+        journal.flush(run, target)
+        notes.append(f"skipped '{node_id}', which was running when the run stopped; continuing at '{target}'")
+        return target
+    if not choices.rerun and not is_idempotent(workflow, node):
+        effects = sorted({e for c in workflow.node_calls(node) for e in c.spec.effects} & OUTSIDE_EFFECTS)
+        if run.options.interactive:
+            decision = _ask_rerun_or_skip(node_id, effects or [node.type])
+            if decision != "stop":
+                return _settle_in_flight(store, run, journal, workflow, record,
+                                         ResumeChoices(choices.accept_changes, decision == "rerun",
+                                                       decision == "skip"), notes)
+        raise ResumeRefused(
+            f"node '{node_id}' was running when run {record.id} stopped, and it is not safe to run twice "
+            f"({', '.join(effects) or node.type}); it may or may not have finished",
+            "check its effects, then resume with --rerun to run it again or --skip to go on as if it succeeded",
+            exit_code=exit_codes.WAITING)
+    notes.append(f"running '{node_id}' again: it was in flight when the run stopped")
+    return node_id
+
+
+def _ask_rerun_or_skip(node_id: str, effects: list[str]) -> str:
+    from wfexec.nodes.user_prompt import Choice, Question
+    from wfexec.running.prompts import ask_terminal
+
+    question = Question(
+        node="resume", header="Resume",
+        text=f"'{node_id}' was running when the run stopped and may or may not have finished "
+             f"({', '.join(effects)}). What now?",
+        choices=(Choice("rerun", "Run it again"), Choice("skip", "Skip it, as if it succeeded"),
+                 Choice("stop", "Stop here")),
+        allow_other=False, dynamic=False)
+    return ask_terminal(question).choice.id

@@ -1,0 +1,156 @@
+"""Semantic rules the schema cannot express: targets, prompt coverage, the graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wfexec.language.diagnostics import Reporter, did_you_mean, format_yaml_path
+from wfexec.language.expressions import Template
+from wfexec.nodes import NODE_TYPES
+from wfexec.nodes.user_prompt import OTHER, SELECTED
+
+HEADER_LIMIT = 12
+OPTION_RANGE = (2, 4)
+
+
+def check(data: dict, nodes: dict, endings: dict, static_targets: list, report: Reporter) -> None:
+    raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
+    raw_endings = data.get("endings") if isinstance(data.get("endings"), dict) else {}
+    _check_targets(raw_nodes, raw_endings, static_targets, report)
+    for node in nodes.values():
+        if node.type == "user_prompt":
+            _check_prompt(node, raw_nodes[node.id], report)
+        elif node.type == "conditional":
+            _check_branch_spelling(node.id, raw_nodes[node.id], report)
+    if not report.diagnostics or all(d.severity != "error" for d in report.diagnostics):
+        _check_graph(data.get("start_node"), nodes, endings, report)
+
+
+def _check_targets(raw_nodes: dict, raw_endings: dict, static_targets: list, report: Reporter) -> None:
+    known = list(raw_nodes) + list(raw_endings)
+    for path, name in static_targets:
+        if name in raw_nodes or name in raw_endings:
+            continue
+        what = "start_node" if path == ("start_node",) else f"`{_field_path(path)}`"
+        hint = did_you_mean(name, known) or "name a node under `nodes:` or an ending under `endings:`"
+        report.error(path, "unknown-target", f"{what} names '{name}', which is neither a node nor an ending", hint)
+
+
+def _check_branch_spelling(node_id: str, raw: dict, report: Reporter) -> None:
+    """`branches` uses true/false (seed) or on_true/on_false (v3): mixing them leaves one pair unused."""
+    branches = raw.get("branches")
+    if not isinstance(branches, dict) or "true" not in branches:
+        return
+    for key in ("on_true", "on_false"):
+        if key in branches:
+            report.error(("nodes", node_id, "branches", key), "branch-spelling",
+                         f"`branches` of '{node_id}' mixes `true`/`false` with `{key}`; `{key}` would be ignored",
+                         "write either true/false (seed) or on_true/on_false (v3)", at_key=True)
+
+
+def _field_path(path: tuple) -> str:
+    """`on_response.yes.next_node` for a path inside a node or ending; the path itself otherwise."""
+    if len(path) > 2 and path[0] in ("nodes", "endings"):
+        return format_yaml_path(path[2:])
+    return format_yaml_path(path)
+
+
+def _check_prompt(node, raw: dict, report: Reporter) -> None:
+    spec = node.spec
+    path = ("nodes", node.id)
+    option_ids = [o.id for o in spec.options]
+    handlers = spec.handlers
+    if spec.options_from is None:
+        for index, option_id in enumerate(option_ids):
+            if option_id not in handlers:
+                report.error(path + ("prompt", "options", index, "id"), "prompt-unhandled",
+                             f"option '{option_id}' of '{node.id}' has no handler in on_response",
+                             f"add `{option_id}: {{next_node: ...}}` under on_response")
+        seen = set()
+        for index, option_id in enumerate(option_ids):
+            if option_id in seen:
+                report.error(path + ("prompt", "options", index, "id"), "prompt-duplicate-option",
+                             f"option id '{option_id}' appears twice in '{node.id}'", "give each option its own id")
+            seen.add(option_id)
+        count = len(option_ids)
+        if not OPTION_RANGE[0] <= count <= OPTION_RANGE[1] and not (count == 1 and OTHER in handlers):
+            hint = "split a long menu into two questions" if count > OPTION_RANGE[1] else \
+                "add options, or an `other` handler so a single option can be answered with free text"
+            report.warning(path + ("prompt", "options"), "prompt-option-count",
+                           f"'{node.id}' offers {count} option(s); a question shows 2 to 4 well", hint)
+    for handler_id in handlers:
+        allowed = handler_id in option_ids or handler_id == OTHER or (
+            handler_id == SELECTED and spec.options_from is not None) or spec.options_from is not None
+        if not allowed:
+            hint = did_you_mean(handler_id, option_ids + [OTHER]) or \
+                f"handler keys are option ids ({', '.join(dict.fromkeys(option_ids))}), `other` or, for options " \
+                "from state, `selected`"
+            report.error(path + ("on_response", handler_id), "prompt-stray-handler",
+                         f"on_response of '{node.id}' handles '{handler_id}', which is not an option", hint,
+                         at_key=True)
+    header = raw.get("prompt", {}).get("header")
+    if isinstance(header, str) and "${" not in header and len(header) > HEADER_LIMIT:
+        report.warning(path + ("prompt", "header"), "prompt-header-long",
+                       f"header '{header}' is {len(header)} characters; Claude shows at most {HEADER_LIMIT}",
+                       "shorten it")
+
+
+def _edges(node) -> list[tuple[str, Any]]:
+    return [(label, target) for label, target in NODE_TYPES[node.type].targets(node.spec) if target is not None]
+
+
+def successors(nodes: dict, endings: dict) -> dict[str, set[str]]:
+    """Where each node (and ending, by its retry_node) can go next; a computed target may go anywhere."""
+    everything = list(nodes) + list(endings)
+    out: dict[str, set[str]] = {}
+    for node_id, node in nodes.items():
+        targets: set[str] = set()
+        for _label, target in _edges(node):
+            if isinstance(target, Template):
+                targets.update(everything)
+            elif target in nodes or target in endings:
+                targets.add(target)
+        out[node_id] = targets
+    for ending in endings.values():
+        retry = ending.recovery.get("retry_node") if isinstance(ending.recovery, dict) else None
+        out[ending.id] = {retry} if retry in nodes else set()
+    return out
+
+
+def closure(starts, edges: dict[str, set[str]]) -> set[str]:
+    """Every name reachable from `starts` along `edges`, the starts included."""
+    reached = set(starts)
+    frontier = list(reached)
+    while frontier:
+        for nxt in edges.get(frontier.pop(), ()):
+            if nxt not in reached:
+                reached.add(nxt)
+                frontier.append(nxt)
+    return reached
+
+
+def _check_graph(start: Any, nodes: dict, endings: dict, report: Reporter) -> None:
+    if not isinstance(start, str) or (start not in nodes and start not in endings):
+        return  # reported already: start_node is missing, not a name, or names nothing
+    forward = successors(nodes, endings)
+    reached = closure([start], forward)
+    for node_id in nodes:
+        if node_id not in reached:
+            report.warning(("nodes", node_id), "unreachable-node",
+                           f"node '{node_id}' cannot be reached from start_node '{start}'",
+                           "route to it from another node, or remove it", at_key=True)
+    for ending_id in endings:
+        if ending_id not in reached:
+            report.warning(("endings", ending_id), "unreachable-ending", f"ending '{ending_id}' is never reached",
+                           "route to it, or remove it", at_key=True)
+
+    # Which nodes can reach an ending: walk the edges backwards from every ending.
+    backward: dict[str, set[str]] = {}
+    for source, targets in forward.items():
+        for target in targets:
+            backward.setdefault(target, set()).add(source)
+    finishing = closure(endings, backward)
+    for node_id in nodes:
+        if node_id in reached and node_id not in finishing:
+            report.warning(("nodes", node_id), "no-way-out", f"from node '{node_id}' no path leads to an ending",
+                           "the run would loop until its step budget; add a route to an ending", at_key=True)

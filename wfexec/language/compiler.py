@@ -1,0 +1,263 @@
+"""From a loaded document to a compiled `Workflow`, reporting every problem.
+
+Structure is checked first (per top level, node, ending and call), then each
+piece that passed is compiled: templates, expressions, state paths, registry
+calls, files and sub-workflows. A piece with errors is skipped, not guessed
+at, so one bad node does not hide the problems of the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from wfexec.language import schema
+from wfexec.language.diagnostics import Diagnostic, Reporter, format_yaml_path, has_errors
+from wfexec.language.expressions import Expression, ExpressionError, Template, compile_value, has_templates
+from wfexec.language.loader import Document, display_path, load_file
+from wfexec.language.model import Call, Ending, Node, Where, Workflow
+from wfexec.nodes import NODE_TYPES
+from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
+                       Registry, consequences, preconditions)
+from wfexec.running.state import PathError, parse_path
+
+_CALL_META = ("type", "description")
+
+
+class Compiler:
+    def __init__(self, doc: Document, base_dir: Path, loading: tuple = ()):
+        self.doc = doc
+        self.report: Reporter = doc.reporter()
+        self.base_dir = base_dir
+        self.loading = loading            # sub-workflows being compiled above this one (cycle guard)
+        self.prefix: tuple = ()
+        self.registries = {PRECONDITION: preconditions(), CONSEQUENCE: consequences()}
+        self.static_targets: list[tuple[tuple, str]] = []
+        self.extra_diagnostics: list[Diagnostic] = []
+
+    # -- positions ----------------------------------------------------------
+    def full(self, rel: tuple) -> tuple:
+        return self.prefix + tuple(rel)
+
+    def where(self, rel: tuple = ()) -> Where:
+        path = self.full(rel)
+        line, column = self.report.position(path)
+        return Where(self.doc.path, line, column, format_yaml_path(path))
+
+    def error(self, rel: tuple, code: str, message: str, hint: str = "", at_key: bool = False):
+        self.report.error(self.full(rel), code, message, hint, at_key=at_key)
+
+    # -- values ---------------------------------------------------------------
+    def value(self, value: Any, rel: tuple) -> Any:
+        try:
+            return compile_value(value)
+        except ExpressionError as exc:
+            self.error(rel, "expression", exc.message, exc.hint)
+            return value
+
+    def expression(self, value: Any, rel: tuple) -> Expression | None:
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif not isinstance(value, str):
+            value = json.dumps(value)
+        text = value.strip()
+        if text.startswith("${") and text.endswith("}") and text.count("${") == 1:
+            text = text[2:-1]
+        try:
+            return Expression(text)
+        except ExpressionError as exc:
+            self.error(rel, "expression", exc.message, exc.hint)
+            return None
+
+    def path(self, value: Any, rel: tuple) -> tuple | None:
+        try:
+            return parse_path(value)
+        except PathError as exc:
+            self.error(rel, "state-path", str(exc), "write a dotted path such as `computed.result` or `items[0].id`")
+            return None
+
+    def target(self, value: Any, rel: tuple):
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            value = str(value)
+        if "${" in value:
+            compiled = self.value(value, rel)
+            if isinstance(compiled, Template):
+                return compiled
+            value = compiled
+        self.static_targets.append((self.full(rel), value))
+        return value
+
+    def file(self, value: Any, rel: tuple, what: str, allow_dir: bool = False) -> Path | None:
+        if not isinstance(value, str):
+            return None
+        if "${" in value:
+            self.error(rel, "dynamic-file", f"the {what} path must be written out, not computed",
+                       "wfexec checks it exists before the run")
+            return None
+        absolute = Path(value).is_absolute()
+        path = Path(value) if absolute else self.base_dir / value
+        try:
+            exists = path.exists() if allow_dir else path.is_file()
+            shown = display_path(path)
+        except (OSError, ValueError):  # a name too long for the file system, and the like
+            exists, shown = False, "an impossible path"
+        if not exists and not allow_dir and _is_dir(path):
+            self.error(rel, "file-missing", f"{what} '{value}' is a folder, not a file", "name a file inside it")
+            return None
+        if not exists:
+            hint = "check the path" if absolute else \
+                f"paths are relative to the workflow file's folder ({display_path(self.base_dir) or '.'})"
+            self.error(rel, "file-missing", f"{what} '{value}' does not exist (looked in {shown})", hint)
+            return None
+        return path
+
+    def subworkflow(self, value: Any, rel: tuple) -> Workflow | None:
+        path = self.file(value, rel, "sub-workflow")
+        if path is None:
+            return None
+        resolved = path.resolve()
+        if resolved in self.loading:
+            self.error(rel, "workflow-cycle", f"'{value}' includes itself through sub-workflows",
+                       "a sub-workflow cannot run the workflow that runs it")
+            return None
+        doc = load_file(path)
+        workflow, diagnostics = compile_document(doc, self.loading + (resolved,))
+        if has_errors(diagnostics):
+            self.error(rel, "sub-workflow-invalid", f"sub-workflow '{value}' has errors (listed below)")
+        self.extra_diagnostics.extend(diagnostics)
+        return workflow
+
+    # -- registry calls -------------------------------------------------------
+    def call(self, raw: Any, rel: tuple, kind: str) -> Call | None:
+        registry: Registry = self.registries[kind]
+        if not schema.check_call(raw, self.full(rel), registry, self.report):
+            return None
+        spec = registry.get(raw["type"])
+        params: dict[str, Any] = {}
+        for name, value in raw.items():
+            if name in _CALL_META or name.startswith("x-"):
+                continue
+            at = tuple(rel) + (name,)
+            nested = spec.nested.get(name)
+            if nested == NESTED_PRECONDITIONS:
+                params[name] = self.calls(value, at, PRECONDITION)
+            elif nested == NESTED_PRECONDITION:
+                params[name] = self.call(value, at, PRECONDITION)
+            elif nested == NESTED_CONSEQUENCES:
+                params[name] = self.calls(value, at, CONSEQUENCE)
+            elif name in spec.expressions:
+                params[name] = self.expression(value, at)
+            elif name in spec.raw:
+                params[name] = value
+            else:
+                params[name] = self.value(value, at)
+            if name in spec.paths and isinstance(value, str) and "${" not in value:
+                self.path(value, at)
+        return Call(spec=spec, params=params, raw=raw, where=self.where(rel), dynamic=tuple(k for k, v in params.items() if has_templates(v)))
+
+    def calls(self, raw: Any, rel: tuple, kind: str) -> tuple:
+        if not isinstance(raw, list):
+            return ()
+        compiled = (self.call(item, tuple(rel) + (i,), kind) for i, item in enumerate(raw))
+        return tuple(c for c in compiled if c is not None)
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def source_hash(data: Any, imports: dict) -> str:
+    blob = json.dumps({"workflow": data, "imports": imports}, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | None, list[Diagnostic]]:
+    """Check and compile one loaded document. Returns (workflow or None, diagnostics)."""
+    from wfexec.language import checks
+
+    diagnostics = list(doc.diagnostics)
+    if doc.data is None and diagnostics:
+        return None, diagnostics
+    path = Path(doc.path)
+    c = Compiler(doc, path.parent, loading or (path.resolve(),))
+    data = doc.data
+    if not schema.check_top_level(data, c.report):
+        if not isinstance(data, dict):
+            return None, diagnostics + c.report.diagnostics
+    data = data if isinstance(data, dict) else {}
+
+    nodes: dict[str, Node] = {}
+    for node_id, raw in (data.get("nodes") or {}).items() if isinstance(data.get("nodes"), dict) else ():
+        if not schema.check_node(node_id, raw, c.report):
+            continue
+        c.prefix = ("nodes", node_id)
+        module = NODE_TYPES[raw["type"]]
+        spec = module.compile(node_id, raw, c)
+        nodes[node_id] = Node(id=node_id, type=raw["type"], description=raw.get("description", ""),
+                              where=c.where(), spec=spec, max_visits=raw.get("max_visits"),
+                              idempotent=raw.get("idempotent"))
+    c.prefix = ()
+
+    endings: dict[str, Ending] = {}
+    for ending_id, raw in (data.get("endings") or {}).items() if isinstance(data.get("endings"), dict) else ():
+        if not schema.check_ending(ending_id, raw, c.report):
+            continue
+        c.prefix = ("endings", ending_id)
+        recovery = raw.get("recovery")
+        if isinstance(recovery, dict) and recovery.get("retry_node"):
+            c.target(recovery["retry_node"], ("recovery", "retry_node"))
+        endings[ending_id] = Ending(
+            id=ending_id, type=raw["type"], message=c.value(raw.get("message", ""), ("message",)),
+            details=c.value(raw.get("details"), ("details",)),
+            summary={str(k): c.value(v, ("summary", k)) for k, v in (raw.get("summary") or {}).items()},
+            recovery=c.value(recovery, ("recovery",)), output=c.value(raw.get("output"), ("output",)),
+            where=c.where())
+    c.prefix = ()
+
+    for node_id in nodes.keys() & endings.keys():
+        c.report.error(("endings", node_id), "id-clash", f"'{node_id}' is both a node and an ending",
+                       "rename one of them: a target must name exactly one thing", at_key=True)
+
+    entry = c.calls(data.get("entry_preconditions") or [], ("entry_preconditions",), PRECONDITION)
+    imports = _load_imports(data.get("imports"), c)
+    start = data.get("start_node")
+    if isinstance(start, str):
+        c.static_targets.append((("start_node",), start))
+
+    diagnostics += c.report.diagnostics
+    workflow = None
+    if not has_errors(diagnostics):
+        workflow = Workflow(
+            name=str(data.get("name", "")), version=str(data.get("version", "")),
+            description=str(data.get("description", "")), start_node=start, nodes=nodes, endings=endings,
+            entry_preconditions=entry, initial_state=data.get("initial_state") or {}, imports=imports,
+            input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
+            path=path, source_hash=source_hash(data, imports), raw=data)
+    check_report = doc.reporter()
+    checks.check(data, nodes, endings, c.static_targets, check_report)
+    diagnostics += check_report.diagnostics + c.extra_diagnostics
+    if has_errors(diagnostics):
+        workflow = None
+    return workflow, diagnostics
+
+
+def _load_imports(imports: Any, c: Compiler) -> dict:
+    loaded: dict[str, Any] = {}
+    if not isinstance(imports, dict):
+        return loaded
+    for alias, relative in imports.items():
+        path = c.file(relative, ("imports", alias), "import")
+        if path is None:
+            continue
+        doc = load_file(path)
+        if doc.diagnostics:
+            c.extra_diagnostics.extend(doc.diagnostics)
+        loaded[alias] = doc.data
+    return loaded

@@ -1,0 +1,314 @@
+"""Reading workflow YAML into plain data plus a map of source positions.
+
+ruamel's C parser composes the node tree (with marks); we construct plain
+dicts/lists from it ourselves, which is where the language decisions live:
+
+- mapping keys are always strings (`true:`, `no:`, `1:` are node ids, option
+  ids or branch names, never booleans or numbers);
+- a duplicate key is a diagnostic, not a silent overwrite;
+- every value and key gets a 1-based (line, column) under its YAML path.
+
+Dates stay strings: a workflow's values must survive JSON, and nothing in the
+language compares dates as dates.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wfexec.language.diagnostics import Diagnostic, Reporter
+
+_NULL = "tag:yaml.org,2002:null"
+_BOOL = "tag:yaml.org,2002:bool"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_MERGE = "tag:yaml.org,2002:merge"
+
+# An explicit `!!bool` takes the YAML 1.1 words too; implicit booleans are only true/false (YAML 1.2).
+_TRUE = ("true", "yes", "on", "y")
+_FALSE = ("false", "no", "off", "n")
+
+# YAML nests deeper than this only in hostile input; Python's recursion limit
+# would otherwise turn it into a traceback.
+MAX_DEPTH = 200
+
+
+@dataclass
+class Document:
+    """One YAML file as plain data, with where each piece came from."""
+
+    path: str
+    data: Any
+    positions: dict = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def reporter(self) -> Reporter:
+        return Reporter(self.path, self.positions)
+
+
+def display_path(path: str | os.PathLike) -> str:
+    """The path as the user should see it: relative to cwd when below it."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
+_yaml = None
+
+
+def _parser():
+    global _yaml
+    if _yaml is None:
+        from ruamel.yaml import YAML
+
+        try:
+            _yaml = YAML(typ="safe", pure=False)
+        except Exception:  # pragma: no cover - no C extension on this platform
+            _yaml = YAML(typ="safe", pure=True)
+        _yaml.Resolver = _resolver_class()
+    return _yaml
+
+
+def _resolver_class():
+    """ruamel's resolver, with its YAML 1.2 table looked up once instead of per scalar.
+
+    The C parser calls back into the resolver for every scalar; ruamel rebuilds
+    the version lookup each time, which costs more than the parse itself.
+    """
+    from ruamel.yaml.nodes import ScalarNode, SequenceNode
+    from ruamel.yaml.resolver import VersionedResolver
+    from ruamel.yaml.tag import Tag
+
+    class FastResolver(VersionedResolver):
+        _table: dict | None = None
+        _any_first: list = []
+
+        def _build_table(self):
+            by_first = self.versioned_resolver
+            any_first = [(Tag(suffix=tag), regexp) for tag, regexp in by_first.get(None, [])]
+            table = {first: [(Tag(suffix=tag), regexp) for tag, regexp in entries] + any_first
+                     for first, entries in by_first.items() if first is not None}
+            FastResolver._any_first = any_first
+            FastResolver._table = table
+            return table
+
+        def resolve(self, kind, value, implicit):
+            if kind is ScalarNode:
+                if implicit[0]:
+                    table = FastResolver._table or self._build_table()
+                    for tag, regexp in table.get(value[:1], FastResolver._any_first):
+                        if regexp.match(value):
+                            return tag
+                return self.DEFAULT_SCALAR_TAG
+            if kind is SequenceNode:
+                return self.DEFAULT_SEQUENCE_TAG
+            return self.DEFAULT_MAPPING_TAG
+
+    return FastResolver
+
+
+def load_text(text: str, path: str = "<string>") -> Document:
+    """Parse YAML text into a Document; syntax problems become diagnostics."""
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    doc = Document(path=path, data=None)
+    reporter = doc.reporter()
+    yaml = _parser()
+    try:
+        root = yaml.compose(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = _inside(_line_lengths(text), (mark.line + 1, mark.column + 1) if mark else (1, 1))
+        doc.positions[()] = (line, col)
+        problem = _syntax_problem(exc)
+        reporter.error((), "yaml-syntax", f"YAML syntax error: {problem}", _syntax_hint(text, mark, problem))
+        doc.diagnostics = reporter.diagnostics
+        return doc
+    except (YAMLError, ValueError, RecursionError) as exc:
+        reporter.error((), "yaml-syntax", f"YAML syntax error: {exc}")
+        doc.diagnostics = reporter.diagnostics
+        return doc
+    if root is None:
+        doc.positions[()] = (1, 1)
+        doc.data = None
+        return doc
+    builder = _Builder(yaml.constructor, doc.positions, reporter, _line_lengths(text))
+    try:
+        doc.data = builder.build(root, ())
+    except _TooDeep as exc:
+        reporter.error(exc.path, "yaml-depth", f"the document nests deeper than {MAX_DEPTH} levels",
+                       "flatten the structure")
+    except RecursionError:
+        reporter.error((), "yaml-depth", "the document nests too deeply or refers to itself",
+                       "remove recursive anchors")
+    doc.diagnostics = reporter.diagnostics
+    return doc
+
+
+_LINE_BREAKS = {ord(c): "\n" for c in "\r\x85\u2028\u2029"}
+
+
+def _line_lengths(text: str) -> list[int]:
+    return [len(line) for line in text.replace("\r\n", "\n").translate(_LINE_BREAKS).split("\n")]
+
+
+def _inside(line_lengths: list[int], position: tuple[int, int]) -> tuple[int, int]:
+    """The position, moved back onto the last line when the parser points past the end of the file."""
+    if position[0] <= len(line_lengths):
+        return position
+    return len(line_lengths), line_lengths[-1] + 1
+
+
+def _syntax_problem(exc) -> str:
+    """ruamel's problem, plus where the construct it was reading began when that is elsewhere."""
+    problem = exc.problem or exc.context or "invalid YAML"
+    if "another document" in problem:
+        return "a second YAML document starts here (`---`); a workflow file holds exactly one"
+    context, start, mark = exc.context, exc.context_mark, exc.problem_mark
+    if context and exc.problem:
+        if start is not None and mark is not None and (start.line, start.column) != (mark.line, mark.column):
+            context = f"{context} that starts at line {start.line + 1}, column {start.column + 1}"
+        problem = f"{problem} ({context})"
+    return problem
+
+
+def _syntax_hint(text: str, mark, problem: str) -> str:
+    lines = text.splitlines()
+    if mark is not None and mark.line < len(lines) and "\t" in lines[mark.line][: mark.column + 1]:
+        return "YAML indents with spaces, not tabs: replace the tab characters on this line"
+    if "undefined alias" in problem:
+        return "an alias `*name` needs an anchor `&name` defined above it"
+    if "second YAML document" in problem:
+        return "remove the `---` line, or move the second document to its own file"
+    return "check indentation and quoting around this line"
+
+
+def load_file(path: str | os.PathLike) -> Document:
+    shown = display_path(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        return Document(path=shown, data=None, positions={(): (1, 1)}, diagnostics=[
+            Diagnostic(shown, 1, 1, "", "error", "file-missing", f"no such file: {shown}", "check the path")])
+    except (IsADirectoryError, PermissionError, OSError) as exc:
+        return Document(path=shown, data=None, positions={(): (1, 1)}, diagnostics=[
+            Diagnostic(shown, 1, 1, "", "error", "file-unreadable", f"cannot read {shown}: {exc.strerror or exc}",
+                       "pass a workflow.yaml file or a folder containing one")])
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return Document(path=shown, data=None, positions={(): (line, 1)}, diagnostics=[
+            Diagnostic(shown, line, 1, "", "error", "encoding", "the file is not valid UTF-8",
+                       "save it as UTF-8")])
+    return load_text(text, shown)
+
+
+class _TooDeep(Exception):
+    def __init__(self, path):
+        self.path = path
+
+
+class _Builder:
+    def __init__(self, constructor, positions: dict, reporter: Reporter, line_lengths: list[int]):
+        self.constructor = constructor
+        self.line_lengths = line_lengths
+        self.positions = positions
+        self.reporter = reporter
+        self.active: set[int] = set()
+
+    def build(self, node, path: tuple) -> Any:
+        if len(path) > MAX_DEPTH:
+            raise _TooDeep(path)
+        self.positions[path] = self.where(node)
+        kind = node.id
+        if kind == "scalar":
+            return self.scalar(node, path)
+        if id(node) in self.active:  # an alias that contains itself
+            self.reporter.error(path, "yaml-recursive", "this anchor refers to itself",
+                                "a workflow must be a tree: copy the values instead")
+            return None
+        self.active.add(id(node))
+        try:
+            if kind == "sequence":
+                return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+            return self.mapping(node, path)
+        finally:
+            self.active.discard(id(node))
+
+    def where(self, node) -> tuple[int, int]:
+        """1-based (line, column) of a node; an empty value at the very end of the file sits on the last line."""
+        mark = node.start_mark
+        return _inside(self.line_lengths, (mark.line + 1, mark.column + 1))
+
+    def scalar(self, node, path: tuple) -> Any:
+        tag = node.tag
+        value = node.value
+        if tag == _NULL:
+            return None
+        if tag == _BOOL:
+            word = value.lower()
+            if word in _TRUE or word in _FALSE:
+                return word in _TRUE
+            return self._bad_tag(path, value, "!!bool", "true or false")
+        try:
+            if tag == _INT:
+                return self.constructor.construct_yaml_int(node)
+            if tag == _FLOAT:
+                return self.constructor.construct_yaml_float(node)
+        except Exception:  # ruamel raises assorted errors on odd text under an explicit tag
+            return self._bad_tag(path, value, "!!int" if tag == _INT else "!!float", "a number")
+        return value
+
+    def _bad_tag(self, path: tuple, value: str, tag: str, wanted: str) -> str:
+        self.reporter.error(path, "yaml-tag", f"{value!r} is tagged {tag} but is not {wanted}",
+                            f"remove the {tag} tag, or write {wanted}")
+        return value
+
+    def mapping(self, node, path: tuple) -> dict:
+        result: dict[str, Any] = {}
+        seen: dict[str, tuple[int, int]] = {}
+        merged: list[tuple[Any, tuple]] = []
+        for key_node, value_node in node.value:
+            kpos = self.where(key_node)
+            if key_node.tag == _MERGE:
+                merged.append((value_node, path))
+                continue
+            if key_node.id != "scalar":
+                self.reporter.error(path, "yaml-key", "a mapping key must be a plain name, not a list or mapping",
+                                    "quote the key or restructure it", at=kpos)
+                continue
+            key = key_node.value
+            key_path = path + (key,)
+            if key in seen:
+                first = seen[key]
+                self.reporter.error(key_path, "duplicate-key",
+                                    f"duplicate key '{key}': already defined at line {first[0]}, "
+                                    f"column {first[1]}",
+                                    "remove or rename one of them: wfexec refuses to guess which one you meant",
+                                    at=kpos)
+                continue
+            seen[key] = kpos
+            self.positions[("@key",) + key_path] = kpos
+            result[key] = self.build(value_node, key_path)
+        for value_node, mpath in merged:
+            sources = value_node.value if value_node.id == "sequence" else [value_node]
+            for source in sources:
+                if source.id != "mapping":
+                    self.reporter.error(mpath, "yaml-merge", "'<<' must merge a mapping or a list of mappings")
+                    continue
+                data = self.build(source, mpath + ("<<",))
+                if not isinstance(data, dict):  # a mapping merging itself: already reported
+                    continue
+                for key, value in data.items():
+                    if key not in result:
+                        result[key] = value
+                        merged_at = self.positions.get(mpath + ("<<", key))
+                        if merged_at:
+                            self.positions.setdefault(mpath + (key,), merged_at)
+        return result

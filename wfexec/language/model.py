@@ -1,0 +1,149 @@
+"""The compiled workflow: immutable values built once at load time.
+
+Nothing in here is parsed again while a run executes; templates and
+expressions are compiled objects, registry types are resolved specs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from wfexec.language.expressions import render_value
+from wfexec.types.registry import TypeSpec
+
+ENDING_TYPES = ("success", "failure", "error", "cancelled")
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a piece of a workflow was written."""
+
+    file: str
+    line: int
+    column: int
+    yaml_path: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One precondition or consequence as written in the workflow, compiled."""
+
+    spec: TypeSpec
+    params: Mapping[str, Any]   # compiled: Templates, Expressions, nested Calls
+    raw: Mapping[str, Any]      # as written, for messages and security decisions
+    where: Where
+    dynamic: tuple              # the parameters holding a Template somewhere (empty: none)
+
+    def render(self, scope) -> Mapping[str, Any]:
+        """The parameters for one call, templates rendered."""
+        if not self.dynamic:
+            return self.params
+        params = dict(self.params)
+        for name in self.dynamic:
+            params[name] = render_value(params[name], scope)
+        return params
+
+    @property
+    def type(self) -> str:
+        return self.spec.name
+
+    def walk(self):
+        """This call and every call nested in its parameters (composites, foreach), depth first."""
+        yield self
+        for value in self.params.values():
+            if isinstance(value, Call):
+                yield from value.walk()
+            elif isinstance(value, tuple):
+                for item in value:
+                    if isinstance(item, Call):
+                        yield from item.walk()
+
+    def describe(self) -> str:
+        shown = {k: v for k, v in self.raw.items() if k not in ("type", "description", "error_message")}
+        inner = ", ".join(f"{k}={_brief(v)}" for k, v in shown.items())
+        return f"{self.spec.name}({inner})"
+
+
+def _brief(value: Any, limit: int = 40) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Node:
+    """Fields every node has; each node type's module adds its own compiled fields in `spec`."""
+
+    id: str
+    type: str
+    description: str
+    where: Where
+    spec: Any                       # the node type's own frozen dataclass
+    max_visits: int | None = None
+    idempotent: bool | None = None  # None: decided by what the node runs
+
+
+@dataclass(frozen=True)
+class Ending:
+    id: str
+    type: str
+    message: Any                    # str | Template
+    details: Any = None
+    summary: Mapping[str, Any] = field(default_factory=dict)
+    recovery: Any = None            # str | {suggestion, related_skill, retry_node}
+    output: Any = None              # compiled value returned to a caller
+    where: Where | None = None
+
+
+@dataclass(frozen=True)
+class Workflow:
+    name: str
+    version: str
+    description: str
+    start_node: str
+    nodes: Mapping[str, Node]
+    endings: Mapping[str, Ending]
+    entry_preconditions: tuple[Call, ...]
+    initial_state: Mapping[str, Any]
+    imports: Mapping[str, Any]      # alias → loaded data
+    input_schema: Mapping[str, Any] | None
+    output_schema: Mapping[str, Any] | None
+    path: Path
+    source_hash: str
+    raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+    def is_target(self, name: str) -> bool:
+        return name in self.nodes or name in self.endings
+
+    def node_calls(self, node: Node):
+        """Every registry call a node can make, nested ones included."""
+        from wfexec.nodes import NODE_TYPES
+
+        for call in NODE_TYPES[node.type].calls(node.spec):
+            yield from call.walk()
+
+    def effects(self, _seen: frozenset = frozenset()) -> dict[str, set[str]]:
+        """effect → the types that have it, over the whole workflow and its sub-workflows (for dry runs,
+        resume and skills)."""
+        found: dict[str, set[str]] = {}
+        calls = [c for node in self.nodes.values() for c in self.node_calls(node)]
+        calls += [c for call in self.entry_preconditions for c in call.walk()]
+        for call in calls:
+            for effect in call.spec.effects:
+                found.setdefault(effect, set()).add(call.type)
+        seen = _seen | {self.path.resolve()}
+        for node in self.nodes.values():
+            child = getattr(node.spec, "workflow", None) if node.type == "reference" else None
+            if isinstance(child, Workflow) and child.path.resolve() not in seen:
+                for effect, types in child.effects(seen).items():
+                    found.setdefault(effect, set()).update(types)
+        return found

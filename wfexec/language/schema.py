@@ -1,0 +1,409 @@
+"""The published JSON Schema and structural validation.
+
+One schema is published (`wfexec schema`, `schemas/workflow.schema.json`),
+with a branch per node type and per registered precondition/consequence
+type, so editors complete and check every field. Internally the same pieces
+are validated one at a time (top level, each node by its type, each call by
+its registry type): a wrong field is reported once, against the right
+definition, and validation stays fast on large files.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from wfexec.language.diagnostics import Reporter, did_you_mean, format_yaml_path
+from wfexec.nodes import NODE_TYPES
+from wfexec.language.jsonschemas import SchemaCheck, inline_refs
+from wfexec.types.registry import TEMPLATE_PATTERN, Registry
+
+SCHEMA_ID = "https://wfexec.dev/schemas/workflow.schema.json"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+_X_KEYS = {"^x-": {}}
+
+TOP_LEVEL = {
+    "type": "object",
+    "properties": {
+        "$schema": {"type": "string"},
+        "name": {"type": "string", "minLength": 1, "description": "The workflow's name (usually the skill folder's)."},
+        "version": {"type": ["string", "number"], "description": "The workflow's own version."},
+        "description": {"type": "string", "description": "What the workflow does; becomes the skill description."},
+        "start_node": {"type": "string", "minLength": 1, "description": "The first node."},
+        "entry_preconditions": {"type": "array", "items": {"$ref": "#/$defs/precondition"},
+                                "description": "Checked before the run starts; a failure stops it."},
+        "initial_state": {"type": "object", "description": "State the run starts with.",
+                          "properties": {"flags": {"type": "object"}, "computed": {"type": "object"},
+                                         "user_responses": {"type": "object"}}},
+        "imports": {"type": "object", "additionalProperties": {"type": "string"},
+                    "description": "alias → relative YAML file, readable as imports.<alias>."},
+        "input_schema": {"type": "object", "description": "inputs the workflow takes: name → {type, required, default, description}",
+                         "additionalProperties": {"type": "object", "properties": {
+                             "type": {"enum": ["string", "integer", "number", "boolean", "array", "object"]},
+                             "required": {"type": "boolean"}, "default": {}, "description": {"type": "string"}},
+                             "patternProperties": _X_KEYS, "additionalProperties": False}},
+        "output_schema": {"type": "object", "description": "values the workflow returns: name → {type, description}"},
+        "definitions": {"description": "accepted and ignored: wfexec ships its types."},
+        "nodes": {"type": "object", "minProperties": 1, "additionalProperties": {"$ref": "#/$defs/node"},
+                  "description": "node id → node (action, conditional, user_prompt, ...): the steps."},
+        "endings": {"type": "object", "minProperties": 1, "additionalProperties": {"$ref": "#/$defs/ending"},
+                    "description": "ending id → {type, message}: the ways a run can end."},
+    },
+    "required": ["name", "version", "start_node", "nodes", "endings"],
+    "patternProperties": _X_KEYS,
+    "additionalProperties": False,
+}
+
+ENDING = {
+    "type": "object",
+    "properties": {
+        "type": {"enum": ["success", "failure", "error", "cancelled"]},
+        "message": {"type": "string"},
+        "details": {"type": "string"},
+        "category": {"type": "string"},
+        "summary": {"type": "object", "additionalProperties": {}},
+        "recovery": {"oneOf": [
+            {"type": "string"},
+            {"type": "object", "properties": {"suggestion": {"type": "string"}, "related_skill": {"type": "string"},
+                                              "retry_node": {"type": "string"}},
+             "patternProperties": _X_KEYS, "additionalProperties": False},
+        ]},
+        "output": {},
+        "delegate": {"type": "object"},
+        "description": {"type": "string"},
+    },
+    "required": ["type", "message"],
+    "patternProperties": _X_KEYS,
+    "additionalProperties": False,
+}
+
+COMMON_NODE_PROPERTIES = {
+    "type": {"enum": sorted(NODE_TYPES)},
+    "description": {"type": "string"},
+    "max_visits": {"type": "integer", "minimum": 1, "description": "stop the run when the node is entered more often"},
+    "idempotent": {"type": "boolean", "description": "false: resume asks before running the node again"},
+}
+
+TARGET = {"type": "string", "minLength": 1, "description": "a node id or an ending id, or a ${...} template"}
+
+
+
+def allow_x_keys(schema: Any) -> Any:
+    """A copy of `schema` where every mapping with a fixed set of fields also takes `x-` keys."""
+    if isinstance(schema, list):
+        return [allow_x_keys(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key in ("properties", "patternProperties", "$defs") and isinstance(value, dict):
+            out[key] = {name: allow_x_keys(sub) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties", "oneOf", "anyOf", "allOf", "not", "if", "then", "else"):
+            out[key] = allow_x_keys(value)
+        else:
+            out[key] = value
+    if out.get("additionalProperties") is False:
+        out["patternProperties"] = {**_X_KEYS, **out.get("patternProperties", {})}
+    return out
+
+
+def node_schema(node_type: str) -> dict:
+    module = NODE_TYPES[node_type]
+    schema = {
+        "type": "object",
+        "properties": {**COMMON_NODE_PROPERTIES, **module.SCHEMA.get("properties", {})},
+        "required": ["type", *module.SCHEMA.get("required", [])],
+        "patternProperties": _X_KEYS,
+        "additionalProperties": False,
+    }
+    for key in ("oneOf", "anyOf", "allOf"):
+        if key in module.SCHEMA:
+            schema[key] = module.SCHEMA[key]
+    return allow_x_keys(schema)
+
+
+def _dispatch(kind_defs: dict, discriminator_enum: Iterable[str], description: str) -> dict:
+    """A schema that checks `type` and then the branch for that type."""
+    return {
+        "type": "object",
+        "description": description,
+        "required": ["type"],
+        "properties": {"type": {"enum": sorted(discriminator_enum)}},
+        "allOf": [{"if": {"properties": {"type": {"const": name}}, "required": ["type"]},
+                   "then": {"$ref": ref}} for name, ref in kind_defs.items()],
+    }
+
+
+def published_schema(preconditions: Registry, consequences: Registry) -> dict:
+    """The whole language as one JSON Schema document."""
+    defs: dict[str, Any] = {"target": TARGET, "ending": ENDING}
+    node_refs = {}
+    for node_type in sorted(NODE_TYPES):
+        defs[f"node.{node_type}"] = node_schema(node_type)
+        node_refs[node_type] = f"#/$defs/node.{node_type}"
+    defs["node"] = _dispatch(node_refs, NODE_TYPES, "a node of the graph")
+    for registry, label in ((preconditions, "precondition"), (consequences, "consequence")):
+        refs = {}
+        for spec in registry.specs():
+            defs[f"{label}.{spec.name}"] = spec.parameter_schema()
+            refs[spec.name] = f"#/$defs/{label}.{spec.name}"
+        defs[label] = _dispatch(refs, registry.names(), f"a {label} (a registered type)")
+    return {"$schema": DRAFT, "$id": SCHEMA_ID, "title": "wfexec workflow",
+            "description": "A workflow.yaml run by wfexec (hiivmind seed format and blueprint-lib v3 names).",
+            **TOP_LEVEL, "$defs": defs}
+
+
+# --------------------------------------------------------------------------- #
+# Internal validation.
+
+_validators: dict[str, Any] = {}
+
+
+def _validator(key: str, schema_fn):
+    validator = _validators.get(key)
+    if validator is None:
+        root = dict(schema_fn())
+        # Nodes, endings and calls are checked one by one later (check_node,
+        # check_ending, check_call), with messages made for them: here they
+        # accept anything, so a problem is reported once.
+        defs = {"target": TARGET, "precondition": {}, "consequence": {}, "node": {}, "ending": {}}
+        # Inlined rather than referenced: resolving a $ref costs more than the check it leads to.
+        validator = SchemaCheck(inline_refs(root, defs))
+        _validators[key] = validator
+    return validator
+
+
+def check_top_level(data: Any, report: Reporter) -> bool:
+    if not isinstance(data, dict):
+        report.error((), "not-a-mapping", "a workflow must be a YAML mapping with name, version, start_node, "
+                     "nodes and endings", "the file's top level must be `key: value` lines, starting with `name:`")
+        return False
+    before = len(report.diagnostics)
+    report_errors(_validator("top", lambda: TOP_LEVEL).errors(data), (), report, "workflow")
+    return len(report.diagnostics) == before
+
+
+def check_node(node_id: str, raw: Any, report: Reporter) -> bool:
+    path = ("nodes", node_id)
+    if not isinstance(raw, dict):
+        report.error(path, "node-shape", f"node '{node_id}' must be a mapping with a `type`")
+        return False
+    node_type = raw.get("type")
+    if not isinstance(node_type, str) or node_type not in NODE_TYPES:
+        if node_type is None:
+            report.error(path, "node-type-missing", f"node '{node_id}' has no `type`",
+                         "add `type:` with one of: " + ", ".join(sorted(NODE_TYPES)), at_key=True)
+        elif not isinstance(node_type, str):
+            report.error(path + ("type",), "node-type-unknown",
+                         f"the `type` of node '{node_id}' must be a node type name, not {_type_name(node_type)}",
+                         "use one of: " + ", ".join(sorted(NODE_TYPES)))
+        else:
+            hint = did_you_mean(node_type, NODE_TYPES) or "use one of: " + ", ".join(sorted(NODE_TYPES))
+            report.error(path + ("type",), "node-type-unknown", f"node '{node_id}' has unknown type '{node_type}'",
+                         hint)
+        return False
+    before = len(report.diagnostics)
+    validator = _validator("node." + node_type, lambda: node_schema(node_type))
+    report_errors(validator.errors(raw), path, report, f"{node_type} node '{node_id}'")
+    return len(report.diagnostics) == before
+
+
+def check_ending(ending_id: str, raw: Any, report: Reporter) -> bool:
+    path = ("endings", ending_id)
+    if not isinstance(raw, dict):
+        report.error(path, "ending-shape", f"ending '{ending_id}' must be a mapping with `type` and `message`")
+        return False
+    before = len(report.diagnostics)
+    report_errors(_validator("ending", lambda: ENDING).errors(raw), path, report, f"ending '{ending_id}'")
+    return len(report.diagnostics) == before
+
+
+def check_call(raw: Any, path: tuple, registry: Registry, report: Reporter) -> bool:
+    """A precondition or consequence object: known type, parameters per its schema."""
+    kind = registry.kind
+    if not isinstance(raw, dict):
+        report.error(path, f"{kind}-shape", f"a {kind} must be a mapping with a `type`",
+                     f"write it as `{{type: <{kind} type>, ...}}`")
+        return False
+    name = raw.get("type")
+    if "type" in raw and not isinstance(name, str):
+        report.error(path + ("type",), f"{kind}-type-missing",
+                     f"the `type` of this {kind} must be the name of a {kind} type, not {_type_name(name)}",
+                     "`wfexec types` lists them")
+        return False
+    if not isinstance(name, str):
+        report.error(path, f"{kind}-type-missing", f"this {kind} has no `type`",
+                     "add `type:`; `wfexec types` lists them")
+        return False
+    if name not in registry:
+        hint = registry.suggest(name) or _other_kind_hint(name, kind) or f"`wfexec types` lists the {kind} types"
+        report.error(path + ("type",), f"unknown-{kind}", f"unknown {kind} type '{name}'", hint)
+        return False
+    before = len(report.diagnostics)
+    report_errors(registry.validator(name).errors(raw), path, report, f"{kind} '{name}'")
+    return len(report.diagnostics) == before
+
+
+def _other_kind_hint(name: str, kind: str) -> str:
+    """'count_above is a precondition' when a consequence slot names one (and the reverse)."""
+    from wfexec.types.registry import CONSEQUENCE, PRECONDITION, load_registry
+
+    other = CONSEQUENCE if kind == PRECONDITION else PRECONDITION
+    if name not in load_registry(other):
+        return ""
+    where = "a `condition`, `validations` or `entry_preconditions`" if other == PRECONDITION else \
+        "`actions` or an `on_response` handler"
+    return f"'{name}' is a {other}, not a {kind}: it belongs in {where}"
+
+
+# --------------------------------------------------------------------------- #
+# jsonschema errors → diagnostics a person can act on.
+
+def report_errors(errors, base: tuple, report: Reporter, what: str) -> None:
+    seen_required = set()
+    for error in sorted(errors, key=lambda e: list(map(str, e.absolute_path))):
+        if error.validator == "required":
+            # jsonschema yields one error per missing key, each carrying the whole
+            # list; the first one reports every missing key.
+            where = (tuple(error.absolute_path), tuple(error.relative_schema_path))
+            if where in seen_required:
+                continue
+            seen_required.add(where)
+        if error.validator in ("anyOf", "oneOf") and error.context and \
+                not all(e.validator == "required" for e in error.context):
+            error = _prefer_specific(error)
+        _report_one(error, base, report, what)
+
+
+def _prefer_specific(error):
+    """For anyOf/oneOf, report the branch the user most likely meant."""
+    from jsonschema.exceptions import best_match
+
+    branches = error.validator_value
+    if isinstance(branches, list) and branches and branches[-1].get("pattern") == TEMPLATE_PATTERN:
+        # A parameter that also accepts a `${...}` template: the real type is the first branch.
+        first = [e for e in error.context if e.schema_path and e.schema_path[0] == 0]
+        if first:
+            return first[0]
+    if isinstance(branches, list):
+        # The branch written for the value's own type (a mapping for a mapping) is the one meant:
+        # `recovery: {retry: x}` has an unknown field, it is not "a string expected".
+        for index, branch in enumerate(branches):
+            if isinstance(branch, dict) and _is_type(error.instance, branch.get("type")):
+                errors = [e for e in error.context if e.schema_path and e.schema_path[0] == index]
+                if errors:
+                    return best_match(errors) or errors[0]
+    return best_match(error.context) or error
+
+
+def _is_type(value: Any, declared: Any) -> bool:
+    names = declared if isinstance(declared, list) else [declared]
+    checks = {"object": dict, "array": list, "string": str}
+    return any(isinstance(value, checks[n]) for n in names if n in checks)
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
+            dict: "a mapping"}.get(type(value), type(value).__name__)
+
+
+def _report_one(error, base: tuple, report: Reporter, what: str) -> None:
+    path = base + tuple(error.absolute_path)
+    validator = error.validator
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    field = path[-1] if len(path) > len(base) else None
+    where = f"`{format_yaml_path(path[len(base):])}` in {what}" if field is not None else what
+    instance = error.instance
+    if validator == "additionalProperties":
+        allowed = list(schema.get("properties", {}))
+        patterns = schema.get("patternProperties", {})
+        for key in instance:
+            if key in allowed:
+                continue
+            if any(re.search(p, str(key)) for p in patterns):
+                continue
+            hint = did_you_mean(key, allowed) or ("allowed here: " + ", ".join(allowed) if allowed else "")
+            if patterns:
+                hint += ("; " if hint else "") + "keys starting with x- are free for tools"
+            inside = f"`{format_yaml_path(path[len(base):])}` of {what}" if field is not None else what
+            report.error(path + (key,), "unknown-field", f"unknown field '{key}' in {inside}", hint, at_key=True)
+        return
+    if validator == "required":
+        missing = [k for k in error.validator_value if k not in instance]
+        for key in missing:
+            report.error(path, "missing-field", f"{where} is missing required field '{key}'",
+                         _field_hint(schema, key), at_key=len(path) > 0)
+        return
+    if validator == "type":
+        expected = error.validator_value
+        expected = " or ".join(map(_article, expected)) if isinstance(expected, list) else _article(expected)
+        report.error(path, "wrong-type", f"{where} must be {expected}, not {_type_name(instance)}",
+                     _field_hint_for(schema))
+        return
+    if validator in ("enum", "const"):
+        options = error.validator_value if validator == "enum" else [error.validator_value]
+        hint = did_you_mean(instance, [str(o) for o in options]) if isinstance(instance, str) else ""
+        report.error(path, "bad-value", f"{where} is {instance!r}; allowed: {', '.join(map(str, options))}", hint)
+        return
+    required_choices = _required_choices(error.validator_value) if validator in ("oneOf", "anyOf") else None
+    if required_choices and isinstance(instance, dict):
+        choices = " | ".join(" + ".join(keys) for keys in required_choices)
+        present = [keys for keys in required_choices if all(k in instance for k in keys)]
+        if validator == "oneOf" and len(present) > 1:
+            both = " and ".join(f"`{' + '.join(keys)}`" for keys in present)
+            report.error(path, "one-of", f"{where} has both {both}; it takes exactly one of: {choices}",
+                         "keep one of them")
+        elif validator == "oneOf":
+            report.error(path, "one-of", f"{where} needs exactly one of: {choices}", "add one of them")
+        else:
+            report.error(path, "any-of", f"{where} needs one of: {choices}", "add one of them")
+        return
+    if validator == "minItems":
+        report.error(path, "too-few", f"{where} needs at least {error.validator_value} item(s)")
+        return
+    if validator == "minProperties":
+        report.error(path, "too-few", f"{where} needs at least {error.validator_value} entry")
+        return
+    if validator in _BOUNDS:
+        report.error(path, "out-of-range", f"{where} must be {_BOUNDS[validator]} {error.validator_value}, "
+                     f"not {instance!r}")
+        return
+    if validator == "pattern" and "${" in str(error.validator_value):
+        report.error(path, "wrong-type", f"{where}: {error.message}")
+        return
+    report.error(path, f"schema-{validator}", f"{where}: {error.message}")
+
+
+_BOUNDS = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than",
+           "exclusiveMaximum": "less than"}
+
+
+def _required_choices(branches: Any) -> list[list[str]] | None:
+    """[[doc], [workflow]] for `oneOf: [{required: [doc]}, {required: [workflow]}]`, else None."""
+    if not isinstance(branches, list) or not branches:
+        return None
+    if not all(isinstance(b, dict) and set(b) == {"required"} for b in branches):
+        return None
+    return [list(b["required"]) for b in branches]
+
+
+def _article(type_name: str) -> str:
+    return {"object": "a mapping", "array": "a list", "string": "a string", "integer": "a whole number",
+            "number": "a number", "boolean": "true or false", "null": "null"}.get(type_name, type_name)
+
+
+def _field_hint(schema: dict, key: str) -> str:
+    """What to write, then what it means: "add `start_node:`, the first node"."""
+    prop = schema.get("properties", {}).get(key, {})
+    description = prop.get("description", "") if isinstance(prop, dict) else ""
+    description = description.strip().rstrip(".")
+    if description:
+        return f"add `{key}:`, {description[:1].lower() + description[1:]}"
+    return f"add `{key}:`"
+
+
+def _field_hint_for(schema: dict) -> str:
+    return schema.get("description", "") if isinstance(schema, dict) else ""

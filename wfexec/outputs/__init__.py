@@ -1,0 +1,1 @@
+"""Files made from a workflow: SKILL.md, pictures, the language docs, scaffolds."""

@@ -1,0 +1,289 @@
+"""Pictures of a workflow: Mermaid and Graphviz DOT text, SVG/PNG through Graphviz.
+
+Shapes say the node type, edge labels the branch taken (`on_success`, `true`,
+an option id...), endings are coloured by their type, nodes no path from
+`start_node` reaches are drawn faded, and a `${...}` target is a dashed edge to
+a "computed" marker (it may lead anywhere, so it keeps every node reachable,
+as `wfexec validate` counts it). Output is deterministic: same workflow,
+same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+from wfexec.language.expressions import Template
+from wfexec.language.model import Workflow
+from wfexec.nodes import NODE_TYPES
+
+START, COMPUTED = "start", "computed"
+
+# Mermaid shape (open, close) per node type; labels go between them, quoted.
+MERMAID_SHAPES = {
+    "action": ("[", "]"),
+    "conditional": ("{", "}"),
+    "user_prompt": ("[/", "/]"),
+    "validation_gate": ("{{", "}}"),
+    "reference": ("[[", "]]"),
+    "states": ("[(", ")]"),
+}
+MERMAID_ENDING = ("([", "])")
+
+DOT_SHAPES = {
+    "action": 'shape=box',
+    "conditional": 'shape=diamond',
+    "user_prompt": 'shape=parallelogram',
+    "validation_gate": 'shape=hexagon',
+    "reference": 'shape=box, peripheries=2',
+    "states": 'shape=cylinder',
+}
+
+# (fill, stroke, text) per ending type.
+ENDING_COLOURS = {
+    "success": ("#d4edda", "#28a745", "#155724"),
+    "failure": ("#fff3cd", "#e0a800", "#856404"),
+    "error": ("#f8d7da", "#dc3545", "#721c24"),
+    "cancelled": ("#e2e3e5", "#6c757d", "#383d41"),
+}
+MARKER_COLOURS = ("#ffffff", "#999999", "#555555")
+
+# Words the Mermaid flowchart grammar reserves: a node with such an id is renamed.
+_MERMAID_RESERVED = {"end", "graph", "flowchart", "subgraph", "style", "class", "classdef", "click", "linkstyle",
+                     "direction", "default", "call", "href", "interpolate", "callback"}
+_PLAIN_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str          # a node id, an ending id, or COMPUTED
+    labels: tuple
+    kind: str = "branch"  # branch | computed | retry
+
+
+@dataclass
+class Picture:
+    """What both formats draw, decided once."""
+
+    name: str
+    start: str
+    nodes: dict                     # node id → node type
+    endings: dict                   # ending id → ending type
+    edges: list
+    unreachable: set = field(default_factory=set)
+    has_computed: bool = False
+
+
+def picture(workflow: Workflow) -> Picture:
+    edges = _edges(workflow)
+    return Picture(
+        name=workflow.name,
+        start=workflow.start_node,
+        nodes={node_id: node.type for node_id, node in workflow.nodes.items()},
+        endings={ending_id: ending.type for ending_id, ending in workflow.endings.items()},
+        edges=edges,
+        unreachable=unreachable(workflow),
+        has_computed=any(edge.kind == "computed" for edge in edges),
+    )
+
+
+def _edges(workflow: Workflow) -> list[Edge]:
+    """Edges in the order the workflow lists them; parallel edges share one arrow with every label."""
+    grouped: dict[tuple, list[str]] = {}
+    for node_id, node in workflow.nodes.items():
+        for label, target in NODE_TYPES[node.type].targets(node.spec):
+            if target is None:
+                continue
+            if isinstance(target, Template):
+                key = (node_id, COMPUTED, "computed")
+                label = f"{label}: {target.source}"
+            else:
+                key = (node_id, str(target), "branch")
+            grouped.setdefault(key, []).append(str(label))
+    for ending_id, ending in workflow.endings.items():
+        retry = ending.recovery.get("retry_node") if isinstance(ending.recovery, dict) else None
+        if retry in workflow.nodes:
+            grouped.setdefault((ending_id, retry, "retry"), []).append("retry")
+    return [Edge(source, target, tuple(labels), kind) for (source, target, kind), labels in grouped.items()]
+
+
+def unreachable(workflow: Workflow) -> set[str]:
+    """Nodes and endings no path from start_node reaches (the validator's own rule)."""
+    from wfexec.language.checks import closure, successors
+
+    reached = closure([workflow.start_node], successors(workflow.nodes, workflow.endings))
+    return {name for name in [*workflow.nodes, *workflow.endings] if name not in reached}
+
+
+# --------------------------------------------------------------------------- #
+# Mermaid
+
+def _mermaid_ids(pic: Picture) -> dict[str, str]:
+    """Graph name → a Mermaid id: the name itself when Mermaid reads it as a plain id."""
+    taken: set[str] = set()
+    ids: dict[str, str] = {}
+
+    def allocate(name: str, wanted: str) -> None:
+        candidate = wanted
+        suffix = 2
+        while candidate in taken:
+            candidate = f"{wanted}_{suffix}"
+            suffix += 1
+        taken.add(candidate)
+        ids[name] = candidate
+
+    names = [*pic.nodes, *pic.endings]
+    plain = [n for n in names if _PLAIN_ID.fullmatch(n) and n.lower() not in _MERMAID_RESERVED]
+    for name in plain:  # plain names first, so a renamed one never takes a real name
+        allocate(name, name)
+    for name in names:
+        if name not in ids:
+            allocate(name, "n_" + re.sub(r"\W", "_", name))
+    allocate(("marker", START), "_start")
+    allocate(("marker", COMPUTED), "_computed")
+    return ids
+
+
+def _mermaid_text(text: str) -> str:
+    """Text inside a quoted Mermaid label."""
+    return (text.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+            .replace("\n", " "))
+
+
+def to_mermaid(workflow: Workflow) -> str:
+    pic = picture(workflow)
+    ids = _mermaid_ids(pic)
+    start_id, computed_id = ids[("marker", START)], ids[("marker", COMPUTED)]
+    lines = ["flowchart TD", f'    {start_id}(("start"))']
+    for node_id, node_type in pic.nodes.items():
+        opening, closing = MERMAID_SHAPES.get(node_type, ("[", "]"))
+        label = node_id + (" (unreachable)" if node_id in pic.unreachable else "")
+        lines.append(f'    {ids[node_id]}{opening}"{_mermaid_text(label)}"{closing}')
+    for ending_id in pic.endings:
+        opening, closing = MERMAID_ENDING
+        label = ending_id + (" (unreachable)" if ending_id in pic.unreachable else "")
+        lines.append(f'    {ids[ending_id]}{opening}"{_mermaid_text(label)}"{closing}')
+    if pic.has_computed:
+        lines.append(f'    {computed_id}[/"computed"\\]')
+    lines.append(f"    {start_id} --> {ids[pic.start]}")
+    for edge in pic.edges:
+        arrow = "-->" if edge.kind == "branch" else "-.->"
+        target = computed_id if edge.kind == "computed" else ids[edge.target]
+        label = _mermaid_text(", ".join(edge.labels))
+        lines.append(f'    {ids[edge.source]} {arrow}|"{label}"| {target}')
+    lines += _mermaid_classes(pic, ids)
+    return "\n".join(lines) + "\n"
+
+
+def _mermaid_classes(pic: Picture, ids: dict) -> list[str]:
+    lines = []
+    for ending_type, (fill, stroke, colour) in ENDING_COLOURS.items():
+        lines.append(f"    classDef {ending_type} fill:{fill},stroke:{stroke},color:{colour}")
+    lines.append("    classDef unreachable stroke-dasharray:4 3,opacity:0.5")
+    fill, stroke, colour = MARKER_COLOURS
+    lines.append(f"    classDef marker fill:{fill},stroke:{stroke},color:{colour}")
+    members: dict[str, list[str]] = {}
+    for ending_id, ending_type in pic.endings.items():
+        members.setdefault(ending_type, []).append(ids[ending_id])
+    for name in [*pic.nodes, *pic.endings]:
+        if name in pic.unreachable:
+            members.setdefault("unreachable", []).append(ids[name])
+    markers = [ids[("marker", START)]] + ([ids[("marker", COMPUTED)]] if pic.has_computed else [])
+    members["marker"] = markers
+    for class_name in [*ENDING_COLOURS, "unreachable", "marker"]:
+        if members.get(class_name):
+            lines.append(f"    class {','.join(members[class_name])} {class_name}")
+    return lines
+
+
+# --------------------------------------------------------------------------- #
+# Graphviz DOT
+
+def _dot_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _dot_marker_ids(pic: Picture) -> tuple[str, str]:
+    taken = {*pic.nodes, *pic.endings}
+    found = []
+    for wanted in ("_start", "_computed"):
+        candidate = wanted
+        while candidate in taken:
+            candidate += "_"
+        taken.add(candidate)
+        found.append(candidate)
+    return found[0], found[1]
+
+
+def to_dot(workflow: Workflow) -> str:
+    pic = picture(workflow)
+    start_id, computed_id = _dot_marker_ids(pic)
+    fill, stroke, colour = MARKER_COLOURS
+    lines = [
+        f"digraph {_dot_quote(pic.name)} {{",
+        "    rankdir=TB;",
+        '    node [fontname="Helvetica", fontsize=11];',
+        '    edge [fontname="Helvetica", fontsize=9];',
+        f'    {_dot_quote(start_id)} [label="start", shape=circle, style=filled, fillcolor="{fill}", '
+        f'color="{stroke}", fontcolor="{colour}"];',
+    ]
+    for node_id, node_type in pic.nodes.items():
+        attributes = [DOT_SHAPES.get(node_type, "shape=box"), f"label={_dot_quote(node_id)}",
+                      f"tooltip={_dot_quote(node_type)}"]
+        if node_id in pic.unreachable:
+            attributes += ['style=dashed', 'color="#999999"', 'fontcolor="#999999"',
+                           f"xlabel={_dot_quote('unreachable')}"]
+        lines.append(f"    {_dot_quote(node_id)} [{', '.join(attributes)}];")
+    for ending_id, ending_type in pic.endings.items():
+        fill, stroke, colour = ENDING_COLOURS.get(ending_type, MARKER_COLOURS)
+        style = "rounded,filled,dashed" if ending_id in pic.unreachable else "rounded,filled"
+        extra = f", xlabel={_dot_quote('unreachable')}" if ending_id in pic.unreachable else ""
+        lines.append(f'    {_dot_quote(ending_id)} [shape=box, style="{style}", fillcolor="{fill}", '
+                     f'color="{stroke}", fontcolor="{colour}", label={_dot_quote(ending_id)}, '
+                     f"tooltip={_dot_quote(ending_type)}{extra}];")
+    if pic.has_computed:
+        fill, stroke, colour = MARKER_COLOURS
+        lines.append(f'    {_dot_quote(computed_id)} [label="computed", shape=note, style="filled,dashed", '
+                     f'fillcolor="{fill}", color="{stroke}", fontcolor="{colour}"];')
+    lines.append(f"    {_dot_quote(start_id)} -> {_dot_quote(pic.start)};")
+    for edge in pic.edges:
+        target = computed_id if edge.kind == "computed" else edge.target
+        attributes = [f"label={_dot_quote(', '.join(edge.labels))}"]
+        if edge.kind != "branch":
+            attributes.append("style=dashed")
+        lines.append(f"    {_dot_quote(edge.source)} -> {_dot_quote(target)} [{', '.join(attributes)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- #
+# Rendering through Graphviz
+
+class GraphvizMissing(RuntimeError):
+    """Graphviz's `dot` program is not on PATH."""
+
+
+class GraphvizFailed(RuntimeError):
+    """`dot` ran and failed."""
+
+
+def render(dot_text: str, image_format: str, timeout: float = 60) -> bytes:
+    """SVG or PNG bytes of a DOT graph, drawn by Graphviz's `dot`."""
+    program = shutil.which("dot")
+    if program is None:
+        raise GraphvizMissing(
+            f"--format {image_format} needs Graphviz's `dot` program, which is not on PATH — install Graphviz "
+            "(apt-get install graphviz, brew install graphviz, or graphviz.org/download), or use --format "
+            "mermaid or --format dot")
+    try:
+        done = subprocess.run([program, f"-T{image_format}"], input=dot_text.encode("utf-8"), capture_output=True,
+                              timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GraphvizFailed(f"Graphviz's dot could not draw the graph: {exc}") from None
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip() or f"exit code {done.returncode}"
+        raise GraphvizFailed(f"Graphviz's dot failed: {message}")
+    return done.stdout

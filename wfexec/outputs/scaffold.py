@@ -1,0 +1,63 @@
+"""`wfexec new skill NAME`: a skill folder that validates, runs end to end, and has its SKILL.md.
+
+The folder gets `workflow.yaml` (with the `yaml-language-server` schema comment
+editors read), `answers.yaml` (answers to its questions, so
+`wfexec run NAME --answers NAME/answers.yaml` runs without asking) and the
+generated `SKILL.md`. An existing folder is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from wfexec.outputs.skillgen import SkillError, name_problem, suggest_name
+
+SCHEMA_FILE = Path("schemas") / "workflow.schema.json"
+
+
+def schema_reference(folder: Path) -> str:
+    """The published schema for the editor comment: relative to the nearest `schemas/workflow.schema.json`
+    above the folder, else the schema's URL."""
+    from wfexec.language.schema import SCHEMA_ID
+
+    here = folder.resolve()
+    for parent in here.parents:
+        if (parent / SCHEMA_FILE).is_file():
+            return Path(os.path.relpath(parent / SCHEMA_FILE, here)).as_posix()
+    return SCHEMA_ID
+
+
+def new_skill(name: str, directory: str | os.PathLike = "skills") -> list[Path]:
+    """Create `directory/name/` with workflow.yaml, answers.yaml and SKILL.md; the files written."""
+    from wfexec.outputs import skillgen
+    from wfexec.outputs.docgen import render
+    from wfexec.system.files import write_atomic
+
+    problem = name_problem(name)
+    if problem:
+        raise SkillError(f"the skill name '{name}' {problem}", f"try '{suggest_name(name)}'")
+    folder = Path(directory) / name
+    if folder.is_symlink():
+        raise _exists(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir()
+    except FileExistsError:
+        raise _exists(folder) from None
+    try:
+        shown = folder.as_posix()
+        workflow = folder / "workflow.yaml"
+        answers = folder / "answers.yaml"
+        write_atomic(workflow, render("workflow.yaml.j2", name=name, schema=schema_reference(folder)))
+        write_atomic(answers, render("answers.yaml.j2", run_path=shown, answers_path=f"{shown}/answers.yaml"))
+        skill, _ = skillgen.write(folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # made by us a moment ago: leave nothing half-done
+        raise
+    return [workflow, answers, skill]
+
+
+def _exists(folder: Path) -> SkillError:
+    return SkillError(f"{folder} already exists; nothing was written", "choose another name, or remove the folder first")

@@ -1,6 +1,0 @@
-"""Built-in precondition types, grouped by domain. Registered through the
-`wfexec.preconditions` entry point like any plugin."""
-
-from . import composite, environment, files, state, web
-
-TYPES = [*state.TYPES, *files.TYPES, *environment.TYPES, *web.TYPES, *composite.TYPES]

@@ -1,0 +1,1 @@
+"""Running a compiled workflow: the engine loop, run state, call context, prompts, inputs."""

@@ -1,0 +1,120 @@
+"""What a precondition or consequence handler sees: `CallContext`.
+
+Handlers get the run's state, I/O and working directory through it, and
+read and write state paths with it, so the run can record what changed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from wfexec.commands.console import Console
+from wfexec.language.expressions import ExpressionError, Scope, render_value
+from wfexec.language.model import Call, Node, Workflow
+from wfexec.types.registry import ActionFailed
+from wfexec.running.state import PathError, get_path, parse_path
+
+if TYPE_CHECKING:
+    from wfexec.running.engine import Run
+
+
+class CallContext:
+    """What a precondition or consequence handler sees."""
+
+    __slots__ = ("run", "call", "scope")
+
+    def __init__(self, run: Run, call: Call, scope: Scope):
+        self.run = run
+        self.call = call
+        self.scope = scope
+
+    @property
+    def state(self) -> dict:
+        return self.run.state
+
+    @property
+    def io(self) -> Console:
+        return self.run.io
+
+    @property
+    def cwd(self) -> Path:
+        return self.run.cwd
+
+    @property
+    def workflow(self) -> Workflow:
+        return self.run.workflow
+
+    @property
+    def node(self) -> Node | None:
+        return self.run.current
+
+    def path(self, text: str) -> tuple:
+        """A state path given as a parameter; raises ActionFailed when malformed."""
+        try:
+            return parse_cached(text)
+        except PathError as exc:
+            raise ActionFailed(str(exc)) from None
+
+    def get(self, path: str | tuple, default: Any = None) -> Any:
+        parts = self.path(path) if isinstance(path, str) else path
+        return get_path(self.run.state, parts, default)
+
+    def set(self, path: str | tuple, value: Any) -> None:
+        parts = (_path_cache.get(path) or self.path(path)) if path.__class__ is str else path
+        try:
+            self.run.write(parts, value)
+        except PathError as exc:
+            raise ActionFailed(str(exc)) from None
+
+    def replace_state(self, new_state: dict) -> None:
+        """Swap the whole state for another (rollback); every key counts as changed."""
+        state = self.run.state
+        state.clear()
+        state.update(new_state)
+        self.run.changed.update(dict.fromkeys((key,) for key in state))
+
+    def check(self, call: Call, **local_values) -> bool:
+        return self.run.check(call, self.scope.child(**local_values) if local_values else self.scope)
+
+    def apply(self, call: Call, **local_values) -> None:
+        self.run.apply(call, self.scope.child(**local_values) if local_values else self.scope)
+
+    def evaluate(self, expression, **local_values) -> Any:
+        scope = self.scope.child(**local_values) if local_values else self.scope
+        try:
+            return expression.evaluate(scope)
+        except ExpressionError as exc:
+            raise ActionFailed(exc.message, exc.hint) from None
+
+    def render(self, value: Any, **local_values) -> Any:
+        scope = self.scope.child(**local_values) if local_values else self.scope
+        try:
+            return render_value(value, scope)
+        except ExpressionError as exc:
+            raise ActionFailed(exc.message, exc.hint) from None
+
+    def resolve_file(self, path: str) -> Path:
+        """A file parameter: relative paths are relative to the run's working directory."""
+        p = Path(os.path.expanduser(path))
+        return p if p.is_absolute() else self.run.cwd / p
+
+    def trace(self, text: str) -> None:
+        self.run.io.trace(text)
+
+    def judge(self, prompt: str, purpose: str) -> str:
+        """Send a judgement step to the LLM backend and return its reply."""
+        return self.run.judge(prompt, purpose)
+
+
+_path_cache: dict[str, tuple] = {}
+
+
+def parse_cached(text: str) -> tuple:
+    parts = _path_cache.get(text)
+    if parts is None:
+        parts = parse_path(text)
+        if len(_path_cache) < 4096:
+            _path_cache[text] = parts
+    return parts

@@ -1,0 +1,370 @@
+"""The run loop: entry gate → node → transition → history → ending.
+
+The engine knows node types only through `NODE_TYPES` and registry types only
+through their specs. Everything it runs was compiled at load; the loop itself
+renders templates and calls handlers, nothing more.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wfexec import exit_codes
+from wfexec.commands.console import Console
+from wfexec.running.context import CallContext, parse_cached
+from wfexec.language.expressions import ExpressionError, Scope, Template, render_value, to_text
+from wfexec.language.model import Call, Ending, Node, Where, Workflow
+from wfexec.nodes import NODE_TYPES
+from wfexec.running.prompts import Answer, AnswerError, Answers, NeedsAnswer, ask_terminal, match_answer
+from wfexec.types.registry import ActionFailed
+from wfexec.running.state import PathError, new_state, set_path
+
+DEFAULT_MAX_STEPS = 10_000
+
+
+class RunError(Exception):
+    """The run cannot go on: a problem in the workflow or its data at run time (exit 1)."""
+
+    exit_code = exit_codes.ENDING_FAILED
+
+    def __init__(self, message: str, hint: str = "", where: Where | None = None, node: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.where = where
+        self.node = node
+
+    def format(self) -> str:
+        place = f"{self.where}: " if self.where else ""
+        node = f"node '{self.node}': " if self.node else ""
+        text = f"{place}error: {node}{self.message}"
+        return text + (f" — {self.hint}" if self.hint else "")
+
+
+class RunStopped(RunError):
+    """The run was stopped before an ending: step budget, a loop guard, no backend (exit 4)."""
+
+    exit_code = exit_codes.STOPPED
+
+
+class EntryGateFailed(RunError):
+    """An entry precondition failed; no ending is reached (exit 1)."""
+
+
+@dataclass
+class Options:
+    max_steps: int = DEFAULT_MAX_STEPS
+    interactive: bool = False
+    answers: Answers = field(default_factory=Answers)
+    dry_run: bool = False
+    backend: Any = None
+    cwd: Path | None = None
+
+
+@dataclass
+class Result:
+    """How a run ended."""
+
+    ending: str
+    type: str
+    message: str
+    details: str | None
+    summary: dict
+    recovery: Any
+    output: Any
+    state: dict
+    steps: int
+
+    def to_json(self) -> dict:
+        return {"ending": self.ending, "type": self.type, "message": self.message, "details": self.details,
+                "summary": self.summary, "recovery": self.recovery, "output": self.output, "state": self.state,
+                "steps": self.steps}
+
+
+_clock = [-1, ""]  # [the millisecond last formatted, its text]
+
+
+def _now() -> str:
+    """ISO-8601 UTC with milliseconds. Steps take microseconds, so most share a millisecond's text."""
+    millisecond = int(time.time() * 1000)
+    if millisecond != _clock[0]:
+        second, rest = divmod(millisecond, 1000)
+        _clock[1] = f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(second))}.{rest:03d}Z"
+        _clock[0] = millisecond
+    return _clock[1]
+
+
+class Journal:
+    """Told about every step; the durable store's journal implements it (wfexec.durable.journal)."""
+
+    def before_step(self, run: "Run", node: Node) -> None:
+        pass
+
+    def after_step(self, run: "Run", node: Node, entry: dict) -> None:
+        pass
+
+    def save_node_state(self, node_id: str, data: dict | None) -> None:
+        pass
+
+    def node_state(self, node_id: str) -> dict | None:
+        return None
+
+
+class Run:
+    """One execution of a compiled workflow."""
+
+    def __init__(self, workflow: Workflow, *, io: Console | None = None, options: Options | None = None,
+                 inputs: dict | None = None, state: dict | None = None, journal: Journal | None = None,
+                 budget: list | None = None):
+        self.workflow = workflow
+        self.io = io or Console()
+        self.options = options or Options()
+        self.cwd = Path(self.options.cwd or Path.cwd())
+        self.inputs = dict(inputs or {})
+        self.state = state if state is not None else self.initial_state(self.inputs)
+        self.extras = {"imports": workflow.imports, "input": self.inputs, "env": os.environ}
+        self.scope = Scope(self.state, self.extras)
+        self.journal = journal
+        # State paths (first two segments) written since the journal last looked: the
+        # durable store records these as the step's changes instead of diffing state.
+        self.changed: dict[tuple, None] = {}  # an ordered set: the journal lists them as written
+        self.current: Node | None = None
+        self.visits: dict[str, int] = {}
+        # Sub-workflows share one step budget with their caller: [steps used].
+        self.budget = budget if budget is not None else [0]
+        self.steps = 0
+
+    # -- state --------------------------------------------------------------
+    def initial_state(self, inputs: dict) -> dict:
+        state = new_state(self.workflow.initial_state)
+        for key, value in inputs.items():
+            state[key] = copy.deepcopy(value)
+        return state
+
+    def write(self, path: tuple, value: Any) -> None:
+        """Set a state path (raises PathError), noting it for the journal. State never shares structure
+        with the workflow or with itself, so lists and mappings are copied."""
+        set_path(self.state, path, copy.deepcopy(value) if isinstance(value, (dict, list)) else value)
+        self.changed[path[:2]] = None
+
+    def set(self, path: tuple, value: Any) -> None:
+        try:
+            self.write(path, value)
+        except PathError as exc:
+            self.fail(self.current, str(exc))
+
+    def render_text(self, value: Any) -> str:
+        try:
+            return to_text(render_value(value, self.scope))
+        except ExpressionError as exc:
+            self.fail(self.current, exc.message, exc.hint)
+
+    # -- calls --------------------------------------------------------------
+    def check(self, call: Call, scope: Scope | None = None) -> bool:
+        scope = scope or self.scope
+        try:
+            params = call.render(scope)
+            result = bool(call.spec.handler(params, CallContext(self, call, scope)))
+        except ExpressionError as exc:
+            raise RunError(exc.message, exc.hint, call.where, self.current.id if self.current else None) from None
+        except ActionFailed as exc:
+            raise RunError(f"{call.type}: {exc.message}", exc.hint, call.where,
+                           self.current.id if self.current else None) from None
+        if self.io.tracing:
+            self.io.trace(f"Condition: {call.describe()} = {'true' if result else 'false'}")
+        return result
+
+    def apply(self, call: Call, scope: Scope | None = None) -> None:
+        scope = scope or self.scope
+        try:
+            params = call.render(scope)
+        except ExpressionError as exc:
+            raise ActionFailed(exc.message, exc.hint) from None
+        if self.io.tracing:
+            self.io.trace(f"Action: {call.describe()}")
+        call.spec.handler(params, CallContext(self, call, scope))
+
+    def keep_error(self, message: str, hint: str = "") -> None:
+        """Put a failure where endings and later nodes read it: `computed.last_error` (and
+        `computed.last_error_hint`, removed when this failure has none, so no stale hint remains)."""
+        self.set(("computed", "last_error"), message)
+        if hint:
+            self.set(("computed", "last_error_hint"), hint)
+        elif "last_error_hint" in self.state["computed"]:
+            del self.state["computed"]["last_error_hint"]
+            self.changed[("computed", "last_error_hint")] = None
+        self.io.trace(f"  failed: {message}" + (f" — {hint}" if hint else ""))
+
+    def record_error(self, node: Node, call: Call, failure: ActionFailed) -> str:
+        """Keep a failed action's message (and how to fix it)."""
+        message = f"{call.type} failed: {failure.message}"
+        self.keep_error(message, failure.hint)
+        return message
+
+    def save_node_state(self, node_id: str, data: dict | None) -> None:
+        """Keep what a long-running node needs to continue after a crash (None: the node is done)."""
+        if self.journal is not None:
+            self.journal.save_node_state(node_id, data)
+
+    def node_state(self, node_id: str) -> dict | None:
+        return self.journal.node_state(node_id) if self.journal is not None else None
+
+    # -- questions and judgement -------------------------------------------
+    def ask(self, question) -> Answer:
+        given = self.options.answers.take(question.node)
+        if given is not None:
+            try:
+                answer = match_answer(question, given)
+            except AnswerError as exc:
+                self.fail(self.current, str(exc), "answer with one of the option ids, e.g. "
+                          f"--answer {question.node}={question.choices[0].id if question.choices else 'TEXT'}")
+            shown = answer.choice.id if answer.choice else repr(answer.text)
+            self.io.trace(f"Answer: {question.node} = {shown} (given)")
+        elif self.options.interactive:
+            answer = ask_terminal(question)
+        else:
+            raise NeedsAnswer(question)
+        record = getattr(self.options.backend, "record_answer", None)
+        if record is not None:  # --record keeps the person's answers beside the LLM's replies
+            record(question.node, answer.choice.id if answer.choice else answer.text)
+        return answer
+
+    def judge(self, prompt: str, purpose: str) -> str:
+        backend = self.options.backend
+        if self.options.dry_run:
+            self.io.print(f"--- prompt for {purpose} (dry run: not sent) ---\n{prompt}\n--- end of prompt ---")
+            return ""
+        if backend is None:
+            self.stop(self.current, f"{purpose} needs an LLM backend, and none is configured",
+                      "run with --dry-run to see the prompt it would send")
+        try:
+            return backend.complete(prompt)
+        except RunError:
+            raise
+        except Exception as exc:  # a backend is a program or a service: it can fail in many ways
+            self.stop(self.current, f"{purpose}: the LLM backend failed: {exc}",
+                      "check the backend's configuration, or run with --dry-run")
+
+    def judge_document(self, node: Node, doc: Path, section: str | None, context: dict) -> str:
+        from wfexec.running.documents import document_prompt
+
+        try:
+            prompt = document_prompt(doc, section, context)
+        except LookupError as exc:
+            self.fail(node, str(exc), "check `section:` against the document's headings")
+        return self.judge(prompt, f"reference node '{node.id}' ({doc.name})")
+
+    def run_subworkflow(self, node: Node, workflow: Workflow, inputs: dict) -> Result:
+        child = Run(workflow, io=self.io, options=self.options, inputs=inputs, budget=self.budget)
+        self.io.trace(f"Sub-workflow: {workflow.name} ({workflow.path.name})")
+        return child.execute()
+
+    # -- ending the run early ------------------------------------------------
+    def fail(self, node: Node | None, message: str, hint: str = "", where: Where | None = None):
+        raise RunError(message, hint, where or (node.where if node else None), node.id if node else None)
+
+    def stop(self, node: Node | None, message: str, hint: str = ""):
+        raise RunStopped(message, hint, node.where if node else None, node.id if node else None)
+
+    # -- the loop -----------------------------------------------------------
+    def check_entry(self) -> None:
+        for call in self.workflow.entry_preconditions:
+            if not self.check(call):
+                message = call.params.get("error_message")
+                text = self.render_text(message) if message else f"{call.describe()} is false"
+                raise EntryGateFailed(f"Entry gate failed: {text}", "", call.where)
+
+    def execute(self, start: str | None = None) -> Result:
+        workflow = self.workflow
+        nodes, endings = workflow.nodes, workflow.endings
+        node_id = start or workflow.start_node
+        history = self.state["history"]
+        max_steps = self.options.max_steps
+        tracing = self.io.tracing
+        budget = self.budget
+        node_types = NODE_TYPES
+        journal = self.journal
+        while node_id not in endings:
+            node = nodes.get(node_id)
+            if node is None:
+                self.fail(self.current, f"the target '{node_id}' is neither a node nor an ending",
+                          "a computed target must name a node or an ending")
+            self.current = node
+            budget[0] += 1
+            self.steps += 1
+            if budget[0] > max_steps:
+                self.stop(node, f"the run took more than {max_steps} steps (last at node '{node_id}'); "
+                                f"the loop through '{node_id}' does not end",
+                          "fix the loop's exit condition, or raise --max-steps")
+            if node.max_visits is not None:
+                self._count_visit(node)
+            if tracing:
+                self.io.trace(f"Node: {node_id} ({node.type})")
+            if journal is not None:
+                journal.before_step(self, node)
+            outcome = node_types[node.type].execute(node, self)
+            target = outcome.target
+            if type(target) is not str:
+                target = self._resolve_target(node, outcome)
+            entry = {"node": node_id, "type": node.type, "outcome": outcome.outcome, "target": target,
+                     "at": _now()}
+            history.append(entry)
+            if tracing:
+                self.io.trace(f"→ {outcome.label}: {target}")
+            if journal is not None:
+                journal.after_step(self, node, entry)
+            node_id = target
+        self.current = None
+        return self.finish(endings[node_id])
+
+    def _count_visit(self, node: Node) -> None:
+        visits = self.visits[node.id] = self.visits.get(node.id, 0) + 1
+        if visits > node.max_visits:
+            self.stop(node, f"node '{node.id}' was entered {visits} times, more than its max_visits "
+                            f"({node.max_visits})", "fix the loop that returns to it")
+
+    def _resolve_target(self, node: Node, outcome) -> str:
+        target = outcome.target
+        if isinstance(target, Template):
+            try:
+                target = to_text(target.render(self.scope))
+            except ExpressionError as exc:
+                self.fail(node, f"cannot compute the target of {outcome.label}: {exc.message}", exc.hint)
+        if not target:
+            self.fail(node, f"{outcome.label} has no target", f"add `{outcome.label}: <node or ending>`")
+        return target
+
+    def finish(self, ending: Ending) -> Result:
+        scope = self.scope
+        try:
+            message = to_text(render_value(ending.message, scope))
+            details = to_text(render_value(ending.details, scope)) if ending.details is not None else None
+            summary = {k: render_value(v, scope) for k, v in ending.summary.items()}
+            output = render_value(ending.output, scope)
+            recovery = render_value(ending.recovery, scope)
+        except ExpressionError as exc:
+            raise RunError(f"ending '{ending.id}': {exc.message}", exc.hint, ending.where) from None
+        return Result(ending=ending.id, type=ending.type, message=message, details=details, summary=summary,
+                      recovery=recovery, output=output, state=self.state, steps=self.steps)
+
+
+def run_workflow(workflow: Workflow, *, io: Console | None = None, options: Options | None = None,
+                 inputs: dict | None = None, overrides: dict | None = None) -> Result:
+    """Check the entry gate, initialise state, run to an ending."""
+    started = time.perf_counter()
+    run = Run(workflow, io=io, options=options, inputs=inputs)
+    for path, value in (overrides or {}).items():
+        try:
+            set_path(run.state, parse_cached(path), value)
+        except PathError as exc:
+            raise RunError(f"--set {path}: {exc}", "use a dotted path such as computed.x or flags.ready") from None
+    run.check_entry()
+    result = run.execute()
+    run.io.trace(f"Ending: {result.ending} ({result.type}) after {result.steps} steps in "
+                 f"{(time.perf_counter() - started) * 1000:.1f} ms")
+    return result

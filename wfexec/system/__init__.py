@@ -1,0 +1,1 @@
+"""The host: files written atomically and guarded, child processes."""

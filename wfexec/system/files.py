@@ -1,0 +1,84 @@
+"""Writing files so that a crash never leaves one half-written."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from glob import escape as glob_escape
+from pathlib import Path
+
+
+def write_atomic(path: str | os.PathLike, content: str | bytes, encoding: str = "utf-8") -> None:
+    """Write to a temporary file beside `path`, then rename it over `path`."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode(encoding) if isinstance(content, str) else content
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if target.exists():
+            os.chmod(tmp, target.stat().st_mode & 0o7777)
+        os.replace(tmp, target)
+        _remove_leftovers(target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _remove_leftovers(target: Path) -> None:
+    """Temporary files of earlier writes to `target` that a killed process never renamed."""
+    for leftover in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
+        try:
+            leftover.unlink()
+        except OSError:
+            pass
+
+
+def _written_absolute(raw_path) -> bool:
+    """True when the workflow spells out an absolute path itself, with nothing computed in it."""
+    return isinstance(raw_path, str) and "${" not in raw_path and os.path.isabs(os.path.expanduser(raw_path))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or os.path.commonpath([path, root]) == root
+
+
+def guarded_path(ctx, params: dict, param: str, verb: str, *, the_link_itself: bool = False) -> Path:
+    """The real path a file parameter names, for a consequence about to change it.
+
+    Refused (ActionFailed) when it leaves the working directory through `..` or
+    a symbolic link, unless the workflow itself wrote that absolute path: a
+    workflow downloaded with a skill must not reach outside the folder it was
+    run in by way of a computed value. `the_link_itself`: the action acts on a
+    symlink, not its target (delete), so the link's own folder is what counts.
+    """
+    from wfexec.types.registry import ActionFailed
+
+    shown = params[param]
+    path = ctx.resolve_file(shown)
+    if the_link_itself and os.path.islink(path):
+        real = os.path.join(os.path.realpath(path.parent), path.name)
+    else:
+        real = os.path.realpath(path)
+    if _written_absolute(ctx.call.raw.get(param)):
+        return Path(real)
+    root = os.path.realpath(ctx.cwd)
+    if _inside(real, root):
+        return Path(real)
+    lexical = os.path.normpath(os.path.abspath(path))
+    if _inside(lexical, os.path.normpath(os.path.abspath(ctx.cwd))):
+        why = "a symbolic link on the way leads out of it"
+    elif os.path.isabs(os.path.expanduser(shown)):
+        why = "the absolute path comes from a `${...}` template, not written out in the workflow"
+    else:
+        why = "the path climbs out of it through '..'"
+    raise ActionFailed(
+        f"refusing to {verb} '{shown}': it resolves to {real}, outside the working directory {root} ({why}); "
+        "run wfexec from a folder that contains it, or write that absolute path literally in the workflow",
+        "the guard keeps a downloaded workflow inside the folder it is run in")

@@ -1,0 +1,83 @@
+"""Judgement hooks: consequences that hand a prompt to the LLM backend.
+
+Each builds a prompt and sends it with `ctx.judge`, which stops the run
+(exit 4) when no backend is configured and only prints the prompt in a dry
+run. They are not idempotent: a re-run would ask the model again and may get
+another answer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wfexec.running.documents import document_prompt
+from wfexec.language.expressions import to_text
+from wfexec.types.registry import ActionFailed, TypeList
+
+TYPES = TypeList()
+
+LLM = {"effects": ("llm",), "idempotent": False}
+STORE_AS = {"type": "string", "description": "the state path to store the reply at, e.g. computed.analysis"}
+
+
+def _store(ctx, params, reply: str) -> None:
+    if params.get("store_as"):
+        ctx.set(params["store_as"], reply)
+
+
+@TYPES.consequence("invoke_pattern",
+                   {"path": {"type": "string", "description": "a markdown file, relative to the workflow's folder"},
+                    "section": {"type": "string", "description": "a heading of that file; default: all of it"},
+                    "context": {"type": "object", "description": "values given to the model with the text"},
+                    "store_as": STORE_AS},
+                   ["path"], paths=("store_as",), **LLM)
+def invoke_pattern(params, ctx):
+    """Send a markdown pattern (or one section of it) with `context` to the LLM; store the reply."""
+    doc = _pattern_file(params["path"], ctx)
+    context = params.get("context") or {}
+    if not isinstance(context, dict):
+        raise ActionFailed(f"`context` must be a mapping, got {type(context).__name__}")
+    section = params.get("section") or None
+    try:
+        prompt = document_prompt(doc, section, context)
+    except LookupError as exc:
+        raise ActionFailed(str(exc), "check `section:` against the document's headings") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ActionFailed(f"cannot read pattern '{params['path']}': {exc}") from None
+    _store(ctx, params, ctx.judge(prompt, f"invoke_pattern ({doc.name})"))
+
+
+def _pattern_file(path: str, ctx) -> Path:
+    given = Path(to_text(path)).expanduser()
+    doc = given if given.is_absolute() else ctx.workflow.base_dir / given
+    if not doc.is_file():
+        raise ActionFailed(f"pattern '{path}' does not exist (looked in {doc})",
+                           "paths are relative to the workflow file's folder")
+    return doc
+
+
+@TYPES.consequence("spawn_agent",
+                   {"subagent_type": {"type": "string"}, "prompt": {"type": "string"}, "store_as": STORE_AS,
+                    "run_in_background": {"type": "boolean", "description": "ignored: wfexec waits for the reply"}},
+                   ["subagent_type", "prompt", "store_as"], paths=("store_as",), **LLM)
+def spawn_agent(params, ctx):
+    """Give `prompt` to a sub-agent of type `subagent_type` through the LLM backend; store its reply."""
+    if params.get("run_in_background"):
+        ctx.trace("spawn_agent: run_in_background is ignored; wfexec waits for the agent's reply")
+    agent = to_text(params["subagent_type"]).strip()
+    prompt = f"You are a {agent} agent.\n\n{to_text(params['prompt'])}"
+    _store(ctx, params, ctx.judge(prompt, f"spawn_agent ({agent})"))
+
+
+@TYPES.consequence("invoke_skill",
+                   {"skill": {"type": "string"}, "args": {"type": "string"}, "store_as": STORE_AS},
+                   ["skill"], paths=("store_as",), **LLM)
+def invoke_skill(params, ctx):
+    """Ask the agent to run the skill `/skill args`; store its reply only when `store_as` is given."""
+    skill = to_text(params["skill"]).strip().lstrip("/")
+    if not skill:
+        raise ActionFailed("`skill` is empty", "name the skill to run, e.g. skill: corpus-refresh")
+    command = f"/{skill} {to_text(params.get('args', ''))}".strip()
+    prompt = (f"Run the skill `{command}` now, following its instructions, and reply with its result.\n\n"
+              f"{command}\n")
+    _store(ctx, params, ctx.judge(prompt, f"invoke_skill ({command})"))

@@ -1,0 +1,415 @@
+"""Consequences that run programs (v3 `run_command`, v2 `run_script`, `run_bash`, `run_python`).
+
+No shell ever runs: a command is an argv list, each item one argument, so a
+value from state reaches the program exactly as it is, spaces, quotes and
+`; rm -rf` included. A command written as one string is split into words the
+way a shell would split it, and only then are its `${...}` parts filled in,
+each inside its own word; pipes, redirections, `&&` and `;` do not exist
+there (write a script, or call `bash -c` explicitly in a list). When the
+author does run a shell (`[bash, -c, CODE, ...]`), `${...}` is refused inside
+CODE: values go in as arguments after it or through `env`.
+
+The program's output is captured, never printed: `store_as` keeps it and the
+trace (`--trace`) shows it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wfexec.language.expressions import Template, to_text
+from wfexec.types.registry import ActionFailed, TypeList
+from wfexec.system.subprocesses import kill_group
+
+TYPES = TypeList()
+
+DEFAULT_TIMEOUT = 300
+ERROR_LINES = 5      # lines of stderr quoted in a failure message
+TRACE_CHARS = 2000   # characters of each output stream shown in the trace
+
+ARGUMENT = {"type": ["string", "number", "boolean"]}
+SCRIPT = {"type": "string", "description": "a script file, relative to the workflow's folder, "
+                                           "else to the working directory"}
+COMMON = {
+    "args": {"type": "array", "items": ARGUMENT, "description": "arguments appended to the command"},
+    "working_directory": {"type": "string", "description": "folder to run in, relative to the working directory"},
+    "cwd": {"type": "string", "description": "same as working_directory"},
+    "env": {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
+            "description": "variables added to the environment"},
+    "venv": {"type": "string", "description": "a Python virtual environment to run in (its bin/ first on PATH)"},
+    "timeout": {"type": "number", "exclusiveMinimum": 0,
+                "description": f"seconds before the program is stopped (default {DEFAULT_TIMEOUT})"},
+    "input": {"description": "text sent to the program's standard input (a mapping or list is sent as JSON)"},
+    "allow_failure": {"type": "boolean", "description": "a non-zero exit code is not a failure"},
+    "store_as": {"type": "string", "description": "the state path to store the result at"},
+}
+INTERPRETERS = ("auto", "bash", "sh", "python", "node", "ruby")
+AUTO_INTERPRETERS = {".sh": "bash", ".bash": "bash", ".py": "python", ".js": "node", ".rb": "ruby"}
+SHELL_OPERATORS = set("|&;<>")
+SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
+_SHELL_C_OPTION = re.compile(r"^-[A-Za-z]*c[A-Za-z]*$")  # -c, -ec, -euxc...
+
+
+@dataclass
+class Completed:
+    argv: list
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def as_state(self) -> dict:
+        return {"exit_code": self.exit_code, "stdout": self.stdout, "stderr": self.stderr}
+
+
+# -- building argv ------------------------------------------------------------
+
+def _arguments(values: Any, what: str) -> list[str]:
+    """Items of a list as argv entries; an item that was one `${...}` yielding a list adds each element."""
+    if not isinstance(values, list):
+        raise ActionFailed(f"`{what}` must be a list of arguments, got {type(values).__name__}",
+                           f"write `{what}` as a YAML list: one item per argument")
+    argv = []
+    for value in values:
+        if isinstance(value, list):
+            argv.extend(to_text(v) for v in value)
+        else:
+            argv.append(to_text(value))
+    return argv
+
+
+_PLACEHOLDER = re.compile("\x00(\\d+)\x00")
+
+
+def _split_written(command: Any, ctx) -> list[str]:
+    """Split a command string as written into words, then fill each word's `${...}` parts.
+
+    Splitting before filling keeps every value inside the word it was written
+    in, so data from state can never add arguments or operators.
+    """
+    parts = command.parts if isinstance(command, Template) else (command,)
+    expressions = []
+    text = []
+    for part in parts:
+        if isinstance(part, str):
+            if "\x00" in part:
+                raise ActionFailed("the command contains a NUL character")
+            text.append(part)
+        else:
+            text.append(f"\x00{len(expressions)}\x00")
+            expressions.append(part)
+    written = "".join(text)
+    _refuse_shell_syntax(written)
+    try:
+        words = shlex.split(written)
+    except ValueError as exc:
+        raise ActionFailed(f"cannot split the command into words: {exc}",
+                           "close the quote, or write `command` as a list") from None
+    _refuse_values_in_shell_text(words)
+    argv = []
+    for word in words:
+        pieces = _PLACEHOLDER.split(word)  # literal, index, literal, index, ..., literal
+        if len(pieces) == 3 and pieces[0] == pieces[2] == "":
+            value = ctx.evaluate(expressions[int(pieces[1])])
+            argv.extend(_arguments(value, "command") if isinstance(value, list) else [to_text(value)])
+            continue
+        argv.append("".join(piece if i % 2 == 0 else to_text(ctx.evaluate(expressions[int(piece)]))
+                            for i, piece in enumerate(pieces)))
+    return argv
+
+
+def _refuse_shell_syntax(written: str) -> None:
+    lexer = shlex.shlex(written, posix=False, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        operators = [token for token in lexer if set(token) <= SHELL_OPERATORS]
+    except ValueError:
+        return  # an open quote: shlex.split reports it next
+    if operators:
+        raise ActionFailed(
+            f"the command uses shell syntax ({' '.join(dict.fromkeys(operators))}), but no shell runs it: "
+            "write it as a script (`script:`) or as an argv list",
+            "a string command is only split into words: quote an operator meant as plain text ('|'); for "
+            "pipes, redirections, `&&` or `;`, put them in a script and run it with `script:`, or write the "
+            "command as a list such as [bash, -c, 'a | b'] (never with `${...}` inside the shell text)")
+
+
+def _is_templated(word: Any) -> bool:
+    return isinstance(word, Template) or (isinstance(word, str) and "\x00" in word)
+
+
+def _shell_text(words: list) -> Any:
+    """The TEXT of `bash -c TEXT` (or sh, zsh...) when the command is a shell given code to run, else None."""
+    if not words or not isinstance(words[0], str) or os.path.basename(words[0]) not in SHELLS:
+        return None
+    runs_text = False
+    takes_value = False
+    for word in words[1:]:
+        if takes_value:
+            takes_value = False
+        elif isinstance(word, str) and word in ("-o", "+o", "-O", "+O"):
+            takes_value = True
+        elif isinstance(word, str) and len(word) > 1 and word[0] in "-+" and word != "--":
+            runs_text = runs_text or bool(_SHELL_C_OPTION.match(word))
+        else:
+            return word if runs_text else None
+    return None
+
+
+def _refuse_values_in_shell_text(words: list) -> None:
+    """A `${...}` inside shell code would run a value from state as code: the one injection no argv prevents."""
+    text = _shell_text(words)
+    if text is not None and _is_templated(text):
+        raise ActionFailed(
+            f"`${{...}}` inside the code given to `{os.path.basename(words[0])} -c` would run a value from state "
+            "as shell code: pass it as an argument after the code (bash -c 'echo \"$1\"' _ '${x}') or through "
+            "`env` (\"$NAME\" in the code)",
+            "write `$${` for a shell variable such as `$${HOME}`")
+
+
+def _command_argv(params, ctx) -> list[str]:
+    written = ctx.call.params.get("command")
+    if isinstance(written, list):
+        _refuse_values_in_shell_text(written)
+    if isinstance(written, (str, Template)) and not isinstance(params["command"], list):
+        return _split_written(written, ctx)
+    command = params["command"]
+    if isinstance(command, str):  # a value computed elsewhere (e.g. a handler calling another)
+        return _split_written(command, ctx)
+    return _arguments(command, "command")
+
+
+def _find_script(script: str, ctx) -> Path:
+    path = Path(os.path.expanduser(script))
+    if path.is_absolute():
+        candidates = [path]
+    else:
+        candidates = [ctx.workflow.base_dir / path, Path(ctx.cwd) / path]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.absolute()
+    looked = " and ".join(dict.fromkeys(str(c.parent.resolve()) for c in candidates))
+    raise ActionFailed(f"script '{script}' not found (looked in {looked})",
+                       "script paths are relative to the workflow's folder, then to the working directory")
+
+
+def _python(params, ctx) -> str:
+    venv = _venv(params, ctx)
+    if venv is None:
+        return sys.executable
+    return str(venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python"))
+
+
+def _script_argv(params, ctx, interpreter: str) -> list[str]:
+    script = _find_script(params["script"], ctx)
+    if interpreter == "auto":
+        interpreter = AUTO_INTERPRETERS.get(script.suffix.lower(), "direct")
+    if interpreter == "direct":
+        return [str(script)]
+    program = _python(params, ctx) if interpreter == "python" else interpreter
+    return [program, str(script)]
+
+
+def _argv(params, ctx, interpreter: str | None) -> list[str]:
+    has_command, has_script = "command" in params, "script" in params
+    if has_command == has_script:
+        raise ActionFailed(f"{ctx.call.type} needs exactly one of `command` "
+                           "(a program and its arguments) or `script` (a script file)")
+    if has_command:
+        if "interpreter" in params:
+            raise ActionFailed("`interpreter` applies to `script`, not to `command`",
+                               "put the interpreter first in `command`, e.g. [python, tool.py]")
+        argv = _command_argv(params, ctx)
+    else:
+        chosen = interpreter or params.get("interpreter", "auto")
+        if chosen not in INTERPRETERS:
+            raise ActionFailed(f"unknown interpreter '{chosen}'", f"use one of: {', '.join(INTERPRETERS)}")
+        argv = _script_argv(params, ctx, chosen)
+    argv += _arguments(params.get("args", []), "args")
+    if not argv or not argv[0]:
+        raise ActionFailed("the command is empty")
+    return argv
+
+
+# -- running ----------------------------------------------------------------
+
+def _venv(params, ctx) -> Path | None:
+    if "venv" not in params:
+        return None
+    venv = ctx.resolve_file(params["venv"])
+    if not (venv / "pyvenv.cfg").is_file():
+        raise ActionFailed(f"'{params['venv']}' is not a Python virtual environment (no pyvenv.cfg)",
+                           "create it with `python -m venv`, or fix the path")
+    return venv
+
+
+def _environment(params, ctx) -> dict:
+    env = dict(os.environ)
+    venv = _venv(params, ctx)
+    if venv is not None:
+        env["VIRTUAL_ENV"] = str(venv)
+        env["PATH"] = str(venv / ("Scripts" if os.name == "nt" else "bin")) + os.pathsep + env.get("PATH", "")
+        env.pop("PYTHONHOME", None)
+    extra = params.get("env", {})
+    if not isinstance(extra, dict):
+        raise ActionFailed(f"`env` must be a mapping of variable names to values, got {type(extra).__name__}")
+    env.update({str(name): to_text(value) for name, value in extra.items()})
+    return env
+
+
+def _working_directory(params, ctx) -> Path:
+    given = params.get("working_directory", params.get("cwd"))
+    if given is None:
+        return Path(ctx.cwd)
+    folder = ctx.resolve_file(given)
+    if not folder.is_dir():
+        raise ActionFailed(f"working directory '{given}' does not exist or is not a folder")
+    return folder
+
+
+def _timeout(params) -> float:
+    value = params.get("timeout", DEFAULT_TIMEOUT)
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = 0
+    if seconds <= 0:
+        raise ActionFailed(f"`timeout` must be a positive number of seconds, got {value!r}")
+    return seconds
+
+
+def _shown(argv: list[str], limit: int = 120) -> str:
+    text = shlex.join(argv)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _start(argv: list[str], cwd: Path, env: dict, has_input: bool) -> subprocess.Popen:
+    try:
+        return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if has_input else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
+                                errors="replace", start_new_session=True)
+    except FileNotFoundError:
+        program = argv[0]
+        if os.path.isfile(os.path.join(cwd, program)):  # it exists, so the missing file is its #! interpreter
+            raise ActionFailed(f"cannot run '{program}': the interpreter named on its #! line was not found",
+                               "fix the #! line, or set `interpreter`") from None
+        if os.sep in program or (os.altsep and os.altsep in program):
+            raise ActionFailed(f"'{program}' not found", "check the path") from None
+        raise ActionFailed(f"command '{program}' not found on PATH", "install it, or give its full path") from None
+    except PermissionError:
+        raise ActionFailed(f"'{argv[0]}' is not executable",
+                           "make it executable (chmod +x), or set `interpreter`") from None
+    except OSError as exc:
+        raise ActionFailed(f"cannot run '{argv[0]}': {exc.strerror or exc}",
+                           "a script run directly needs a #! line; or set `interpreter`") from None
+
+
+def _trace_output(ctx, name: str, text: str) -> None:
+    if text:
+        shown = text if len(text) <= TRACE_CHARS else "…" + text[-TRACE_CHARS:]
+        ctx.trace(f"  {name}:\n" + "\n".join(f"    {line}" for line in shown.rstrip("\n").splitlines()))
+
+
+def _execute(argv: list[str], params, ctx) -> Completed:
+    cwd = _working_directory(params, ctx)
+    env = _environment(params, ctx)
+    timeout = _timeout(params)
+    stdin = params.get("input")
+    text_in = None if stdin is None else to_text(stdin)
+    ctx.trace(f"  $ {_shown(argv)}" + (f"   (in {cwd})" if cwd != Path(ctx.cwd) else ""))
+    with _start(argv, cwd, env, text_in is not None) as process:
+        try:
+            stdout, stderr = process.communicate(text_in, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(process)
+            try:
+                stdout, stderr = process.communicate(timeout=5)
+            except subprocess.TimeoutExpired:  # something left the process group and holds the pipes
+                stdout, stderr = "", ""
+            _trace_output(ctx, "stdout", stdout)
+            _trace_output(ctx, "stderr", stderr)
+            unit = "second" if timeout == 1 else "seconds"
+            raise ActionFailed(f"`{_shown(argv)}` did not finish within {timeout:g} {unit} and was stopped",
+                               "raise `timeout:` (seconds) if it needs longer") from None
+        except BaseException:  # Ctrl-C included: never leave the program running behind us
+            kill_group(process)
+            raise
+    ctx.trace(f"  exit code {process.returncode}")
+    _trace_output(ctx, "stdout", stdout)
+    _trace_output(ctx, "stderr", stderr)
+    return Completed(argv, process.returncode, stdout, stderr)
+
+
+def _last_lines(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[-ERROR_LINES:])
+
+
+def _check_exit(completed: Completed, params) -> None:
+    code = completed.exit_code
+    if code == 0 or params.get("allow_failure", False):
+        return
+    how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+    tail = _last_lines(completed.stderr) or _last_lines(completed.stdout)
+    raise ActionFailed(f"`{_shown(completed.argv)}` {how}" + (f":\n{tail}" if tail else " (no output)"),
+                       "set `allow_failure: true` to treat a non-zero exit as data")
+
+
+def _run(params, ctx, interpreter: str | None = None) -> Completed:
+    return _execute(_argv(params, ctx, interpreter), params, ctx)
+
+
+# -- the types ----------------------------------------------------------------
+
+@TYPES.consequence("run_command", {
+    "command": {"type": ["array", "string"], "items": ARGUMENT,
+                "description": "the program and its arguments as a list (a string is split into words; "
+                               "no shell runs it)"},
+    "script": SCRIPT,
+    "interpreter": {"enum": list(INTERPRETERS), "description": "for `script`; auto picks by extension"},
+    **COMMON,
+}, [], paths=("store_as",), effects=("process",), idempotent=False)
+def run_command(params, ctx):
+    """Run a program (`command`: argv list) or a `script` without a shell; `store_as` gets exit_code/stdout/stderr."""
+    completed = _run(params, ctx)
+    if "store_as" in params:
+        ctx.set(params["store_as"], completed.as_state())
+    _check_exit(completed, params)
+
+
+def _run_v2(params, ctx, interpreter: str) -> None:
+    """The v2 script types store the trimmed standard output, as blueprint-lib v2 defined them."""
+    completed = _run(params, ctx, interpreter)
+    if "store_as" in params:
+        ctx.set(params["store_as"], completed.stdout.strip())
+    _check_exit(completed, params)
+
+
+V2_PARAMS = {"script": SCRIPT, **COMMON}
+
+
+@TYPES.consequence("run_script", V2_PARAMS, ["script"], paths=("store_as",), effects=("process",),
+                   idempotent=False)
+def run_script(params, ctx):
+    """v2: run a script file, interpreter by extension; `store_as` keeps its trimmed stdout."""
+    _run_v2(params, ctx, "auto")
+
+
+@TYPES.consequence("run_bash", V2_PARAMS, ["script"], paths=("store_as",), effects=("process",),
+                   idempotent=False)
+def run_bash(params, ctx):
+    """v2: run a script file with bash; `store_as` keeps its trimmed stdout."""
+    _run_v2(params, ctx, "bash")
+
+
+@TYPES.consequence("run_python", V2_PARAMS, ["script"], paths=("store_as",), effects=("process",),
+                   idempotent=False)
+def run_python(params, ctx):
+    """v2: run a Python script file (in `venv` if given); `store_as` keeps its trimmed stdout."""
+    _run_v2(params, ctx, "python")

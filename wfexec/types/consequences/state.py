@@ -1,0 +1,136 @@
+"""Consequences that change the run state (seed names and v3 `mutate_state`)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from datetime import datetime, timezone
+
+from wfexec.types.registry import ActionFailed, TypeList
+from wfexec.running.state import snapshot_for_checkpoint
+
+TYPES = TypeList()
+
+FIELD = {"type": "string", "description": "a state path from the root, e.g. computed.result or config"}
+STORE_AS = {"type": "string", "description": "the state path to store the result at, e.g. computed.sha"}
+
+
+@TYPES.consequence("set_flag", {"flag": {"type": "string"}, "value": {"type": "boolean"}}, ["flag"])
+def set_flag(params, ctx):
+    """Set `flags.<flag>` to `value` (default true)."""
+    ctx.set(("flags",) + ctx.path(params["flag"]), bool(params.get("value", True)))
+
+
+@TYPES.consequence("set_state", {"field": FIELD, "value": {}}, ["field", "value"], paths=("field",))
+def set_state(params, ctx):
+    """Set the value at `field`; a value that is one `${...}` keeps its type."""
+    ctx.set(params["field"], params["value"])
+
+
+@TYPES.consequence("append_state", {"field": FIELD, "value": {}}, ["field", "value"], paths=("field",))
+def append_state(params, ctx):
+    """Append `value` to the list at `field` (created when missing)."""
+    current = ctx.get(params["field"])
+    if current is None:
+        current = []
+    elif not isinstance(current, list):
+        raise ActionFailed(f"`{params['field']}` holds {type(current).__name__}, not a list; cannot append")
+    ctx.set(params["field"], current + [params["value"]])
+
+
+@TYPES.consequence("clear_state", {"field": FIELD}, ["field"], paths=("field",))
+def clear_state(params, ctx):
+    """Set the value at `field` to null."""
+    ctx.set(params["field"], None)
+
+
+@TYPES.consequence("merge_state", {"field": FIELD, "value": {"type": "object"}}, ["field", "value"],
+                   paths=("field",))
+def merge_state(params, ctx):
+    """Shallow-merge the mapping `value` into the mapping at `field`."""
+    current = ctx.get(params["field"])
+    if current is None:
+        current = {}
+    if not isinstance(current, dict) or not isinstance(params["value"], dict):
+        raise ActionFailed(f"merge_state needs mappings on both sides (`{params['field']}` holds "
+                           f"{type(current).__name__})")
+    ctx.set(params["field"], {**current, **params["value"]})
+
+
+_MUTATORS = {"set": set_state, "append": append_state, "clear": clear_state, "merge": merge_state}
+
+
+@TYPES.consequence("mutate_state", {"operation": {"enum": ["set", "append", "clear", "merge"]}, "field": FIELD,
+                                    "value": {}}, ["operation", "field"], paths=("field",))
+def mutate_state(params, ctx):
+    """v3: set, append, clear or merge at `field`."""
+    operation = params["operation"]
+    if operation != "clear" and "value" not in params:
+        raise ActionFailed(f"mutate_state {operation} needs a `value`")
+    _MUTATORS[operation](params, ctx)
+
+
+@TYPES.consequence("evaluate", {"expression": {"type": ["string", "boolean"]}, "set_flag": {"type": "string"},
+                                "store_as": STORE_AS},
+                   ["expression"], expressions=("expression",), paths=("store_as",))
+def evaluate(params, ctx):
+    """Evaluate a boolean expression into `flags.<set_flag>` (and/or `store_as`)."""
+    if "set_flag" not in params and "store_as" not in params:
+        raise ActionFailed("evaluate needs `set_flag` or `store_as` to keep its result")
+    value = bool(ctx.evaluate(params["expression"]))
+    if "set_flag" in params:
+        ctx.set(("flags",) + ctx.path(params["set_flag"]), value)
+    if "store_as" in params:
+        ctx.set(params["store_as"], value)
+
+
+@TYPES.consequence("compute", {"expression": {"type": ["string", "boolean", "number"]}, "store_as": STORE_AS},
+                   ["expression", "store_as"], expressions=("expression",), paths=("store_as",))
+def compute(params, ctx):
+    """Evaluate an expression and store its value (any type) at `store_as`."""
+    ctx.set(params["store_as"], ctx.evaluate(params["expression"]))
+
+
+@TYPES.consequence("set_timestamp", {"store_as": STORE_AS, "format": {"type": "string",
+                                                                      "description": "strftime format; default ISO-8601 UTC"}},
+                   ["store_as"], paths=("store_as",), idempotent=False)
+def set_timestamp(params, ctx):
+    """Store the current UTC time (ISO-8601, or `format` as strftime)."""
+    now = datetime.now(timezone.utc)
+    fmt = params.get("format")
+    ctx.set(params["store_as"], now.strftime(fmt) if fmt else now.isoformat(timespec="seconds").replace("+00:00", "Z"))
+
+
+@TYPES.consequence("compute_hash", {"from": {"description": "a value, or a state path"}, "content": {},
+                                    "store_as": STORE_AS}, ["store_as"], paths=("store_as",))
+def compute_hash(params, ctx):
+    """Store `sha256:<hex>` of a value (`content`, or the value at the path `from`)."""
+    if "content" in params:
+        value = params["content"]
+    elif "from" in params:
+        source = params["from"]
+        value = ctx.get(source) if isinstance(source, str) else source
+    else:
+        raise ActionFailed("compute_hash needs `from` (a state path) or `content`")
+    data = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    ctx.set(params["store_as"], "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest())
+
+
+@TYPES.consequence("create_checkpoint", {"name": {"type": "string"}}, ["name"])
+def create_checkpoint(params, ctx):
+    """Save a deep copy of the state (without history and checkpoints) as `checkpoints.<name>`."""
+    ctx.set(("checkpoints", params["name"]), snapshot_for_checkpoint(ctx.state))
+
+
+@TYPES.consequence("rollback_checkpoint", {"name": {"type": "string"}}, ["name"])
+def rollback_checkpoint(params, ctx):
+    """Restore the state saved by create_checkpoint (files are not rolled back)."""
+    saved = ctx.state.get("checkpoints", {}).get(params["name"])
+    if saved is None:
+        known = ", ".join(ctx.state.get("checkpoints", {})) or "none"
+        raise ActionFailed(f"no checkpoint named '{params['name']}' (checkpoints: {known})")
+    restored = copy.deepcopy(saved)
+    restored["checkpoints"] = ctx.state["checkpoints"]
+    restored["history"] = ctx.state.get("history", [])
+    ctx.replace_state(restored)

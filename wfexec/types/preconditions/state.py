@@ -1,0 +1,99 @@
+"""Preconditions over the run state (seed names and v3 `state_check`)."""
+
+from __future__ import annotations
+
+from wfexec.types.registry import TypeList
+
+TYPES = TypeList()
+
+FIELD = {"type": "string", "description": "a state path, e.g. computed.result or flags.ready"}
+_MISSING = object()
+
+
+def _sized(value) -> int:
+    try:
+        return len(value)
+    except TypeError:
+        return 0 if value is None else 1
+
+
+@TYPES.precondition("flag_set", {"flag": {"type": "string"}}, ["flag"])
+def flag_set(params, ctx):
+    """True when `flags.<flag>` is true."""
+    return ctx.get(("flags",) + ctx.path(params["flag"])) is True
+
+
+@TYPES.precondition("flag_not_set", {"flag": {"type": "string"}}, ["flag"])
+def flag_not_set(params, ctx):
+    """True when `flags.<flag>` is false or missing."""
+    return ctx.get(("flags",) + ctx.path(params["flag"])) is not True
+
+
+@TYPES.precondition("state_equals", {"field": FIELD, "value": {}}, ["field", "value"], paths=("field",))
+def state_equals(params, ctx):
+    """True when the value at `field` equals `value`."""
+    return ctx.get(params["field"]) == params["value"]
+
+
+@TYPES.precondition("state_not_null", {"field": FIELD}, ["field"], paths=("field",))
+def state_not_null(params, ctx):
+    """True when `field` holds a value (not null, not missing)."""
+    return ctx.get(params["field"]) is not None
+
+
+@TYPES.precondition("state_is_null", {"field": FIELD}, ["field"], paths=("field",))
+def state_is_null(params, ctx):
+    """True when `field` is null or missing."""
+    return ctx.get(params["field"]) is None
+
+
+@TYPES.precondition("count_equals", {"field": FIELD, "count": {"type": "integer", "minimum": 0}},
+                    ["field", "count"], paths=("field",))
+def count_equals(params, ctx):
+    """True when the list, mapping or string at `field` has exactly `count` items."""
+    return _sized(ctx.get(params["field"])) == params["count"]
+
+
+@TYPES.precondition("count_above", {"field": FIELD, "min": {"type": "integer"}}, ["field", "min"], paths=("field",))
+def count_above(params, ctx):
+    """True when `field` has more than `min` items."""
+    return _sized(ctx.get(params["field"])) > params["min"]
+
+
+@TYPES.precondition("count_below", {"field": FIELD, "max": {"type": "integer"}}, ["field", "max"], paths=("field",))
+def count_below(params, ctx):
+    """True when `field` has fewer than `max` items."""
+    return _sized(ctx.get(params["field"])) < params["max"]
+
+
+@TYPES.precondition("evaluate_expression", {"expression": {"type": ["string", "boolean"],
+                                                            "description": "a Jinja2 expression over the state"}},
+                    ["expression"], expressions=("expression",))
+def evaluate_expression(params, ctx):
+    """True when the expression is truthy."""
+    return bool(ctx.evaluate(params["expression"]))
+
+
+@TYPES.precondition("state_check", {
+    "field": FIELD,
+    # `true`/`false` unquoted are YAML booleans: accepted as the operators they spell.
+    "operator": {"enum": ["equals", "not_equals", "null", "not_null", "true", "false", True, False]},
+    "value": {},
+}, ["field", "operator"], paths=("field",))
+def state_check(params, ctx):
+    """v3: compare the value at `field` (equals, not_equals, null, not_null, true, false)."""
+    value = ctx.get(params["field"])
+    operator = params["operator"]
+    if isinstance(operator, bool):
+        operator = "true" if operator else "false"
+    if operator == "equals":
+        return value == params.get("value")
+    if operator == "not_equals":
+        return value != params.get("value")
+    if operator == "null":
+        return value is None
+    if operator == "not_null":
+        return value is not None
+    if operator == "true":
+        return value is True
+    return value is not True  # "false": missing counts as false

@@ -1,0 +1,227 @@
+"""Registries of precondition and consequence types.
+
+A type is a handler function plus a JSON Schema for its parameters plus a
+one-line doc. Built-in types and plugins arrive the same way: through the
+entry-point groups `wfexec.preconditions` and `wfexec.consequences`, each entry
+naming a module with a `TYPES` list (a `TypeList`), a single `TypeSpec`, or a
+list of them. A plugin package needs nothing else:
+
+    # myplugin/types.py
+    from wfexec.types import TypeList
+    TYPES = TypeList()
+
+    @TYPES.consequence("say_hello", params={"name": {"type": "string"}}, required=["name"])
+    def say_hello(params, ctx):
+        "Print a greeting."
+        ctx.io.print(f"hello {params['name']}")
+
+    # pyproject.toml
+    [project.entry-points."wfexec.consequences"]
+    myplugin = "myplugin.types"
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from wfexec.language.diagnostics import did_you_mean
+
+PRECONDITION = "precondition"
+CONSEQUENCE = "consequence"
+ENTRY_POINT_GROUPS = {PRECONDITION: "wfexec.preconditions", CONSEQUENCE: "wfexec.consequences"}
+
+# What a type may touch outside the run state. A dry run and a side-effect
+# report are computed from these without running anything.
+EFFECTS = ("files", "process", "network", "git", "llm", "display")
+
+# Parameter slots whose value is a list of calls compiled recursively.
+NESTED_PRECONDITIONS = "preconditions"   # list of precondition objects
+NESTED_PRECONDITION = "precondition"     # one precondition object
+NESTED_CONSEQUENCES = "consequences"     # list of consequence objects
+
+
+# A call inside a call (composites, foreach) before its own type is known.
+LOOSE_CALL = {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}}}
+
+
+class ActionFailed(Exception):
+    """Raised by a consequence handler: the action failed, the node routes `on_failure`."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class TypeSpec:
+    kind: str
+    name: str
+    handler: Callable[[dict, Any], Any]
+    params: dict = field(default_factory=dict)
+    required: tuple = ()
+    doc: str = ""
+    effects: tuple = ()
+    idempotent: bool = True
+    expressions: tuple = ()      # params compiled as expressions (`expression:` fields)
+    raw: tuple = ()              # params passed as written, never interpolated
+    nested: dict = field(default_factory=dict)  # param → NESTED_* kind
+    paths: tuple = ()            # params that are state paths, checked at load
+    example: dict | None = None
+    source: str = "builtin"
+
+    def parameter_schema(self) -> dict:
+        """The JSON Schema an object of this type must satisfy (including `type`)."""
+        properties: dict[str, Any] = {"type": {"const": self.name}, "description": {"type": "string"}}
+        if self.kind == PRECONDITION:
+            properties["error_message"] = {"type": "string"}
+        for name, schema in self.params.items():
+            properties[name] = _allow_template(schema) if name not in self.raw else schema
+        return {
+            "type": "object",
+            "description": self.doc,
+            "properties": properties,
+            "required": ["type", *self.required],
+            "patternProperties": {"^x-": {}},
+            "additionalProperties": False,
+        }
+
+
+TEMPLATE_PATTERN = r"^\s*\$\{.*\}\s*$"
+
+
+def _allow_template(schema: dict) -> dict:
+    """A parameter of any type may be given as one `${...}` that yields it at run time."""
+    if schema.get("type") == "string" and "enum" not in schema:
+        return schema
+    return {"anyOf": [schema, {"type": "string", "pattern": TEMPLATE_PATTERN}],
+            **({"description": schema["description"]} if "description" in schema else {})}
+
+
+def _first_line(text: str | None) -> str:
+    return (inspect.cleandoc(text).splitlines() or [""])[0] if text else ""
+
+
+class TypeList(list):
+    """A module's list of types, filled by the decorators below."""
+
+    def _add(self, kind: str, name: str, params: dict | None, required: Iterable[str], **options):
+        def decorate(fn):
+            spec = TypeSpec(kind=kind, name=name, handler=fn, params=dict(params or {}),
+                            required=tuple(required), doc=options.pop("doc", None) or _first_line(fn.__doc__),
+                            source=fn.__module__, **options)
+            self.append(spec)
+            return fn
+
+        return decorate
+
+    def precondition(self, name: str, params: dict | None = None, required: Iterable[str] = (), **options):
+        return self._add(PRECONDITION, name, params, required, **options)
+
+    def consequence(self, name: str, params: dict | None = None, required: Iterable[str] = (), **options):
+        return self._add(CONSEQUENCE, name, params, required, **options)
+
+
+class Registry:
+    """name → TypeSpec for one kind, with parameter validators compiled once."""
+
+    def __init__(self, kind: str, specs: Iterable[TypeSpec] = ()):
+        self.kind = kind
+        self._specs: dict[str, TypeSpec] = {}
+        self._validators: dict[str, Any] = {}
+        self.problems: list[str] = []
+        for spec in specs:
+            self.register(spec)
+
+    def register(self, spec: TypeSpec) -> None:
+        if spec.kind != self.kind:
+            raise ValueError(f"{spec.name} is a {spec.kind}, not a {self.kind}")
+        if spec.name in self._specs and self._specs[spec.name].source != spec.source:
+            self.problems.append(f"{self.kind} type '{spec.name}' from {spec.source} replaces the one from "
+                                 f"{self._specs[spec.name].source}")
+        self._specs[spec.name] = spec
+        self._validators.pop(spec.name, None)
+
+    def get(self, name: str) -> TypeSpec | None:
+        return self._specs.get(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._specs
+
+    def names(self) -> list[str]:
+        return sorted(self._specs)
+
+    def specs(self) -> list[TypeSpec]:
+        return [self._specs[n] for n in self.names()]
+
+    def suggest(self, name: str) -> str:
+        return did_you_mean(name, self._specs)
+
+    def validator(self, name: str):
+        validator = self._validators.get(name)
+        if validator is None:
+            from wfexec.language.jsonschemas import SchemaCheck, inline_refs
+
+            # Nested calls are checked one by one against their own types, later.
+            schema = inline_refs(self._specs[name].parameter_schema(),
+                                 {"precondition": LOOSE_CALL, "consequence": LOOSE_CALL})
+            validator = SchemaCheck(schema)
+            self._validators[name] = validator
+        return validator
+
+
+def _specs_from(obj: Any) -> list[TypeSpec]:
+    if isinstance(obj, TypeSpec):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [s for item in obj for s in _specs_from(item)]
+    types = getattr(obj, "TYPES", None)
+    if types is not None:
+        return _specs_from(types)
+    raise TypeError(f"{obj!r} is not a TypeSpec, a list of them, or a module with TYPES")
+
+
+_registries: dict[str, Registry] = {}
+
+
+def _builtin_modules(kind: str):
+    if kind == PRECONDITION:
+        from wfexec.types import preconditions as module
+    else:
+        from wfexec.types import consequences as module
+    return module
+
+
+def load_registry(kind: str) -> Registry:
+    """The registry of one kind: built-ins, then every installed plugin."""
+    registry = _registries.get(kind)
+    if registry is not None:
+        return registry
+    from importlib.metadata import entry_points
+
+    registry = Registry(kind, _specs_from(_builtin_modules(kind)))
+    builtin_module = _builtin_modules(kind).__name__
+    for ep in entry_points(group=ENTRY_POINT_GROUPS[kind]):
+        if ep.value.split(":")[0] == builtin_module:
+            continue  # the built-ins, already loaded above even when wfexec is not installed
+        try:
+            specs = _specs_from(ep.load())
+        except Exception as exc:  # a broken plugin must not break every workflow
+            registry.problems.append(f"plugin '{ep.name}' ({ep.value}) could not be loaded: {exc}")
+            continue
+        # One module may hold both kinds and be named in both entry-point groups.
+        for spec in specs:
+            if spec.kind == kind:
+                registry.register(spec)
+    _registries[kind] = registry
+    return registry
+
+
+def preconditions() -> Registry:
+    return load_registry(PRECONDITION)
+
+
+def consequences() -> Registry:
+    return load_registry(CONSEQUENCE)
