@@ -29,6 +29,17 @@ class Captured:
         return self.out.getvalue()
 
 
+def compat_root() -> Path:
+    """The real hiivmind-corpus trees (MIT), beside the project as CI has them; `WFEXEC_COMPAT` overrides.
+
+    A user's clone has no `../shared`: tests that need the real files skip and say why.
+    """
+    root = Path(os.environ.get("WFEXEC_COMPAT", ROOT.parent / "shared" / "compat"))
+    if not (root / "hiivmind-corpus").is_dir():
+        pytest.skip(f"{root} is not here (a user's clone): these tests need the real hiivmind-corpus files")
+    return root
+
+
 @pytest.fixture(autouse=True)
 def private_run_store(tmp_path, monkeypatch):
     """Every test's runs (in-process and in subprocesses) go to its own store, never the repository's."""
