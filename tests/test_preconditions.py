@@ -31,6 +31,11 @@ def check(condition: dict, tmp_path) -> bool:
 def files(tmp_path):
     (tmp_path / "notes.txt").write_text("release 1.2.0 notes\n")
     (tmp_path / "folder").mkdir()
+    # A corpus whose index is still init's placeholder, with one source cloned.
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "config.yaml").write_text("corpus: {name: docs}\nsources:\n  - {id: main, type: git}\n")
+    (tmp_path / "data" / "index.md").write_text("# Index\n\nRun hiivmind-corpus-build to fill it.\n")
+    (tmp_path / ".source" / "main").mkdir(parents=True)
     return tmp_path
 
 
@@ -45,6 +50,19 @@ CASES = [
     ({"type": "tool_available", "tool": "sh"}, {"type": "tool_available", "tool": "no-such-tool-wfexec"}),
     ({"type": "tool_check", "tool": "git", "capability": "version_gte", "args": {"min_version": "1.0"}},
      {"type": "tool_check", "tool": "git", "capability": "version_gte", "args": {"min_version": "999.0"}}),
+    ({"type": "tool_check", "tool": "sh", "capability": "authenticated"},
+     {"type": "tool_check", "tool": "no-such-tool-wfexec", "capability": "daemon_ready"}),
+    ({"type": "tool_version_gte", "tool": "git", "min_version": "1.0"},
+     {"type": "tool_version_gte", "tool": "git", "min_version": "999.0"}),
+    ({"type": "tool_authenticated", "tool": "sh"}, {"type": "tool_authenticated", "tool": "no-such-tool-wfexec"}),
+    ({"type": "tool_daemon_ready", "tool": "sh"}, {"type": "tool_daemon_ready", "tool": "no-such-tool-wfexec"}),
+    ({"type": "config_exists"}, {"type": "config_exists", "path": "folder/config.yaml"}),
+    ({"type": "index_exists"}, {"type": "index_exists", "path": "folder/config.yaml"}),
+    ({"type": "index_is_placeholder"}, {"type": "index_is_placeholder", "path": "folder/config.yaml"}),
+    ({"type": "source_exists", "id": "main"}, {"type": "source_exists", "id": "other"}),
+    ({"type": "source_cloned", "id": "main"}, {"type": "source_cloned", "id": "../folder"}),
+    ({"type": "source_check", "source_id": "main", "aspect": "exists"},
+     {"type": "source_check", "source_id": "other", "aspect": "cloned"}),
     ({"type": "python_module_available", "module": "json"},
      {"type": "python_module_available", "module": "no_such_module_wfexec"}),
     ({"type": "flag_set", "flag": "ready"}, {"type": "flag_set", "flag": "off"}),
@@ -88,7 +106,11 @@ def test_each_precondition_is_true_and_false_when_it_should_be(true_condition, f
 def test_every_built_in_precondition_is_covered_here():
     from wfexec.types.registry import preconditions
 
-    covered = {c[0]["type"] for c in CASES} | {"network_available"}
+    # Tested in their own files: network_available below; source_has_updates (tests/test_preconditions_corpus_tools.py) and the
+    # log_* preconditions (tests/consequences/test_runlog.py) need a real upstream or a run log made first.
+    elsewhere = {"network_available", "source_has_updates", "log_initialized", "log_finalized", "log_level_enabled",
+                 "log_state"}
+    covered = {c[0]["type"] for c in CASES} | elsewhere
     assert set(preconditions().names()) - covered == set()
 
 

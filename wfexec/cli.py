@@ -260,12 +260,19 @@ def _store_command(body) -> int:
 @app.command()
 def schema(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    plugins: bool = typer.Option(False, "--plugins", help="Also include the types of installed plugins."),
 ):
-    """Print the workflow JSON Schema, with every registered type's parameters."""
-    from wfexec.types.registry import consequences, preconditions
+    """Print the workflow JSON Schema, with every built-in (and with --plugins, plugin) type's parameters."""
+    from wfexec.types.registry import BUILTIN_PACKAGE, Registry, consequences, preconditions
     from wfexec.language.schema import published_schema
 
-    text = json.dumps(published_schema(preconditions(), consequences()), indent=2, ensure_ascii=False) + "\n"
+    def published(registry):
+        if plugins:
+            return registry
+        return Registry(registry.kind, [s for s in registry.specs() if s.package == BUILTIN_PACKAGE])
+
+    text = json.dumps(published_schema(published(preconditions()), published(consequences())),
+                      indent=2, ensure_ascii=False) + "\n"
     if output:
         from wfexec.system.files import write_atomic
 
@@ -285,21 +292,21 @@ def types(
     kind: Kind = typer.Option(Kind.all, "--kind", help="precondition, consequence or all."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
 ):
-    """List every registered precondition and consequence type."""
+    """List every registered precondition and consequence type, and the package each comes from."""
     from wfexec.types.registry import consequences, preconditions
 
     registries = [r for r in (preconditions(), consequences()) if kind in (Kind.all, r.kind)]
     if format == OutputFormat.json:
         _print_json([{"kind": s.kind, "name": s.name, "doc": s.doc, "parameters": s.params,
                       "required": list(s.required), "effects": list(s.effects), "idempotent": s.idempotent,
-                      "source": s.source} for r in registries for s in r.specs()])
+                      "source": s.source, "package": s.package} for r in registries for s in r.specs()])
         return
     for registry in registries:
         typer.echo(f"{registry.kind}s:")
         for spec in registry.specs():
             params = ", ".join(p + ("*" if p in spec.required else "") for p in spec.params)
             effects = f" [{', '.join(spec.effects)}]" if spec.effects else ""
-            typer.echo(f"  {spec.name}({params}){effects}\n      {spec.doc}")
+            typer.echo(f"  {spec.name}({params}){effects}  from {spec.package}\n      {spec.doc}")
         for problem in registry.problems:
             typer.echo(f"  warning: {problem}", err=True)
     typer.echo("(* required)")

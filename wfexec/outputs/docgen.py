@@ -247,7 +247,9 @@ def _registries(include_plugins: bool):
 
 
 def _is_builtin(spec) -> bool:
-    return spec.source == "builtin" or spec.source.startswith("wfexec.")
+    from wfexec.types.registry import BUILTIN_PACKAGE
+
+    return spec.package == BUILTIN_PACKAGE
 
 
 def type_context(kind: str, specs: list) -> dict:
@@ -260,7 +262,7 @@ def type_context(kind: str, specs: list) -> dict:
                            "required": name in spec.required,
                            "description": (schema.get("description", "") if isinstance(schema, dict) else "")})
         entries.append({"name": spec.name, "doc": spec.doc, "params": params, "effects": list(spec.effects),
-                        "idempotent": spec.idempotent, "source": None if _is_builtin(spec) else spec.source,
+                        "idempotent": spec.idempotent, "source": None if _is_builtin(spec) else spec.package,
                         "example": [example_for(spec)]})
     return {"kind": kind, "types": entries}
 

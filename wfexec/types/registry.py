@@ -23,7 +23,7 @@ list of them. A plugin package needs nothing else:
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from wfexec.language.diagnostics import did_you_mean
@@ -31,6 +31,7 @@ from wfexec.language.diagnostics import did_you_mean
 PRECONDITION = "precondition"
 CONSEQUENCE = "consequence"
 ENTRY_POINT_GROUPS = {PRECONDITION: "wfexec.preconditions", CONSEQUENCE: "wfexec.consequences"}
+BUILTIN_PACKAGE = "wfexec"
 
 # What a type may touch outside the run state. A dry run and a side-effect
 # report are computed from these without running anything.
@@ -71,6 +72,7 @@ class TypeSpec:
     paths: tuple = ()            # params that are state paths, checked at load
     example: dict | None = None
     source: str = "builtin"
+    package: str = BUILTIN_PACKAGE  # the distribution whose entry point registered it
 
     def parameter_schema(self) -> dict:
         """The JSON Schema an object of this type must satisfy (including `type`)."""
@@ -211,10 +213,11 @@ def load_registry(kind: str) -> Registry:
         except Exception as exc:  # a broken plugin must not break every workflow
             registry.problems.append(f"plugin '{ep.name}' ({ep.value}) could not be loaded: {exc}")
             continue
+        package = ep.dist.name if ep.dist is not None else ep.value.split(".")[0]
         # One module may hold both kinds and be named in both entry-point groups.
         for spec in specs:
             if spec.kind == kind:
-                registry.register(spec)
+                registry.register(replace(spec, package=package))
     _registries[kind] = registry
     return registry
 

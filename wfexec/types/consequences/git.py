@@ -119,6 +119,14 @@ def _git_in(folder: Path, args: list[str], timeout: float, where: str = "") -> s
     return _run_git(args, cwd=folder, timeout=timeout, ceiling=_ceiling(folder), where=where)
 
 
+GIT_FETCH_TIMEOUT = 60  # a precondition waits this long for the network before answering "cannot tell"
+
+
+def git_output(folder: Path, args: list[str], timeout: float = DEFAULT_TIMEOUT) -> str:
+    """stdout of `git args` run in the repository `folder` (never one above it); ActionFailed on any failure."""
+    return _git_in(folder, args, timeout)
+
+
 def _commit_sha(folder: Path, ref: str, repo_path: str, timeout: float) -> str:
     if ref.startswith("-"):
         raise ActionFailed(f"'{ref}' is not a ref (it starts with '-')")

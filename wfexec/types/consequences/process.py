@@ -413,3 +413,56 @@ def run_bash(params, ctx):
 def run_python(params, ctx):
     """v2: run a Python script file (in `venv` if given); `store_as` keeps its trimmed stdout."""
     _run_v2(params, ctx, "python")
+
+
+# -- shell text with values kept as data (bash_check, bash_exec, install_tool) --
+
+SHELL_VALUE_PREFIX = "WFEXEC_V"
+
+
+def shell_text_with_values(written: Any, ctx) -> tuple[str, dict]:
+    """`bash -c` code from shell text written with `${...}` in it, and the environment holding the values.
+
+    Each `${expr}` becomes a reference to an environment variable that holds
+    its value, quoted for where it stands (outside quotes, inside "..." or
+    inside '...'), so a value is always data: a path holding `'; rm -rf ~`
+    reaches the shell as those characters, never as code.
+    """
+    from wfexec.language.expressions import compile_value
+
+    compiled = compile_value(written) if isinstance(written, str) else written
+    parts = compiled.parts if isinstance(compiled, Template) else (to_text(compiled),)
+    text: list[str] = []
+    values: dict[str, str] = {}
+    quote = ""        # "", "'" or '"': the quoting in force where the text has got to
+    escaped = False
+    for part in parts:
+        if isinstance(part, str):
+            for char in part:
+                text.append(char)
+                if escaped:
+                    escaped = False
+                elif char == "\\" and quote != "'":
+                    escaped = True
+                elif char in "'\"" and quote in ("", char):
+                    quote = "" if quote == char else char
+            continue
+        name = f"{SHELL_VALUE_PREFIX}{len(values) + 1}"
+        values[name] = to_text(ctx.evaluate(part))
+        reference = {"": f'"${{{name}}}"', '"': f"${{{name}}}", "'": f"'\"${{{name}}}\"'"}[quote]
+        text.append(reference)
+    return "".join(text), values
+
+
+def run_shell_text(written: Any, ctx, timeout: float = DEFAULT_TIMEOUT) -> Completed:
+    """Run shell text (as written, `${...}` passed as environment variables) with `bash -c` in the working directory.
+
+    Raises ActionFailed when bash is missing or the time runs out; the exit code is the caller's to judge.
+    """
+    code, values = shell_text_with_values(written, ctx)
+    return _execute(["bash", "-c", code], {"env": values, "timeout": timeout}, ctx)
+
+
+def check_exit(completed: Completed, allow_failure: bool = False) -> None:
+    """ActionFailed quoting the end of stderr when the program exited non-zero (unless allowed)."""
+    _check_exit(completed, {"allow_failure": allow_failure})
