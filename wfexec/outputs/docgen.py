@@ -247,9 +247,7 @@ def _registries(include_plugins: bool):
 
 
 def _is_builtin(spec) -> bool:
-    from wfexec.types.registry import BUILTIN_PACKAGE
-
-    return spec.package == BUILTIN_PACKAGE
+    return spec.source == "builtin" or spec.source.startswith("wfexec.")
 
 
 def type_context(kind: str, specs: list) -> dict:
@@ -262,7 +260,7 @@ def type_context(kind: str, specs: list) -> dict:
                            "required": name in spec.required,
                            "description": (schema.get("description", "") if isinstance(schema, dict) else "")})
         entries.append({"name": spec.name, "doc": spec.doc, "params": params, "effects": list(spec.effects),
-                        "idempotent": spec.idempotent, "source": None if _is_builtin(spec) else spec.package,
+                        "idempotent": spec.idempotent, "source": None if _is_builtin(spec) else spec.source,
                         "example": [example_for(spec)]})
     return {"kind": kind, "types": entries}
 

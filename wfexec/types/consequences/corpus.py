@@ -248,7 +248,9 @@ SPEC = {"type": "object", "required": ["id", "type"],
         "description": "the new sources[] entry: id, type (git, local, web, llms-txt, generated-docs) and its fields"}
 
 
-@TYPES.consequence("add_source", {"spec": SPEC, "path": CONFIG_PATH}, ["spec"], effects=FILES)
+@TYPES.consequence("add_source", {"spec": SPEC, "path": CONFIG_PATH}, ["spec"], effects=FILES,
+                   example={"spec": {"id": "polars", "type": "git", "repo_url": "https://github.com/pola-rs/polars",
+                                     "branch": "main", "docs_root": "docs", "last_commit_sha": None}})
 def add_source(params, ctx):
     """Append `spec` to the config's sources (an identical entry is left alone; another with its id fails)."""
     spec = params["spec"]
@@ -445,7 +447,7 @@ def _read_corpus(folder: Path, location: str, ctx) -> dict | None:
     "store_as": STORE_AS,
     "locations": {"type": "array", "items": {"enum": list(LOCATIONS)},
                   "description": "scan only these places (default: all, in this order: " + ", ".join(LOCATIONS) + ")"},
-}, ["store_as"], paths=("store_as",), effects=FILES)
+}, ["store_as"], paths=("store_as",), effects=FILES, example={"store_as": "computed.available_corpora"})
 def discover_installed_corpora(params, ctx):
     """Store the hiivmind corpora found here and under ~/.claude ({name, display_name, description, keywords, status, path, location}), by name."""
     wanted = params.get("locations") or LOCATIONS
