@@ -1,14 +1,13 @@
-"""Consequences that show things to the person running the workflow, and the run log.
+"""Consequences that show things to the person running the workflow.
 
 `display_message`, `display_table` (seed) and `display` (v3) print through the
-run's console; `log_entry` (v3) and `log_event` (blueprint-lib v2) append to
-the `log` list in the run state and print nothing.
+run's console. The run log (`log_entry`, `log_event` and the other log types)
+is kept by wfexec.types.consequences.runlog.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from typing import Any
 
 from wfexec.language.expressions import to_text
@@ -17,8 +16,6 @@ from wfexec.types.registry import ActionFailed, TypeList
 TYPES = TypeList()
 
 DISPLAY = ("display",)
-LOG_PATH = "log"
-LEVELS = ["debug", "info", "warning", "error"]
 FORMATS = ["text", "table", "json", "markdown"]
 
 HEADERS = {"type": "array", "items": {"type": "string"}, "description": "column titles"}
@@ -142,46 +139,3 @@ def _cell_of_mapping(row: dict, header: str) -> Any:
 
 def _kind(value: Any) -> str:
     return "null" if value is None else f"a {type(value).__name__} ({to_text(value)[:40]!r})"
-
-
-# --------------------------------------------------------------------------- #
-# The run log: a list of entries at state `log`.
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _append_log(ctx, entry: dict) -> None:
-    current = ctx.get(LOG_PATH)
-    if current is None:
-        current = []
-    elif not isinstance(current, list):
-        raise ActionFailed(f"state `log` holds {type(current).__name__}, not a list of log entries",
-                           "leave the top-level `log` key to log_entry/log_event, or rename your own key")
-    ctx.set(LOG_PATH, current + [entry])
-
-
-_ENTRY_EXTRAS = ("context", "event_type", "error_type", "recoverable")
-
-
-@TYPES.consequence("log_entry", {"level": {"enum": LEVELS}, "message": {"type": "string"},
-                                 "context": {"type": "object"}, "event_type": {"type": "string"},
-                                 "error_type": {"type": "string"}, "recoverable": {"type": "boolean"},
-                                 "node": {"type": "string"}},
-                   ["level", "message"])
-def log_entry(params, ctx):
-    """v3: append `{level, message, at, node, ...}` to the run log at state `log`."""
-    node = params.get("node") or (ctx.node.id if ctx.node is not None else None)
-    entry = {"level": _one_of(params["level"], LEVELS, "level"), "message": to_text(params["message"]), "at": _now(), "node": node}
-    entry.update((key, params[key]) for key in _ENTRY_EXTRAS if key in params)
-    _append_log(ctx, entry)
-    ctx.trace(f"Log [{entry['level']}]: {entry['message']}")
-
-
-@TYPES.consequence("log_event", {"event_type": {"type": "string"}, "data": {}}, ["event_type"])
-def log_event(params, ctx):
-    """Append `{event_type, data, at, node}` to the run log at state `log`."""
-    entry = {"event_type": params["event_type"], "data": params.get("data"), "at": _now(),
-             "node": ctx.node.id if ctx.node is not None else None}
-    _append_log(ctx, entry)
-    ctx.trace(f"Log event: {entry['event_type']}")

@@ -1,6 +1,6 @@
 """Built-in precondition types, grouped by domain. Registered through the
 `wfexec.preconditions` entry point like any plugin."""
 
-from wfexec.types.preconditions import composite, corpus, environment, files, state, tools, web
+from wfexec.types.preconditions import composite, corpus, environment, files, runlog, state, tools, web
 
-TYPES = [*state.TYPES, *files.TYPES, *environment.TYPES, *tools.TYPES, *web.TYPES, *composite.TYPES, *corpus.TYPES]
+TYPES = [*state.TYPES, *files.TYPES, *environment.TYPES, *tools.TYPES, *web.TYPES, *composite.TYPES, *corpus.TYPES, *runlog.TYPES]
