@@ -197,3 +197,35 @@ def test_llm_hooks_are_marked_as_llm_effects_and_not_idempotent():
         spec = consequences().get(name)
         assert spec.effects == ("llm",) and spec.idempotent is False, name
 
+
+
+# --------------------------------------------------------------------------- #
+# inline (blueprint-lib)
+
+INLINE = {"type": "inline", "description": "Count the stale sources",
+          "pseudocode": "computed.stale = sources.filter(s => s.stale).length  // ${not rendered}",
+          "state_reads": ["sources"], "state_writes": ["computed.stale"], "store_as": "computed.inline_result"}
+
+
+def test_inline_sends_the_pseudocode_and_applies_only_declared_writes(write_workflow):
+    path = write_workflow(one_action(INLINE, initial_state={"sources": [{"id": "a", "stale": True}],
+                                                            "computed": {"secret": "not sent"}}))
+    backend = FakeBackend('Here you go:\n```json\n{"result": "one stale", "writes": {"computed.stale": 1}}\n```')
+    result = wfexec.run(path, backend=backend)
+    assert result.ending == "done", result.message
+    assert result.state["computed"]["stale"] == 1 and result.state["computed"]["inline_result"] == "one stale"
+    (prompt,) = backend.prompts
+    assert "Count the stale sources" in prompt and "// ${not rendered}" in prompt
+    assert '"stale": true' in prompt and "not sent" not in prompt
+
+
+@pytest.mark.parametrize("reply, message", [
+    ('{"result": 1, "writes": {"computed.stale": 2, "flags.admin": true}}', "sets flags.admin, which `state_writes`"),
+    ("I counted one.", "the reply is not JSON"),
+])
+def test_inline_refuses_a_bad_reply_and_changes_nothing(write_workflow, reply, message):
+    path = write_workflow(one_action(INLINE, initial_state={"sources": []}))
+    result = wfexec.run(path, backend=FakeBackend(reply))
+    assert result.ending == "failed"
+    assert message in result.message
+    assert "stale" not in result.state["computed"] and "admin" not in result.state["flags"]

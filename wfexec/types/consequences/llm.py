@@ -8,6 +8,8 @@ another answer.
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 from wfexec.running.documents import document_prompt
@@ -81,3 +83,58 @@ def invoke_skill(params, ctx):
     prompt = (f"Run the skill `{command}` now, following its instructions, and reply with its result.\n\n"
               f"{command}\n")
     _store(ctx, params, ctx.judge(prompt, f"invoke_skill ({command})"))
+
+
+_FENCE = re.compile(r"```(?:json|yaml|yml)?\s*\n(.*?)```", re.S)
+
+
+def reply_body(reply: str) -> str:
+    """A model's reply without the code fence it may have put around the data."""
+    fenced = _FENCE.search(reply)
+    return fenced.group(1) if fenced else reply.strip()
+
+
+_HIDDEN_STATE = ("history", "checkpoints")
+
+
+@TYPES.consequence("inline", {
+    "pseudocode": {"type": "string", "description": "what to do, in the workflow's words (sent as written)"},
+    "store_as": STORE_AS,
+    "state_reads": {"type": "array", "items": {"type": "string"}, "description": "state paths the step reads "
+                                                                               "(default: the whole state)"},
+    "state_writes": {"type": "array", "items": {"type": "string"}, "description": "the only state paths the "
+                                                                                "reply may set"},
+}, ["pseudocode"], raw=("pseudocode",), paths=("store_as",), example={
+    "description": "Count the stale sources", "pseudocode": "computed.stale = sources.filter(s => s.stale).length",
+    "state_reads": ["sources"], "state_writes": ["computed.stale"]}, **LLM)
+def inline(params, ctx):
+    """blueprint-lib: hand the call's `description` and `pseudocode` to the LLM; its JSON reply may set `state_writes`."""
+    description = ctx.call.raw.get("description")
+    if not description:
+        raise ActionFailed("inline needs `description:` to say what the pseudocode does")
+    reads = params.get("state_reads")
+    if reads is None:
+        shown = {k: v for k, v in ctx.state.items() if k not in _HIDDEN_STATE}
+    else:
+        shown = {path: ctx.get(path) for path in reads}
+    writes = list(params.get("state_writes") or [])
+    prompt = (f"{description}\n\nPseudocode (carry it out on the state below):\n{params['pseudocode']}\n\n"
+              f"State:\n{json.dumps(shown, indent=2, ensure_ascii=False, default=str)}\n\n"
+              'Reply with one JSON object: {"result": <any value>, "writes": {"<state path>": <value>}}'
+              + (f"; writes may only name: {', '.join(writes)}." if writes else "; writes must be empty."))
+    reply = ctx.judge(prompt, f"inline ({description})")
+    try:
+        answer = json.loads(reply_body(reply))
+    except ValueError as exc:
+        raise ActionFailed(f"inline: the reply is not JSON ({exc})", "the model must answer with one JSON object") \
+            from None
+    if not isinstance(answer, dict) or not isinstance(answer.get("writes", {}), dict):
+        raise ActionFailed('inline: the reply must be a JSON object {"result": ..., "writes": {...}}')
+    refused = [path for path in answer.get("writes", {}) if path not in writes]
+    if refused:
+        raise ActionFailed(f"inline: the reply sets {', '.join(refused)}, which `state_writes` does not list",
+                           "list every path the step may change in state_writes; nothing was changed")
+    for path, value in answer.get("writes", {}).items():
+        ctx.set(path, value)
+    if params.get("store_as"):
+        ctx.set(params["store_as"], answer.get("result"))
