@@ -30,7 +30,7 @@ def test_published_schema_file_is_current(cli):
 
 
 def test_schema_has_every_node_type_and_registered_type(cli):
-    schema = json.loads(cli("schema").stdout)
+    schema = json.loads(cli("schema", "--plugins").stdout)
     types = json.loads(cli("types", "--format", "json").stdout)
     defs = schema["$defs"]
     for node_type in ("action", "conditional", "user_prompt", "validation_gate", "reference", "states"):

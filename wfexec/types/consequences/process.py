@@ -448,7 +448,9 @@ def shell_text_with_values(written: Any, ctx) -> tuple[str, dict]:
                     quote = "" if quote == char else char
             continue
         name = f"{SHELL_VALUE_PREFIX}{len(values) + 1}"
-        values[name] = to_text(ctx.evaluate(part))
+        # In shell text `${PWD}` means the folder the shell runs in, which is the run's working
+        # directory, not the folder wfexec was started from.
+        values[name] = str(ctx.cwd) if part.source.strip() == "PWD" else to_text(ctx.evaluate(part))
         reference = {"": f'"${{{name}}}"', '"': f"${{{name}}}", "'": f"'\"${{{name}}}\"'"}[quote]
         text.append(reference)
     return "".join(text), values
