@@ -237,7 +237,8 @@ def check_call(raw: Any, path: tuple, registry: Registry, report: Reporter) -> b
                      "add `type:`; `wfexec types` lists them")
         return False
     if name not in registry:
-        hint = registry.suggest(name) or _other_kind_hint(name, kind) or f"`wfexec types` lists the {kind} types"
+        # A type of the other kind by that exact name says more than a near name of this kind.
+        hint = _other_kind_hint(name, kind) or registry.suggest(name) or f"`wfexec types` lists the {kind} types"
         report.error(path + ("type",), f"unknown-{kind}", f"unknown {kind} type '{name}'", hint)
         return False
     before = len(report.diagnostics)
