@@ -53,6 +53,7 @@ def test_plugin_types_are_listed(plugin_path, tmp_path):
     listed = json.loads(run_with_plugin(plugin_path, "types", "--format", "json", cwd=tmp_path).stdout)
     greet = next(t for t in listed if t["name"] == "greet")
     assert greet["kind"] == "consequence" and greet["source"] == "wfexec_hello.types"
+    assert greet["package"] == "wfexec-hello"  # the distribution whose entry point registered it
     assert greet["doc"] == "Store a greeting for `name`, repeated `times` times."
     assert any(t["name"] == "is_even" and t["kind"] == "precondition" for t in listed)
 

@@ -211,3 +211,12 @@ def test_discover_with_nothing_installed_stores_an_empty_list(run_yaml, tmp_path
     result, _ = run_yaml(one_action({"type": "discover_installed_corpora", "store_as": "computed.corpora",
                                      "locations": ["repo-local", "user-level"]}))
     assert result.state["computed"]["corpora"] == []
+
+
+def test_discover_counts_the_working_directory_when_it_is_a_corpus(run_yaml, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
+    work = tmp_path / "hiivmind-corpus-here"
+    make_corpus(work, data_only=True, index="# Index\n")
+    result, _ = run_yaml(one_action({"type": "discover_installed_corpora", "store_as": "computed.corpora"}), cwd=work)
+    (corpus,) = result.state["computed"]["corpora"]
+    assert (corpus["name"], corpus["location"], corpus["status"]) == ("here", "current", "built")
