@@ -1002,7 +1002,7 @@ def reference_workflow(field: str, value: str) -> str:
 def test_missing_reference_document(validate):
     text, diagnostics = validate(reference_workflow("doc", "docs/missing.md"))
     assert_diagnostic(one(diagnostics, "file-missing"), pos(text, "docs/missing.md"),
-                      "document 'docs/missing.md' does not exist", "relative to the workflow file's folder")
+                      "document 'docs/missing.md' does not exist", "then from the workflow's folder")
 
 
 def test_missing_sub_workflow(validate):

@@ -76,12 +76,20 @@ def test_invoke_pattern_without_section_or_store_as_sends_the_whole_file(run_yam
     assert result.state["computed"] == {}  # nothing stored without store_as
 
 
-def test_invoke_pattern_with_a_missing_file_fails_without_asking(run_yaml):
+def test_invoke_pattern_with_a_missing_file_is_a_validation_error(run_yaml):
+    with pytest.raises(WorkflowError) as caught:
+        run_yaml(one_action({"type": "invoke_pattern", "path": "nope.md", "store_as": "computed.x"}))
+    [error] = caught.value.diagnostics
+    assert error.code == "file-missing" and error.yaml_path == "nodes.act.actions[0].path"
+    assert "document 'nope.md' does not exist" in error.message and "nope.md" in error.message
+
+
+def test_invoke_pattern_with_a_computed_missing_file_fails_without_asking(run_yaml):
     backend = FakeBackend()
-    result, _ = run_yaml(one_action({"type": "invoke_pattern", "path": "nope.md", "store_as": "computed.x"}),
-                         backend=backend)
+    result, _ = run_yaml(one_action({"type": "invoke_pattern", "path": "${computed.name}", "store_as": "computed.x"},
+                                    initial_state={"computed": {"name": "nope.md"}}), backend=backend)
     assert result.type == "failure"
-    assert "pattern 'nope.md' does not exist" in result.message
+    assert "pattern 'nope.md' does not exist (looked in " in result.message
     assert backend.prompts == []
 
 

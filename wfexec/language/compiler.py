@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from wfexec.language import schema
+from wfexec.language.documents import HOW_DOCUMENTS_RESOLVE, PLUGIN_ROOT_PREFIXES, find_document
 from wfexec.language.diagnostics import Diagnostic, Reporter, format_yaml_path, has_errors
 from wfexec.language.expressions import Expression, ExpressionError, Template, compile_value, has_templates
-from wfexec.language.loader import Document, display_path, load_file
+from wfexec.language.loader import Document, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.nodes import NODE_TYPES
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
@@ -92,28 +93,24 @@ class Compiler:
         return value
 
     def file(self, value: Any, rel: tuple, what: str, allow_dir: bool = False) -> Path | None:
+        """A document path (see `wfexec.language.documents`): checked now, resolved the way the run resolves it."""
         if not isinstance(value, str):
             return None
-        if "${" in value:
+        if "${" in value and not value.startswith(PLUGIN_ROOT_PREFIXES):
             self.error(rel, "dynamic-file", f"the {what} path must be written out, not computed",
                        "wfexec checks it exists before the run")
             return None
-        absolute = Path(value).is_absolute()
-        path = Path(value) if absolute else self.base_dir / value
-        try:
-            exists = path.exists() if allow_dir else path.is_file()
-            shown = display_path(path)
-        except (OSError, ValueError):  # a name too long for the file system, and the like
-            exists, shown = False, "an impossible path"
-        if not exists and not allow_dir and _is_dir(path):
+        lookup = find_document(value, self.doc.path, folder=allow_dir)
+        if lookup.found is not None:
+            return lookup.found
+        folders = [p for p in lookup.looked if _is_dir(p)]
+        if folders and not allow_dir:
             self.error(rel, "file-missing", f"{what} '{value}' is a folder, not a file", "name a file inside it")
             return None
-        if not exists:
-            hint = "check the path" if absolute else \
-                f"paths are relative to the workflow file's folder ({display_path(self.base_dir) or '.'})"
-            self.error(rel, "file-missing", f"{what} '{value}' does not exist (looked in {shown})", hint)
-            return None
-        return path
+        looked = lookup.looked_text() if lookup.looked else "nowhere: no plugin root was found"
+        self.error(rel, "file-missing", f"{what} '{value}' does not exist (looked in {looked})",
+                   "check the path" if Path(value).is_absolute() else HOW_DOCUMENTS_RESOLVE)
+        return None
 
     def subworkflow(self, value: Any, rel: tuple) -> Workflow | None:
         path = self.file(value, rel, "sub-workflow")
@@ -157,6 +154,8 @@ class Compiler:
                 params[name] = self.value(value, at)
             if name in spec.paths and isinstance(value, str) and "${" not in value:
                 self.path(value, at)
+            if name in spec.documents and isinstance(value, str) and "${" not in value:
+                self.file(value, at, "document")
         return Call(spec=spec, params=params, raw=raw, where=self.where(rel), dynamic=tuple(k for k, v in params.items() if has_templates(v)))
 
     def calls(self, raw: Any, rel: tuple, kind: str) -> tuple:

@@ -69,6 +69,7 @@ class TypeSpec:
     raw: tuple = ()              # params passed as written, never interpolated
     nested: dict = field(default_factory=dict)  # param → NESTED_* kind
     paths: tuple = ()            # params that are state paths, checked at load
+    documents: tuple = ()        # params that are document paths (plugin root, workflow folder), checked at load
     example: dict | None = None
     source: str = "builtin"
 

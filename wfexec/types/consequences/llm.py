@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from wfexec.language.documents import HOW_DOCUMENTS_RESOLVE, find_document
 from wfexec.running.documents import document_prompt
 from wfexec.language.expressions import to_text
 from wfexec.types.registry import ActionFailed, TypeList
@@ -26,11 +27,11 @@ def _store(ctx, params, reply: str) -> None:
 
 
 @TYPES.consequence("invoke_pattern",
-                   {"path": {"type": "string", "description": "a markdown file, relative to the workflow's folder"},
+                   {"path": {"type": "string", "description": "a markdown document, from the plugin root, else the workflow's folder"},
                     "section": {"type": "string", "description": "a heading of that file; default: all of it"},
                     "context": {"type": "object", "description": "values given to the model with the text"},
                     "store_as": STORE_AS},
-                   ["path"], paths=("store_as",), **LLM)
+                   ["path"], paths=("store_as",), documents=("path",), **LLM)
 def invoke_pattern(params, ctx):
     """Send a markdown pattern (or one section of it) with `context` to the LLM; store the reply."""
     doc = _pattern_file(params["path"], ctx)
@@ -48,12 +49,11 @@ def invoke_pattern(params, ctx):
 
 
 def _pattern_file(path: str, ctx) -> Path:
-    given = Path(to_text(path)).expanduser()
-    doc = given if given.is_absolute() else ctx.workflow.base_dir / given
-    if not doc.is_file():
-        raise ActionFailed(f"pattern '{path}' does not exist (looked in {doc})",
-                           "paths are relative to the workflow file's folder")
-    return doc
+    lookup = find_document(to_text(path), ctx.workflow.path)
+    if lookup.found is None:
+        raise ActionFailed(f"pattern '{path}' does not exist (looked in {lookup.looked_text()})",
+                           HOW_DOCUMENTS_RESOLVE)
+    return lookup.found
 
 
 @TYPES.consequence("spawn_agent",
