@@ -876,6 +876,39 @@ def test_unreachable_node_and_ending_and_dead_end_are_warnings(validate):
                       severity="warning")
 
 
+def test_a_node_that_fails_its_checks_still_leads_to_its_targets(validate):
+    text, diagnostics = validate("""\
+        name: x
+        version: 1
+        start_node: start
+        nodes:
+          start: {type: action, actions: [], on_success: broken}
+          broken:
+            type: conditional
+            condition: {type: flag_set, flag: ready}
+            branches: {true: after, false: done}
+            colour: blue
+          after: {type: action, actions: [], on_success: done}
+        endings:
+          done: {type: success, message: ok}
+        """)
+    assert [d.code for d in diagnostics] == ["unknown-field"], [d.format() for d in diagnostics]
+    assert_diagnostic(diagnostics[0], pos(text, "colour"), "colour")
+
+
+def test_a_node_that_fails_its_checks_in_a_real_workflow_hides_no_node_after_it(validate):
+    from conftest import compat_root
+
+    real = (compat_root() / "hiivmind-corpus/856e42a/commands/hiivmind-corpus/workflow.yaml").read_text()
+    # `discover_corpora` is the only way into the corpus-selection half of the gateway.
+    broken = real.replace("  discover_corpora:\n", "  discover_corpora:\n    colour: blue\n", 1)
+    assert broken != real
+    text, diagnostics = validate(broken)
+    assert_diagnostic(one(diagnostics, "unknown-field"), pos(text, "colour"), "colour")
+    unreachable = [d.message for d in diagnostics if d.code == "unreachable-node"]
+    assert unreachable == []
+
+
 def test_a_template_target_may_reach_anything(validate):
     _text, diagnostics = validate("""\
         name: x
