@@ -41,7 +41,12 @@ FIELD_NOTES = {
     ("conditional", "branches"): "`{true: target, false: target}` (seed) or `{on_true, on_false}` (v3)",
     ("conditional", "audit"): "evaluate every sub-condition and write the results (default `computed.audit_results`)",
     ("user_prompt", "prompt"): "`question`, `header` (12 characters at most), and `options` "
-                               "(`id`, `label`, `description`) or `options_from_state` + `option_mapping`",
+                               "(`id`, `label`, `description`) or `options_from_state` + `option_mapping` "
+                               "(or `option_template`): `id` defaults to the item's `id`, else its `name`, else its "
+                               "position; in the templates each item is `item`, its position `index`, and the item "
+                               "also takes the singular of the list's name (`available_corpora` → `corpus`, "
+                               "`sources` → `source`, `entries` → `entry`: -ora→-us, -ies→-y, -ches/-shes/-sses/-xes"
+                               "/-zes drop -es, else a final -s (not -ss, -us) is dropped)",
     ("user_prompt", "on_response"): "answer id → `{consequence: [...], next_node}`; `other` takes free text, "
                                     "`selected` an option built from state",
     ("validation_gate", "validations"): "preconditions, each with an `error_message`; all are evaluated",
