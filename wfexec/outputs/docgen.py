@@ -334,7 +334,7 @@ TYPE_EXAMPLES: dict[str, Any] = {
     "compute.store_as": "computed.count",
     "compute_hash.store_as": "computed.hash",
     "set_timestamp.store_as": "computed.date",
-    "set_timestamp.format": "%Y-%m-%d",
+    "set_timestamp.format": "YYYY-MM-DD-HHmmss",
     "display.content": "${computed.summary}",
     "display.format": "markdown",
     "dynamic_route.action": "publish",
