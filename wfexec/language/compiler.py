@@ -22,6 +22,7 @@ from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.nodes import NODE_TYPES
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
                        Registry, consequences, preconditions)
+from wfexec.running.inputs import input_schema_problems
 from wfexec.running.state import PathError, parse_path
 
 _CALL_META = ("type", "description")
@@ -225,6 +226,10 @@ def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | Non
                        "rename one of them: a target must name exactly one thing", at_key=True)
 
     entry = c.calls(data.get("entry_preconditions") or [], ("entry_preconditions",), PRECONDITION)
+    for where, message in input_schema_problems(data.get("input_schema")):
+        c.error(("input_schema",) + where, "input-schema", message,
+                "each input of input_schema is a JSON Schema (type, enum, pattern, items, properties, ...) "
+                "plus `required: true`")
     imports = _load_imports(data.get("imports"), c)
     start = data.get("start_node")
     if isinstance(start, str):
