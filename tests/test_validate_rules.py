@@ -1151,3 +1151,27 @@ def test_the_fixture_files_behave_as_their_folders_say():
             assert errors(wfexec.validate(path)) == [], path
     for path in sorted((root / "invalid").glob("*.yaml")):
         assert errors(wfexec.validate(path)), path
+
+
+# --------------------------------------------------------------------------- #
+# Blueprint v3 spellings.
+
+def test_store_in_is_read_as_store_as_with_a_warning_to_rename_it(validate, tmp_path):
+    text, diagnostics = validate("""\
+        name: x
+        version: 1
+        start_node: act
+        nodes:
+          act:
+            type: action
+            actions:
+              - {type: run_command, command: [echo, hello], store_in: computed.out}
+            on_success: done
+        endings:
+          done: {type: success, message: "${computed.out.stdout}"}
+        """)
+    assert_diagnostic(one(diagnostics, "store-in"), pos(text, "store_in"), "`store_in` is read as `store_as`",
+                      "rename it to `store_as`", severity="warning")
+    assert errors(diagnostics) == []
+    result = wfexec.run(tmp_path / "workflow.yaml", cwd=tmp_path)
+    assert result.message.strip() == "hello"

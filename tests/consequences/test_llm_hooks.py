@@ -205,3 +205,33 @@ def test_llm_hooks_are_marked_as_llm_effects_and_not_idempotent():
         spec = consequences().get(name)
         assert spec.effects == ("llm",) and spec.idempotent is False, name
 
+
+
+def test_invoke_skill_takes_a_skill_path_from_the_plugin_root(tmp_path):
+    plugin = tmp_path / "plugin"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text("{}")
+    (plugin / "skills" / "refresh").mkdir(parents=True)
+    (plugin / "skills" / "refresh" / "SKILL.md").write_text("---\nname: corpus-refresh\ndescription: x\n---\n# Refresh\n")
+    (plugin / "skills" / "caller").mkdir(parents=True)
+    path = plugin / "skills" / "caller" / "workflow.yaml"
+    path.write_text(one_action({"type": "invoke_skill", "skill_path": "skills/refresh", "args": "--all",
+                                "store_as": "computed.out"}))
+    backend = FakeBackend("refreshed")
+
+    result = wfexec.run(path, backend=backend, cwd=tmp_path)
+
+    assert result.state["computed"]["out"] == "refreshed"
+    [prompt] = backend.prompts
+    assert "`/corpus-refresh --all`" in prompt
+    assert str(plugin / "skills" / "refresh" / "SKILL.md") in prompt
+
+
+def test_invoke_skill_needs_a_skill_or_an_existing_skill_path(write_workflow):
+    path = write_workflow(one_action({"type": "invoke_skill", "args": "x"}))
+    [error] = wfexec.validate(path)
+    assert error.severity == "error" and error.yaml_path.startswith("nodes.act.actions[0]")
+    assert "skill" in error.message
+    path = write_workflow(one_action({"type": "invoke_skill", "skill_path": "skills/nowhere"}))
+    [error] = wfexec.validate(path)
+    assert error.code == "file-missing" and "skills/nowhere" in error.message

@@ -132,6 +132,7 @@ class Compiler:
     # -- registry calls -------------------------------------------------------
     def call(self, raw: Any, rel: tuple, kind: str) -> Call | None:
         registry: Registry = self.registries[kind]
+        raw = self._renamed_store_in(raw, rel, registry)
         if not schema.check_call(raw, self.full(rel), registry, self.report):
             return None
         spec = registry.get(raw["type"])
@@ -156,8 +157,21 @@ class Compiler:
             if name in spec.paths and isinstance(value, str) and "${" not in value:
                 self.path(value, at)
             if name in spec.documents and isinstance(value, str) and "${" not in value:
-                self.file(value, at, "document")
+                self.file(value, at, "document", allow_dir=name in spec.document_folders)
         return Call(spec=spec, params=params, raw=raw, where=self.where(rel), dynamic=tuple(k for k, v in params.items() if has_templates(v)))
+
+    def _renamed_store_in(self, raw: Any, rel: tuple, registry: Registry) -> Any:
+        """Blueprint v3 files write `store_in:` where the type's definition says `store_as:`: accept it, and
+        say to rename it."""
+        if not isinstance(raw, dict) or "store_in" not in raw or "store_as" in raw:
+            return raw
+        spec = registry.get(raw.get("type")) if isinstance(raw.get("type"), str) else None
+        if spec is None or "store_as" not in spec.params:
+            return raw
+        self.report.warning(self.full(rel) + ("store_in",), "store-in",
+                            f"`store_in` is read as `store_as` (a blueprint v3 spelling the type definitions "
+                            f"never had)", "rename it to `store_as`", at_key=True)
+        return {("store_as" if key == "store_in" else key): value for key, value in raw.items()}
 
     def calls(self, raw: Any, rel: tuple, kind: str) -> tuple:
         if not isinstance(raw, list):

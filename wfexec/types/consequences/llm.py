@@ -70,14 +70,47 @@ def spawn_agent(params, ctx):
 
 
 @TYPES.consequence("invoke_skill",
-                   {"skill": {"type": "string"}, "args": {"type": "string"}, "store_as": STORE_AS},
-                   ["skill"], paths=("store_as",), **LLM)
+                   {"skill": {"type": "string", "description": "the skill's name, e.g. corpus-refresh"},
+                    "skill_path": {"type": "string", "description": "the skill's folder (or its SKILL.md), from the "
+                                                                    "plugin root, else the workflow's folder"},
+                    "args": {"type": "string"}, "store_as": STORE_AS},
+                   [], paths=("store_as",), documents=("skill_path",), document_folders=("skill_path",),
+                   alternatives=("skill", "skill_path"), **LLM)
 def invoke_skill(params, ctx):
-    """Ask the agent to run the skill `/skill args`; store its reply only when `store_as` is given."""
-    skill = to_text(params["skill"]).strip().lstrip("/")
+    """Ask the agent to run the skill `/skill args` (or the one at `skill_path`); store its reply only when
+    `store_as` is given."""
+    instructions = _skill_file(params["skill_path"], ctx) if params.get("skill_path") else None
+    skill = to_text(params.get("skill") or "").strip().lstrip("/")
+    if not skill and instructions is not None:
+        skill = _skill_name(instructions)
     if not skill:
         raise ActionFailed("`skill` is empty", "name the skill to run, e.g. skill: corpus-refresh")
     command = f"/{skill} {to_text(params.get('args', ''))}".strip()
-    prompt = (f"Run the skill `{command}` now, following its instructions, and reply with its result.\n\n"
+    where = f" Its instructions are in {instructions}." if instructions is not None else ""
+    prompt = (f"Run the skill `{command}` now, following its instructions, and reply with its result.{where}\n\n"
               f"{command}\n")
     _store(ctx, params, ctx.judge(prompt, f"invoke_skill ({command})"))
+
+
+def _skill_file(path: str, ctx) -> Path:
+    """The SKILL.md of `skill_path` (a skill's folder, or the file itself), found like every document."""
+    lookup = find_document(to_text(path), ctx.workflow.path, folder=True)
+    if lookup.found is None:
+        raise ActionFailed(f"skill '{path}' does not exist (looked in {lookup.looked_text()})", HOW_DOCUMENTS_RESOLVE)
+    found = lookup.found / "SKILL.md" if lookup.found.is_dir() else lookup.found
+    if not found.is_file():
+        raise ActionFailed(f"skill folder '{path}' has no SKILL.md ({found})", "point skill_path at a skill's folder")
+    return found.absolute()
+
+
+def _skill_name(skill_md: Path) -> str:
+    """The `name:` of the SKILL.md frontmatter, else the skill folder's name."""
+    text = skill_md.read_text(encoding="utf-8", errors="replace")
+    if text.startswith("---"):
+        for line in text.splitlines()[1:]:
+            if line.strip() == "---":
+                break
+            key, _, value = line.partition(":")
+            if key.strip() == "name" and value.strip():
+                return value.strip().strip("'\"")
+    return skill_md.parent.name
