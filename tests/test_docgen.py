@@ -102,7 +102,7 @@ def test_the_examples_are_valid_workflow_yaml(cli, tmp_path):
            "endings": {"done": {"type": "success", "message": "ok"}}}
     registry = consequences()
     for call in examples["consequence"]:  # the documents an example names (a pattern file) exist
-        for name in registry.get(call["type"]).documents:
+        for name in (n for n in registry.get(call["type"]).documents if n in call):
             (tmp_path / call[name]).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / call[name]).write_text("# An example document\n", encoding="utf-8")
     path = tmp_path / "workflow.yaml"
