@@ -343,6 +343,7 @@ TYPE_EXAMPLES: dict[str, Any] = {
     "git_ops_local.operation": "pull",
     "invoke_pattern.path": "patterns/review.md",
     "invoke_pattern.store_as": "computed.review",
+    "invoke_skill.skill": "release-notes",
     "invoke_skill.args": "--since v1.2.0",
     "local_file_ops.store_as": "computed.text",
     "log_entry.level": "info",
