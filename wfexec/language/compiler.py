@@ -19,6 +19,7 @@ from wfexec.language.diagnostics import Diagnostic, Reporter, format_yaml_path, 
 from wfexec.language.expressions import Expression, ExpressionError, Template, compile_value, has_templates
 from wfexec.language.loader import Document, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
+from wfexec.language.prose import Prose, is_prose
 from wfexec.nodes import NODE_TYPES
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
                        Registry, consequences, preconditions)
@@ -38,6 +39,7 @@ class Compiler:
         self.registries = {PRECONDITION: preconditions(), CONSEQUENCE: consequences()}
         self.static_targets: list[tuple[tuple, str]] = []
         self.extra_diagnostics: list[Diagnostic] = []
+        self.prose_steps: list[tuple[str | None, tuple, str]] = []  # (node id, YAML path, type)
 
     # -- positions ----------------------------------------------------------
     def full(self, rel: tuple) -> tuple:
@@ -72,6 +74,17 @@ class Compiler:
         except ExpressionError as exc:
             self.error(rel, "expression", exc.message, exc.hint)
             return None
+
+    def prose(self, text: str, rel: tuple, spec) -> Prose:
+        """A field written as prose: a judgement step for the LLM backend, listed by validate."""
+        answer = "boolean" if spec.kind == PRECONDITION or "set_flag" in spec.params else "value"
+        where = self.full(rel)
+        self.prose_steps.append((self.prefix[1] if self.prefix[:1] == ("nodes",) else None, where, spec.name))
+        self.report.warning(where, "prose-step",
+                            f"the `{where[-1]}` of {spec.name} is prose, not code: it runs as a judgement step on "
+                            "the LLM backend", "write it as an expression to run it as code, for free; keep it and "
+                            "the run needs --backend (validate --strict refuses it)")
+        return Prose.of(text, answer)
 
     def path(self, value: Any, rel: tuple) -> tuple | None:
         try:
@@ -148,6 +161,8 @@ class Compiler:
                 params[name] = self.call(value, at, PRECONDITION)
             elif nested == NESTED_CONSEQUENCES:
                 params[name] = self.calls(value, at, CONSEQUENCE)
+            elif name in spec.expressions and is_prose(value):
+                params[name] = self.prose(value, at, spec)
             elif name in spec.expressions:
                 params[name] = self.expression(value, at)
             elif name in spec.raw:
