@@ -108,7 +108,7 @@ def test_the_examples_are_valid_workflow_yaml(cli, tmp_path):
     path = tmp_path / "workflow.yaml"
     path.write_text(json.dumps(doc), encoding="utf-8")
     done = cli("validate", "--format", "json", path)
-    assert [d for d in json.loads(done.stdout) if d["severity"] == "error"] == []
+    assert [d for d in json.loads(done.stdout)["diagnostics"] if d["severity"] == "error"] == []
     assert done.returncode == 0
 
 

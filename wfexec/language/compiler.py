@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from wfexec.language.expressions import Expression, ExpressionError, Template, c
 from wfexec.language.loader import Document, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.prose import Prose, is_prose
+from wfexec.language.summary import Summary, summarise
 from wfexec.nodes import NODE_TYPES
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
                        Registry, consequences, preconditions)
@@ -209,17 +211,30 @@ def source_hash(data: Any, imports: dict) -> str:
 
 def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | None, list[Diagnostic]]:
     """Check and compile one loaded document. Returns (workflow or None, diagnostics)."""
+    checked = check_document(doc, loading)
+    return checked.workflow, checked.diagnostics
+
+
+@dataclass(frozen=True)
+class Checked:
+    workflow: Workflow | None          # None when there are errors
+    diagnostics: list[Diagnostic]
+    summary: Summary | None            # None when the file could not be read as a workflow
+
+
+def check_document(doc: Document, loading: tuple = ()) -> Checked:
+    """Check and compile one loaded document, and say how much of it runs as code."""
     from wfexec.language import checks
 
     diagnostics = list(doc.diagnostics)
     if doc.data is None and diagnostics:
-        return None, diagnostics
+        return Checked(None, diagnostics, None)
     path = Path(doc.path)
     c = Compiler(doc, path.parent, loading or (path.resolve(),))
     data = doc.data
     if not schema.check_top_level(data, c.report):
         if not isinstance(data, dict):
-            return None, diagnostics + c.report.diagnostics
+            return Checked(None, diagnostics + c.report.diagnostics, None)
     data = data if isinstance(data, dict) else {}
 
     nodes: dict[str, Node] = {}
@@ -278,7 +293,8 @@ def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | Non
     diagnostics += check_report.diagnostics + c.extra_diagnostics
     if has_errors(diagnostics):
         workflow = None
-    return workflow, diagnostics
+    raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
+    return Checked(workflow, diagnostics, summarise(raw_nodes, nodes, c.prose_steps))
 
 
 def _load_imports(imports: Any, c: Compiler) -> dict:
