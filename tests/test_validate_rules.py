@@ -672,7 +672,6 @@ JS_AND_PROSE = [
     ("url matches /\\.git$/", "regular expression literals"),
     ("items.length > 0", "`.length` is JavaScript"),
     ("ok ? 'a' : 'b'", "the `a ? b : c` conditional is JavaScript"),
-    ("Check whether the config file exists and is readable", "looks like prose"),
     ("# parse the config\nlen(x) > 0", "looks like prose or a comment"),
     ("len(items) >", "invalid expression"),
     ("a b", "unexpected text after a complete expression"),
