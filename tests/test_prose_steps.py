@@ -120,3 +120,13 @@ def test_the_real_comment_only_compute_fields_are_prose_steps():
     prose = [d.yaml_path for d in wfexec.validate(path) if d.code == "prose-step"]
     assert prose == ["nodes.locate_corpus.actions[1].expression",
                      "nodes.setup_llms_txt_source.actions[1].expression"]
+
+
+def test_a_prose_step_is_an_llm_effect_that_resume_will_not_silently_repeat():
+    from wfexec.durable.journal import has_outside_effects, is_idempotent
+
+    workflow = wfexec.load(PROSE)
+    assert workflow.effects()["llm"] == {"compute", "evaluate"}
+    node = workflow.nodes["read_config"]
+    assert has_outside_effects(workflow, node) and not is_idempotent(workflow, node)
+    assert is_idempotent(workflow, workflow.nodes["refresh"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,6 @@ class Compiler:
         self.registries = {PRECONDITION: preconditions(), CONSEQUENCE: consequences()}
         self.static_targets: list[tuple[tuple, str]] = []
         self.extra_diagnostics: list[Diagnostic] = []
-        self.prose_steps: list[tuple[str | None, tuple, str]] = []  # (node id, YAML path, type)
 
     # -- positions ----------------------------------------------------------
     def full(self, rel: tuple) -> tuple:
@@ -81,7 +80,6 @@ class Compiler:
         """A field written as prose: a judgement step for the LLM backend, listed by validate."""
         answer = "boolean" if spec.kind == PRECONDITION or "set_flag" in spec.params else "value"
         where = self.full(rel)
-        self.prose_steps.append((self.prefix[1] if self.prefix[:1] == ("nodes",) else None, where, spec.name))
         self.report.warning(where, "prose-step",
                             f"the `{where[-1]}` of {spec.name} is prose, not code: it runs as a judgement step on "
                             "the LLM backend", "write it as an expression to run it as code, for free; keep it and "
@@ -175,6 +173,9 @@ class Compiler:
                 self.path(value, at)
             if name in spec.documents and isinstance(value, str) and "${" not in value:
                 self.file(value, at, "document", allow_dir=name in spec.document_folders)
+        if any(isinstance(v, Prose) for v in params.values()):
+            # This call asks the LLM: resume, dry runs and the summary must know it, as for an LLM hook.
+            spec = replace(spec, effects=tuple(dict.fromkeys(spec.effects + ("llm",))), idempotent=False)
         return Call(spec=spec, params=params, raw=raw, where=self.where(rel), dynamic=tuple(k for k, v in params.items() if has_templates(v)))
 
     def _renamed_store_in(self, raw: Any, rel: tuple, registry: Registry) -> Any:
@@ -294,7 +295,7 @@ def check_document(doc: Document, loading: tuple = ()) -> Checked:
     if has_errors(diagnostics):
         workflow = None
     raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
-    return Checked(workflow, diagnostics, summarise(raw_nodes, nodes, c.prose_steps))
+    return Checked(workflow, diagnostics, summarise(raw_nodes, nodes))
 
 
 def _load_imports(imports: Any, c: Compiler) -> dict:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from wfexec.language.prose import Prose
 from wfexec.nodes import NODE_TYPES
 
 PERSON_NODE_TYPES = ("user_prompt",)
@@ -20,7 +21,7 @@ PERSON_NODE_TYPES = ("user_prompt",)
 
 @dataclass(frozen=True)
 class LlmStep:
-    node: str | None          # None: outside any node (entry preconditions)
+    node: str
     what: str                 # "markdown reference", "prose step (compute)", "states node", "LLM call (...)"
     yaml_path: str
 
@@ -41,7 +42,7 @@ class Summary:
                 f"{self.person} ask a person, {self.llm} go to the LLM")
 
     def step_lines(self) -> list[str]:
-        return [f"  - {step.node or '(entry preconditions)'}: {step.what} at {step.yaml_path}"
+        return [f"  - {step.node}: {step.what} at {step.yaml_path}"
                 for step in self.llm_steps]
 
     def to_json(self) -> dict:
@@ -49,25 +50,20 @@ class Summary:
                 "llm_steps": [step.to_json() for step in self.llm_steps]}
 
 
-def summarise(raw_nodes: dict, nodes: dict, prose_steps: list[tuple[str | None, tuple, str]]) -> Summary:
-    """`raw_nodes` as written, `nodes` those compiled, `prose_steps` (node id, YAML path, type) from the compiler."""
-    from wfexec.language.diagnostics import format_yaml_path
-
-    steps: dict[str | None, list[LlmStep]] = {}
-    for node_id, where, type_name in prose_steps:
-        steps.setdefault(node_id, []).append(LlmStep(node_id, f"prose step ({type_name})", format_yaml_path(where)))
+def summarise(raw_nodes: dict, nodes: dict) -> Summary:
+    """`raw_nodes` as written, `nodes` those compiled."""
+    steps: list[LlmStep] = []
     code = person = llm = 0
     for node_id, raw in raw_nodes.items():
-        own = steps.setdefault(node_id, [])
-        own.extend(_node_steps(node_id, raw, nodes.get(node_id)))
+        own = _node_steps(node_id, raw, nodes.get(node_id))
+        steps.extend(own)
         if own:
             llm += 1
         elif isinstance(raw, dict) and raw.get("type") in PERSON_NODE_TYPES:
             person += 1
         else:
             code += 1
-    ordered = [step for node_id in [None, *raw_nodes] for step in steps.get(node_id, ())]
-    return Summary(nodes=len(raw_nodes), code=code, person=person, llm=llm, llm_steps=tuple(ordered))
+    return Summary(nodes=len(raw_nodes), code=code, person=person, llm=llm, llm_steps=tuple(steps))
 
 
 def _node_steps(node_id: str, raw: Any, node) -> list[LlmStep]:
@@ -84,6 +80,11 @@ def _node_steps(node_id: str, raw: Any, node) -> list[LlmStep]:
     if node is not None:
         tops = NODE_TYPES[node.type].calls(node.spec)
         for call in (c for top in tops if top is not None for c in top.walk()):
-            if "llm" in call.spec.effects:
+            if "llm" not in call.spec.effects:
+                continue
+            prose = [name for name, value in call.params.items() if isinstance(value, Prose)]
+            for name in prose:
+                found.append(LlmStep(node_id, f"prose step ({call.type})", f"{call.where.yaml_path}.{name}"))
+            if not prose:
                 found.append(LlmStep(node_id, f"LLM call ({call.type})", call.where.yaml_path))
     return found
