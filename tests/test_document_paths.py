@@ -164,3 +164,17 @@ def test_the_real_add_source_names_its_documents_from_the_plugin_root(tmp_path):
     assert not [d for d in diagnostics if d.code == "file-missing"]
     lookup = find_document("lib/corpus/patterns/sources/git.md", tree / "skills/hiivmind-corpus-add-source/workflow.yaml")
     assert lookup.found == tree / "lib/corpus/patterns/sources/git.md"
+
+
+def test_a_path_written_from_claude_plugin_root_resolves_there_only(tmp_path):
+    skill = make_plugin(tmp_path / "plugin")
+    path = skill / "workflow.yaml"
+    path.write_text(REFERENCE.format(doc='"${CLAUDE_PLUGIN_ROOT}/lib/patterns/git.md"'))
+    backend = Recorder()
+
+    assert wfexec.validate(path) == []
+    wfexec.run(path, backend=backend)
+
+    assert backend.prompts == ["# Git\n\nClone it.\n"]
+    lookup = find_document("${CLAUDE_PLUGIN_ROOT}/lib/missing.md", path)
+    assert lookup.found is None and lookup.looked == (tmp_path / "plugin" / "lib" / "missing.md",)

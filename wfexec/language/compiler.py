@@ -220,7 +220,13 @@ def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | Non
 class Checked:
     workflow: Workflow | None          # None when there are errors
     diagnostics: list[Diagnostic]
-    summary: Summary | None            # None when the file could not be read as a workflow
+    raw_nodes: dict | None = None      # None when the file could not be read as a workflow
+    nodes: dict | None = None          # the nodes that compiled
+
+    @property
+    def summary(self) -> Summary | None:
+        """How many nodes run as code, ask a person, or go to the LLM (worked out only when asked)."""
+        return summarise(self.raw_nodes, self.nodes or {}) if self.raw_nodes is not None else None
 
 
 def check_document(doc: Document, loading: tuple = ()) -> Checked:
@@ -229,13 +235,13 @@ def check_document(doc: Document, loading: tuple = ()) -> Checked:
 
     diagnostics = list(doc.diagnostics)
     if doc.data is None and diagnostics:
-        return Checked(None, diagnostics, None)
+        return Checked(None, diagnostics)
     path = Path(doc.path)
     c = Compiler(doc, path.parent, loading or (path.resolve(),))
     data = doc.data
     if not schema.check_top_level(data, c.report):
         if not isinstance(data, dict):
-            return Checked(None, diagnostics + c.report.diagnostics, None)
+            return Checked(None, diagnostics + c.report.diagnostics)
     data = data if isinstance(data, dict) else {}
 
     nodes: dict[str, Node] = {}
@@ -295,7 +301,7 @@ def check_document(doc: Document, loading: tuple = ()) -> Checked:
     if has_errors(diagnostics):
         workflow = None
     raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
-    return Checked(workflow, diagnostics, summarise(raw_nodes, nodes))
+    return Checked(workflow, diagnostics, raw_nodes, nodes)
 
 
 def _load_imports(imports: Any, c: Compiler) -> dict:
