@@ -45,6 +45,8 @@ def private_run_store(tmp_path, monkeypatch):
     """Every test's runs (in-process and in subprocesses) go to its own store, never the repository's."""
     store = tmp_path / "store" / "runs.db"
     monkeypatch.setenv("WFEXEC_STORE", str(store))
+    # A plugin root inherited from a Claude Code session would move where every document path resolves.
+    monkeypatch.delenv("CLAUDE_PLUGIN_ROOT", raising=False)
     return store
 
 

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
+from wfexec.types.registry import consequences
 
 LIB = ROOT / "lib"
 FILES = ("schema.md", "preconditions.md", "consequences.md", "execution.md")
@@ -99,10 +100,15 @@ def test_the_examples_are_valid_workflow_yaml(cli, tmp_path):
                      "act": {"type": "action", "actions": examples["consequence"], "on_success": "done",
                              "on_failure": "done"}},
            "endings": {"done": {"type": "success", "message": "ok"}}}
+    registry = consequences()
+    for call in examples["consequence"]:  # the documents an example names (a pattern file) exist
+        for name in (n for n in registry.get(call["type"]).documents if n in call):
+            (tmp_path / call[name]).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / call[name]).write_text("# An example document\n", encoding="utf-8")
     path = tmp_path / "workflow.yaml"
     path.write_text(json.dumps(doc), encoding="utf-8")
     done = cli("validate", "--format", "json", path)
-    assert [d for d in json.loads(done.stdout) if d["severity"] == "error"] == []
+    assert [d for d in json.loads(done.stdout)["diagnostics"] if d["severity"] == "error"] == []
     assert done.returncode == 0
 
 

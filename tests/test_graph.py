@@ -113,7 +113,7 @@ def test_unreachable_nodes_are_marked_as_validate_finds_them(cli, tmp_path):
                             and line.startswith("    class "))
     marked = set(unreachable_line.split()[1].split(","))
     assert marked == {"orphan", "never"}
-    validated = json.loads(cli("validate", "--format", "json", path).stdout)
+    validated = json.loads(cli("validate", "--format", "json", path).stdout)["diagnostics"]
     assert {d["message"].split("'")[1] for d in validated if d["code"].startswith("unreachable")} == marked
 
 

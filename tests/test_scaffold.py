@@ -18,7 +18,7 @@ def test_new_skill_validates_runs_and_has_its_skill_md(cli, tmp_path):
     assert f"wfexec run {folder.as_posix()} --answers {folder.as_posix()}/answers.yaml" in done.stderr
 
     validated = cli("validate", "--strict", "--format", "json", folder)
-    assert validated.returncode == 0 and json.loads(validated.stdout) == []  # not even a warning
+    assert validated.returncode == 0 and json.loads(validated.stdout)["diagnostics"] == []  # not even a warning
     assert cli("skill", "--check", folder).returncode == 0
     assert skills_ref.validate(folder) == []
 

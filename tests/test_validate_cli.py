@@ -25,7 +25,11 @@ def test_a_valid_workflow_exits_0_and_says_valid(cli):
     done = cli("validate", VALID / "every_node" / "workflow.yaml")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout == ""
-    assert done.stderr.strip().endswith("every_node/workflow.yaml: valid")
+    valid, summary, *steps = done.stderr.strip().splitlines()
+    assert valid.endswith("every_node/workflow.yaml: valid")
+    assert summary.endswith("every_node/workflow.yaml: 8 nodes: 5 run as code, 1 ask a person, 2 go to the LLM")
+    assert steps == ["  - read_doc: markdown reference at nodes.read_doc.doc",
+                     "  - agents: states node (.md states) at nodes.agents.folder"]
 
 
 def test_an_invalid_workflow_exits_2_with_file_line_column_and_hint(cli):
@@ -56,13 +60,13 @@ def test_strict_turns_warnings_into_errors(cli):
     assert done.returncode == 2
     assert [line.split(": ")[1] for line in done.stdout.splitlines()] == ["error", "error"]
     assert "2 errors in 1 file" in done.stderr
-    assert "valid" not in done.stderr
+    assert ": valid" not in done.stderr
 
 
 def test_strict_json_reports_warnings_as_errors(cli):
     done = cli("validate", VALID / "warnings_only.yaml", "--strict", "--format", "json")
     assert done.returncode == 2
-    assert [(d["code"], d["severity"]) for d in json.loads(done.stdout)] == [
+    assert [(d["code"], d["severity"]) for d in json.loads(done.stdout)["diagnostics"]] == [
         ("prompt-header-long", "error"), ("unreachable-node", "error")]
 
 
@@ -74,7 +78,7 @@ def test_strict_on_a_clean_workflow_still_exits_0(cli):
 def test_json_output_shape(cli):
     done = cli("validate", INVALID / "typo_target.yaml", "--format", "json", cwd=ROOT)
     assert done.returncode == 2
-    diagnostics = json.loads(done.stdout)
+    diagnostics = json.loads(done.stdout)["diagnostics"]
     assert diagnostics == [{
         "file": "tests/workflows/invalid/typo_target.yaml",
         "line": 12,
@@ -90,7 +94,7 @@ def test_json_output_shape(cli):
 def test_json_output_types_for_every_kind_of_problem(cli):
     done = cli("validate", *sorted(INVALID.glob("*.yaml")), VALID / "warnings_only.yaml", "--format", "json")
     assert done.returncode == 2
-    diagnostics = json.loads(done.stdout)
+    diagnostics = json.loads(done.stdout)["diagnostics"]
     assert {Path(d["file"]).name for d in diagnostics} == {
         "duplicate_keys.yaml", "javascript_expression.yaml", "syntax_error.yaml", "typo_target.yaml",
         "warnings_only.yaml"}
@@ -107,7 +111,7 @@ def test_json_output_types_for_every_kind_of_problem(cli):
 def test_json_for_a_valid_workflow_is_an_empty_list(cli):
     done = cli("validate", VALID / "every_node", "--format", "json")
     assert done.returncode == 0
-    assert json.loads(done.stdout) == []
+    assert json.loads(done.stdout)["diagnostics"] == []
 
 
 def test_several_paths_at_once(cli):
@@ -147,7 +151,7 @@ def test_a_missing_file_is_a_diagnostic_not_a_traceback(cli, tmp_path):
 def test_a_missing_file_in_json(cli, tmp_path):
     done = cli("validate", "nowhere.yaml", "--format", "json", cwd=tmp_path)
     assert done.returncode == 2
-    [d] = json.loads(done.stdout)
+    [d] = json.loads(done.stdout)["diagnostics"]
     assert (d["code"], d["line"], d["column"], d["file"]) == ("file-missing", 1, 1, "nowhere.yaml")
 
 
@@ -188,4 +192,39 @@ def test_there_are_examples_to_validate():
 def test_every_example_through_the_command(cli):
     done = cli("validate", *EXAMPLES, "--format", "json")
     assert done.returncode == 0, done.stdout
-    assert [d for d in json.loads(done.stdout) if d["severity"] == "error"] == []
+    assert [d for d in json.loads(done.stdout)["diagnostics"] if d["severity"] == "error"] == []
+
+
+def test_the_summary_says_how_much_runs_as_code_in_text_and_json(cli):
+    prose = "tests/workflows/compat/prose_steps.yaml"
+    text = cli("validate", prose, cwd=ROOT)
+    assert text.stderr.splitlines()[-3:] == [
+        "tests/workflows/compat/prose_steps.yaml: 3 nodes: 2 run as code, 0 ask a person, 1 go to the LLM",
+        "  - read_config: prose step (compute) at nodes.read_config.actions[0].expression",
+        "  - read_config: prose step (evaluate) at nodes.read_config.actions[1].expression"]
+    done = cli("validate", prose, "tests/workflows/valid/warnings_only.yaml", "--format", "json", cwd=ROOT)
+    files = json.loads(done.stdout)["files"]
+    assert [f["file"] for f in files] == ["tests/workflows/compat/prose_steps.yaml",
+                                          "tests/workflows/valid/warnings_only.yaml"]
+    assert files[0]["summary"] == {
+        "text": "3 nodes: 2 run as code, 0 ask a person, 1 go to the LLM", "nodes": 3, "code": 2, "person": 0,
+        "llm": 1, "llm_steps": [
+            {"node": "read_config", "what": "prose step (compute)",
+             "yaml_path": "nodes.read_config.actions[0].expression"},
+            {"node": "read_config", "what": "prose step (evaluate)",
+             "yaml_path": "nodes.read_config.actions[1].expression"}]}
+    assert files[1]["summary"]["text"] == "2 nodes: 1 run as code, 1 ask a person, 0 go to the LLM"
+
+
+def test_the_summary_of_a_real_workflow_counts_every_node_even_with_errors(cli):
+    from conftest import compat_root
+
+    tree = compat_root() / "hiivmind-corpus" / "856e42a"
+    done = cli("validate", "skills/hiivmind-corpus-add-source/workflow.yaml", "--format", "json", cwd=tree)
+    [summary] = [f["summary"] for f in json.loads(done.stdout)["files"]]
+    assert (summary["nodes"], summary["person"]) == (57, 22)          # 22 user_prompt nodes
+    assert summary["code"] + summary["person"] + summary["llm"] == 57
+    steps = {(s["node"], s["what"]) for s in summary["llm_steps"]}
+    assert {("execute_pdf_split", "markdown reference"), ("research_git_source", "markdown reference"),
+            ("update_navigate_examples", "markdown reference"), ("ask_pdf_split", "LLM call (invoke_pattern)"),
+            ("locate_corpus", "prose step (compute)")} <= steps

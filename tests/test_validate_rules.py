@@ -672,7 +672,6 @@ JS_AND_PROSE = [
     ("url matches /\\.git$/", "regular expression literals"),
     ("items.length > 0", "`.length` is JavaScript"),
     ("ok ? 'a' : 'b'", "the `a ? b : c` conditional is JavaScript"),
-    ("Check whether the config file exists and is readable", "looks like prose"),
     ("# parse the config\nlen(x) > 0", "looks like prose or a comment"),
     ("len(items) >", "invalid expression"),
     ("a b", "unexpected text after a complete expression"),
@@ -876,6 +875,39 @@ def test_unreachable_node_and_ending_and_dead_end_are_warnings(validate):
                       severity="warning")
 
 
+def test_a_node_that_fails_its_checks_still_leads_to_its_targets(validate):
+    text, diagnostics = validate("""\
+        name: x
+        version: 1
+        start_node: start
+        nodes:
+          start: {type: action, actions: [], on_success: broken}
+          broken:
+            type: conditional
+            condition: {type: flag_set, flag: ready}
+            branches: {true: after, false: done}
+            colour: blue
+          after: {type: action, actions: [], on_success: done}
+        endings:
+          done: {type: success, message: ok}
+        """)
+    assert [d.code for d in diagnostics] == ["unknown-field"], [d.format() for d in diagnostics]
+    assert_diagnostic(diagnostics[0], pos(text, "colour"), "colour")
+
+
+def test_a_node_that_fails_its_checks_in_a_real_workflow_hides_no_node_after_it(validate):
+    from conftest import compat_root
+
+    real = (compat_root() / "hiivmind-corpus/856e42a/commands/hiivmind-corpus/workflow.yaml").read_text()
+    # `discover_corpora` is the only way into the corpus-selection half of the gateway.
+    broken = real.replace("  discover_corpora:\n", "  discover_corpora:\n    colour: blue\n", 1)
+    assert broken != real
+    text, diagnostics = validate(broken)
+    assert_diagnostic(one(diagnostics, "unknown-field"), pos(text, "colour"), "colour")
+    unreachable = [d.message for d in diagnostics if d.code == "unreachable-node"]
+    assert unreachable == []
+
+
 def test_a_template_target_may_reach_anything(validate):
     _text, diagnostics = validate("""\
         name: x
@@ -1002,7 +1034,7 @@ def reference_workflow(field: str, value: str) -> str:
 def test_missing_reference_document(validate):
     text, diagnostics = validate(reference_workflow("doc", "docs/missing.md"))
     assert_diagnostic(one(diagnostics, "file-missing"), pos(text, "docs/missing.md"),
-                      "document 'docs/missing.md' does not exist", "relative to the workflow file's folder")
+                      "document 'docs/missing.md' does not exist", "then from the workflow's folder")
 
 
 def test_missing_sub_workflow(validate):
@@ -1118,3 +1150,27 @@ def test_the_fixture_files_behave_as_their_folders_say():
             assert errors(wfexec.validate(path)) == [], path
     for path in sorted((root / "invalid").glob("*.yaml")):
         assert errors(wfexec.validate(path)), path
+
+
+# --------------------------------------------------------------------------- #
+# Blueprint v3 spellings.
+
+def test_store_in_is_read_as_store_as_with_a_warning_to_rename_it(validate, tmp_path):
+    text, diagnostics = validate("""\
+        name: x
+        version: 1
+        start_node: act
+        nodes:
+          act:
+            type: action
+            actions:
+              - {type: run_command, command: [echo, hello], store_in: computed.out}
+            on_success: done
+        endings:
+          done: {type: success, message: "${computed.out.stdout}"}
+        """)
+    assert_diagnostic(one(diagnostics, "store-in"), pos(text, "store_in"), "`store_in` is read as `store_as`",
+                      "rename it to `store_as`", severity="warning")
+    assert errors(diagnostics) == []
+    result = wfexec.run(tmp_path / "workflow.yaml", cwd=tmp_path)
+    assert result.message.strip() == "hello"

@@ -30,6 +30,18 @@ def check(path: str | os.PathLike, document=None) -> tuple[Workflow | None, list
     return workflow, sorted(diagnostics, key=lambda d: (d.file, d.line, d.column))
 
 
+def check_with_summary(path: str | os.PathLike):
+    """`Checked`: the workflow (None when invalid), every diagnostic in reading order, and the summary of how
+    many nodes run as code, ask a person, or go to the LLM (None when the file is not a workflow)."""
+    from dataclasses import replace
+
+    from wfexec.language.compiler import check_document
+    from wfexec.language.loader import load_file
+
+    checked = check_document(load_file(resolve_workflow_path(path)))
+    return replace(checked, diagnostics=sorted(checked.diagnostics, key=lambda d: (d.file, d.line, d.column)))
+
+
 def validate(path: str | os.PathLike) -> list[Diagnostic]:
     """Every diagnostic for one workflow (errors and warnings)."""
     return check(path)[1]

@@ -73,26 +73,35 @@ def validate(
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
 ):
-    """Check workflows against the schema and the semantic rules."""
-    from wfexec.api import resolve_workflow_path, validate as validate_one
+    """Check workflows against the schema and the semantic rules; say how much of each runs as code."""
+    from wfexec.api import check_with_summary, resolve_workflow_path
     from wfexec.language.diagnostics import ERROR, WARNING
 
     everything = []
+    files = []
     for path in paths:
-        diagnostics = validate_one(path)
+        checked = check_with_summary(path)
+        diagnostics = checked.diagnostics
         if strict:
             diagnostics = [d if d.severity == ERROR else _as_error(d) for d in diagnostics]
         everything.extend(diagnostics)
+        shown = str(resolve_workflow_path(path))
+        if checked.summary is not None:
+            files.append({"file": shown, "summary": checked.summary.to_json()})
         if format == OutputFormat.text:
             for d in diagnostics:
                 typer.echo(d.format())
             if not any(d.severity == ERROR for d in diagnostics):
                 warnings = sum(1 for d in diagnostics if d.severity == WARNING)
                 note = f" ({warnings} warning{'s' if warnings != 1 else ''})" if warnings else ""
-                typer.echo(f"{resolve_workflow_path(path)}: valid{note}", err=True)
+                typer.echo(f"{shown}: valid{note}", err=True)
+            if checked.summary is not None:
+                typer.echo(f"{shown}: {checked.summary.line()}", err=True)
+                for line in checked.summary.step_lines():
+                    typer.echo(line, err=True)
     errors = sum(1 for d in everything if d.severity == ERROR)
     if format == OutputFormat.json:
-        _print_json([d.to_json() for d in everything])
+        _print_json({"diagnostics": [d.to_json() for d in everything], "files": files})
     elif errors:
         typer.echo(f"{errors} error{'s' if errors != 1 else ''} in {len(paths)} file{'s' if len(paths) != 1 else ''}",
                    err=True)

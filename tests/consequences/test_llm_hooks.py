@@ -76,12 +76,20 @@ def test_invoke_pattern_without_section_or_store_as_sends_the_whole_file(run_yam
     assert result.state["computed"] == {}  # nothing stored without store_as
 
 
-def test_invoke_pattern_with_a_missing_file_fails_without_asking(run_yaml):
+def test_invoke_pattern_with_a_missing_file_is_a_validation_error(run_yaml):
+    with pytest.raises(WorkflowError) as caught:
+        run_yaml(one_action({"type": "invoke_pattern", "path": "nope.md", "store_as": "computed.x"}))
+    [error] = caught.value.diagnostics
+    assert error.code == "file-missing" and error.yaml_path == "nodes.act.actions[0].path"
+    assert "document 'nope.md' does not exist" in error.message and "nope.md" in error.message
+
+
+def test_invoke_pattern_with_a_computed_missing_file_fails_without_asking(run_yaml):
     backend = FakeBackend()
-    result, _ = run_yaml(one_action({"type": "invoke_pattern", "path": "nope.md", "store_as": "computed.x"}),
-                         backend=backend)
+    result, _ = run_yaml(one_action({"type": "invoke_pattern", "path": "${computed.name}", "store_as": "computed.x"},
+                                    initial_state={"computed": {"name": "nope.md"}}), backend=backend)
     assert result.type == "failure"
-    assert "pattern 'nope.md' does not exist" in result.message
+    assert "pattern 'nope.md' does not exist (looked in " in result.message
     assert backend.prompts == []
 
 
@@ -229,3 +237,33 @@ def test_inline_refuses_a_bad_reply_and_changes_nothing(write_workflow, reply, m
     assert result.ending == "failed"
     assert message in result.message
     assert "stale" not in result.state["computed"] and "admin" not in result.state["flags"]
+
+
+def test_invoke_skill_takes_a_skill_path_from_the_plugin_root(tmp_path):
+    plugin = tmp_path / "plugin"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text("{}")
+    (plugin / "skills" / "refresh").mkdir(parents=True)
+    (plugin / "skills" / "refresh" / "SKILL.md").write_text("---\nname: corpus-refresh\ndescription: x\n---\n# Refresh\n")
+    (plugin / "skills" / "caller").mkdir(parents=True)
+    path = plugin / "skills" / "caller" / "workflow.yaml"
+    path.write_text(one_action({"type": "invoke_skill", "skill_path": "skills/refresh", "args": "--all",
+                                "store_as": "computed.out"}))
+    backend = FakeBackend("refreshed")
+
+    result = wfexec.run(path, backend=backend, cwd=tmp_path)
+
+    assert result.state["computed"]["out"] == "refreshed"
+    [prompt] = backend.prompts
+    assert "`/corpus-refresh --all`" in prompt
+    assert str(plugin / "skills" / "refresh" / "SKILL.md") in prompt
+
+
+def test_invoke_skill_needs_a_skill_or_an_existing_skill_path(write_workflow):
+    path = write_workflow(one_action({"type": "invoke_skill", "args": "x"}))
+    [error] = wfexec.validate(path)
+    assert error.severity == "error" and error.yaml_path.startswith("nodes.act.actions[0]")
+    assert "skill" in error.message
+    path = write_workflow(one_action({"type": "invoke_skill", "skill_path": "skills/nowhere"}))
+    [error] = wfexec.validate(path)
+    assert error.code == "file-missing" and "skills/nowhere" in error.message

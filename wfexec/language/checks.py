@@ -23,7 +23,7 @@ def check(data: dict, nodes: dict, endings: dict, static_targets: list, report: 
         elif node.type == "conditional":
             _check_branch_spelling(node.id, raw_nodes[node.id], report)
     if not report.diagnostics or all(d.severity != "error" for d in report.diagnostics):
-        _check_graph(data.get("start_node"), nodes, endings, report)
+        _check_graph(data.get("start_node"), nodes, endings, report, raw_nodes)
 
 
 def _check_targets(raw_nodes: dict, raw_endings: dict, static_targets: list, report: Reporter) -> None:
@@ -99,16 +99,17 @@ def _edges(node) -> list[tuple[str, Any]]:
     return [(label, target) for label, target in NODE_TYPES[node.type].targets(node.spec) if target is not None]
 
 
-def successors(nodes: dict, endings: dict) -> dict[str, set[str]]:
-    """Where each node (and ending, by its retry_node) can go next; a computed target may go anywhere."""
-    everything = list(nodes) + list(endings)
+def successors(nodes: dict, endings: dict, uncompiled: tuple = ()) -> dict[str, set[str]]:
+    """Where each node (and ending, by its retry_node) can go next; a computed target may go anywhere.
+    `uncompiled` names nodes that failed their checks: still targets, their own edges are found elsewhere."""
+    everything = list(nodes) + list(endings) + list(uncompiled)
     out: dict[str, set[str]] = {}
     for node_id, node in nodes.items():
         targets: set[str] = set()
         for _label, target in _edges(node):
             if isinstance(target, Template):
                 targets.update(everything)
-            elif target in nodes or target in endings:
+            elif target in nodes or target in endings or target in uncompiled:
                 targets.add(target)
         out[node_id] = targets
     for ending in endings.values():
@@ -129,10 +130,27 @@ def closure(starts, edges: dict[str, set[str]]) -> set[str]:
     return reached
 
 
-def _check_graph(start: Any, nodes: dict, endings: dict, report: Reporter) -> None:
-    if not isinstance(start, str) or (start not in nodes and start not in endings):
+def names_in(raw: Any, names) -> set[str]:
+    """Every string anywhere in `raw` that is one of `names`."""
+    if isinstance(raw, str):
+        return {raw} if raw in names else set()
+    if isinstance(raw, dict):
+        return set().union(*(names_in(v, names) for v in raw.values()))
+    if isinstance(raw, list):
+        return set().union(*(names_in(v, names) for v in raw))
+    return set()
+
+
+def _check_graph(start: Any, nodes: dict, endings: dict, report: Reporter, raw_nodes: dict) -> None:
+    # A node that failed its own checks was not compiled, yet its targets are still its targets: read them
+    # from what was written, so the nodes after it are not called unreachable.
+    broken = [node_id for node_id in raw_nodes if node_id not in nodes and node_id not in endings]
+    if not isinstance(start, str) or (start not in nodes and start not in endings and start not in broken):
         return  # reported already: start_node is missing, not a name, or names nothing
-    forward = successors(nodes, endings)
+    forward = successors(nodes, endings, tuple(broken))
+    known = set(nodes) | set(endings) | set(broken)
+    for node_id in broken:
+        forward[node_id] = names_in(raw_nodes[node_id], known)
     reached = closure([start], forward)
     for node_id in nodes:
         if node_id not in reached:

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from wfexec.language import schema
+from wfexec.language.documents import HOW_DOCUMENTS_RESOLVE, PLUGIN_ROOT_PREFIXES, find_document
 from wfexec.language.diagnostics import Diagnostic, Reporter, format_yaml_path, has_errors
 from wfexec.language.expressions import Expression, ExpressionError, Template, compile_value, has_templates
-from wfexec.language.loader import Document, display_path, load_file
+from wfexec.language.loader import Document, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
+from wfexec.language.prose import Prose, is_prose
+from wfexec.language.summary import Summary, summarise
 from wfexec.nodes import NODE_TYPES
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
                        Registry, consequences, preconditions)
+from wfexec.running.inputs import input_schema_problems
 from wfexec.running.state import PathError, parse_path
 
 _CALL_META = ("type", "description")
@@ -71,6 +76,16 @@ class Compiler:
             self.error(rel, "expression", exc.message, exc.hint)
             return None
 
+    def prose(self, text: str, rel: tuple, spec) -> Prose:
+        """A field written as prose: a judgement step for the LLM backend, listed by validate."""
+        answer = "boolean" if spec.kind == PRECONDITION or "set_flag" in spec.params else "value"
+        where = self.full(rel)
+        self.report.warning(where, "prose-step",
+                            f"the `{where[-1]}` of {spec.name} is prose, not code: it runs as a judgement step on "
+                            "the LLM backend", "write it as an expression to run it as code, for free; keep it and "
+                            "the run needs --backend (validate --strict refuses it)")
+        return Prose.of(text, answer)
+
     def path(self, value: Any, rel: tuple) -> tuple | None:
         try:
             return parse_path(value)
@@ -92,28 +107,24 @@ class Compiler:
         return value
 
     def file(self, value: Any, rel: tuple, what: str, allow_dir: bool = False) -> Path | None:
+        """A document path (see `wfexec.language.documents`): checked now, resolved the way the run resolves it."""
         if not isinstance(value, str):
             return None
-        if "${" in value:
+        if "${" in value and not value.startswith(PLUGIN_ROOT_PREFIXES):
             self.error(rel, "dynamic-file", f"the {what} path must be written out, not computed",
                        "wfexec checks it exists before the run")
             return None
-        absolute = Path(value).is_absolute()
-        path = Path(value) if absolute else self.base_dir / value
-        try:
-            exists = path.exists() if allow_dir else path.is_file()
-            shown = display_path(path)
-        except (OSError, ValueError):  # a name too long for the file system, and the like
-            exists, shown = False, "an impossible path"
-        if not exists and not allow_dir and _is_dir(path):
+        lookup = find_document(value, self.doc.path, folder=allow_dir)
+        if lookup.found is not None:
+            return lookup.found
+        folders = [p for p in lookup.looked if _is_dir(p)]
+        if folders and not allow_dir:
             self.error(rel, "file-missing", f"{what} '{value}' is a folder, not a file", "name a file inside it")
             return None
-        if not exists:
-            hint = "check the path" if absolute else \
-                f"paths are relative to the workflow file's folder ({display_path(self.base_dir) or '.'})"
-            self.error(rel, "file-missing", f"{what} '{value}' does not exist (looked in {shown})", hint)
-            return None
-        return path
+        looked = lookup.looked_text() if lookup.looked else "nowhere: no plugin root was found"
+        self.error(rel, "file-missing", f"{what} '{value}' does not exist (looked in {looked})",
+                   "check the path" if Path(value).is_absolute() else HOW_DOCUMENTS_RESOLVE)
+        return None
 
     def subworkflow(self, value: Any, rel: tuple) -> Workflow | None:
         path = self.file(value, rel, "sub-workflow")
@@ -134,6 +145,7 @@ class Compiler:
     # -- registry calls -------------------------------------------------------
     def call(self, raw: Any, rel: tuple, kind: str) -> Call | None:
         registry: Registry = self.registries[kind]
+        raw = self._renamed_store_in(raw, rel, registry)
         if not schema.check_call(raw, self.full(rel), registry, self.report):
             return None
         spec = registry.get(raw["type"])
@@ -149,6 +161,8 @@ class Compiler:
                 params[name] = self.call(value, at, PRECONDITION)
             elif nested == NESTED_CONSEQUENCES:
                 params[name] = self.calls(value, at, CONSEQUENCE)
+            elif name in spec.expressions and is_prose(value):
+                params[name] = self.prose(value, at, spec)
             elif name in spec.expressions:
                 params[name] = self.expression(value, at)
             elif name in spec.raw:
@@ -157,7 +171,25 @@ class Compiler:
                 params[name] = self.value(value, at)
             if name in spec.paths and isinstance(value, str) and "${" not in value:
                 self.path(value, at)
+            if name in spec.documents and isinstance(value, str) and "${" not in value:
+                self.file(value, at, "document", allow_dir=name in spec.document_folders)
+        if any(isinstance(v, Prose) for v in params.values()):
+            # This call asks the LLM: resume, dry runs and the summary must know it, as for an LLM hook.
+            spec = replace(spec, effects=tuple(dict.fromkeys(spec.effects + ("llm",))), idempotent=False)
         return Call(spec=spec, params=params, raw=raw, where=self.where(rel), dynamic=tuple(k for k, v in params.items() if has_templates(v)))
+
+    def _renamed_store_in(self, raw: Any, rel: tuple, registry: Registry) -> Any:
+        """Blueprint v3 files write `store_in:` where the type's definition says `store_as:`: accept it, and
+        say to rename it."""
+        if not isinstance(raw, dict) or "store_in" not in raw or "store_as" in raw:
+            return raw
+        spec = registry.get(raw.get("type")) if isinstance(raw.get("type"), str) else None
+        if spec is None or "store_as" not in spec.params:
+            return raw
+        self.report.warning(self.full(rel) + ("store_in",), "store-in",
+                            f"`store_in` is read as `store_as` (a blueprint v3 spelling the type definitions "
+                            f"never had)", "rename it to `store_as`", at_key=True)
+        return {("store_as" if key == "store_in" else key): value for key, value in raw.items()}
 
     def calls(self, raw: Any, rel: tuple, kind: str) -> tuple:
         if not isinstance(raw, list):
@@ -180,17 +212,36 @@ def source_hash(data: Any, imports: dict) -> str:
 
 def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | None, list[Diagnostic]]:
     """Check and compile one loaded document. Returns (workflow or None, diagnostics)."""
+    checked = check_document(doc, loading)
+    return checked.workflow, checked.diagnostics
+
+
+@dataclass(frozen=True)
+class Checked:
+    workflow: Workflow | None          # None when there are errors
+    diagnostics: list[Diagnostic]
+    raw_nodes: dict | None = None      # None when the file could not be read as a workflow
+    nodes: dict | None = None          # the nodes that compiled
+
+    @property
+    def summary(self) -> Summary | None:
+        """How many nodes run as code, ask a person, or go to the LLM (worked out only when asked)."""
+        return summarise(self.raw_nodes, self.nodes or {}) if self.raw_nodes is not None else None
+
+
+def check_document(doc: Document, loading: tuple = ()) -> Checked:
+    """Check and compile one loaded document, and say how much of it runs as code."""
     from wfexec.language import checks
 
     diagnostics = list(doc.diagnostics)
     if doc.data is None and diagnostics:
-        return None, diagnostics
+        return Checked(None, diagnostics)
     path = Path(doc.path)
     c = Compiler(doc, path.parent, loading or (path.resolve(),))
     data = doc.data
     if not schema.check_top_level(data, c.report):
         if not isinstance(data, dict):
-            return None, diagnostics + c.report.diagnostics
+            return Checked(None, diagnostics + c.report.diagnostics)
     data = data if isinstance(data, dict) else {}
 
     nodes: dict[str, Node] = {}
@@ -226,6 +277,10 @@ def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | Non
                        "rename one of them: a target must name exactly one thing", at_key=True)
 
     entry = c.calls(data.get("entry_preconditions") or [], ("entry_preconditions",), PRECONDITION)
+    for where, message in input_schema_problems(data.get("input_schema")):
+        c.error(("input_schema",) + where, "input-schema", message,
+                "each input of input_schema is a JSON Schema (type, enum, pattern, items, properties, ...) "
+                "plus `required: true`")
     imports = _load_imports(data.get("imports"), c)
     start = data.get("start_node")
     if isinstance(start, str):
@@ -245,7 +300,8 @@ def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | Non
     diagnostics += check_report.diagnostics + c.extra_diagnostics
     if has_errors(diagnostics):
         workflow = None
-    return workflow, diagnostics
+    raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
+    return Checked(workflow, diagnostics, raw_nodes, nodes)
 
 
 def _load_imports(imports: Any, c: Compiler) -> dict:

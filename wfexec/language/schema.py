@@ -38,11 +38,10 @@ TOP_LEVEL = {
                                          "user_responses": {"type": "object"}}},
         "imports": {"type": "object", "additionalProperties": {"type": "string"},
                     "description": "alias → relative YAML file, readable as imports.<alias>."},
-        "input_schema": {"type": "object", "description": "inputs the workflow takes: name → {type, required, default, description}",
-                         "additionalProperties": {"type": "object", "properties": {
-                             "type": {"enum": ["string", "integer", "number", "boolean", "array", "object"]},
-                             "required": {"type": "boolean"}, "default": {}, "description": {"type": "string"}},
-                             "patternProperties": _X_KEYS, "additionalProperties": False}},
+        "input_schema": {"type": "object", "description": "inputs the workflow takes: name → a JSON Schema for it "
+                                                         "(type, enum, pattern, items, properties, ...) plus "
+                                                         "`required: true`, `default`, `description`; or one JSON "
+                                                         "Schema of type object with `properties`"},
         "output_schema": {"type": "object", "description": "values the workflow returns: name → {type, description}"},
         "definitions": {"description": "accepted and ignored: wfexec ships its types."},
         "nodes": {"type": "object", "minProperties": 1, "additionalProperties": {"$ref": "#/$defs/node"},

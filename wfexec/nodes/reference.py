@@ -85,6 +85,11 @@ def calls(spec):
     return []
 
 
+def judgement(spec, raw) -> str | None:
+    """What goes to the LLM (for `validate`'s summary): a markdown document does; a sub-workflow runs as code."""
+    return "markdown reference" if "doc" in raw else None
+
+
 def execute(node, run) -> Outcome:
     spec = node.spec
     inputs = render_value(spec.inputs, run.scope)

@@ -100,6 +100,20 @@ def compile(node_id, raw, c):
     return spec
 
 
+def judgement(spec, raw) -> str | None:
+    """What goes to the LLM (for `validate`'s summary): `.md` states do; a folder of scripts runs as code."""
+    from wfexec.protocol.errors import ProtocolError
+    from wfexec.protocol.scopes import MARKDOWN, extension
+
+    if spec is None or (spec.folder is None and spec.inline is None):
+        return "states node"
+    try:
+        names = open_scope(spec).names()
+    except (ProtocolError, OSError):
+        return "states node"
+    return "states node (.md states)" if any(extension(n) == MARKDOWN for n in names) else None
+
+
 def _check_scope(spec: States, c) -> None:
     """Open the scope once at load, so a malformed folder is a validation error, not a run-time surprise."""
     from wfexec.protocol.errors import ProtocolError

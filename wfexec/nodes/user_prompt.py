@@ -1,7 +1,11 @@
 """`user_prompt`: ask a person, route on the answer.
 
 Options are written out (`prompt.options`) or built from a list in state
-(`options_from_state` + `option_mapping`). Free text goes to the `other`
+(`options_from_state` + `option_mapping`, or `option_template` as the
+hiivmind gateway writes it; `id` defaults to the item's `id`, else its
+`name`, else its position). Inside the mapping each item is `item`, its
+position `index`, and the item is also named by the singular of the list's
+name (`available_corpora` → `corpus`: see `singular`). Free text goes to the `other`
 handler; a dynamic option to `selected` (unless a handler has its id). The
 answer is stored at `user_responses.<node>` as `{id, raw: {label|text}}`,
 plus `text` for free text and `selected` (the list item) for dynamic options.
@@ -9,10 +13,11 @@ plus `text` for free text and `selected` (the list item) for dynamic options.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from wfexec.language.expressions import Template, render_value
+from wfexec.language.expressions import ExpressionError, Template, render_value
 from wfexec.types.registry import ActionFailed
 from wfexec.running.state import get_path
 from wfexec.nodes.base import CONSEQUENCES, TARGET, Outcome
@@ -32,7 +37,7 @@ _OPTION = {
 _MAPPING = {
     "type": "object",
     "properties": {"id": {"type": "string"}, "label": {"type": "string"}, "description": {"type": "string"}},
-    "required": ["id", "label"],
+    "required": ["label"],
     "additionalProperties": False,
 }
 SCHEMA = {
@@ -90,6 +95,7 @@ class UserPrompt:
     options_from: Any              # Template | tuple path | None
     mapping: dict | None           # id/label/description → Template or item path
     handlers: dict                 # id → Handler
+    item_name: str | None = None   # the singular of the list's name, bound to each item beside `item`
 
 
 @dataclass(frozen=True)
@@ -124,7 +130,9 @@ def compile(node_id, raw, c):
                                                       ("prompt", "options", i, "description"))))
     source = prompt.get("options_from_state")
     options_from = None
+    item_name = None
     if source is not None:
+        item_name = singular(source)
         options_from = c.value(source, ("prompt", "options_from_state"))
         if isinstance(options_from, str):
             options_from = c.path(options_from, ("prompt", "options_from_state"))
@@ -148,7 +156,36 @@ def compile(node_id, raw, c):
         )
     return UserPrompt(question=c.value(prompt.get("question", ""), ("prompt", "question")),
                       header=c.value(prompt.get("header", ""), ("prompt", "header")),
-                      options=tuple(options), options_from=options_from, mapping=mapping, handlers=handlers)
+                      options=tuple(options), options_from=options_from, mapping=mapping, handlers=handlers,
+                      item_name=item_name)
+
+
+_LAST_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\W*$")
+_IRREGULAR = {"people": "person", "children": "child", "indices": "index", "data": "datum"}
+
+
+def singular(list_path: str) -> str | None:
+    """The name each item of a list takes in an option template: the singular of the list's last name.
+
+    `computed.available_corpora` → `corpus`, `sources` → `source`, `entries` → `entry`, `matches` → `match`.
+    The rule is fixed (not a dictionary that may change): a few irregular words, then `-ora` → `-us`,
+    `-ies` → `-y`, `-ches`/`-shes`/`-sses`/`-xes`/`-zes` → drop `es`, `-s` (not `-ss`, `-us`) → drop `s`. A name it
+    cannot make singular (or one that is already singular) binds nothing: `item` always works.
+    """
+    match = _LAST_NAME.search(list_path or "")
+    if not match:
+        return None
+    word = match.group(1).rsplit("_", 1)[-1]
+    lowered = word.lower()
+    if lowered in _IRREGULAR:
+        return _IRREGULAR[lowered]
+    for plural, single in (("ora", "us"), ("ies", "y"), ("ches", "ch"), ("shes", "sh"), ("sses", "ss"),
+                           ("xes", "x"), ("zes", "z")):
+        if lowered.endswith(plural) and len(lowered) > len(plural):
+            return word[: -len(plural)] + single
+    if lowered.endswith("s") and not lowered.endswith(("ss", "us")) and len(lowered) > 1:
+        return word[:-1]
+    return None
 
 
 def targets(spec):
@@ -171,23 +208,33 @@ def build_question(node, run) -> Question:
         if isinstance(items, dict):
             items = [{"key": k, "value": v} for k, v in items.items()]
         for index, item in enumerate(items or []):
-            choices.append(_dynamic_choice(spec.mapping, item, index, scope))
+            try:
+                choices.append(_dynamic_choice(spec, item, index, scope))
+            except ExpressionError as exc:
+                names = ", ".join(f"`{n}`" for n in ("item", spec.item_name, "index") if n)
+                run.fail(node, f"option {index + 1} of the list: {exc.message}",
+                         f"each item is named {names} in the option template", node.where)
     return Question(node=node.id, text=str(render_value(spec.question, scope)),
                     header=str(render_value(spec.header, scope) or ""), choices=tuple(choices),
                     allow_other=OTHER in spec.handlers, dynamic=dynamic)
 
 
-def _dynamic_choice(mapping, item, index, scope) -> Choice:
+def _dynamic_choice(spec, item, index, scope) -> Choice:
+    mapping = spec.mapping
+    names = {"item": item, "index": index}
+    if spec.item_name and spec.item_name not in names:
+        names[spec.item_name] = item
+
     def field(name, default):
         if not mapping or name not in mapping:
             return default
         how = mapping[name]
         if isinstance(how, Template):
-            return how.render(scope.child(item=item, index=index))
+            return how.render(scope.child(**names))
         return get_path(item, how, default)
 
     if isinstance(item, dict):
-        ident = field("id", item.get("id", index))
+        ident = field("id", item.get("id", item.get("name", index)))
         label = field("label", item.get("label", item.get("name", ident)))
     else:
         ident = field("id", item)

@@ -41,14 +41,19 @@ FIELD_NOTES = {
     ("conditional", "branches"): "`{true: target, false: target}` (seed) or `{on_true, on_false}` (v3)",
     ("conditional", "audit"): "evaluate every sub-condition and write the results (default `computed.audit_results`)",
     ("user_prompt", "prompt"): "`question`, `header` (12 characters at most), and `options` "
-                               "(`id`, `label`, `description`) or `options_from_state` + `option_mapping`",
+                               "(`id`, `label`, `description`) or `options_from_state` + `option_mapping` "
+                               "(or `option_template`): `id` defaults to the item's `id`, else its `name`, else its "
+                               "position; in the templates each item is `item`, its position `index`, and the item "
+                               "also takes the singular of the list's name (`available_corpora` → `corpus`, "
+                               "`sources` → `source`, `entries` → `entry`: -ora→-us, -ies→-y, -ches/-shes/-sses/-xes"
+                               "/-zes drop -es, else a final -s (not -ss, -us) is dropped)",
     ("user_prompt", "on_response"): "answer id → `{consequence: [...], next_node}`; `other` takes free text, "
                                     "`selected` an option built from state",
     ("validation_gate", "validations"): "preconditions, each with an `error_message`; all are evaluated",
     ("validation_gate", "on_valid"): "where to go when every validation passed",
     ("validation_gate", "on_invalid"): "where to go otherwise; the messages are at `computed.validation_errors`",
-    ("reference", "doc"): "a markdown document (relative to the workflow's folder) for the LLM: a judgement step",
-    ("reference", "workflow"): "a sub-workflow file (relative to the workflow's folder), run in its own state",
+    ("reference", "doc"): "a markdown document (from the plugin root, else the workflow's folder) for the LLM: a judgement step",
+    ("reference", "workflow"): "a sub-workflow file (from the plugin root, else the workflow's folder), run in its own state",
     ("reference", "section"): "one heading of `doc`; default: the whole document",
     ("reference", "context"): "values given to the document or, without `input`, to the sub-workflow",
     ("reference", "input"): "the sub-workflow's inputs (templates rendered)",
@@ -329,7 +334,7 @@ TYPE_EXAMPLES: dict[str, Any] = {
     "compute.store_as": "computed.count",
     "compute_hash.store_as": "computed.hash",
     "set_timestamp.store_as": "computed.date",
-    "set_timestamp.format": "%Y-%m-%d",
+    "set_timestamp.format": "YYYY-MM-DD-HHmmss",
     "display.content": "${computed.summary}",
     "display.format": "markdown",
     "dynamic_route.action": "publish",
@@ -338,6 +343,7 @@ TYPE_EXAMPLES: dict[str, Any] = {
     "git_ops_local.operation": "pull",
     "invoke_pattern.path": "patterns/review.md",
     "invoke_pattern.store_as": "computed.review",
+    "invoke_skill.skill": "release-notes",
     "invoke_skill.args": "--since v1.2.0",
     "local_file_ops.store_as": "computed.text",
     "log_entry.level": "info",

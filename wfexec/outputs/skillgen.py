@@ -195,10 +195,13 @@ def _description(workflow: Workflow) -> str:
 
 
 def _inputs(workflow: Workflow) -> list[dict]:
+    from wfexec.running.inputs import inputs_as_object_schema
+
     rows = []
-    for name, spec in (workflow.input_schema or {}).items():
+    whole = inputs_as_object_schema(workflow.input_schema or {})
+    for name, spec in (whole.get("properties") or {}).items():
         spec = spec or {}
-        rows.append({"name": name, "type": spec.get("type", "any"), "required": bool(spec.get("required")),
+        rows.append({"name": name, "type": spec.get("type", "any"), "required": name in whole.get("required", ()),
                      "default": json.dumps(spec["default"], ensure_ascii=False) if "default" in spec else "",
                      "description": spec.get("description", "")})
     return rows

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from wfexec.commands.console import Console
 from wfexec.language.expressions import ExpressionError, Scope, render_value
 from wfexec.language.model import Call, Node, Workflow
+from wfexec.language.prose import Prose
 from wfexec.types.registry import ActionFailed
 from wfexec.running.state import PathError, get_path, parse_path
 
@@ -83,6 +84,8 @@ class CallContext:
 
     def evaluate(self, expression, **local_values) -> Any:
         scope = self.scope.child(**local_values) if local_values else self.scope
+        if isinstance(expression, Prose):
+            return self.run.judge_prose(expression, scope, self.call)
         try:
             return expression.evaluate(scope)
         except ExpressionError as exc:

@@ -250,6 +250,14 @@ class Run:
             self.stop(self.current, f"{purpose}: the LLM backend failed: {exc}",
                       "check the backend's configuration, or run with --dry-run")
 
+    def judge_prose(self, prose, scope: Scope, call: Call) -> Any:
+        """A field written as prose: its text and the state it names go to the LLM; the reply is a JSON value."""
+        from wfexec.running.prose import named_values, parse_reply, prose_prompt
+
+        purpose = f"the prose {call.type} step at {call.where.yaml_path}"
+        reply = self.judge(prose_prompt(prose, named_values(prose, scope)), purpose)
+        return None if self.options.dry_run else parse_reply(reply, purpose)
+
     def judge_document(self, node: Node, doc: Path, section: str | None, context: dict) -> str:
         from wfexec.running.documents import document_prompt
 

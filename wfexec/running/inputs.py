@@ -1,13 +1,20 @@
 """Run inputs: `--input key=value`, `--input-file FILE`, `--set path=value`,
-checked against the workflow's `input_schema`."""
+checked against the workflow's `input_schema`.
+
+`input_schema` is written the hiivmind way, input name → a JSON Schema for
+that input plus `required: true` (`{url: {type: string, pattern: "^https://",
+required: true}}`), or as one JSON Schema of type object with `properties`.
+Either way every JSON Schema keyword works (`enum`, `items`, `pattern`,
+nested objects, ...): inputs are checked with jsonschema, and an error names
+the input.
+"""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from wfexec.language.diagnostics import did_you_mean
-
-_JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list, "object": dict}
+from wfexec.language.diagnostics import did_you_mean, format_yaml_path
 
 
 class InputError(ValueError):
@@ -34,30 +41,98 @@ def split_pairs(pairs: list[str], option: str) -> list[tuple[str, str]]:
     return out
 
 
+def is_object_schema(input_schema: dict) -> bool:
+    """Written as one JSON Schema (`type: object` + `properties`) rather than name → schema."""
+    return input_schema.get("type") == "object" and isinstance(input_schema.get("properties"), dict)
+
+
+def inputs_as_object_schema(input_schema: dict) -> dict:
+    """The inputs as one JSON Schema of type object; hiivmind's `required: true` per input becomes the object's
+    `required` list (a `required` that is a list stays JSON Schema's own keyword)."""
+    if is_object_schema(input_schema):
+        return input_schema
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, spec in input_schema.items():
+        spec = dict(spec) if isinstance(spec, dict) else {}
+        if isinstance(spec.get("required"), bool):
+            if spec.pop("required"):
+                required.append(str(name))
+        properties[str(name)] = spec
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def _takes_text(schema: dict) -> bool:
+    declared = schema.get("type")
+    return declared is None or declared == "string" or (isinstance(declared, list) and "string" in declared)
+
+
 def check_inputs(given: dict[str, Any], input_schema: dict | None, *, from_text: set[str] = frozenset()) -> dict:
-    """Apply defaults, coerce command-line text to declared types, and reject what does not fit."""
+    """Apply defaults, read command-line text as the declared type, and reject what does not fit."""
     if not input_schema:
         return dict(given)
+    whole = inputs_as_object_schema(input_schema)
+    properties = whole.get("properties") or {}
     result: dict[str, Any] = {}
     for name, value in given.items():
-        if name not in input_schema:
-            hint = did_you_mean(name, input_schema) or "declared inputs: " + ", ".join(input_schema)
+        if name not in properties and whole.get("additionalProperties") is False:
+            hint = did_you_mean(name, properties) or "declared inputs: " + ", ".join(properties)
             raise InputError(f"unknown input '{name}' ({hint})")
-        declared = (input_schema[name] or {}).get("type")
-        if name in from_text and declared not in (None, "string"):
+        schema = properties.get(name)
+        if name in from_text and isinstance(schema, dict) and not _takes_text(schema):
             value = parse_scalar(value)
-        expected = _JSON_TYPES.get(declared)
-        if expected is not None and (not isinstance(value, expected) or
-                                     (declared in ("integer", "number") and isinstance(value, bool))):
-            raise InputError(f"input '{name}' must be {declared}, got {value!r}")
         result[name] = value
-    for name, spec in input_schema.items():
-        spec = spec or {}
-        if name in result:
-            continue
-        if "default" in spec:
-            result[name] = spec["default"]
-        elif spec.get("required"):
-            about = f" ({spec['description']})" if spec.get("description") else ""
-            raise InputError(f"missing required input '{name}'{about}: pass --input {name}=VALUE")
+    for name, schema in properties.items():
+        if name not in result and isinstance(schema, dict) and "default" in schema:
+            result[name] = copy.deepcopy(schema["default"])
+    for name in whole.get("required") or ():
+        if name not in result:
+            about = properties.get(name, {}).get("description")
+            raise InputError(f"missing required input '{name}'{f' ({about})' if about else ''}: "
+                             f"pass --input {name}=VALUE")
+    # A copy: fastjsonschema fills in nested defaults as it checks, and only top-level defaults are promised.
+    problems = [_explain(error) for error in _schema_errors(whole, copy.deepcopy(result))]
+    if problems:
+        raise InputError("; ".join(problems))
     return result
+
+
+def _schema_errors(schema: dict, instance: dict) -> list:
+    from wfexec.language.jsonschemas import SchemaCheck
+
+    return sorted(SchemaCheck(schema).errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
+
+
+def _explain(error) -> str:
+    path = tuple(error.absolute_path)
+    if not path:
+        return f"the inputs: {error.message}"
+    return f"input '{format_yaml_path(path)}': {error.message}"
+
+
+def input_schema_problems(input_schema: Any) -> list[tuple[tuple, str]]:
+    """What is wrong with a workflow's `input_schema` as JSON Schema: (path under input_schema, message)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    if not isinstance(input_schema, dict):
+        return []
+    if not is_object_schema(input_schema):
+        odd = [(name,) for name, spec in input_schema.items() if not isinstance(spec, dict)]
+        if odd:
+            return [(at, f"input '{at[0]}' must be a mapping (its JSON Schema), e.g. {{type: string}}") for at in odd]
+    whole = inputs_as_object_schema(input_schema)
+    try:
+        Draft202012Validator.check_schema(whole)
+    except SchemaError as error:
+        where = tuple(error.absolute_path)
+        if not is_object_schema(input_schema) and where[:1] == ("properties",):
+            where = where[1:]
+        return [(where, f"not a valid JSON Schema: {error.message}")]
+    problems = []
+    for name, schema in (whole.get("properties") or {}).items():
+        if isinstance(schema, dict) and "default" in schema:
+            for error in _schema_errors(schema, schema["default"]):
+                at = (("properties",) if is_object_schema(input_schema) else ()) + (name, "default")
+                problems.append((at, f"the default of input '{name}' does not fit its schema: {error.message}"))
+    return problems

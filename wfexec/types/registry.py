@@ -70,6 +70,9 @@ class TypeSpec:
     raw: tuple = ()              # params passed as written, never interpolated
     nested: dict = field(default_factory=dict)  # param → NESTED_* kind
     paths: tuple = ()            # params that are state paths, checked at load
+    documents: tuple = ()        # params that are document paths (plugin root, workflow folder), checked at load
+    document_folders: tuple = () # those of `documents` that may name a folder
+    alternatives: tuple = ()     # params of which at least one must be given
     example: dict | None = None
     source: str = "builtin"
     package: str = BUILTIN_PACKAGE  # the distribution whose entry point registered it
@@ -81,7 +84,7 @@ class TypeSpec:
             properties["error_message"] = {"type": "string"}
         for name, schema in self.params.items():
             properties[name] = _allow_template(schema) if name not in self.raw else schema
-        return {
+        schema = {
             "type": "object",
             "description": self.doc,
             "properties": properties,
@@ -89,6 +92,9 @@ class TypeSpec:
             "patternProperties": {"^x-": {}},
             "additionalProperties": False,
         }
+        if self.alternatives:
+            schema["anyOf"] = [{"required": [name]} for name in self.alternatives]
+        return schema
 
 
 TEMPLATE_PATTERN = r"^\s*\$\{.*\}\s*$"

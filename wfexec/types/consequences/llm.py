@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 
+from wfexec.language.documents import HOW_DOCUMENTS_RESOLVE, find_document
 from wfexec.running.documents import document_prompt
 from wfexec.language.expressions import to_text
 from wfexec.types.registry import ActionFailed, TypeList
@@ -28,11 +29,11 @@ def _store(ctx, params, reply: str) -> None:
 
 
 @TYPES.consequence("invoke_pattern",
-                   {"path": {"type": "string", "description": "a markdown file, relative to the workflow's folder"},
+                   {"path": {"type": "string", "description": "a markdown document, from the plugin root, else the workflow's folder"},
                     "section": {"type": "string", "description": "a heading of that file; default: all of it"},
                     "context": {"type": "object", "description": "values given to the model with the text"},
                     "store_as": STORE_AS},
-                   ["path"], paths=("store_as",), **LLM)
+                   ["path"], paths=("store_as",), documents=("path",), **LLM)
 def invoke_pattern(params, ctx):
     """Send a markdown pattern (or one section of it) with `context` to the LLM; store the reply."""
     doc = _pattern_file(params["path"], ctx)
@@ -50,12 +51,11 @@ def invoke_pattern(params, ctx):
 
 
 def _pattern_file(path: str, ctx) -> Path:
-    given = Path(to_text(path)).expanduser()
-    doc = given if given.is_absolute() else ctx.workflow.base_dir / given
-    if not doc.is_file():
-        raise ActionFailed(f"pattern '{path}' does not exist (looked in {doc})",
-                           "paths are relative to the workflow file's folder")
-    return doc
+    lookup = find_document(to_text(path), ctx.workflow.path)
+    if lookup.found is None:
+        raise ActionFailed(f"pattern '{path}' does not exist (looked in {lookup.looked_text()})",
+                           HOW_DOCUMENTS_RESOLVE)
+    return lookup.found
 
 
 @TYPES.consequence("spawn_agent",
@@ -72,15 +72,24 @@ def spawn_agent(params, ctx):
 
 
 @TYPES.consequence("invoke_skill",
-                   {"skill": {"type": "string"}, "args": {"type": "string"}, "store_as": STORE_AS},
-                   ["skill"], paths=("store_as",), **LLM)
+                   {"skill": {"type": "string", "description": "the skill's name, e.g. corpus-refresh"},
+                    "skill_path": {"type": "string", "description": "the skill's folder (or its SKILL.md), from the "
+                                                                    "plugin root, else the workflow's folder"},
+                    "args": {"type": "string"}, "store_as": STORE_AS},
+                   [], paths=("store_as",), documents=("skill_path",), document_folders=("skill_path",),
+                   alternatives=("skill", "skill_path"), **LLM)
 def invoke_skill(params, ctx):
-    """Ask the agent to run the skill `/skill args`; store its reply only when `store_as` is given."""
-    skill = to_text(params["skill"]).strip().lstrip("/")
+    """Ask the agent to run the skill `/skill args` (or the one at `skill_path`); store its reply only when
+    `store_as` is given."""
+    instructions = _skill_file(params["skill_path"], ctx) if params.get("skill_path") else None
+    skill = to_text(params.get("skill") or "").strip().lstrip("/")
+    if not skill and instructions is not None:
+        skill = _skill_name(instructions)
     if not skill:
         raise ActionFailed("`skill` is empty", "name the skill to run, e.g. skill: corpus-refresh")
     command = f"/{skill} {to_text(params.get('args', ''))}".strip()
-    prompt = (f"Run the skill `{command}` now, following its instructions, and reply with its result.\n\n"
+    where = f" Its instructions are in {instructions}." if instructions is not None else ""
+    prompt = (f"Run the skill `{command}` now, following its instructions, and reply with its result.{where}\n\n"
               f"{command}\n")
     _store(ctx, params, ctx.judge(prompt, f"invoke_skill ({command})"))
 
@@ -138,3 +147,27 @@ def inline(params, ctx):
         ctx.set(path, value)
     if params.get("store_as"):
         ctx.set(params["store_as"], answer.get("result"))
+
+
+def _skill_file(path: str, ctx) -> Path:
+    """The SKILL.md of `skill_path` (a skill's folder, or the file itself), found like every document."""
+    lookup = find_document(to_text(path), ctx.workflow.path, folder=True)
+    if lookup.found is None:
+        raise ActionFailed(f"skill '{path}' does not exist (looked in {lookup.looked_text()})", HOW_DOCUMENTS_RESOLVE)
+    found = lookup.found / "SKILL.md" if lookup.found.is_dir() else lookup.found
+    if not found.is_file():
+        raise ActionFailed(f"skill folder '{path}' has no SKILL.md ({found})", "point skill_path at a skill's folder")
+    return found.absolute()
+
+
+def _skill_name(skill_md: Path) -> str:
+    """The `name:` of the SKILL.md frontmatter, else the skill folder's name."""
+    text = skill_md.read_text(encoding="utf-8", errors="replace")
+    if text.startswith("---"):
+        for line in text.splitlines()[1:]:
+            if line.strip() == "---":
+                break
+            key, _, value = line.partition(":")
+            if key.strip() == "name" and value.strip():
+                return value.strip().strip("'\"")
+    return skill_md.parent.name

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wfexec.language.documents import find_document
 from wfexec.language.expressions import Template, to_text
 from wfexec.types.registry import ActionFailed, TypeList
 from wfexec.system.subprocesses import kill_group
@@ -35,8 +36,8 @@ ERROR_LINES = 5      # lines of stderr quoted in a failure message
 TRACE_CHARS = 2000   # characters of each output stream shown in the trace
 
 ARGUMENT = {"type": ["string", "number", "boolean"]}
-SCRIPT = {"type": "string", "description": "a script file, relative to the workflow's folder, "
-                                           "else to the working directory"}
+SCRIPT = {"type": "string", "description": "a script file, from the plugin root, else the workflow's folder, "
+                                           "else the working directory"}
 COMMON = {
     "args": {"type": "array", "items": ARGUMENT, "description": "arguments appended to the command"},
     "working_directory": {"type": "string", "description": "folder to run in, relative to the working directory"},
@@ -186,17 +187,18 @@ def _command_argv(params, ctx) -> list[str]:
 
 
 def _find_script(script: str, ctx) -> Path:
-    path = Path(os.path.expanduser(script))
-    if path.is_absolute():
-        candidates = [path]
-    else:
-        candidates = [ctx.workflow.base_dir / path, Path(ctx.cwd) / path]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate.absolute()
-    looked = " and ".join(dict.fromkeys(str(c.parent.resolve()) for c in candidates))
+    """A script is a plugin file like any document (plugin root, workflow folder), else a file of the
+    working directory."""
+    lookup = find_document(script, ctx.workflow.path)
+    if lookup.found is not None:
+        return lookup.found.absolute()
+    in_cwd = Path(ctx.cwd) / Path(os.path.expanduser(script))
+    if not Path(script).is_absolute() and in_cwd.is_file():
+        return in_cwd.absolute()
+    looked = lookup.looked_text() + ("" if Path(script).is_absolute() else f", then {in_cwd}")
     raise ActionFailed(f"script '{script}' not found (looked in {looked})",
-                       "script paths are relative to the workflow's folder, then to the working directory")
+                       "script paths resolve like documents (the plugin root, then the workflow's folder), "
+                       "then from the working directory")
 
 
 def _python(params, ctx) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 from datetime import datetime, timezone
 
 from wfexec.types.registry import ActionFailed, TypeList
@@ -92,14 +93,37 @@ def compute(params, ctx):
     ctx.set(params["store_as"], ctx.evaluate(params["expression"]))
 
 
-@TYPES.consequence("set_timestamp", {"store_as": STORE_AS, "format": {"type": "string",
-                                                                      "description": "strftime format; default ISO-8601 UTC"}},
+# moment.js tokens, as hiivmind writes formats ("YYYY-MM-DD-HHmmss"), longest first; `[...]` is literal text.
+_MOMENT_TOKENS = {"YYYY": "%Y", "YY": "%y", "MM": "%m", "DD": "%d", "HH": "%H", "hh": "%I", "mm": "%M",
+                  "ss": "%S", "SSS": "{ms}", "A": "%p", "Z": "+00:00", "ZZ": "+0000"}
+_MOMENT = re.compile(r"\[[^\]]*\]|YYYY|YY|MM|DD|HH|hh|mm|ss|SSS|ZZ|Z|A")
+ISO_FORMATS = ("iso", "iso8601", "iso-8601")
+
+
+def format_time(now: datetime, fmt: str | None) -> str:
+    """`fmt` in moment.js tokens (YYYY MM DD HH hh mm ss SSS A Z ZZ, `[literal]`), or strftime when it holds
+    `%`; empty or `ISO`: ISO-8601 UTC to the second."""
+    if not fmt or fmt.strip().lower() in ISO_FORMATS:
+        return now.isoformat(timespec="seconds").replace("+00:00", "Z")
+    if "%" in fmt:
+        return now.strftime(fmt)
+
+    def token(match: re.Match) -> str:
+        text = match.group(0)
+        if text.startswith("["):
+            return text[1:-1]
+        return now.strftime(_MOMENT_TOKENS[text]).replace("{ms}", f"{now.microsecond // 1000:03d}")
+
+    return _MOMENT.sub(token, fmt)
+
+
+@TYPES.consequence("set_timestamp", {"store_as": STORE_AS, "format": {
+    "type": "string", "description": "moment.js tokens (`YYYY-MM-DD-HHmmss`: YYYY YY MM DD HH hh mm ss SSS A Z, "
+                                     "`[text]` literal) or strftime (`%Y-%m-%d`); default (or `ISO`): ISO-8601 UTC"}},
                    ["store_as"], paths=("store_as",), idempotent=False)
 def set_timestamp(params, ctx):
-    """Store the current UTC time (ISO-8601, or `format` as strftime)."""
-    now = datetime.now(timezone.utc)
-    fmt = params.get("format")
-    ctx.set(params["store_as"], now.strftime(fmt) if fmt else now.isoformat(timespec="seconds").replace("+00:00", "Z"))
+    """Store the current UTC time: ISO-8601, or `format` (moment.js tokens or strftime)."""
+    ctx.set(params["store_as"], format_time(datetime.now(timezone.utc), params.get("format")))
 
 
 @TYPES.consequence("compute_hash", {"from": {"description": "a value, or a state path"}, "content": {},

@@ -1,0 +1,87 @@
+"""Where a document path written in a workflow points: the plugin root first, then the workflow's folder.
+
+hiivmind writes document paths (a reference node's `doc:` or `workflow:`, an
+`invoke_pattern` path, an import, a script) from the plugin root, the folder
+Claude Code calls `${CLAUDE_PLUGIN_ROOT}`: `doc: lib/corpus/patterns/git.md`
+in `skills/add-source/workflow.yaml` means `<plugin>/lib/corpus/patterns/git.md`.
+The plugin root is `$CLAUDE_PLUGIN_ROOT` when set, else the nearest folder
+above the workflow holding `.claude-plugin/plugin.json`. A workflow outside
+any plugin resolves from its own folder. Data paths (files a workflow reads
+and writes as data) are not documents: they stay relative to the working
+directory.
+
+Validation and the run both resolve through `find_document`, so a path that
+validates is the path that runs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+PLUGIN_MANIFEST = Path(".claude-plugin") / "plugin.json"
+PLUGIN_ROOT_ENV = "CLAUDE_PLUGIN_ROOT"
+PLUGIN_ROOT_PREFIXES = ("${CLAUDE_PLUGIN_ROOT}/", "$CLAUDE_PLUGIN_ROOT/")
+HOW_DOCUMENTS_RESOLVE = ("document paths resolve from the plugin root ($CLAUDE_PLUGIN_ROOT, else the nearest folder "
+                         "above the workflow with .claude-plugin/plugin.json), then from the workflow's folder")
+
+
+def plugin_root(workflow_path: str | Path) -> Path | None:
+    """`$CLAUDE_PLUGIN_ROOT`, else the nearest ancestor of the workflow file holding `.claude-plugin/plugin.json`."""
+    given = os.environ.get(PLUGIN_ROOT_ENV)
+    if given:
+        return Path(given).expanduser()
+    for folder in Path(os.path.abspath(workflow_path)).parents:
+        if (folder / PLUGIN_MANIFEST).is_file():
+            return folder
+    return None
+
+
+@dataclass(frozen=True)
+class DocumentLookup:
+    """The document found (None: none), and every place looked, in order."""
+
+    found: Path | None
+    looked: tuple[Path, ...]
+
+    def looked_text(self) -> str:
+        from wfexec.language.loader import display_path
+
+        return ", then ".join(display_path(p) or str(p) for p in self.looked)
+
+
+def document_places(value: str, workflow_path: str | Path) -> tuple[Path, ...]:
+    """Where `value` may be, in the order looked: the plugin root, then the workflow's folder."""
+    for prefix in PLUGIN_ROOT_PREFIXES:
+        if value.startswith(prefix):
+            root = plugin_root(workflow_path)
+            return (root / value[len(prefix):],) if root else ()
+    given = Path(value).expanduser()
+    if given.is_absolute():
+        return (given,)
+    folder = Path(workflow_path).parent
+    root = plugin_root(workflow_path)
+    places = [root / given] if root is not None else []
+    places.append(folder / given)
+    return _unique(places)
+
+
+def _unique(places: list[Path]) -> tuple[Path, ...]:
+    """A workflow at the plugin root would be looked for twice in the same folder."""
+    seen: dict[str, Path] = {}
+    for place in places:
+        seen.setdefault(os.path.normpath(os.path.abspath(place)), place)
+    return tuple(seen.values())
+
+
+def find_document(value: str, workflow_path: str | Path, folder: bool = False) -> DocumentLookup:
+    """The first of `document_places` that is a file (or, with `folder`, a file or a folder)."""
+    places = document_places(value, workflow_path)
+    for place in places:
+        try:
+            if place.is_file() or (folder and place.exists()):
+                return DocumentLookup(place, places)
+        except (OSError, ValueError):  # a name too long for the file system, and the like
+            continue
+    return DocumentLookup(None, places)
