@@ -18,10 +18,10 @@ from wfexec.language.diagnostics import Diagnostic, Reporter, format_yaml_path, 
 from wfexec.language.expressions import Expression, ExpressionError, Template, compile_value, has_templates
 from wfexec.language.loader import Document, display_path, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
-from wfexec.nodes import NODE_TYPES
+from wfexec.nodes.base import node_type
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
                        Registry, consequences, preconditions)
-from wfexec.running.state import PathError, parse_path
+from wfexec.language.paths import PathError, parse_path
 
 _CALL_META = ("type", "description")
 
@@ -198,10 +198,10 @@ def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | Non
         if not schema.check_node(node_id, raw, c.report):
             continue
         c.prefix = ("nodes", node_id)
-        module = NODE_TYPES[raw["type"]]
-        spec = module.compile(node_id, raw, c)
+        kind = node_type(raw["type"])
+        spec = kind.compile(node_id, raw, c)
         nodes[node_id] = Node(id=node_id, type=raw["type"], description=raw.get("description", ""),
-                              where=c.where(), spec=spec, max_visits=raw.get("max_visits"),
+                              where=c.where(), spec=spec, kind=kind, max_visits=raw.get("max_visits"),
                               idempotent=raw.get("idempotent"))
     c.prefix = ()
 

@@ -14,7 +14,7 @@ from wfexec.commands.console import Console
 from wfexec.language.expressions import ExpressionError, Scope, render_value
 from wfexec.language.model import Call, Node, Workflow
 from wfexec.types.registry import ActionFailed
-from wfexec.running.state import PathError, get_path, parse_path
+from wfexec.language.paths import PathError, get_path, parse_path
 
 if TYPE_CHECKING:
     from wfexec.running.engine import Run
