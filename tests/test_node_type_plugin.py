@@ -152,3 +152,18 @@ def test_without_the_plugin_the_node_type_is_unknown(folder):
     done = wfexec_cli("validate", ".", cwd=folder)
     assert done.returncode == 2
     assert "node 'count' has unknown type 'countdown'" in done.stdout
+
+
+def test_a_node_type_plugin_that_cannot_load_is_named_where_its_type_is_unknown(folder, tmp_path):
+    site = tmp_path / "broken-site"
+    dist = site / "wfexec_broken-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: wfexec-broken\nVersion: 0.1\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text("[wfexec.nodes]\ncountdown = wfexec_missing:NODE_TYPE\n", encoding="utf-8")
+    done = wfexec(site, "validate", ".", cwd=folder)
+    assert done.returncode == 2
+    assert "node 'count' has unknown type 'countdown'" in done.stdout
+    assert "node type plugin 'countdown' (wfexec_missing:NODE_TYPE) could not be loaded: No module named " \
+           "'wfexec_missing'" in done.stdout
+    # The built-in node types still load.
+    assert "unknown type 'action'" not in done.stdout

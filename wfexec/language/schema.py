@@ -206,6 +206,8 @@ def check_node(node_id: str, raw: Any, report: Reporter) -> bool:
                          "use one of: " + ", ".join(kinds.names()))
         else:
             hint = did_you_mean(node_type, kinds.names()) or "use one of: " + ", ".join(kinds.names())
+            if kinds.problems:  # the type may be a plugin's that failed to load
+                hint += "; " + "; ".join(kinds.problems)
             report.error(path + ("type",), "node-type-unknown", f"node '{node_id}' has unknown type '{node_type}'",
                          hint)
         return False

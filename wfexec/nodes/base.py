@@ -86,7 +86,9 @@ class NodeType:
     schema: Mapping                             # JSON Schema of its own fields: properties, required, oneOf/anyOf
     #                                             (TARGET, PRECONDITION, CONSEQUENCE stand for targets and calls)
     compile: Callable[[str, dict, Any], Any]    # (node id, raw mapping, compiler) → its frozen spec
-    execute: Callable[[Any, Any], Outcome]      # (node, run) → Outcome: run it once
+    execute: Callable[[Any, Any], Outcome]      # (node, run) → Outcome: run it once. A node that asks
+    #                                             (`run.ask`) asks before it changes state: a parked step runs
+    #                                             again from its start when the run is resumed
     targets: Callable[[Any], list]              # spec → [(edge label, target or None)]: checks and pictures
     calls: Callable[[Any], Iterable] = _no_calls  # spec → the registry calls it runs (effects, skills)
     # -- validation beyond the schema: (node, raw mapping, reporter) → None, reporting at ("nodes", id, ...)
