@@ -8,7 +8,12 @@ the entry-point group `wfexec.nodes`; it is installed for real with pip, and eve
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -82,6 +87,65 @@ def test_the_node_type_parks_on_its_question_and_resumes_from_the_store(site, fo
     assert (result["ending"], result["message"]) == ("scrubbed", "scrubbed at 0")
     assert [(h["node"], h["outcome"]["left"], h["target"]) for h in result["state"]["history"]] == \
         [("count", 3, "count"), ("count", 2, "count"), ("count", 1, "count"), ("count", 0, "scrubbed")]
+
+
+LOGGED = """
+name: logged
+version: 1
+start_node: count
+nodes:
+  count:
+    type: countdown
+    from: 2
+    store_as: computed.left
+    log: ticks.log
+    on_tick: count
+    on_zero: done
+endings:
+  done: {type: success, message: "done"}
+"""
+
+
+def test_a_run_killed_inside_the_node_type_resumes_as_its_declared_effects_say(site, tmp_path):
+    """The node type declares that logging touches files and is not safe twice: the journal marks the step in
+    flight before it runs, and resume asks before running it again."""
+    (tmp_path / "workflow.yaml").write_text(LOGGED, encoding="utf-8")
+    store = tmp_path / "runs.db"
+    # Opening a FIFO to write blocks until someone reads it: the first visit hangs inside the node.
+    os.mkfifo(tmp_path / "ticks.log")
+    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", ".", "--store", str(store)],
+                               cwd=tmp_path, env={**os.environ, **with_plugins(site)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60  # a guard against a hang, not a measurement
+        in_flight = None
+        while in_flight is None and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+            if store.exists():
+                with sqlite3.connect(store) as db:
+                    row = db.execute("SELECT id, in_flight FROM runs").fetchone()
+                in_flight = row and row[1] and (row[0], json.loads(row[1]))
+        assert in_flight, "the countdown step was never marked in flight"
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait()
+    run_id, marked = in_flight
+    assert marked["node"] == "count"
+
+    asked = wfexec(site, "resume", run_id, "--store", store, cwd=tmp_path)
+    assert asked.returncode == 3, asked.stderr
+    assert f"node 'count' was running when run {run_id} stopped, and it is not safe to run twice" in asked.stderr
+    skipped = wfexec(site, "resume", run_id, "--store", store, "--skip", cwd=tmp_path)
+    assert skipped.returncode == 2
+    assert "a countdown node cannot be skipped" in skipped.stderr
+
+    (tmp_path / "ticks.log").unlink()
+    rerun = wfexec(site, "resume", run_id, "--store", store, "--rerun", "--format", "json", cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    assert (tmp_path / "ticks.log").read_text(encoding="utf-8") == "left=2\nleft=1\nleft=0\n"
+    history = json.loads(rerun.stdout)["state"]["history"]
+    assert [(h["node"], h["outcome"]["left"]) for h in history] == [("count", 2), ("count", 1), ("count", 0)]
 
 
 def test_validation_uses_the_node_types_schema_edges_and_checks(site, folder):
