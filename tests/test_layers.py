@@ -60,3 +60,17 @@ def test_every_module_has_a_place_in_the_layers():
     language = {f"wfexec.language.{p.stem}" for p in (package / "language").glob("*.py") if p.stem != "__init__"}
     # wfexec.language itself is split across two layers: its modules are listed one by one.
     assert (top - {"wfexec.language"}) | language <= listed, sorted(((top - {"wfexec.language"}) | language) - listed)
+
+
+def test_every_built_in_node_type_is_registered_like_a_plugin():
+    """Each module of wfexec/nodes/ (but the interface) is one entry of `wfexec.nodes` in pyproject.toml."""
+    tomllib = pytest.importorskip("tomllib")
+    from wfexec.nodes.base import NodeType, node_types
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    registered = project["entry-points"]["wfexec.nodes"]
+    modules = {p.stem for p in (ROOT / "wfexec" / "nodes").glob("*.py")} - {"__init__", "base"}
+    assert registered == {name: f"wfexec.nodes.{name}:NODE_TYPE" for name in sorted(modules)}
+    for name in modules:
+        kind = node_types()[name]
+        assert isinstance(kind, NodeType) and kind.execute.__module__ == f"wfexec.nodes.{name}"
