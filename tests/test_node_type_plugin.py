@@ -212,6 +212,19 @@ def test_the_node_type_is_documented_and_in_the_published_schema(site, folder):
     assert countdown["properties"]["on_tick"] == {"$ref": "#/$defs/target"}
 
 
+def test_a_skill_carries_the_node_types_rules_shape_and_tools(site, tmp_path):
+    folder = tmp_path / "launch"
+    folder.mkdir()
+    (folder / "workflow.yaml").write_text(WORKFLOW.replace("version: 1\n", "version: 1\ndescription: Count down.\n"),
+                                          encoding="utf-8")
+    done = wfexec(site, "skill", folder, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    skill = (folder / "SKILL.md").read_text(encoding="utf-8")
+    assert "allowed-tools: Bash(wfexec:*) Read AskUserQuestion" in skill
+    assert "#### `countdown`\n\n1. When `store_as` holds no number, set it to `from`" in skill
+    assert "cylinder `states`, trapezoid `countdown`, rounded box an ending" in " ".join(skill.split())
+
+
 def test_without_the_plugin_the_node_type_is_unknown(folder):
     done = wfexec_cli("validate", ".", cwd=folder)
     assert done.returncode == 2

@@ -68,5 +68,5 @@ NODE_TYPE = NodeType(
    `on_failure`, the failure is a run error.
 3. When all succeed, go to `on_success`.
 """,
-    skip_edge="on_success", mermaid_shape=("[", "]"), dot_shape="shape=box",
+    skip_edge="on_success", shape_name="rectangle", mermaid_shape=("[", "]"), dot_shape="shape=box",
 )

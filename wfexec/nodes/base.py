@@ -104,6 +104,7 @@ class NodeType:
     skip_edge: str | None = None                # the edge `resume --skip` takes as if it succeeded; None: no skip
     subworkflows: Callable[[Any], Iterable] = _no_subworkflows  # spec → the Workflows it runs
     # -- pictures (`wfexec graph`) and skills (`wfexec skill`)
+    shape_name: str = "rectangle"               # how the picture's legend names its shape
     mermaid_shape: tuple = ("[", "]")
     dot_shape: str = "shape=box"
     tools: frozenset = frozenset()              # Claude Code tools an agent needs to follow its rules

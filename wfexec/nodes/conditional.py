@@ -141,5 +141,5 @@ NODE_TYPE = NodeType(
    stopping early and write `{passed, total, passed_count, failed_count, results: [{index, condition, passed,
    message}]}` to `audit.output` (default `computed.audit_results`), then branch on the composite's result.
 """,
-    mermaid_shape=("{", "}"), dot_shape="shape=diamond",
+    shape_name="rhombus", mermaid_shape=("{", "}"), dot_shape="shape=diamond",
 )

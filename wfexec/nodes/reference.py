@@ -158,5 +158,5 @@ NODE_TYPE = NodeType(
   itself. Store the reply at `store_as`, then go to `on_success` (or `next_node`).
 """,
     effects=effects, idempotent=idempotent, skip_edge="on_success", subworkflows=subworkflows,
-    mermaid_shape=("[[", "]]"), dot_shape="shape=box, peripheries=2",
+    shape_name="double-sided box", mermaid_shape=("[[", "]]"), dot_shape="shape=box, peripheries=2",
 )

@@ -305,5 +305,5 @@ NODE_TYPE = NodeType(
 """,
     # Scripts and LLM agents; resuming continues from its agents as last saved, so running it again is safe.
     effects=lambda spec: ("process", "llm"), skip_edge="on_success",
-    mermaid_shape=("[(", ")]"), dot_shape="shape=cylinder", tools=frozenset({"Bash", "Task"}),
+    shape_name="cylinder", mermaid_shape=("[(", ")]"), dot_shape="shape=cylinder", tools=frozenset({"Bash", "Task"}),
 )

@@ -293,6 +293,6 @@ NODE_TYPE = NodeType(
 5. Run the handler's `consequence` (or `consequences`) in order, then go to its `next_node`. A handler has no
    `on_failure`: a consequence failing there stops the run.
 """,
-    mermaid_shape=("[/", "/]"), dot_shape="shape=parallelogram", tools=frozenset({"AskUserQuestion"}),
+    shape_name="parallelogram", mermaid_shape=("[/", "/]"), dot_shape="shape=parallelogram", tools=frozenset({"AskUserQuestion"}),
     questions=questions,
 )

@@ -68,5 +68,5 @@ NODE_TYPE = NodeType(
    description of the precondition when it has no message); the list is empty when all pass.
 3. All true: go to `on_valid`. Otherwise go to `on_invalid`.
 """,
-    mermaid_shape=("{{", "}}"), dot_shape="shape=hexagon",
+    shape_name="hexagon", mermaid_shape=("{{", "}}"), dot_shape="shape=hexagon",
 )

@@ -240,6 +240,14 @@ def _endings(workflow: Workflow) -> list[dict]:
     return rows
 
 
+def _shapes(need: Needs) -> list:
+    """The node types the picture's legend names: wfexec's own, and any other the workflow uses."""
+    from wfexec.outputs.docgen import documented_node_types
+
+    builtin = documented_node_types(include_plugins=False)
+    return builtin + [kind for kind in need.node_types if kind not in builtin]
+
+
 def context(folder: Path, workflow: Workflow) -> dict:
     from wfexec.outputs.graph import to_mermaid
 
@@ -266,6 +274,7 @@ def context(folder: Path, workflow: Workflow) -> dict:
         "initial_state": _initial_state(workflow),
         "endings": _endings(workflow),
         "node_types": list(need.node_types),
+        "shapes": _shapes(need),
         "types": [{"kind": kind, "name": type_name, "doc": doc} for kind, type_name, doc in need.types],
         "subworkflows": [{"node": node, "file": file} for node, file in need.subworkflows],
         "imports": [{"alias": alias, "file": file} for alias, file in (workflow.raw.get("imports") or {}).items()],

@@ -97,5 +97,6 @@ NODE_TYPE = NodeType(
 3. With `log`, append `left=<count>` to that file on each visit.
 """,
     effects=effects, idempotent=idempotent,
-    mermaid_shape=("[\\", "/]"), dot_shape="shape=trapezium", tools=frozenset({"AskUserQuestion"}),
+    shape_name="trapezoid", mermaid_shape=("[\\", "/]"), dot_shape="shape=trapezium",
+    tools=frozenset({"AskUserQuestion"}),
 )
