@@ -78,7 +78,7 @@ def _no_subworkflows(spec) -> tuple:
     return ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per registered type: compared and hashed by identity
 class NodeType:
     """Everything wfexec knows about one node type. Every consumer asks this, never the type's name."""
 
