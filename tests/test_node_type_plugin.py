@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 
 import pytest
 
@@ -74,7 +75,7 @@ def test_the_node_type_parks_on_its_question_and_resumes_from_the_store(site, fo
     store = folder / "runs.db"
     parked = wfexec(site, "run", ".", "--store", store, cwd=folder)
     assert parked.returncode == 3, parked.stderr
-    with sqlite3.connect(store) as db:
+    with closing(sqlite3.connect(store)) as db:
         [(run_id, status, node)] = db.execute("SELECT id, status, current_node FROM runs").fetchall()
     assert (status, node) == ("waiting", "count")
     assert "Launch now?" in parked.stderr
@@ -121,10 +122,12 @@ def test_a_run_killed_inside_the_node_type_resumes_as_its_declared_effects_say(s
         in_flight = None
         while in_flight is None and time.monotonic() < deadline and process.poll() is None:
             time.sleep(0.05)
-            if store.exists():
-                with sqlite3.connect(store) as db:
+            try:
+                with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as db:
                     row = db.execute("SELECT id, in_flight FROM runs").fetchone()
-                in_flight = row and row[1] and (row[0], json.loads(row[1]))
+            except sqlite3.OperationalError:  # not created yet, or its tables are being made
+                continue
+            in_flight = row and row[1] and (row[0], json.loads(row[1]))
         assert in_flight, "the countdown step was never marked in flight"
         process.send_signal(signal.SIGKILL)
     finally:
