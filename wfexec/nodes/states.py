@@ -274,6 +274,10 @@ def _dry_run(node, run, first_input) -> Outcome:
     return Outcome(spec.on_success, {"success": True, "dry_run": True}, "on_success")
 
 
+def effects(spec):
+    return ("process", "llm")  # scripts and LLM agents
+
+
 NODE_TYPE = NodeType(
     name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, doc=__doc__, order=60,
     field_notes={
@@ -303,7 +307,7 @@ NODE_TYPE = NodeType(
 4. A protocol error, a failed script or an exhausted `budget_usd` sets `computed.last_error` and goes to
    `on_failure` (none: run error).
 """,
-    # Scripts and LLM agents; resuming continues from its agents as last saved, so running it again is safe.
-    effects=lambda spec: ("process", "llm"), skip_edge="on_success",
+    # Resuming continues from its agents as last saved: running it again is safe (the default).
+    effects=effects, skip_edge="on_success",
     shape_name="cylinder", mermaid_shape=("[(", ")]"), dot_shape="shape=cylinder", tools=frozenset({"Bash", "Task"}),
 )
