@@ -1,8 +1,9 @@
 """The run loop: entry gate → node → transition → history → ending.
 
 The engine knows node types only through what each compiled node carries
-(`node.kind`, a `NodeType`) and registry types only through their specs. Everything it runs was compiled at load; the loop itself
-renders templates and calls handlers, nothing more.
+(`node.kind`, a `NodeType`) and registry types only through their specs.
+Everything it runs was compiled at load; the loop itself renders templates and
+calls handlers, nothing more.
 """
 
 from __future__ import annotations
