@@ -73,6 +73,10 @@ def test_every_built_in_node_type_is_registered_like_a_plugin():
     registered = project["entry-points"]["wfexec.nodes"]
     modules = {p.stem for p in (ROOT / "wfexec" / "nodes").glob("*.py")} - {"__init__", "base"}
     assert registered == {name: f"wfexec.nodes.{name}:NODE_TYPE" for name in sorted(modules)}
+    # Run from a source tree (or an install older than these entry points), the same types are found.
+    from wfexec.nodes.base import _builtin_points
+
+    assert {ep.name: ep.value for ep in _builtin_points()} == registered
     for name in modules:
         kind = node_types()[name]
         assert isinstance(kind, NodeType) and kind.execute.__module__ == f"wfexec.nodes.{name}"
