@@ -101,6 +101,19 @@ def wfexec_cli(*args, cwd=None, input_text=None, env=None, timeout=60):
                           capture_output=True, text=True, env=full_env, timeout=timeout)
 
 
+def install_plugin(package: Path, target: Path) -> Path:
+    """Install a plugin package for real (pip: wheel metadata and entry points) into a private folder; a
+    subprocess given `PYTHONPATH=<target>` sees it, this process does not."""
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), str(package)], check=True, capture_output=True, timeout=300)
+    return target
+
+
+def with_plugins(*targets: Path) -> dict:
+    """The environment additions that make plugins installed by `install_plugin` visible to a subprocess."""
+    return {"PYTHONPATH": os.pathsep.join([*map(str, targets), os.environ.get("PYTHONPATH", "")])}
+
+
 @pytest.fixture
 def cli():
     return wfexec_cli

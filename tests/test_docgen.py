@@ -141,16 +141,16 @@ def test_examples_made_from_the_schema_fit_it():
 
 
 def test_schema_page_covers_the_language():
-    from wfexec.nodes import NODE_TYPES
+    from wfexec.outputs.docgen import documented_node_types
     from wfexec.language.schema import ENDING, TOP_LEVEL
 
     text = (LIB / "workflow" / "schema.md").read_text(encoding="utf-8")
     for key in TOP_LEVEL["properties"]:
         assert f"| `{key}` |" in text
-    for node_type, module in NODE_TYPES.items():
-        body = text[text.index(f"### `{node_type}`"):]
-        for field in module.SCHEMA.get("properties", {}):
-            assert f"| `{field}` |" in body.split("\n### ")[0], (node_type, field)
+    for kind in documented_node_types(include_plugins=False):
+        body = text[text.index(f"### `{kind.name}`"):]
+        for field in kind.schema.get("properties", {}):
+            assert f"| `{field}` |" in body.split("\n### ")[0], (kind.name, field)
     endings = text[text.index("## Endings"):]
     for field in ENDING["properties"]:
         assert f"| `{field}` |" in endings
@@ -160,11 +160,11 @@ def test_schema_page_covers_the_language():
 
 def test_execution_page_explains_every_node_type_and_exit_code():
     from wfexec import exit_codes
-    from wfexec.nodes import NODE_TYPES
+    from wfexec.outputs.docgen import documented_node_types
 
     text = (LIB / "workflow" / "execution.md").read_text(encoding="utf-8")
-    for node_type in NODE_TYPES:
-        assert f"### `{node_type}`" in text
+    for kind in documented_node_types(include_plugins=False):
+        assert f"### `{kind.name}`" in text
     for heading in ("## 1. Initialization", "## 2. The loop", "## 5. Templates and expressions", "## 6. State",
                     "## 7. Endings", "## 9. Exit codes"):
         assert heading in text

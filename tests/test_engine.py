@@ -345,7 +345,7 @@ def test_inputs_are_checked_against_input_schema_and_placed_in_state(run_yaml):
     """
     result, _ = run_yaml(workflow, inputs={"url": "https://x"})
     assert result.message == "https://x#1"
-    from wfexec.running.inputs import InputError
+    from wfexec.language.inputs import InputError
 
     with pytest.raises(InputError, match="missing required input 'url'"):
         run_yaml(workflow)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import wfexec
-from wfexec.running.inputs import InputError
+from wfexec.language.inputs import InputError
 
 WORKFLOW = """
     name: t

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT, wfexec_cli
+from conftest import ROOT, install_plugin, wfexec_cli, with_plugins
 
 PLUGIN = ROOT / "tests" / "plugins" / "wfexec-hello"
 
@@ -38,15 +35,11 @@ endings:
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory):
     """The plugin installed for real (pip, wheel metadata and entry points) into a private folder."""
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), str(PLUGIN)], check=True, capture_output=True, timeout=300)
-    return target
+    return install_plugin(PLUGIN, tmp_path_factory.mktemp("site"))
 
 
 def run_with_plugin(plugin_path, *args, cwd):
-    env = {"PYTHONPATH": os.pathsep.join([str(plugin_path), os.environ.get("PYTHONPATH", "")])}
-    return wfexec_cli(*args, cwd=cwd, env=env)
+    return wfexec_cli(*args, cwd=cwd, env=with_plugins(plugin_path))
 
 
 def test_plugin_types_are_listed(plugin_path, tmp_path):

@@ -64,7 +64,7 @@ def run(workflow: Workflow | str | os.PathLike, *, inputs: dict | None = None, a
     `RunError` or `RunStopped` when the run cannot reach an ending.
     """
     from wfexec.running.engine import DEFAULT_MAX_STEPS, Options, run_workflow
-    from wfexec.running.inputs import check_inputs
+    from wfexec.language.inputs import check_inputs
     from wfexec.running.prompts import Answers
 
     if not isinstance(workflow, Workflow):

@@ -50,7 +50,7 @@ def _print_json(data) -> None:
 
 
 def _gather_inputs(request: RunRequest, workflow) -> dict:
-    from wfexec.running.inputs import check_inputs, split_pairs
+    from wfexec.language.inputs import check_inputs, split_pairs
     from wfexec.language.loader import load_file
 
     given: dict[str, Any] = {}
@@ -125,7 +125,7 @@ def workflow_document(path):
 
 
 def execute_run(request: RunRequest) -> int:
-    from wfexec.running.inputs import InputError, parse_scalar, split_pairs
+    from wfexec.language.inputs import InputError, parse_scalar, split_pairs
     from wfexec.running.prompts import AnswerError, Answers
 
     document = workflow_document(request.path)

@@ -27,13 +27,12 @@ from wfexec import exit_codes
 from wfexec.running.engine import EntryGateFailed, Journal, Options, Run, RunError, RunStopped
 from wfexec.language.model import Node, Workflow
 from wfexec.running.prompts import NeedsAnswer
-from wfexec.running.state import format_path, get_path, parse_path, set_path
+from wfexec.language.paths import format_path, get_path, parse_path, set_path
 from wfexec.durable.store import FINISHED, Store, StoreError
 
 OUTSIDE_EFFECTS = frozenset({"files", "process", "network", "git", "llm"})
 FLUSH_STEPS = 1024
 FLUSH_SECONDS = 0.5
-SKIPPABLE = {"action": "on_success", "reference": "on_success", "states": "on_success"}
 
 
 # One encoder for every row: json.dumps with options builds a new one per call.
@@ -66,13 +65,9 @@ def node_hashes(workflow: Workflow) -> dict[str, str]:
 
 
 def has_outside_effects(workflow: Workflow, node: Node) -> bool:
-    if node.type == "states":
+    """Whether the node touches the world: by its node type's own work, or by a registry call it makes."""
+    if OUTSIDE_EFFECTS.intersection(node.kind.effects(node.spec)):
         return True
-    if node.type == "reference":
-        spec = node.spec
-        if spec.doc is not None:
-            return True
-        return bool(spec.workflow is not None and OUTSIDE_EFFECTS & set(spec.workflow.effects()))
     return any(OUTSIDE_EFFECTS & set(call.spec.effects) for call in workflow.node_calls(node))
 
 
@@ -80,11 +75,7 @@ def is_idempotent(workflow: Workflow, node: Node) -> bool:
     """Whether running the node again after a crash is harmless (declared on the node, else by its types)."""
     if node.idempotent is not None:
         return node.idempotent
-    if node.type == "states":
-        return True  # it continues from its agents as last saved; only the state in flight runs again
-    if node.type == "reference" and node.spec.doc is not None:
-        return False
-    return all(call.spec.idempotent for call in workflow.node_calls(node))
+    return node.kind.idempotent(node.spec) and all(call.spec.idempotent for call in workflow.node_calls(node))
 
 
 def state_for_snapshot(state: dict) -> dict:
@@ -296,7 +287,7 @@ def _settle_in_flight(store: Store, run: Run, journal: DurableJournal, workflow:
     if node is None:
         return None
     if choices.skip:
-        edge = SKIPPABLE.get(node.type)
+        edge = node.kind.skip_edge
         if edge is None:
             raise ResumeRefused(f"a {node.type} node cannot be skipped", "resume with --rerun")
         target = getattr(node.spec, edge)
@@ -328,7 +319,7 @@ def _settle_in_flight(store: Store, run: Run, journal: DurableJournal, workflow:
 
 
 def _ask_rerun_or_skip(node_id: str, effects: list[str]) -> str:
-    from wfexec.nodes.user_prompt import Choice, Question
+    from wfexec.nodes.base import Choice, Question
     from wfexec.running.prompts import ask_terminal
 
     question = Question(

@@ -1,4 +1,4 @@
-"""Semantic rules the schema cannot express: targets, prompt coverage, the graph."""
+"""Semantic rules the schema cannot express: targets, the graph, and each node type's own `check`."""
 
 from __future__ import annotations
 
@@ -6,11 +6,6 @@ from typing import Any
 
 from wfexec.language.diagnostics import Reporter, did_you_mean, format_yaml_path
 from wfexec.language.expressions import Template
-from wfexec.nodes import NODE_TYPES
-from wfexec.nodes.user_prompt import OTHER, SELECTED
-
-HEADER_LIMIT = 12
-OPTION_RANGE = (2, 4)
 
 
 def check(data: dict, nodes: dict, endings: dict, static_targets: list, report: Reporter) -> None:
@@ -18,10 +13,8 @@ def check(data: dict, nodes: dict, endings: dict, static_targets: list, report: 
     raw_endings = data.get("endings") if isinstance(data.get("endings"), dict) else {}
     _check_targets(raw_nodes, raw_endings, static_targets, report)
     for node in nodes.values():
-        if node.type == "user_prompt":
-            _check_prompt(node, raw_nodes[node.id], report)
-        elif node.type == "conditional":
-            _check_branch_spelling(node.id, raw_nodes[node.id], report)
+        if node.kind.check is not None:
+            node.kind.check(node, raw_nodes[node.id], report)
     if not report.diagnostics or all(d.severity != "error" for d in report.diagnostics):
         _check_graph(data.get("start_node"), nodes, endings, report, raw_nodes)
 
@@ -36,18 +29,6 @@ def _check_targets(raw_nodes: dict, raw_endings: dict, static_targets: list, rep
         report.error(path, "unknown-target", f"{what} names '{name}', which is neither a node nor an ending", hint)
 
 
-def _check_branch_spelling(node_id: str, raw: dict, report: Reporter) -> None:
-    """`branches` uses true/false (seed) or on_true/on_false (v3): mixing them leaves one pair unused."""
-    branches = raw.get("branches")
-    if not isinstance(branches, dict) or "true" not in branches:
-        return
-    for key in ("on_true", "on_false"):
-        if key in branches:
-            report.error(("nodes", node_id, "branches", key), "branch-spelling",
-                         f"`branches` of '{node_id}' mixes `true`/`false` with `{key}`; `{key}` would be ignored",
-                         "write either true/false (seed) or on_true/on_false (v3)", at_key=True)
-
-
 def _field_path(path: tuple) -> str:
     """`on_response.yes.next_node` for a path inside a node or ending; the path itself otherwise."""
     if len(path) > 2 and path[0] in ("nodes", "endings"):
@@ -55,48 +36,8 @@ def _field_path(path: tuple) -> str:
     return format_yaml_path(path)
 
 
-def _check_prompt(node, raw: dict, report: Reporter) -> None:
-    spec = node.spec
-    path = ("nodes", node.id)
-    option_ids = [o.id for o in spec.options]
-    handlers = spec.handlers
-    if spec.options_from is None:
-        for index, option_id in enumerate(option_ids):
-            if option_id not in handlers:
-                report.error(path + ("prompt", "options", index, "id"), "prompt-unhandled",
-                             f"option '{option_id}' of '{node.id}' has no handler in on_response",
-                             f"add `{option_id}: {{next_node: ...}}` under on_response")
-        seen = set()
-        for index, option_id in enumerate(option_ids):
-            if option_id in seen:
-                report.error(path + ("prompt", "options", index, "id"), "prompt-duplicate-option",
-                             f"option id '{option_id}' appears twice in '{node.id}'", "give each option its own id")
-            seen.add(option_id)
-        count = len(option_ids)
-        if not OPTION_RANGE[0] <= count <= OPTION_RANGE[1] and not (count == 1 and OTHER in handlers):
-            hint = "split a long menu into two questions" if count > OPTION_RANGE[1] else \
-                "add options, or an `other` handler so a single option can be answered with free text"
-            report.warning(path + ("prompt", "options"), "prompt-option-count",
-                           f"'{node.id}' offers {count} option(s); a question shows 2 to 4 well", hint)
-    for handler_id in handlers:
-        allowed = handler_id in option_ids or handler_id == OTHER or (
-            handler_id == SELECTED and spec.options_from is not None) or spec.options_from is not None
-        if not allowed:
-            hint = did_you_mean(handler_id, option_ids + [OTHER]) or \
-                f"handler keys are option ids ({', '.join(dict.fromkeys(option_ids))}), `other` or, for options " \
-                "from state, `selected`"
-            report.error(path + ("on_response", handler_id), "prompt-stray-handler",
-                         f"on_response of '{node.id}' handles '{handler_id}', which is not an option", hint,
-                         at_key=True)
-    header = raw.get("prompt", {}).get("header")
-    if isinstance(header, str) and "${" not in header and len(header) > HEADER_LIMIT:
-        report.warning(path + ("prompt", "header"), "prompt-header-long",
-                       f"header '{header}' is {len(header)} characters; Claude shows at most {HEADER_LIMIT}",
-                       "shorten it")
-
-
 def _edges(node) -> list[tuple[str, Any]]:
-    return [(label, target) for label, target in NODE_TYPES[node.type].targets(node.spec) if target is not None]
+    return [(label, target) for label, target in node.kind.targets(node.spec) if target is not None]
 
 
 def successors(nodes: dict, endings: dict, uncompiled: tuple = ()) -> dict[str, set[str]]:

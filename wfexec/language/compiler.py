@@ -22,11 +22,11 @@ from wfexec.language.loader import Document, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.prose import Prose, is_prose
 from wfexec.language.summary import Summary, summarise
-from wfexec.nodes import NODE_TYPES
+from wfexec.nodes.base import node_type
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
                        Registry, consequences, preconditions)
-from wfexec.running.inputs import input_schema_problems
-from wfexec.running.state import PathError, parse_path
+from wfexec.language.paths import PathError, parse_path
+from wfexec.language.inputs import input_schema_problems
 
 _CALL_META = ("type", "description")
 
@@ -249,10 +249,10 @@ def check_document(doc: Document, loading: tuple = ()) -> Checked:
         if not schema.check_node(node_id, raw, c.report):
             continue
         c.prefix = ("nodes", node_id)
-        module = NODE_TYPES[raw["type"]]
-        spec = module.compile(node_id, raw, c)
+        kind = node_type(raw["type"])
+        spec = kind.compile(node_id, raw, c)
         nodes[node_id] = Node(id=node_id, type=raw["type"], description=raw.get("description", ""),
-                              where=c.where(), spec=spec, max_visits=raw.get("max_visits"),
+                              where=c.where(), spec=spec, kind=kind, max_visits=raw.get("max_visits"),
                               idempotent=raw.get("idempotent"))
     c.prefix = ()
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from wfexec.language.expressions import render_value
-from wfexec.types.registry import TypeSpec
+
+if TYPE_CHECKING:  # annotations only: the language layer sits below node and registry types
+    from wfexec.nodes.base import NodeType
+    from wfexec.types.registry import TypeSpec
 
 ENDING_TYPES = ("success", "failure", "error", "cancelled")
 
@@ -84,6 +87,7 @@ class Node:
     description: str
     where: Where
     spec: Any                       # the node type's own frozen dataclass
+    kind: "NodeType"                # what the node type declares: how to run, check, draw and document it
     max_visits: int | None = None
     idempotent: bool | None = None  # None: decided by what the node runs
 
@@ -126,9 +130,7 @@ class Workflow:
 
     def node_calls(self, node: Node):
         """Every registry call a node can make, nested ones included."""
-        from wfexec.nodes import NODE_TYPES
-
-        for call in NODE_TYPES[node.type].calls(node.spec):
+        for call in node.kind.calls(node.spec):
             yield from call.walk()
 
     def effects(self, _seen: frozenset = frozenset()) -> dict[str, set[str]]:
@@ -142,8 +144,8 @@ class Workflow:
                 found.setdefault(effect, set()).add(call.type)
         seen = _seen | {self.path.resolve()}
         for node in self.nodes.values():
-            child = getattr(node.spec, "workflow", None) if node.type == "reference" else None
-            if isinstance(child, Workflow) and child.path.resolve() not in seen:
-                for effect, types in child.effects(seen).items():
-                    found.setdefault(effect, set()).update(types)
+            for child in node.kind.subworkflows(node.spec):
+                if child.path.resolve() not in seen:
+                    for effect, types in child.effects(seen).items():
+                        found.setdefault(effect, set()).update(types)
         return found

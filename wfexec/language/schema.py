@@ -14,7 +14,7 @@ import re
 from typing import Any, Iterable
 
 from wfexec.language.diagnostics import Reporter, did_you_mean, format_yaml_path
-from wfexec.nodes import NODE_TYPES
+from wfexec.nodes.base import node_types
 from wfexec.language.jsonschemas import SchemaCheck, inline_refs
 from wfexec.types.registry import TEMPLATE_PATTERN, Registry
 
@@ -77,12 +77,15 @@ ENDING = {
     "additionalProperties": False,
 }
 
-COMMON_NODE_PROPERTIES = {
-    "type": {"enum": sorted(NODE_TYPES)},
-    "description": {"type": "string"},
-    "max_visits": {"type": "integer", "minimum": 1, "description": "stop the run when the node is entered more often"},
-    "idempotent": {"type": "boolean", "description": "false: resume asks before running the node again"},
-}
+def common_node_properties(type_names: Iterable[str]) -> dict:
+    """The fields every node has; `type` is one of `type_names`."""
+    return {
+        "type": {"enum": sorted(type_names)},
+        "description": {"type": "string"},
+        "max_visits": {"type": "integer", "minimum": 1,
+                       "description": "stop the run when the node is entered more often"},
+        "idempotent": {"type": "boolean", "description": "false: resume asks before running the node again"},
+    }
 
 TARGET = {"type": "string", "minLength": 1, "description": "a node id or an ending id, or a ${...} template"}
 
@@ -108,17 +111,18 @@ def allow_x_keys(schema: Any) -> Any:
 
 
 def node_schema(node_type: str) -> dict:
-    module = NODE_TYPES[node_type]
+    kinds = node_types()
+    own = kinds[node_type].schema
     schema = {
         "type": "object",
-        "properties": {**COMMON_NODE_PROPERTIES, **module.SCHEMA.get("properties", {})},
-        "required": ["type", *module.SCHEMA.get("required", [])],
+        "properties": {**common_node_properties(kinds), **own.get("properties", {})},
+        "required": ["type", *own.get("required", [])],
         "patternProperties": _X_KEYS,
         "additionalProperties": False,
     }
     for key in ("oneOf", "anyOf", "allOf"):
-        if key in module.SCHEMA:
-            schema[key] = module.SCHEMA[key]
+        if key in own:
+            schema[key] = own[key]
     return allow_x_keys(schema)
 
 
@@ -138,10 +142,11 @@ def published_schema(preconditions: Registry, consequences: Registry) -> dict:
     """The whole language as one JSON Schema document."""
     defs: dict[str, Any] = {"target": TARGET, "ending": ENDING}
     node_refs = {}
-    for node_type in sorted(NODE_TYPES):
+    kinds = node_types()
+    for node_type in kinds.names():
         defs[f"node.{node_type}"] = node_schema(node_type)
         node_refs[node_type] = f"#/$defs/node.{node_type}"
-    defs["node"] = _dispatch(node_refs, NODE_TYPES, "a node of the graph")
+    defs["node"] = _dispatch(node_refs, kinds, "a node of the graph")
     for registry, label in ((preconditions, "precondition"), (consequences, "consequence")):
         refs = {}
         for spec in registry.specs():
@@ -189,16 +194,19 @@ def check_node(node_id: str, raw: Any, report: Reporter) -> bool:
         report.error(path, "node-shape", f"node '{node_id}' must be a mapping with a `type`")
         return False
     node_type = raw.get("type")
-    if not isinstance(node_type, str) or node_type not in NODE_TYPES:
+    kinds = node_types()
+    if not isinstance(node_type, str) or node_type not in kinds:
         if node_type is None:
             report.error(path, "node-type-missing", f"node '{node_id}' has no `type`",
-                         "add `type:` with one of: " + ", ".join(sorted(NODE_TYPES)), at_key=True)
+                         "add `type:` with one of: " + ", ".join(kinds.names()), at_key=True)
         elif not isinstance(node_type, str):
             report.error(path + ("type",), "node-type-unknown",
                          f"the `type` of node '{node_id}' must be a node type name, not {_type_name(node_type)}",
-                         "use one of: " + ", ".join(sorted(NODE_TYPES)))
+                         "use one of: " + ", ".join(kinds.names()))
         else:
-            hint = did_you_mean(node_type, NODE_TYPES) or "use one of: " + ", ".join(sorted(NODE_TYPES))
+            hint = did_you_mean(node_type, kinds.names()) or "use one of: " + ", ".join(kinds.names())
+            if kinds.problems:  # the type may be a plugin's that failed to load
+                hint += "; " + "; ".join(kinds.problems)
             report.error(path + ("type",), "node-type-unknown", f"node '{node_id}' has unknown type '{node_type}'",
                          hint)
         return False

@@ -3,8 +3,8 @@
 A node goes to the LLM when it holds a prose step (a `compute`/`evaluate`
 field written as prose), calls a type with the `llm` effect (invoke_pattern,
 spawn_agent, ...), or its node type says so (a markdown `reference`, a
-`states` node with `.md` states: `judgement(spec, raw)` in the node's
-module). A `user_prompt` asks a person. Everything else runs as code. A node
+`states` node with `.md` states: `NodeType.judgement`). A node type with
+`asks_person` (`user_prompt`) asks a person. Everything else runs as code. A node
 that failed its checks is classified by what was written.
 """
 
@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wfexec.language.prose import Prose
-from wfexec.nodes import NODE_TYPES
-
-PERSON_NODE_TYPES = ("user_prompt",)
+from wfexec.nodes.base import node_types
 
 
 @dataclass(frozen=True)
@@ -59,18 +57,26 @@ def summarise(raw_nodes: dict, nodes: dict) -> Summary:
         steps.extend(own)
         if own:
             llm += 1
-        elif isinstance(raw, dict) and raw.get("type") in PERSON_NODE_TYPES:
+        elif _kind(raw) is not None and _kind(raw).asks_person:
             person += 1
         else:
             code += 1
     return Summary(nodes=len(raw_nodes), code=code, person=person, llm=llm, llm_steps=tuple(steps))
 
 
+def _kind(raw: Any):
+    """The node type of a node as written, or None when it names none."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+        return None
+    known = node_types()
+    return known[raw["type"]] if raw["type"] in known else None
+
+
 def _node_steps(node_id: str, raw: Any, node) -> list[LlmStep]:
     if not isinstance(raw, dict):
         return []
-    module = NODE_TYPES.get(raw.get("type")) if isinstance(raw.get("type"), str) else None
-    judgement = getattr(module, "judgement", None)
+    kind = _kind(raw)
+    judgement = kind.judgement if kind is not None else None
     found = []
     if judgement is not None:
         what = judgement(node.spec if node is not None else None, raw)
@@ -78,7 +84,7 @@ def _node_steps(node_id: str, raw: Any, node) -> list[LlmStep]:
             field = "doc" if "doc" in raw else "states" if "states" in raw else "folder" if "folder" in raw else ""
             found.append(LlmStep(node_id, what, f"nodes.{node_id}" + (f".{field}" if field else "")))
     if node is not None:
-        tops = NODE_TYPES[node.type].calls(node.spec)
+        tops = node.kind.calls(node.spec)
         for call in (c for top in tops if top is not None for c in top.walk()):
             if "llm" not in call.spec.effects:
                 continue

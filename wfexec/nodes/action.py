@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wfexec.types.registry import ActionFailed
-from wfexec.nodes.base import CONSEQUENCES, TARGET, Outcome
+from wfexec.nodes.base import CONSEQUENCES, TARGET, NodeType, Outcome
 
 TYPE = "action"
 SCHEMA = {
@@ -51,3 +51,22 @@ def execute(node, run) -> Outcome:
             return Outcome(spec.on_failure, {"success": False, "error": error, "failed_action": index},
                            "on_failure")
     return Outcome(spec.on_success, {"success": True}, "on_success")
+
+
+NODE_TYPE = NodeType(
+    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, doc=__doc__, order=10,
+    field_notes={
+        "actions": "consequences run in order; the first failure skips the rest",
+        "on_success": "where to go when every action succeeded",
+        "on_failure": "where to go when an action failed (its message is at `computed.last_error`)",
+    },
+    rules="""\
+1. Run the consequences in `actions` in order. Each one's parameters are rendered (`${...}`) just before it runs.
+2. When one fails, skip the rest: set `computed.last_error` to `"<type> failed: <message>"` (and
+   `computed.last_error_hint` when the failure says how to fix it) and go to `on_failure`. What the earlier
+   actions changed stays changed (`create_checkpoint` / `rollback_checkpoint` undo state, not files). With no
+   `on_failure`, the failure is a run error.
+3. When all succeed, go to `on_success`.
+""",
+    skip_edge="on_success", shape_name="rectangle", mermaid_shape=("[", "]"), dot_shape="shape=box",
+)

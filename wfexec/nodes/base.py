@@ -1,10 +1,27 @@
-"""What every node type shares."""
+"""What a node type is, how node types are found, and what nodes and the run exchange.
+
+A node type is one module that declares a `NodeType` (everything wfexec knows
+about it: schema, compilation, execution, edges, documentation, effects, the
+SKILL.md rule text) and registers it in the entry-point group `wfexec.nodes`.
+Built-in node types register the same way as plugins:
+
+    # pyproject.toml
+    [project.entry-points."wfexec.nodes"]
+    countdown = "myplugin.countdown:NODE_TYPE"
+
+The compiler, the checks, the engine, the journal and the outputs look node
+types up here (`node_type(name)`, or `node.kind` on a compiled node); none of
+them imports a concrete node module.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Iterable, Mapping
 
+ENTRY_POINT_GROUP = "wfexec.nodes"
+
+# Placeholders inside a node type's schema fragment, resolved in the published schema.
 TARGET = {"$ref": "#/$defs/target"}
 PRECONDITION = {"$ref": "#/$defs/precondition"}
 CONSEQUENCE = {"$ref": "#/$defs/consequence"}
@@ -21,3 +38,147 @@ class Outcome:
     target: Any                       # str | Template
     outcome: dict = field(default_factory=dict)
     label: str = ""                   # the edge taken: on_success, true, an option id…
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option of a question as shown to the person."""
+
+    id: str
+    label: str
+    description: str = ""
+    item: Any = None
+
+
+@dataclass(frozen=True)
+class Question:
+    """What a node asks a person through the run (`run.ask`); the run may park on it."""
+
+    node: str
+    text: str
+    header: str
+    choices: tuple
+    allow_other: bool
+    dynamic: bool
+
+
+def _no_calls(spec) -> tuple:
+    return ()
+
+
+def _no_effects(spec) -> tuple:
+    return ()
+
+
+def _rerun_safe(spec) -> bool:
+    return True
+
+
+def _no_subworkflows(spec) -> tuple:
+    return ()
+
+
+@dataclass(frozen=True, eq=False)  # one object per registered type: compared and hashed by identity
+class NodeType:
+    """Everything wfexec knows about one node type. Every consumer asks this, never the type's name."""
+
+    name: str                                   # `type:` in YAML
+    schema: Mapping                             # JSON Schema of its own fields: properties, required, oneOf/anyOf
+    #                                             (TARGET, PRECONDITION, CONSEQUENCE stand for targets and calls)
+    compile: Callable[[str, dict, Any], Any]    # (node id, raw mapping, compiler) → its frozen spec
+    execute: Callable[[Any, Any], Outcome]      # (node, run) → Outcome: run it once. A node that asks
+    #                                             (`run.ask`) asks before it changes state: a parked step runs
+    #                                             again from its start when the run is resumed
+    targets: Callable[[Any], list]              # spec → [(edge label, target or None)]: checks and pictures
+    calls: Callable[[Any], Iterable] = _no_calls  # spec → the registry calls it runs (effects, skills)
+    # -- validation beyond the schema: (node, raw mapping, reporter) → None, reporting at ("nodes", id, ...)
+    check: Callable[[Any, dict, Any], None] | None = None
+    # -- documentation (`wfexec docs`, SKILL.md)
+    doc: str = ""                               # first paragraph: the summary under its heading in schema.md
+    field_notes: Mapping[str, str] = field(default_factory=dict)  # field → what it is for (schema gives the type)
+    rules: str = ""                             # Markdown: how to execute it, for execution.md and SKILL.md
+    order: int = 1000                           # place in the docs and rules; ties by name
+    # -- durable runs (`wfexec resume`)
+    effects: Callable[[Any], Iterable[str]] = _no_effects  # spec → what it touches besides its calls' effects
+    idempotent: Callable[[Any], bool] = _rerun_safe  # spec → whether its own work may run twice (calls aside)
+    skip_edge: str | None = None                # the edge `resume --skip` takes as if it succeeded; None: no skip
+    subworkflows: Callable[[Any], Iterable] = _no_subworkflows  # spec → the Workflows it runs
+    # -- pictures (`wfexec graph`) and skills (`wfexec skill`)
+    shape_name: str = "rectangle"               # how the picture's legend names its shape
+    mermaid_shape: tuple = ("[", "]")
+    dot_shape: str = "shape=box"
+    tools: frozenset = frozenset()              # Claude Code tools an agent needs to follow its rules
+    questions: Callable[[Any, dict], dict | None] | None = None  # (node, raw) → what it asks, for SKILL.md
+    # -- `validate`'s summary of what runs for free
+    asks_person: bool = False                   # it puts a question to a person
+    judgement: Callable[[Any, dict], str | None] | None = None  # (spec or None, raw) → what of it goes to the LLM
+
+
+@dataclass
+class NodeTypes:
+    """name → NodeType, with why any plugin could not be loaded."""
+
+    types: dict
+    problems: list
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.types
+
+    def __getitem__(self, name: str) -> NodeType:
+        return self.types[name]
+
+    def __iter__(self):
+        return iter(self.types)
+
+    def names(self) -> list[str]:
+        return sorted(self.types)
+
+    def ordered(self) -> list[NodeType]:
+        """In the order the docs explain them."""
+        return sorted(self.types.values(), key=lambda t: (t.order, t.name))
+
+
+_loaded: list = []
+
+
+def node_types() -> NodeTypes:
+    """Every node type: those registered in `wfexec.nodes` (wfexec's own among them), loaded once."""
+    if _loaded:
+        return _loaded[0]
+    from importlib.metadata import entry_points
+
+    found: dict[str, NodeType] = {}
+    problems: list[str] = []
+    points = list(entry_points(group=ENTRY_POINT_GROUP))
+    if not any(ep.value.startswith("wfexec.nodes.") for ep in points):
+        # wfexec runs from a source tree, or was installed before node types were entry points:
+        # its own node types are the modules of this package.
+        points = _builtin_points() + points
+    for ep in points:
+        try:
+            loaded = ep.load()
+        except Exception as exc:  # a broken plugin must not break every workflow
+            problems.append(f"node type plugin '{ep.name}' ({ep.value}) could not be loaded: {exc}")
+            continue
+        if not isinstance(loaded, NodeType):
+            problems.append(f"node type plugin '{ep.name}' ({ep.value}) is not a NodeType")
+            continue
+        if loaded.name in found and found[loaded.name] is not loaded:
+            problems.append(f"node type '{loaded.name}' from {ep.value} replaces another of that name")
+        found[loaded.name] = loaded
+    _loaded.append(NodeTypes(found, problems))
+    return _loaded[0]
+
+
+def node_type(name: str) -> NodeType:
+    return node_types()[name]
+
+
+def _builtin_points() -> list:
+    import pkgutil
+    from importlib.metadata import EntryPoint
+
+    import wfexec.nodes as package
+
+    return [EntryPoint(info.name, f"{package.__name__}.{info.name}:NODE_TYPE", ENTRY_POINT_GROUP)
+            for info in pkgutil.iter_modules(package.__path__) if info.name != "base"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wfexec.nodes.base import PRECONDITION, TARGET, Outcome
+from wfexec.nodes.base import PRECONDITION, TARGET, NodeType, Outcome
 
 TYPE = "conditional"
 SCHEMA = {
@@ -111,3 +111,35 @@ def _audit(spec, run) -> bool:
     })
     return overall
 
+
+
+def check(node, raw: dict, report) -> None:
+    """`branches` uses true/false (seed) or on_true/on_false (v3): mixing them leaves one pair unused."""
+    branches = raw.get("branches")
+    if not isinstance(branches, dict) or "true" not in branches:
+        return
+    for key in ("on_true", "on_false"):
+        if key in branches:
+            report.error(("nodes", node.id, "branches", key), "branch-spelling",
+                         f"`branches` of '{node.id}' mixes `true`/`false` with `{key}`; `{key}` would be ignored",
+                         "write either true/false (seed) or on_true/on_false (v3)", at_key=True)
+
+
+NODE_TYPE = NodeType(
+    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, check=check,
+    doc=__doc__, order=20,
+    field_notes={
+        "condition": "one precondition; `all_of`, `any_of`, `none_of`, `xor_of` combine others",
+        "branches": "`{true: target, false: target}` (seed) or `{on_true, on_false}` (v3)",
+        "audit": "evaluate every sub-condition and write the results (default `computed.audit_results`)",
+    },
+    rules="""\
+1. Evaluate the precondition `condition` (`all_of`, `any_of`, `none_of`, `xor_of` combine others; `all_of` stops
+   at the first false, `any_of` at the first true).
+2. True: go to `branches.true` (v3: `branches.on_true`). False: go to `branches.false` (`branches.on_false`).
+3. With `audit` (`true`, or `{enabled, output, messages}`), evaluate every sub-condition of the composite without
+   stopping early and write `{passed, total, passed_count, failed_count, results: [{index, condition, passed,
+   message}]}` to `audit.output` (default `computed.audit_results`), then branch on the composite's result.
+""",
+    shape_name="rhombus", mermaid_shape=("{", "}"), dot_shape="shape=diamond",
+)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from wfexec.language.expressions import render_value
-from wfexec.running.state import get_path
-from wfexec.nodes.base import TARGET, Outcome
+from wfexec.language.paths import get_path
+from wfexec.nodes.base import TARGET, NodeType, Outcome
 
 TYPE = "reference"
 SCHEMA = {
@@ -118,3 +118,53 @@ def _run_subworkflow(node, run, inputs) -> Outcome:
         run.fail(node, f"sub-workflow {spec.workflow.name} ended '{result.ending}' ({result.type}): {result.message}",
                  "add `on_failure:` to handle it", node.where)
     return Outcome(spec.on_failure, outcome, "on_failure")
+
+
+def effects(spec):
+    """A document goes to the LLM; a sub-workflow touches what its own nodes touch."""
+    if spec.doc is not None:
+        return ("llm",)
+    return tuple(spec.workflow.effects()) if spec.workflow is not None else ()
+
+
+def idempotent(spec) -> bool:
+    return spec.doc is None  # an LLM's reply may differ, and may have cost money
+
+
+def subworkflows(spec):
+    return (spec.workflow,) if spec.workflow is not None else ()
+
+
+NODE_TYPE = NodeType(
+    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, doc=__doc__, order=50,
+    judgement=judgement,
+    field_notes={
+        "doc": "a markdown document (from the plugin root, else the workflow's folder) for the LLM: a judgement step",
+        "workflow": "a sub-workflow file (from the plugin root, else the workflow's folder), run in its own state",
+        "section": "one heading of `doc`; default: the whole document",
+        "context": "values given to the document or, without `input`, to the sub-workflow",
+        "input": "the sub-workflow's inputs (templates rendered)",
+        "mode": "`spawn` (the default: the sub-workflow runs in its own state)",
+        "store_as": "the state path for the sub-workflow's `output` or the document's reply",
+        "output_mapping": "parent state path → path in the sub-workflow's `output`",
+        "error_mapping": "sub-workflow ending id → target, for endings that are not success",
+        "next_node": "where to go next (the same as `on_success`)",
+        "on_success": "where to go when the sub-workflow ended with success or the document replied",
+        "on_failure": "where to go when the sub-workflow ended otherwise",
+    },
+    rules="""\
+- `doc:` and `workflow:` paths resolve from the plugin root (`$CLAUDE_PLUGIN_ROOT`, else the nearest folder above
+  this workflow holding `.claude-plugin/plugin.json`), then from this workflow's folder.
+- `workflow: FILE` is a sub-workflow. Run it by these same rules in a fresh
+  state of its own, with `input` (or `context`), rendered, as its inputs; it shares the caller's step budget.
+  - It ends with a `success` ending: store its rendered `output` at `store_as`, copy each `output_mapping` entry
+    (`parent.path: path.in.output`), and go to `on_success` (or `next_node`).
+  - It ends otherwise: go to `error_mapping.<its ending id>` when there is one; else set `computed.last_error`
+    to its message and go to `on_failure` (none: run error).
+- `doc: FILE` (optional `section`: one heading of it) is a judgement step. The document (or that section), with
+  `context` rendered as its values, is a prompt: wfexec sends it to the LLM backend; an agent follows it
+  itself. Store the reply at `store_as`, then go to `on_success` (or `next_node`).
+""",
+    effects=effects, idempotent=idempotent, skip_edge="on_success", subworkflows=subworkflows,
+    shape_name="double-sided box", mermaid_shape=("[[", "]]"), dot_shape="shape=box, peripheries=2",
+)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wfexec.nodes.base import TARGET, Outcome
+from wfexec.nodes.base import TARGET, NodeType, Outcome
 
 TYPE = "states"
 SCHEMA = {
@@ -286,3 +286,43 @@ def _dry_run(node, run, first_input) -> Outcome:
     run.io.print(f"--- states node '{node.id}' (dry run: not run) ---\n{spec.label}: {names}{shown}\n"
                  "--- end of states ---")
     return Outcome(spec.on_success, {"success": True, "dry_run": True}, "on_success")
+
+
+def effects(spec):
+    return ("process", "llm")  # scripts and LLM agents
+
+
+NODE_TYPE = NodeType(
+    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, doc=__doc__, order=60,
+    judgement=judgement,
+    field_notes={
+        "folder": "a directory, `.zip` or Raymond `.yaml` of `.md`/`.sh` states",
+        "states": "inline states: file name → content, or state name → Raymond state object",
+        "start": "the first state (default `1_START`, then `START`)",
+        "input": "`{{input}}` / `RAYMOND_INPUT` of the first state",
+        "budget_usd": "the most the node may spend on LLM calls, checked before each call",
+        "timeout": "seconds without output before a script or LLM call is stopped",
+        "backend": "the LLM backend: `claude`, `command:PROGRAM`, `replay:CASSETTE.yaml`",
+        "store_as": "the state path for the main agent's final `<result>` (forks at `<path>_forks`)",
+        "on_result": "result text → target",
+        "on_success": "where to go when the states ended with a result no `on_result` names",
+        "on_failure": "where to go on a protocol error, a failed script or an exhausted budget",
+        "model": "the model the LLM backend uses",
+        "effort": "the reasoning effort the LLM backend uses",
+        "cwd": "the folder the states run in (default: the run's working directory)",
+    },
+    rules="""\
+1. Open the scope: `folder` (a directory, a `.zip`, or a Raymond `.yaml`) or the inline `states` mapping.
+2. Run its states in the md/sh protocol from `start` (default `1_START`, then `START`), with `input` rendered as
+   `{{input}}` / `RAYMOND_INPUT` of the first state: a `.md` state is a prompt for an LLM agent, a `.sh`
+   state a script; each ends with one transition tag (`<goto>`, `<reset>`, `<call>`, `<function>`, `<fork>`,
+   `<result>`). Forked agents run concurrently; the node ends when every agent has ended.
+3. Store the main agent's final `<result>` at `store_as` (fork results at `<store_as>_forks`). Go to
+   `on_result.<result text, trimmed>` when there is one, else to `on_success`.
+4. A protocol error, a failed script or an exhausted `budget_usd` sets `computed.last_error` and goes to
+   `on_failure` (none: run error).
+""",
+    # Resuming continues from its agents as last saved: running it again is safe (the default).
+    effects=effects, skip_edge="on_success",
+    shape_name="cylinder", mermaid_shape=("[(", ")]"), dot_shape="shape=cylinder", tools=frozenset({"Bash", "Task"}),
+)

@@ -17,10 +17,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from wfexec.language.diagnostics import did_you_mean
 from wfexec.language.expressions import ExpressionError, Template, render_value
 from wfexec.types.registry import ActionFailed
-from wfexec.running.state import get_path
-from wfexec.nodes.base import CONSEQUENCES, TARGET, Outcome
+from wfexec.language.paths import get_path
+from wfexec.nodes.base import CONSEQUENCES, TARGET, Choice, NodeType, Outcome, Question
 
 TYPE = "user_prompt"
 
@@ -96,26 +97,6 @@ class UserPrompt:
     mapping: dict | None           # id/label/description → Template or item path
     handlers: dict                 # id → Handler
     item_name: str | None = None   # the singular of the list's name, bound to each item beside `item`
-
-
-@dataclass(frozen=True)
-class Choice:
-    """One option as shown to the person."""
-
-    id: str
-    label: str
-    description: str = ""
-    item: Any = None
-
-
-@dataclass(frozen=True)
-class Question:
-    node: str
-    text: str
-    header: str
-    choices: tuple
-    allow_other: bool
-    dynamic: bool
 
 
 def compile(node_id, raw, c):
@@ -269,3 +250,102 @@ def execute(node, run) -> Outcome:
             run.fail(node, f"the answer's {call.type} failed: {failure.message}", failure.hint, call.where)
     return Outcome(handler.next_node, {"response": response["id"]}, handler_id)
 
+
+
+# -- checks beyond the schema ---------------------------------------------------------------
+
+HEADER_LIMIT = 12
+OPTION_RANGE = (2, 4)
+
+
+def check(node, raw: dict, report) -> None:
+    """Every option has a handler, every handler an option; menus and headers Claude can show."""
+    spec = node.spec
+    path = ("nodes", node.id)
+    option_ids = [o.id for o in spec.options]
+    handlers = spec.handlers
+    if spec.options_from is None:
+        for index, option_id in enumerate(option_ids):
+            if option_id not in handlers:
+                report.error(path + ("prompt", "options", index, "id"), "prompt-unhandled",
+                             f"option '{option_id}' of '{node.id}' has no handler in on_response",
+                             f"add `{option_id}: {{next_node: ...}}` under on_response")
+        seen = set()
+        for index, option_id in enumerate(option_ids):
+            if option_id in seen:
+                report.error(path + ("prompt", "options", index, "id"), "prompt-duplicate-option",
+                             f"option id '{option_id}' appears twice in '{node.id}'", "give each option its own id")
+            seen.add(option_id)
+        count = len(option_ids)
+        if not OPTION_RANGE[0] <= count <= OPTION_RANGE[1] and not (count == 1 and OTHER in handlers):
+            hint = "split a long menu into two questions" if count > OPTION_RANGE[1] else \
+                "add options, or an `other` handler so a single option can be answered with free text"
+            report.warning(path + ("prompt", "options"), "prompt-option-count",
+                           f"'{node.id}' offers {count} option(s); a question shows 2 to 4 well", hint)
+    for handler_id in handlers:
+        allowed = handler_id in option_ids or handler_id == OTHER or (
+            handler_id == SELECTED and spec.options_from is not None) or spec.options_from is not None
+        if not allowed:
+            hint = did_you_mean(handler_id, option_ids + [OTHER]) or \
+                f"handler keys are option ids ({', '.join(dict.fromkeys(option_ids))}), `other` or, for options " \
+                "from state, `selected`"
+            report.error(path + ("on_response", handler_id), "prompt-stray-handler",
+                         f"on_response of '{node.id}' handles '{handler_id}', which is not an option", hint,
+                         at_key=True)
+    header = raw.get("prompt", {}).get("header")
+    if isinstance(header, str) and "${" not in header and len(header) > HEADER_LIMIT:
+        report.warning(path + ("prompt", "header"), "prompt-header-long",
+                       f"header '{header}' is {len(header)} characters; Claude shows at most {HEADER_LIMIT}",
+                       "shorten it")
+
+
+def questions(node, raw: dict) -> dict:
+    """What the node asks, for the table of answers in SKILL.md (as written: nothing rendered)."""
+    def one_line(text) -> str:
+        return " ".join(str(text or "").split())
+
+    prompt = raw.get("prompt") or {}
+    spec = node.spec
+    return {
+        "node": node.id,
+        "question": one_line(prompt.get("question", "")),
+        "options": [(option.id, one_line(written.get("label", "") if isinstance(written, dict) else ""))
+                    for option, written in zip(spec.options, prompt.get("options") or [])],
+        "from_state": prompt.get("options_from_state"),
+        "free_text": OTHER in spec.handlers,
+    }
+
+
+NODE_TYPE = NodeType(
+    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, check=check,
+    asks_person=True,
+    doc=__doc__, order=30,
+    field_notes={
+        "prompt": "`question`, `header` (12 characters at most), and `options` "
+                  "(`id`, `label`, `description`) or `options_from_state` + `option_mapping` "
+                  "(or `option_template`): `id` defaults to the item's `id`, else its `name`, else its "
+                  "position; in the templates each item is `item`, its position `index`, and the item "
+                  "also takes the singular of the list's name (`available_corpora` → `corpus`, "
+                  "`sources` → `source`, `entries` → `entry`: -ora→-us, -ies→-y, -ches/-shes/-sses/-xes"
+                  "/-zes drop -es, else a final -s (not -ss, -us) is dropped)",
+        "on_response": "answer id → `{consequence: [...], next_node}`; `other` takes free text, "
+                       "`selected` an option built from state",
+    },
+    rules="""\
+1. Build the question: render `prompt.question` and `prompt.header`. The options are `prompt.options`
+   (`id`, `label`, `description`, rendered); or, with `options_from_state`, one option per item of that list
+   (a mapping gives one `{key, value}` item per entry), its `id`, `label` and `description` taken as
+   `option_mapping` says (a path into the item, or a `${...}` over `item` and `index`; by default the item's
+   `id`, its `label` or `name`, else the item itself).
+2. Ask it (AskUserQuestion: `header`, `question`, one choice per option, single select). An answer may be an
+   option's id or label. Any other text is free text, accepted only when `on_response` has an `other` handler.
+3. Store the answer at `user_responses.<node id>`: `{id, raw: {label}}` for an option (plus `selected: <the
+   item>` for an option built from state); `{id: other, raw: {text}, text}` for free text.
+4. Pick the handler: `on_response.<option id>`; for an option built from state with no handler of its own,
+   `on_response.selected`; for free text, `on_response.other`. No handler: run error.
+5. Run the handler's `consequence` (or `consequences`) in order, then go to its `next_node`. A handler has no
+   `on_failure`: a consequence failing there stops the run.
+""",
+    shape_name="parallelogram", mermaid_shape=("[/", "/]"), dot_shape="shape=parallelogram", tools=frozenset({"AskUserQuestion"}),
+    questions=questions,
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wfexec.nodes.base import PRECONDITION, TARGET, Outcome
+from wfexec.nodes.base import PRECONDITION, TARGET, NodeType, Outcome
 
 TYPE = "validation_gate"
 SCHEMA = {
@@ -53,3 +53,20 @@ def execute(node, run) -> Outcome:
     if errors:
         return Outcome(node.spec.on_invalid, {"valid": False, "errors": errors}, "on_invalid")
     return Outcome(node.spec.on_valid, {"valid": True}, "on_valid")
+
+
+NODE_TYPE = NodeType(
+    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, doc=__doc__, order=40,
+    field_notes={
+        "validations": "preconditions, each with an `error_message`; all are evaluated",
+        "on_valid": "where to go when every validation passed",
+        "on_invalid": "where to go otherwise; the messages are at `computed.validation_errors`",
+    },
+    rules="""\
+1. Evaluate every precondition in `validations`, all of them (no short-circuit).
+2. Set `computed.validation_errors` to the list of the rendered `error_message` of each one that is false (a
+   description of the precondition when it has no message); the list is empty when all pass.
+3. All true: go to `on_valid`. Otherwise go to `on_invalid`.
+""",
+    shape_name="hexagon", mermaid_shape=("{{", "}}"), dot_shape="shape=hexagon",
+)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from wfexec import exit_codes
-from wfexec.nodes import NODE_TYPES
+from wfexec.nodes.base import node_types
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 DOCS = ("workflow/schema.md", "workflow/preconditions.md", "workflow/consequences.md", "workflow/execution.md")
@@ -29,55 +29,8 @@ EXIT_CODES = (
     (exit_codes.STOPPED, "stopped: step budget or `max_visits` exceeded, interrupted, or an LLM step with no backend"),
 )
 
-# Node types in the order the rules explain them.
-NODE_ORDER = ("action", "conditional", "user_prompt", "validation_gate", "reference", "states")
-
-# What a node field is for, where the schema says only its type.
+# What a field is for, where the schema says only its type (node types declare their own `field_notes`).
 FIELD_NOTES = {
-    ("action", "actions"): "consequences run in order; the first failure skips the rest",
-    ("action", "on_success"): "where to go when every action succeeded",
-    ("action", "on_failure"): "where to go when an action failed (its message is at `computed.last_error`)",
-    ("conditional", "condition"): "one precondition; `all_of`, `any_of`, `none_of`, `xor_of` combine others",
-    ("conditional", "branches"): "`{true: target, false: target}` (seed) or `{on_true, on_false}` (v3)",
-    ("conditional", "audit"): "evaluate every sub-condition and write the results (default `computed.audit_results`)",
-    ("user_prompt", "prompt"): "`question`, `header` (12 characters at most), and `options` "
-                               "(`id`, `label`, `description`) or `options_from_state` + `option_mapping` "
-                               "(or `option_template`): `id` defaults to the item's `id`, else its `name`, else its "
-                               "position; in the templates each item is `item`, its position `index`, and the item "
-                               "also takes the singular of the list's name (`available_corpora` → `corpus`, "
-                               "`sources` → `source`, `entries` → `entry`: -ora→-us, -ies→-y, -ches/-shes/-sses/-xes"
-                               "/-zes drop -es, else a final -s (not -ss, -us) is dropped)",
-    ("user_prompt", "on_response"): "answer id → `{consequence: [...], next_node}`; `other` takes free text, "
-                                    "`selected` an option built from state",
-    ("validation_gate", "validations"): "preconditions, each with an `error_message`; all are evaluated",
-    ("validation_gate", "on_valid"): "where to go when every validation passed",
-    ("validation_gate", "on_invalid"): "where to go otherwise; the messages are at `computed.validation_errors`",
-    ("reference", "doc"): "a markdown document (from the plugin root, else the workflow's folder) for the LLM: a judgement step",
-    ("reference", "workflow"): "a sub-workflow file (from the plugin root, else the workflow's folder), run in its own state",
-    ("reference", "section"): "one heading of `doc`; default: the whole document",
-    ("reference", "context"): "values given to the document or, without `input`, to the sub-workflow",
-    ("reference", "input"): "the sub-workflow's inputs (templates rendered)",
-    ("reference", "mode"): "`spawn` (the default: the sub-workflow runs in its own state)",
-    ("reference", "store_as"): "the state path for the sub-workflow's `output` or the document's reply",
-    ("reference", "output_mapping"): "parent state path → path in the sub-workflow's `output`",
-    ("reference", "error_mapping"): "sub-workflow ending id → target, for endings that are not success",
-    ("reference", "next_node"): "where to go next (the same as `on_success`)",
-    ("reference", "on_success"): "where to go when the sub-workflow ended with success or the document replied",
-    ("reference", "on_failure"): "where to go when the sub-workflow ended otherwise",
-    ("states", "folder"): "a directory, `.zip` or Raymond `.yaml` of `.md`/`.sh` states",
-    ("states", "states"): "inline states: file name → content, or state name → Raymond state object",
-    ("states", "start"): "the first state (default `1_START`, then `START`)",
-    ("states", "input"): "`{{input}}` / `RAYMOND_INPUT` of the first state",
-    ("states", "budget_usd"): "the most the node may spend on LLM calls, checked before each call",
-    ("states", "timeout"): "seconds without output before a script or LLM call is stopped",
-    ("states", "backend"): "the LLM backend: `claude`, `command:PROGRAM`, `replay:CASSETTE.yaml`",
-    ("states", "store_as"): "the state path for the main agent's final `<result>` (forks at `<path>_forks`)",
-    ("states", "on_result"): "result text → target",
-    ("states", "on_success"): "where to go when the states ended with a result no `on_result` names",
-    ("states", "on_failure"): "where to go on a protocol error, a failed script or an exhausted budget",
-    ("states", "model"): "the model the LLM backend uses",
-    ("states", "effort"): "the reasoning effort the LLM backend uses",
-    ("states", "cwd"): "the folder the states run in (default: the run's working directory)",
     ("top", "$schema"): "accepted and ignored (editors read the `# yaml-language-server` comment)",
     ("ending", "type"): "`success` (exit code 0), `failure`, `error` or `cancelled` (exit code 1)",
     ("ending", "message"): "the line shown when the run ends (templates rendered with the final state)",
@@ -107,7 +60,7 @@ def environment():
         autoescape=False,
     )
     env.filters.update(cell=cell, code=code, type_of=type_of, yaml_block=yaml_block)
-    env.globals.update(EXIT_CODES=EXIT_CODES, NODE_ORDER=NODE_ORDER)
+    env.globals.update(EXIT_CODES=EXIT_CODES)
     return env
 
 
@@ -219,21 +172,26 @@ def _alternatives(schema: dict) -> list[str]:
     return out
 
 
-def schema_context() -> dict:
-    from wfexec.language.schema import COMMON_NODE_PROPERTIES, ENDING, TOP_LEVEL
+def documented_node_types(include_plugins: bool) -> list:
+    """The node types the reference explains, in its order: wfexec's own, plus plugins' when asked."""
+    return [kind for kind in node_types().ordered() if include_plugins or _is_builtin_node_type(kind)]
 
-    node_types = []
-    for name in sorted(NODE_TYPES, key=lambda n: (NODE_ORDER.index(n) if n in NODE_ORDER else len(NODE_ORDER), n)):
-        module = NODE_TYPES[name]
-        summary = _first_paragraph(module.__doc__)
-        summary = re.sub(rf"^`{re.escape(name)}`:\s*", "", summary)
+
+def schema_context(include_plugins: bool = False) -> dict:
+    from wfexec.language.schema import ENDING, TOP_LEVEL, common_node_properties
+
+    kinds = documented_node_types(include_plugins)
+    described = []
+    for kind in kinds:
+        summary = _first_paragraph(kind.doc)
+        summary = re.sub(rf"^`{re.escape(kind.name)}`:\s*", "", summary)
         summary = re.sub(r"\s*\(DESIGN §\d+\)", "", summary)
-        node_types.append({"name": name, "summary": summary[:1].upper() + summary[1:],
-                           "fields": _fields(module.SCHEMA, _notes(name)), "alternatives": _alternatives(module.SCHEMA)})
+        described.append({"name": kind.name, "summary": summary[:1].upper() + summary[1:],
+                          "fields": _fields(kind.schema, kind.field_notes), "alternatives": _alternatives(kind.schema)})
     common = [{"name": n, "type": type_of(s), "required": n == "type",
                "description": s.get("description", "") or ("the node type" if n == "type" else "what the node is for")}
-              for n, s in COMMON_NODE_PROPERTIES.items()]
-    return {"top_level": _fields(TOP_LEVEL, _notes("top")), "common": common, "node_types": node_types,
+              for n, s in common_node_properties(kind.name for kind in kinds).items()]
+    return {"top_level": _fields(TOP_LEVEL, _notes("top")), "common": common, "node_types": described,
             "ending": _fields(ENDING, _notes("ending"))}
 
 
@@ -253,6 +211,10 @@ def _registries(include_plugins: bool):
 
 def _is_builtin(spec) -> bool:
     return spec.source == "builtin" or spec.source.startswith("wfexec.")
+
+
+def _is_builtin_node_type(kind) -> bool:
+    return kind.execute.__module__.startswith("wfexec.")
 
 
 def type_context(kind: str, specs: list) -> dict:
@@ -450,10 +412,10 @@ def generate(include_plugins: bool = False) -> dict[str, str]:
     """relative path → Markdown text, for every file of the reference."""
     kinds = dict(_registries(include_plugins))
     return {
-        "workflow/schema.md": render("schema.md.j2", **schema_context()),
+        "workflow/schema.md": render("schema.md.j2", **schema_context(include_plugins)),
         "workflow/preconditions.md": render("types.md.j2", **type_context("precondition", kinds["precondition"])),
         "workflow/consequences.md": render("types.md.j2", **type_context("consequence", kinds["consequence"])),
-        "workflow/execution.md": render("execution.md.j2", node_types=list(NODE_ORDER)),
+        "workflow/execution.md": render("execution.md.j2", node_types=documented_node_types(include_plugins)),
     }
 
 

@@ -17,29 +17,11 @@ from dataclasses import dataclass, field
 
 from wfexec.language.expressions import Template
 from wfexec.language.model import Workflow
-from wfexec.nodes import NODE_TYPES
 
 START, COMPUTED = "start", "computed"
 
-# Mermaid shape (open, close) per node type; labels go between them, quoted.
-MERMAID_SHAPES = {
-    "action": ("[", "]"),
-    "conditional": ("{", "}"),
-    "user_prompt": ("[/", "/]"),
-    "validation_gate": ("{{", "}}"),
-    "reference": ("[[", "]]"),
-    "states": ("[(", ")]"),
-}
+# Node shapes are each node type's own (`NodeType.mermaid_shape`, `dot_shape`).
 MERMAID_ENDING = ("([", "])")
-
-DOT_SHAPES = {
-    "action": 'shape=box',
-    "conditional": 'shape=diamond',
-    "user_prompt": 'shape=parallelogram',
-    "validation_gate": 'shape=hexagon',
-    "reference": 'shape=box, peripheries=2',
-    "states": 'shape=cylinder',
-}
 
 # (fill, stroke, text) per ending type.
 ENDING_COLOURS = {
@@ -70,7 +52,7 @@ class Picture:
 
     name: str
     start: str
-    nodes: dict                     # node id → node type
+    nodes: dict                     # node id → its NodeType
     endings: dict                   # ending id → ending type
     edges: list
     unreachable: set = field(default_factory=set)
@@ -82,7 +64,7 @@ def picture(workflow: Workflow) -> Picture:
     return Picture(
         name=workflow.name,
         start=workflow.start_node,
-        nodes={node_id: node.type for node_id, node in workflow.nodes.items()},
+        nodes={node_id: node.kind for node_id, node in workflow.nodes.items()},
         endings={ending_id: ending.type for ending_id, ending in workflow.endings.items()},
         edges=edges,
         unreachable=unreachable(workflow),
@@ -94,7 +76,7 @@ def _edges(workflow: Workflow) -> list[Edge]:
     """Edges in the order the workflow lists them; parallel edges share one arrow with every label."""
     grouped: dict[tuple, list[str]] = {}
     for node_id, node in workflow.nodes.items():
-        for label, target in NODE_TYPES[node.type].targets(node.spec):
+        for label, target in node.kind.targets(node.spec):
             if target is None:
                 continue
             if isinstance(target, Template):
@@ -158,8 +140,8 @@ def to_mermaid(workflow: Workflow) -> str:
     ids = _mermaid_ids(pic)
     start_id, computed_id = ids[("marker", START)], ids[("marker", COMPUTED)]
     lines = ["flowchart TD", f'    {start_id}(("start"))']
-    for node_id, node_type in pic.nodes.items():
-        opening, closing = MERMAID_SHAPES.get(node_type, ("[", "]"))
+    for node_id, kind in pic.nodes.items():
+        opening, closing = kind.mermaid_shape
         label = node_id + (" (unreachable)" if node_id in pic.unreachable else "")
         lines.append(f'    {ids[node_id]}{opening}"{_mermaid_text(label)}"{closing}')
     for ending_id in pic.endings:
@@ -230,9 +212,8 @@ def to_dot(workflow: Workflow) -> str:
         f'    {_dot_quote(start_id)} [label="start", shape=circle, style=filled, fillcolor="{fill}", '
         f'color="{stroke}", fontcolor="{colour}"];',
     ]
-    for node_id, node_type in pic.nodes.items():
-        attributes = [DOT_SHAPES.get(node_type, "shape=box"), f"label={_dot_quote(node_id)}",
-                      f"tooltip={_dot_quote(node_type)}"]
+    for node_id, kind in pic.nodes.items():
+        attributes = [kind.dot_shape, f"label={_dot_quote(node_id)}", f"tooltip={_dot_quote(kind.name)}"]
         if node_id in pic.unreachable:
             attributes += ['style=dashed', 'color="#999999"', 'fontcolor="#999999"',
                            f"xlabel={_dot_quote('unreachable')}"]

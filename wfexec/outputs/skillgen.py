@@ -80,7 +80,7 @@ def one_line(text: Any) -> str:
 @dataclass(frozen=True)
 class Needs:
     effects: frozenset
-    node_types: frozenset
+    node_types: tuple     # the NodeTypes used, in the order the rules explain them
     types: tuple          # ((kind, name, doc), ...) sorted
     subworkflows: tuple   # ((node id, relative file), ...) of this workflow
 
@@ -88,7 +88,7 @@ class Needs:
 def needs(workflow: Workflow) -> Needs:
     """Effects, node types and registry types of the workflow and every sub-workflow it runs."""
     effects: set[str] = set()
-    node_types: set[str] = set()
+    node_types: dict[str, Any] = {}
     types: set[tuple] = set()
     seen: set[Path] = set()
 
@@ -98,27 +98,27 @@ def needs(workflow: Workflow) -> Needs:
         seen.add(flow.path)
         calls = [c for call in flow.entry_preconditions for c in call.walk()]
         for node in flow.nodes.values():
-            node_types.add(node.type)
+            node_types[node.kind.name] = node.kind
             calls += list(flow.node_calls(node))
-            sub = getattr(node.spec, "workflow", None) if node.type == "reference" else None
-            if isinstance(sub, Workflow):
+            for sub in node.kind.subworkflows(node.spec):
                 visit(sub)
         for call in calls:
             effects.update(call.spec.effects)
             types.add((call.spec.kind, call.spec.name, call.spec.doc))
 
     visit(workflow)
-    subworkflows = tuple(
-        (node.id, _relative(node.spec.workflow.path, workflow.base_dir))
-        for node in workflow.nodes.values()
-        if node.type == "reference" and isinstance(getattr(node.spec, "workflow", None), Workflow))
-    return Needs(frozenset(effects), frozenset(node_types), tuple(sorted(types)), subworkflows)
+    subworkflows = tuple((node.id, _relative(sub.path, workflow.base_dir))
+                         for node in workflow.nodes.values() for sub in node.kind.subworkflows(node.spec))
+    ordered = tuple(sorted(node_types.values(), key=lambda kind: (kind.order, kind.name)))
+    return Needs(frozenset(effects), ordered, tuple(sorted(types)), subworkflows)
 
 
 def allowed_tools(need: Needs) -> list[str]:
     """Claude Code tools the skill pre-approves: running wfexec, plus what the fallback rules need."""
     tools = {"Read"}  # the fallback reads workflow.yaml (and documents)
-    if need.effects & {"process", "git"} or "states" in need.node_types:
+    for kind in need.node_types:
+        tools.update(kind.tools)
+    if need.effects & {"process", "git"} or "Bash" in tools:
         tools.add("Bash")
     else:
         tools.add("Bash(wfexec:*)")
@@ -126,10 +126,8 @@ def allowed_tools(need: Needs) -> list[str]:
         tools.update(("Read", "Write"))
     if "network" in need.effects:
         tools.add("WebFetch")
-    if "llm" in need.effects or "states" in need.node_types:
+    if "llm" in need.effects:
         tools.add("Task")
-    if "user_prompt" in need.node_types:
-        tools.add("AskUserQuestion")
     return [tool for tool in TOOL_ORDER if tool in tools]
 
 
@@ -195,7 +193,7 @@ def _description(workflow: Workflow) -> str:
 
 
 def _inputs(workflow: Workflow) -> list[dict]:
-    from wfexec.running.inputs import inputs_as_object_schema
+    from wfexec.language.inputs import inputs_as_object_schema
 
     rows = []
     whole = inputs_as_object_schema(workflow.input_schema or {})
@@ -217,21 +215,8 @@ def _run_command(inputs: list[dict]) -> str:
 
 def _questions(workflow: Workflow) -> list[dict]:
     raw_nodes = workflow.raw.get("nodes") or {}
-    found = []
-    for node in workflow.nodes.values():
-        if node.type != "user_prompt":
-            continue
-        prompt = (raw_nodes.get(node.id) or {}).get("prompt") or {}
-        spec = node.spec
-        found.append({
-            "node": node.id,
-            "question": one_line(prompt.get("question", "")),
-            "options": [(option.id, one_line(raw.get("label", "") if isinstance(raw, dict) else ""))
-                        for option, raw in zip(spec.options, prompt.get("options") or [])],
-            "from_state": prompt.get("options_from_state"),
-            "free_text": "other" in spec.handlers,
-        })
-    return found
+    return [node.kind.questions(node, raw_nodes.get(node.id) or {}) for node in workflow.nodes.values()
+            if node.kind.questions is not None]
 
 
 def _entry(workflow: Workflow) -> list[dict]:
@@ -256,6 +241,14 @@ def _endings(workflow: Workflow) -> list[dict]:
         rows.append({"id": ending.id, "type": ending.type, "message": one_line(raw.get("message", "")),
                      "recovery": one_line(recovery or "")})
     return rows
+
+
+def _shapes(need: Needs) -> list:
+    """The node types the picture's legend names: wfexec's own, and any other the workflow uses."""
+    from wfexec.outputs.docgen import documented_node_types
+
+    builtin = documented_node_types(include_plugins=False)
+    return builtin + [kind for kind in need.node_types if kind not in builtin]
 
 
 def context(folder: Path, workflow: Workflow) -> dict:
@@ -283,8 +276,8 @@ def context(folder: Path, workflow: Workflow) -> dict:
         "entry": _entry(workflow),
         "initial_state": _initial_state(workflow),
         "endings": _endings(workflow),
-        "node_types": [t for t in ("action", "conditional", "user_prompt", "validation_gate", "reference", "states")
-                       if t in need.node_types],
+        "node_types": list(need.node_types),
+        "shapes": _shapes(need),
         "types": [{"kind": kind, "name": type_name, "doc": doc} for kind, type_name, doc in need.types],
         "subworkflows": [{"node": node, "file": file} for node, file in need.subworkflows],
         "imports": [{"alias": alias, "file": file} for alias, file in (workflow.raw.get("imports") or {}).items()],

@@ -15,7 +15,7 @@ from wfexec.language.expressions import ExpressionError, Scope, render_value
 from wfexec.language.model import Call, Node, Workflow
 from wfexec.language.prose import Prose
 from wfexec.types.registry import ActionFailed
-from wfexec.running.state import PathError, get_path, parse_path
+from wfexec.language.paths import PathError, get_path, parse_path
 
 if TYPE_CHECKING:
     from wfexec.running.engine import Run

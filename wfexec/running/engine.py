@@ -1,8 +1,9 @@
 """The run loop: entry gate → node → transition → history → ending.
 
-The engine knows node types only through `NODE_TYPES` and registry types only
-through their specs. Everything it runs was compiled at load; the loop itself
-renders templates and calls handlers, nothing more.
+The engine knows node types only through what each compiled node carries
+(`node.kind`, a `NodeType`) and registry types only through their specs.
+Everything it runs was compiled at load; the loop itself renders templates and
+calls handlers, nothing more.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from wfexec.commands.console import Console
 from wfexec.running.context import CallContext, parse_cached
 from wfexec.language.expressions import ExpressionError, Scope, Template, render_value, to_text
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
-from wfexec.nodes import NODE_TYPES
 from wfexec.running.prompts import Answer, AnswerError, Answers, NeedsAnswer, ask_terminal, match_answer
 from wfexec.types.registry import ActionFailed
-from wfexec.running.state import PathError, new_state, set_path
+from wfexec.language.paths import PathError, set_path
+from wfexec.running.state import new_state
 
 DEFAULT_MAX_STEPS = 10_000
 
@@ -295,7 +296,6 @@ class Run:
         max_steps = self.options.max_steps
         tracing = self.io.tracing
         budget = self.budget
-        node_types = NODE_TYPES
         journal = self.journal
         while node_id not in endings:
             node = nodes.get(node_id)
@@ -315,7 +315,7 @@ class Run:
                 self.io.trace(f"Node: {node_id} ({node.type})")
             if journal is not None:
                 journal.before_step(self, node)
-            outcome = node_types[node.type].execute(node, self)
+            outcome = node.kind.execute(node, self)
             target = outcome.target
             if type(target) is not str:
                 target = self._resolve_target(node, outcome)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wfexec.nodes.user_prompt import Choice, Question
+from wfexec.nodes.base import Choice, Question
 
 _OTHER_CHOICE = "\0other"
 

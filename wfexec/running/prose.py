@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from wfexec.language.prose import Prose
-from wfexec.running.state import PathError, get_path, parse_path
+from wfexec.language.paths import PathError, get_path, parse_path
 from wfexec.types.registry import ActionFailed
 
 _MISSING = object()

@@ -9,12 +9,16 @@ import re
 from datetime import datetime, timezone
 
 from wfexec.types.registry import ActionFailed, TypeList
-from wfexec.running.state import snapshot_for_checkpoint
 
 TYPES = TypeList()
 
 FIELD = {"type": "string", "description": "a state path from the root, e.g. computed.result or config"}
 STORE_AS = {"type": "string", "description": "the state path to store the result at, e.g. computed.sha"}
+
+
+def snapshot_for_checkpoint(state: dict) -> dict:
+    """A deep copy of state without `checkpoints` and `history` (DESIGN §2)."""
+    return {k: copy.deepcopy(v) for k, v in state.items() if k not in ("checkpoints", "history")}
 
 
 @TYPES.consequence("set_flag", {"flag": {"type": "string"}, "value": {"type": "boolean"}}, ["flag"])

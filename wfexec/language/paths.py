@@ -1,0 +1,132 @@
+"""Dotted paths into the run state: `computed.sha`, `sources[0].id`, `config['a key']`.
+
+A path is a full path from the state root, parsed once when the workflow is
+compiled (`parse_path`) into a tuple of keys and indexes that `get_path`,
+`set_path` and `delete_path` follow. Compiler, engine, journal and types use
+these; none of them owns them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_SEGMENT = re.compile(r"""
+    (?P<name>[^.\[\]]+)            # a key
+  | \[(?P<index>-?\d+)\]           # [3] or [-1]
+  | \[(?P<quoted>'[^']*'|"[^"]*")\]  # ['a key with spaces']
+  | (?P<dot>\.)
+""", re.VERBOSE)
+
+
+class PathError(ValueError):
+    pass
+
+
+def parse_path(text: str) -> tuple:
+    """`a.b[0]['c d']` → ('a', 'b', 0, 'c d')."""
+    if not isinstance(text, str) or not text.strip():
+        raise PathError("a state path must be a non-empty string such as `computed.result`")
+    parts: list = []
+    pos = 0
+    expect_name = True
+    while pos < len(text):
+        match = _SEGMENT.match(text, pos)
+        if not match:
+            raise PathError(f"invalid state path `{text}` at character {pos + 1}")
+        if match.group("dot"):
+            if expect_name:
+                raise PathError(f"invalid state path `{text}`: empty segment")
+            expect_name = True
+        elif match.group("name") is not None:
+            if not expect_name:
+                raise PathError(f"invalid state path `{text}`: missing `.` before `{match.group('name')}`")
+            parts.append(match.group("name").strip())
+            expect_name = False
+        elif match.group("index") is not None:
+            if not parts:
+                raise PathError(f"invalid state path `{text}`: starts with an index")
+            parts.append(int(match.group("index")))
+            expect_name = False
+        else:
+            parts.append(match.group("quoted")[1:-1])
+            expect_name = False
+        pos = match.end()
+    if expect_name:
+        raise PathError(f"invalid state path `{text}`: ends with `.`")
+    return tuple(parts)
+
+
+def format_path(parts: tuple) -> str:
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[^.\[\]'\"]+", part):
+            out += ("." if out else "") + part
+        else:
+            out += f"['{part}']"
+    return out
+
+
+_MISSING = object()
+
+
+def get_path(state: Any, parts: tuple, default: Any = None) -> Any:
+    node = state
+    for part in parts:
+        if isinstance(part, int):
+            if isinstance(node, list) and -len(node) <= part < len(node):
+                node = node[part]
+                continue
+            return default
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+            continue
+        return default
+    return node
+
+
+def has_path(state: Any, parts: tuple) -> bool:
+    return get_path(state, parts, _MISSING) is not _MISSING
+
+
+def set_path(state: dict, parts: tuple, value: Any) -> None:
+    """Set a value, creating missing mappings on the way. Raises PathError when a
+    segment crosses something that is not a mapping or list."""
+    node = state
+    for i, part in enumerate(parts[:-1]):
+        nxt = parts[i + 1]
+        if isinstance(part, int):
+            if not isinstance(node, list) or not -len(node) <= part < len(node):
+                raise PathError(f"`{format_path(parts[:i + 1])}` is not an existing list item")
+            child = node[part]
+            if child is None:
+                child = [] if isinstance(nxt, int) else {}
+                node[part] = child
+        else:
+            if not isinstance(node, dict):
+                raise PathError(f"`{format_path(parts[:i])}` is not a mapping, cannot set `{format_path(parts)}`")
+            child = node.get(part)
+            if child is None:
+                child = {}
+                node[part] = child
+        node = child
+    last = parts[-1]
+    if isinstance(last, int):
+        if not isinstance(node, list) or not -len(node) <= last < len(node):
+            raise PathError(f"`{format_path(parts)}` is not an existing list item")
+        node[last] = value
+    else:
+        if not isinstance(node, dict):
+            raise PathError(f"`{format_path(parts[:-1])}` is not a mapping, cannot set `{format_path(parts)}`")
+        node[last] = value
+
+
+def delete_path(state: dict, parts: tuple) -> None:
+    parent = get_path(state, parts[:-1], None) if len(parts) > 1 else state
+    last = parts[-1]
+    if isinstance(parent, dict):
+        parent.pop(last, None)
+    elif isinstance(parent, list) and isinstance(last, int) and -len(parent) <= last < len(parent):
+        del parent[last]
