@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import ROOT
+from conftest import ROOT, wfexec_cli
 
 QUICKSTART = ROOT / "skills" / "quickstart"
 
@@ -22,14 +22,14 @@ endings:
 """
 
 
-def test_success_ending_prints_message_and_summary_and_exits_0(cli):
-    done = cli("run", QUICKSTART, "--answer", "ask_mood=cheerful", "--input", "name=Ada")
+def test_success_ending_prints_message_and_summary_and_exits_0():
+    done = wfexec_cli("run", QUICKSTART, "--answer", "ask_mood=cheerful", "--input", "name=Ada")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["Hello, Ada!", "  letters: 3"]
 
 
-def test_unanswered_question_without_terminal_exits_3_naming_node_and_options(cli):
-    done = cli("run", QUICKSTART)
+def test_unanswered_question_without_terminal_exits_3_naming_node_and_options():
+    done = wfexec_cli("run", QUICKSTART)
     assert done.returncode == 3
     assert "node 'ask_mood'" in done.stderr
     assert "options: cheerful, plain" in done.stderr
@@ -120,8 +120,8 @@ def test_bad_command_line_values_exit_2(cli):
     assert cli("run", ROOT / "does-not-exist.yaml").returncode == 2
 
 
-def test_version_and_help_work(cli):
-    assert cli("--version").stdout.startswith("wfexec ")
-    help_text = cli("--help").stdout
+def test_version_and_help_work():
+    assert wfexec_cli("--version").stdout.startswith("wfexec ")
+    help_text = wfexec_cli("--help").stdout
     for command in ("validate", "run", "schema", "types"):
         assert command in help_text

@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 
 
-from conftest import ROOT, wfexec_cli
+from conftest import ROOT, wfexec_cli, wfexec_in_process as cli
 
 QUICKSTART = ROOT / "skills" / "quickstart"
 
 
 def runs(store) -> list[dict]:
-    done = wfexec_cli("runs", "--format", "json", "--store", store)
+    done = cli("runs", "--format", "json", "--store", store)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -46,19 +46,19 @@ def test_a_question_parks_the_run_and_resume_answers_it(private_run_store):
 
 
 def test_show_lists_history_with_changes_and_state(private_run_store):
-    wfexec_cli("run", QUICKSTART, "--answer", "ask_mood=plain")
+    cli("run", QUICKSTART, "--answer", "ask_mood=plain")
     [record] = runs(private_run_store)
-    shown = wfexec_cli("show", record["id"], "--state").stdout
+    shown = cli("show", record["id"], "--state").stdout
     assert "count_letters (action) → pick_style" in shown and "[computed.letters, computed.greeting]" in shown
     assert "greeting: Hello, world" in shown
-    data = json.loads(wfexec_cli("show", record["id"], "--format", "json", "--state").stdout)
+    data = json.loads(cli("show", record["id"], "--format", "json", "--state").stdout)
     assert [row["node"] for row in data["journal"]] == ["ask_mood", "count_letters", "pick_style"]
     assert data["journal"][1]["changes"] == {"computed.letters": 5, "computed.greeting": "Hello, world"}
     assert data["state"]["computed"]["letters"] == 5
 
 
 def test_ephemeral_runs_leave_no_store(tmp_path, private_run_store):
-    done = wfexec_cli("run", QUICKSTART, "--answer", "ask_mood=plain", "--ephemeral")
+    done = cli("run", QUICKSTART, "--answer", "ask_mood=plain", "--ephemeral")
     assert done.returncode == 0
     assert not private_run_store.exists()
 
@@ -101,26 +101,26 @@ endings:
 def test_resume_after_the_workflow_changed(tmp_path, private_run_store):
     path = tmp_path / "workflow.yaml"
     path.write_text(CHANGING)
-    assert wfexec_cli("run", path).returncode == 3
+    assert cli("run", path).returncode == 3
     [record] = runs(private_run_store)
 
     # A future node changed: resume goes on with the new version and says so.
     path.write_text(CHANGING.replace("value: LAST", "value: NEW-LAST"))
-    first = wfexec_cli("resume", record["id"], "--answer", "ask=go")
+    first = cli("resume", record["id"], "--answer", "ask=go")
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip() == "FIRST NEW-LAST"
     assert "future nodes changed: last" in first.stderr
 
     # A completed node changed: resume refuses unless told to accept it.
     path.write_text(CHANGING)
-    assert wfexec_cli("run", path).returncode == 3
+    assert cli("run", path).returncode == 3
     record = runs(private_run_store)[0]
     path.write_text(CHANGING.replace("value: FIRST", "value: CHANGED"))
-    refused = wfexec_cli("resume", record["id"], "--answer", "ask=go")
+    refused = cli("resume", record["id"], "--answer", "ask=go")
     assert refused.returncode == 2
     assert "completed nodes changed: first" in refused.stderr and "--accept-changes" in refused.stderr
     assert runs(private_run_store)[0]["status"] == "waiting"
-    accepted = wfexec_cli("resume", record["id"], "--answer", "ask=go", "--accept-changes")
+    accepted = cli("resume", record["id"], "--answer", "ask=go", "--accept-changes")
     assert accepted.returncode == 0
     assert accepted.stdout.strip() == "FIRST LAST"  # what already ran is not run again
 
@@ -128,7 +128,7 @@ def test_resume_after_the_workflow_changed(tmp_path, private_run_store):
 def test_a_foreign_or_corrupt_store_is_refused_and_left_untouched(tmp_path):
     not_sqlite = tmp_path / "notes.db"
     not_sqlite.write_bytes(b"my precious notes\n" * 10)
-    done = wfexec_cli("run", QUICKSTART, "--store", not_sqlite)
+    done = cli("run", QUICKSTART, "--store", not_sqlite)
     assert done.returncode == 2
     assert "is not a wfexec run store" in done.stderr and "Traceback" not in done.stderr
     assert not_sqlite.read_bytes() == b"my precious notes\n" * 10
@@ -137,26 +137,26 @@ def test_a_foreign_or_corrupt_store_is_refused_and_left_untouched(tmp_path):
     with sqlite3.connect(foreign) as db:
         db.execute("CREATE TABLE users (name TEXT)")
     before = foreign.read_bytes()
-    done = wfexec_cli("runs", "--store", foreign)
+    done = cli("runs", "--store", foreign)
     assert done.returncode == 2 and "database of something else (tables: users)" in done.stderr
     assert foreign.read_bytes() == before
 
 
 def test_two_processes_cannot_drive_one_run(private_run_store):
-    wfexec_cli("run", QUICKSTART)
+    cli("run", QUICKSTART)
     [record] = runs(private_run_store)
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         with sqlite3.connect(private_run_store) as db:
             db.execute("UPDATE runs SET lease = ? WHERE id = ?", (f"{holder.pid}@{os.uname().nodename}", record["id"]))
-        refused = wfexec_cli("resume", record["id"], "--answer", "ask_mood=plain")
+        refused = cli("resume", record["id"], "--answer", "ask_mood=plain")
         assert refused.returncode == 2
         assert f"is being driven by process {holder.pid}@" in refused.stderr
     finally:
         holder.kill()
         holder.wait()
     # Once that process is gone, its lease is stale and the run can be resumed.
-    assert wfexec_cli("resume", record["id"], "--answer", "ask_mood=plain").returncode == 0
+    assert cli("resume", record["id"], "--answer", "ask_mood=plain").returncode == 0
 
 
 ONCE_SLOW = """
@@ -193,10 +193,10 @@ def test_an_in_flight_step_that_is_not_idempotent_is_not_rerun_without_asking(tm
     [record] = runs(private_run_store)
     assert record["status"] == "running" and record["in_flight"]["node"] == "deploy"
 
-    asked = wfexec_cli("resume", record["id"])
+    asked = cli("resume", record["id"])
     assert asked.returncode == 3
     assert "node 'deploy' was running" in asked.stderr and "not safe to run twice (process)" in asked.stderr
-    skipped = wfexec_cli("resume", record["id"], "--skip")
+    skipped = cli("resume", record["id"], "--skip")
     assert skipped.returncode == 0 and skipped.stdout.strip() == "deployed"
     assert "skipped 'deploy'" in skipped.stderr
 
@@ -228,7 +228,7 @@ endings:
 """)
     # Half a megabyte of state that never changes: it must not be copied into every journal row.
     (tmp_path / "big.txt").write_text("x" * 500_000)
-    done = wfexec_cli("run", path, "--max-steps", "20000", cwd=tmp_path)
+    done = cli("run", path, "--max-steps", "20000", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     [record] = runs(private_run_store)
     assert record["steps"] == 10002
@@ -381,7 +381,7 @@ def test_a_states_node_killed_mid_protocol_resumes_with_the_same_agents(tmp_path
     [record] = runs(private_run_store)
     assert record["status"] == "running" and record["in_flight"]["node"] == "work"
 
-    resumed = wfexec_cli("resume", record["id"], cwd=tmp_path)
+    resumed = cli("resume", record["id"], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     # The return stack survived: SLOW's result went back to AFTER, and START did not run again.
     assert resumed.stdout.strip() == "after: slow done"
