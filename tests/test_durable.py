@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -12,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 
 from conftest import ROOT, wfexec_cli, wfexec_in_process as cli
 
@@ -237,8 +239,13 @@ endings:
 
 
 # --------------------------------------------------------------------------- #
-# The crash test: kill a run with side effects at random points, resume, compare.
+# Crash tests: kill the real process with SIGKILL at chosen points, resume, and compare with a run that was never
+# interrupted: same state, same journal, same files, and no step run twice but the one in flight.
 
+# A step with outside effects: it logs each execution, writes a file, and runs a program. The program holds still
+# (and says so in the file `in-flight`, with its pid) when the test left a `hold-COUNT` file for it: that is how a
+# test kills the run while an effect is in flight, at an exact step, without anything in wfexec knowing about it.
+HOLD = 'if [ -e "hold-$1" ]; then rm "hold-$1"; echo $$ > in-flight.tmp; mv in-flight.tmp in-flight; exec sleep 60; fi'
 CRASHY = """
 name: crashy
 version: 1
@@ -247,35 +254,113 @@ initial_state: {count: 0}
 nodes:
   check:
     type: conditional
-    condition: {type: evaluate_expression, expression: "count < 100"}
+    condition: {type: evaluate_expression, expression: "count < LOOPS"}
     branches: {true: step, false: done}
   step:
     type: action
     actions:
       - {type: write_file, path: "executions.log", content: "${count}\\n", append: true}
       - {type: write_file, path: "out/${count}.txt", content: "step ${count}"}
+      - {type: run_command, command: [sh, -c, 'HOLD', sh, "${count}"]}
       - {type: compute, expression: "count + 1", store_as: count}
     on_success: check
 endings:
   done: {type: success, message: "${count}"}
-"""
+""".replace("HOLD", HOLD)
+LOOPS = 4  # steps 1, 3, ... 9 are `check`; step 2 + 2k is `step` with count k
 
 
-def _run_to_completion(folder: Path, store: Path, kill_after: float | None) -> None:
-    command = [sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml", "--store", str(store)]
-    process = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    if kill_after is not None:
-        try:
-            process.wait(timeout=kill_after)
-        except subprocess.TimeoutExpired:
-            os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    listed = _records(store)
-    if not listed:  # killed before the run was recorded: start it again
-        return _run_to_completion(folder, store, None)
-    if listed[0].status != "completed":
-        resumed = wfexec_cli("resume", listed[0].id, "--store", store, cwd=folder)
-        assert resumed.returncode == 0, resumed.stderr
+def crashy(folder: Path, loops: int = LOOPS) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "workflow.yaml").write_text(CRASHY.replace("LOOPS", str(loops)))
+    return folder
+
+
+def _outcome(folder: Path, store: Path) -> dict:
+    """What a finished run left: status, state, journal (without times), files, and which steps executed."""
+    from wfexec.durable.store import Store
+
+    opened = Store(store)
+    try:
+        [record] = opened.list()
+        _, state = opened.snapshot(record.id)
+        journal = [{k: row[k] for k in ("step", "node", "type", "outcome", "target", "changes")}
+                   for row in opened.journal(record.id)]
+    finally:
+        opened.close()
+    return {"status": (record.status, record.ending, record.steps), "state": state, "journal": journal,
+            "files": {p.name: p.read_text() for p in sorted((folder / "out").iterdir())},
+            "executions": (folder / "executions.log").read_text().split()}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> dict:
+    folder = crashy(tmp_path_factory.mktemp("uninterrupted"))
+    done = cli("run", "workflow.yaml", "--store", folder / "runs.db", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    outcome = _outcome(folder, folder / "runs.db")
+    assert outcome["executions"] == [str(i) for i in range(LOOPS)] and len(outcome["journal"]) == 2 * LOOPS + 1
+    return outcome
+
+
+def _killed_then_resumed(folder: Path, command: list, wait_for_kill=None) -> dict:
+    store = folder / "runs.db"
+    process = subprocess.Popen([*command, "run", "workflow.yaml", "--store", str(store)], cwd=folder,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if wait_for_kill is not None:
+        wait_for_kill(process)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGKILL, f"not killed (exit {process.returncode}): {stderr.decode()}"
+    [record] = _records(store)
+    assert record.status == "running"  # the kill interrupted it: resume has work to do
+    resumed = cli("resume", record.id, "--rerun", "--store", store, cwd=folder)
+    assert resumed.returncode == 0, resumed.stderr
+    return _outcome(folder, store)
+
+
+def _assert_same_as_uninterrupted(outcome: dict, expected: dict, ran_twice: str | None) -> None:
+    assert outcome["status"] == expected["status"]
+    assert outcome["state"] == expected["state"]
+    assert outcome["journal"] == expected["journal"]
+    assert outcome["files"] == expected["files"]
+    repeated = sorted(outcome["executions"], key=int)
+    for once in expected["executions"]:
+        repeated.remove(once)
+    assert repeated == ([ran_twice] if ran_twice else []), outcome["executions"]
+
+
+CRASH_POINTS = [  # (point, step, the step whose effects may run twice)
+    ("after-commit", 1, None),      # the first check is durable, the first effect not started
+    ("after-commit", 4, None),      # a step with effects is durable, the next check not
+    ("after-commit", 2 * LOOPS + 1, None),  # every step is durable, the run not yet marked completed
+    ("mid-commit", 3, None),        # a state-only step's commit is lost: it runs again from the snapshot
+    ("mid-commit", 6, "2"),         # an effect step's commit is lost: it is still in flight, so it runs again
+]
+
+
+@pytest.mark.parametrize("point, step, ran_twice", CRASH_POINTS)
+def test_killed_at_a_commit_point_a_run_resumes_to_the_same_result(tmp_path, uninterrupted, point, step, ran_twice):
+    folder = crashy(tmp_path)
+    outcome = _killed_then_resumed(folder, [sys.executable, str(ROOT / "tests" / "crashpoint.py"), point,
+                                            str(step), "--"])
+    _assert_same_as_uninterrupted(outcome, uninterrupted, ran_twice)
+
+
+def test_killed_while_an_effect_is_in_flight_a_run_resumes_to_the_same_result(tmp_path, uninterrupted):
+    folder = crashy(tmp_path)
+    (folder / "hold-2").touch()
+
+    def when_the_effect_holds(process):
+        deadline = time.monotonic() + 30
+        while not (folder / "in-flight").exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        process.kill()
+        effect = int((folder / "in-flight").read_text())
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(effect, signal.SIGKILL)  # the machine went down: its program too
+
+    outcome = _killed_then_resumed(folder, [sys.executable, "-m", "wfexec.cli"], when_the_effect_holds)
+    _assert_same_as_uninterrupted(outcome, uninterrupted, ran_twice="2")
 
 
 def _records(store: Path) -> list:
@@ -290,46 +375,51 @@ def _records(store: Path) -> list:
         opened.close()
 
 
-def _outcome(folder: Path, store: Path) -> tuple:
-    """What a finished run left: its state, the nodes it journaled, its files, its side-effect log."""
-    from wfexec.durable.store import Store
-
-    opened = Store(store)
-    try:
-        [record] = opened.list()
-        _, state = opened.snapshot(record.id)
-        nodes = [row["node"] for row in opened.journal(record.id)]
-    finally:
-        opened.close()
-    files = {p.name: p.read_text() for p in sorted((folder / "out").iterdir())}
-    executions = (folder / "executions.log").read_text().split()
-    return state, nodes, files, executions
+def _start_run(folder: Path) -> tuple[subprocess.Popen, float]:
+    """`wfexec run` in a subprocess, and when it opened its store: kills are timed from then, not from the
+    interpreter's start."""
+    store = folder / "runs.db"
+    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml", "--store", str(store)],
+                               cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not store.exists() and process.poll() is None:
+        time.sleep(0.002)
+    return process, time.monotonic()
 
 
-def test_killed_at_random_points_a_run_resumes_to_the_same_result(tmp_path):
+@pytest.mark.slow
+def test_killed_at_random_times_a_run_resumes_to_the_same_result(tmp_path):
+    """The soak: kills at random times rather than chosen points, over a longer run."""
+    loops = 40
     rng = random.Random(20261123)
-    baseline_dir = tmp_path / "baseline"
-    baseline_dir.mkdir()
-    (baseline_dir / "workflow.yaml").write_text(CRASHY)
-    started = time.perf_counter()
-    _run_to_completion(baseline_dir, baseline_dir / "runs.db", None)
-    duration = time.perf_counter() - started
-    expected_state, expected_nodes, expected_files, expected_runs = _outcome(baseline_dir, baseline_dir / "runs.db")
-    assert len(expected_nodes) == 201 and expected_runs == [str(i) for i in range(100)]
-
-    for trial in range(50):
-        folder = tmp_path / f"trial{trial}"
-        folder.mkdir()
-        (folder / "workflow.yaml").write_text(CRASHY)
-        _run_to_completion(folder, folder / "runs.db", rng.uniform(0.05, duration))
-        state, nodes, files, executions = _outcome(folder, folder / "runs.db")
-        assert state == expected_state, f"trial {trial}"
-        assert nodes == expected_nodes, f"trial {trial}: the journal differs"
-        assert files == expected_files, f"trial {trial}"
+    baseline = crashy(tmp_path / "baseline", loops)
+    process, started = _start_run(baseline)
+    assert process.wait() == 0
+    duration = time.monotonic() - started
+    expected = _outcome(baseline, baseline / "runs.db")
+    interrupted = 0
+    for trial in range(12):
+        folder = crashy(tmp_path / f"trial{trial}", loops)
+        store = folder / "runs.db"
+        process, _ = _start_run(folder)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=rng.uniform(0, duration))
+        process.kill()
+        process.wait()
+        listed = _records(store)
+        if not listed:  # killed before the run was recorded: start it again
+            assert cli("run", "workflow.yaml", "--store", store, cwd=folder).returncode == 0
+        elif listed[0].status != "completed":
+            interrupted += 1
+            resumed = cli("resume", listed[0].id, "--rerun", "--store", store, cwd=folder)
+            assert resumed.returncode == 0, f"trial {trial}: {resumed.stderr}"
+        outcome = _outcome(folder, store)
+        for key in ("status", "state", "journal", "files"):
+            assert outcome[key] == expected[key], f"trial {trial}: {key} differs"
         # Every step ran; only the one in flight at the kill may have run twice.
-        assert sorted(set(executions), key=int) == expected_runs, f"trial {trial}"
-        repeated = len(executions) - len(set(executions))
-        assert repeated <= 1, f"trial {trial}: {repeated} steps ran twice: {executions}"
+        assert sorted(set(outcome["executions"]), key=int) == expected["executions"], f"trial {trial}"
+        repeated = len(outcome["executions"]) - len(set(outcome["executions"]))
+        assert repeated <= 1, f"trial {trial}: {repeated} steps ran twice: {outcome['executions']}"
+    assert interrupted, "no kill landed inside a run: the soak tested nothing"
 
 
 def test_at_a_terminal_resume_asks_whether_to_rerun_the_step_in_flight(tmp_path, private_run_store):
