@@ -145,8 +145,8 @@ def test_output_file_and_determinism(tmp_path):
     out = tmp_path / "pictures" / "release.mmd"
     done = wfexec_cli("graph", SKILLS / "release-checklist", "--output", out)
     assert done.returncode == 0 and done.stdout == ""
-    assert out.read_text(encoding="utf-8") == mermaid(cli, SKILLS / "release-checklist")
-    assert mermaid(cli, SKILLS / "triage") == mermaid(cli, SKILLS / "triage" / "workflow.yaml")
+    assert out.read_text(encoding="utf-8") == mermaid(wfexec_cli, SKILLS / "release-checklist")
+    assert mermaid(wfexec_cli, SKILLS / "triage") == mermaid(wfexec_cli, SKILLS / "triage" / "workflow.yaml")
 
 
 def test_an_invalid_workflow_is_not_drawn(cli, tmp_path):
