@@ -41,6 +41,25 @@ def compat_root() -> Path:
 
 
 @pytest.fixture(autouse=True)
+def leaves_no_trace():
+    """A test (or the in-process `wfexec` it runs) must leave the cwd and environment as it found them: the next
+    test would otherwise run somewhere else. Torn down last, after monkeypatch has undone its changes."""
+    cwd, environ = os.getcwd(), dict(os.environ)
+    yield
+    left_in = os.getcwd()
+    changed = sorted(k for k in (set(environ) | set(os.environ)) - {"PYTEST_CURRENT_TEST"}
+                     if environ.get(k) != os.environ.get(k))
+    os.chdir(cwd)  # put back, so that only this test fails
+    for key in changed:
+        if key in environ:
+            os.environ[key] = environ[key]
+        else:
+            del os.environ[key]
+    assert left_in == cwd, f"the test left the working directory changed to {left_in}"
+    assert not changed, f"the test left environment variables changed: {changed}"
+
+
+@pytest.fixture(autouse=True)
 def private_run_store(tmp_path, monkeypatch):
     """Every test's runs (in-process and in subprocesses) go to its own store, never the repository's."""
     store = tmp_path / "store" / "runs.db"
