@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import ROOT, wfexec_cli
 
 QUICKSTART = ROOT / "skills" / "quickstart"
@@ -125,3 +127,33 @@ def test_version_and_help_work():
     help_text = wfexec_cli("--help").stdout
     for command in ("validate", "run", "schema", "types"):
         assert command in help_text
+
+
+def test_inputs_from_a_file_and_the_command_line_together(cli, tmp_path):
+    (tmp_path / "inputs.yaml").write_text("name: Grace\n")
+    done = cli("run", QUICKSTART, "--input-file", tmp_path / "inputs.yaml", "--answer", "ask_mood=cheerful")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "Hello, Grace!"
+    overridden = cli("run", QUICKSTART, "--input-file", tmp_path / "inputs.yaml", "--input", "name=Ada",
+                     "--answer", "ask_mood=cheerful")
+    assert overridden.stdout.splitlines()[0] == "Hello, Ada!"
+
+
+@pytest.mark.parametrize("content, message", [
+    ("- just\n- a list\n", "an input file must map input names to values"),
+    ("name: [unclosed\n", "inputs.yaml:"),
+])
+def test_an_unusable_input_file_exits_2_saying_why(cli, tmp_path, content, message):
+    (tmp_path / "inputs.yaml").write_text(content)
+    done = cli("run", QUICKSTART, "--input-file", tmp_path / "inputs.yaml", "--answer", "ask_mood=plain")
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_ephemeral_run_waits_fails_and_stops_with_the_usual_exit_codes(cli, tmp_path, private_run_store):
+    assert cli("run", QUICKSTART, "--ephemeral").returncode == 3
+    path = tmp_path / "loop.yaml"
+    path.write_text(LOOP)
+    stopped = cli("run", path, "--ephemeral", "--max-steps", "5")
+    assert stopped.returncode == 4 and "more than 5 steps" in stopped.stderr
+    assert not private_run_store.exists()  # none of them was recorded

@@ -478,3 +478,36 @@ def test_a_states_node_killed_mid_protocol_resumes_with_the_same_agents(tmp_path
     assert (tmp_path / "visited.log").read_text().split() == ["START", "SLOW", "SLOW", "AFTER"]
     with sqlite3.connect(private_run_store) as db:
         assert db.execute("SELECT count(*) FROM node_states").fetchone()[0] == 0  # cleared once the node ended
+
+
+def test_runs_lists_each_run_with_its_status_and_filters_by_status(tmp_path, private_run_store):
+    assert "no runs" in cli("runs").stdout
+    cli("run", QUICKSTART)  # waits at its question
+    finished = cli("run", QUICKSTART, "--answer", "ask_mood=plain")
+    assert finished.returncode == 0
+    waiting, completed = sorted(runs(private_run_store), key=lambda r: r["status"], reverse=True)
+    table = cli("runs").stdout.splitlines()
+    assert table[0].split() == ["id", "workflow", "status", "node", "steps", "started", "duration"]
+    rows = {line.split()[0]: line.split() for line in table[1:]}
+    assert rows[waiting["id"]][1:4] == ["quickstart", "waiting", "ask_mood"]
+    assert rows[completed["id"]][1:5] == ["quickstart", "completed", "→", "done"]
+    only_waiting = cli("runs", "--status", "waiting").stdout
+    assert waiting["id"] in only_waiting and completed["id"] not in only_waiting
+    assert "no runs with status failed" in cli("runs", "--status", "failed").stdout
+
+
+def test_show_says_what_was_in_flight_and_the_last_error(tmp_path, private_run_store):
+    path = tmp_path / "workflow.yaml"
+    path.write_text(ONCE_SLOW.format(python=sys.executable))
+    run_until_killed(tmp_path, str(path), "started")
+    [record] = runs(private_run_store)
+    shown = cli("show", record["id"]).stdout
+    assert "status: running" in shown and "in flight when it stopped: deploy (step 1)" in shown
+    spinning = tmp_path / "spin.yaml"
+    spinning.write_text("name: spin\nversion: 1\nstart_node: spin\nnodes:\n  spin:\n    type: action\n"
+                        "    actions: [{type: set_state, field: computed.x, value: 1}]\n    on_success: spin\n"
+                        "endings:\n  never: {type: success, message: never}\n")
+    assert cli("run", spinning, "--max-steps", "5").returncode == 4
+    stopped = next(r for r in runs(private_run_store) if r["workflow_name"] == "spin")
+    shown = cli("show", stopped["id"]).stdout
+    assert "status: stopped" in shown and "last error: " in shown and "more than 5 steps" in shown
