@@ -110,6 +110,11 @@ def one_action(*actions, initial_state=None) -> str:
     return json.dumps(doc, indent=2)
 
 
+def with_coverage(env: dict) -> dict:
+    """`env` for a process started with a clean environment, plus what lets coverage measure it (when on)."""
+    return {**{k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")}, **env}
+
+
 def wfexec_cli(*args, cwd=None, input_text=None, env=None, timeout=60):
     """Run the real `wfexec` command in a subprocess."""
     full_env = dict(os.environ)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, wfexec_cli, wfexec_in_process as cli
+from conftest import ROOT, wfexec_cli, wfexec_in_process as cli, with_coverage
 
 QUICKSTART = ROOT / "skills" / "quickstart"
 
@@ -431,7 +431,8 @@ def test_at_a_terminal_resume_asks_whether_to_rerun_the_step_in_flight(tmp_path,
     [record] = runs(private_run_store)
     child = pexpect.spawn(sys.executable, ["-m", "wfexec.cli", "resume", record["id"]], cwd=str(tmp_path),
                           encoding="utf-8", timeout=20, dimensions=(40, 120),
-                          env={"TERM": "xterm", "PATH": "/usr/bin:/bin", "WFEXEC_STORE": str(private_run_store)})
+                          env=with_coverage({"TERM": "xterm", "PATH": "/usr/bin:/bin",
+                                             "WFEXEC_STORE": str(private_run_store)}))
     child.expect("'deploy' was running when the run stopped")
     child.expect("Run it again")
     child.send("\r")
