@@ -130,6 +130,7 @@ def wfexec_in_process(*args, cwd=None, input_text=None, env=None, timeout=None):
 
     stdin, stdout, stderr and the environment are the runner's and restored after the call; so is the cwd.
     An exception the command did not handle is raised here: a real process would print a traceback.
+    `timeout` is only taken for the signature of `wfexec_cli`: there is no process to stop.
     """
     from typer.testing import CliRunner
 
