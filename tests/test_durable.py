@@ -329,7 +329,7 @@ def _assert_same_as_uninterrupted(outcome: dict, expected: dict, ran_twice: str 
     assert repeated == ([ran_twice] if ran_twice else []), outcome["executions"]
 
 
-CRASH_POINTS = [  # (point, step, the step whose effects may run twice)
+CRASH_POINTS = [  # (point, step, the count whose step runs twice: the one in flight at the kill)
     ("after-commit", 1, None),      # the first check is durable, the first effect not started
     ("after-commit", 4, None),      # a step with effects is durable, the next check not
     ("after-commit", 2 * LOOPS + 1, None),  # every step is durable, the run not yet marked completed
@@ -355,6 +355,7 @@ def test_killed_while_an_effect_is_in_flight_a_run_resumes_to_the_same_result(tm
         while not (folder / "in-flight").exists() and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
         process.kill()
+        assert (folder / "in-flight").exists(), "the run never reached the effect at count 2"
         effect = int((folder / "in-flight").read_text())
         with contextlib.suppress(ProcessLookupError):
             os.kill(effect, signal.SIGKILL)  # the machine went down: its program too
