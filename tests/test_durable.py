@@ -1,4 +1,4 @@
-"""Durable runs: the store, parking and resuming, changed workflows, and a crash test with SIGKILL."""
+"""Durable runs: the store, parking and resuming, changed workflows, and crash tests with SIGKILL at chosen points."""
 
 from __future__ import annotations
 
