@@ -41,6 +41,25 @@ def compat_root() -> Path:
 
 
 @pytest.fixture(autouse=True)
+def leaves_no_trace():
+    """A test (or the in-process `wfexec` it runs) must leave the cwd and environment as it found them: the next
+    test would otherwise run somewhere else. Torn down last, after monkeypatch has undone its changes."""
+    cwd, environ = os.getcwd(), dict(os.environ)
+    yield
+    left_in = os.getcwd()
+    changed = sorted(k for k in (set(environ) | set(os.environ)) - {"PYTEST_CURRENT_TEST"}
+                     if environ.get(k) != os.environ.get(k))
+    os.chdir(cwd)  # put back, so that only this test fails
+    for key in changed:
+        if key in environ:
+            os.environ[key] = environ[key]
+        else:
+            del os.environ[key]
+    assert left_in == cwd, f"the test left the working directory changed to {left_in}"
+    assert not changed, f"the test left environment variables changed: {changed}"
+
+
+@pytest.fixture(autouse=True)
 def private_run_store(tmp_path, monkeypatch):
     """Every test's runs (in-process and in subprocesses) go to its own store, never the repository's."""
     store = tmp_path / "store" / "runs.db"
@@ -93,6 +112,11 @@ def one_action(*actions, initial_state=None) -> str:
     return json.dumps(doc, indent=2)
 
 
+def with_coverage(env: dict) -> dict:
+    """`env` for a process started with a clean environment, plus what lets coverage measure it (when on)."""
+    return {**{k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")}, **env}
+
+
 def wfexec_cli(*args, cwd=None, input_text=None, env=None, timeout=60):
     """Run the real `wfexec` command in a subprocess."""
     full_env = dict(os.environ)
@@ -114,6 +138,32 @@ def with_plugins(*targets: Path) -> dict:
     return {"PYTHONPATH": os.pathsep.join([*map(str, targets), os.environ.get("PYTHONPATH", "")])}
 
 
+def wfexec_in_process(*args, cwd=None, input_text=None, env=None, timeout=None):
+    """Run the `wfexec` command in this process with typer's CliRunner: the same parsing, exit codes and output,
+    without starting an interpreter (~0.3 s a call). For what a test checks about a command's behaviour; process
+    boundaries (signals, a terminal, stdout of a child) stay with `wfexec_cli`.
+
+    stdin, stdout, stderr and the environment are the runner's and restored after the call; so is the cwd.
+    An exception the command did not handle is raised here: a real process would print a traceback.
+    `timeout` is only taken for the signature of `wfexec_cli`: there is no process to stop.
+    """
+    from typer.testing import CliRunner
+
+    from wfexec.cli import app
+
+    previous = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(app, [str(a) for a in args], input=input_text, env=env, prog_name="wfexec")
+    finally:
+        os.chdir(previous)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(["wfexec", *map(str, args)], result.exit_code, result.stdout, result.stderr)
+
+
 @pytest.fixture
 def cli():
-    return wfexec_cli
+    """`wfexec` run in-process (see wfexec_in_process); use `wfexec_cli` for a real subprocess."""
+    return wfexec_in_process

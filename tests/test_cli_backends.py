@@ -6,7 +6,7 @@ import sys
 
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, wfexec_cli
 
 HYBRID = ROOT / "tests" / "protocol" / "fixtures" / "hybrid"
 CASSETTE = ROOT / "tests" / "protocol" / "fixtures" / "hybrid.cassette.yaml"
@@ -52,8 +52,8 @@ endings:
 """
 
 
-def test_states_command_replays_a_hybrid_folder(cli):
-    done = cli("states", HYBRID, "--input", "the app", "--replay", CASSETTE)
+def test_states_command_replays_a_hybrid_folder():
+    done = wfexec_cli("states", HYBRID, "--input", "the app", "--replay", CASSETTE)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "APPROVED"
 

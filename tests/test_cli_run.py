@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import ROOT
+import pytest
+
+from conftest import ROOT, wfexec_cli
 
 QUICKSTART = ROOT / "skills" / "quickstart"
 
@@ -22,14 +24,14 @@ endings:
 """
 
 
-def test_success_ending_prints_message_and_summary_and_exits_0(cli):
-    done = cli("run", QUICKSTART, "--answer", "ask_mood=cheerful", "--input", "name=Ada")
+def test_success_ending_prints_message_and_summary_and_exits_0():
+    done = wfexec_cli("run", QUICKSTART, "--answer", "ask_mood=cheerful", "--input", "name=Ada")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["Hello, Ada!", "  letters: 3"]
 
 
-def test_unanswered_question_without_terminal_exits_3_naming_node_and_options(cli):
-    done = cli("run", QUICKSTART)
+def test_unanswered_question_without_terminal_exits_3_naming_node_and_options():
+    done = wfexec_cli("run", QUICKSTART)
     assert done.returncode == 3
     assert "node 'ask_mood'" in done.stderr
     assert "options: cheerful, plain" in done.stderr
@@ -120,8 +122,38 @@ def test_bad_command_line_values_exit_2(cli):
     assert cli("run", ROOT / "does-not-exist.yaml").returncode == 2
 
 
-def test_version_and_help_work(cli):
-    assert cli("--version").stdout.startswith("wfexec ")
-    help_text = cli("--help").stdout
+def test_version_and_help_work():
+    assert wfexec_cli("--version").stdout.startswith("wfexec ")
+    help_text = wfexec_cli("--help").stdout
     for command in ("validate", "run", "schema", "types"):
         assert command in help_text
+
+
+def test_inputs_from_a_file_and_the_command_line_together(cli, tmp_path):
+    (tmp_path / "inputs.yaml").write_text("name: Grace\n")
+    done = cli("run", QUICKSTART, "--input-file", tmp_path / "inputs.yaml", "--answer", "ask_mood=cheerful")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "Hello, Grace!"
+    overridden = cli("run", QUICKSTART, "--input-file", tmp_path / "inputs.yaml", "--input", "name=Ada",
+                     "--answer", "ask_mood=cheerful")
+    assert overridden.stdout.splitlines()[0] == "Hello, Ada!"
+
+
+@pytest.mark.parametrize("content, message", [
+    ("- just\n- a list\n", "an input file must map input names to values"),
+    ("name: [unclosed\n", "inputs.yaml:"),
+])
+def test_an_unusable_input_file_exits_2_saying_why(cli, tmp_path, content, message):
+    (tmp_path / "inputs.yaml").write_text(content)
+    done = cli("run", QUICKSTART, "--input-file", tmp_path / "inputs.yaml", "--answer", "ask_mood=plain")
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_ephemeral_run_waits_fails_and_stops_with_the_usual_exit_codes(cli, tmp_path, private_run_store):
+    assert cli("run", QUICKSTART, "--ephemeral").returncode == 3
+    path = tmp_path / "loop.yaml"
+    path.write_text(LOOP)
+    stopped = cli("run", path, "--ephemeral", "--max-steps", "5")
+    assert stopped.returncode == 4 and "more than 5 steps" in stopped.stderr
+    assert not private_run_store.exists()  # none of them was recorded

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from conftest import ROOT
+from conftest import ROOT, wfexec_cli
 
 HEAVY = ("jsonschema", "jinja2", "questionary", "ruamel", "fastjsonschema")
 
@@ -23,8 +23,8 @@ def test_help_does_not_import_heavy_libraries():
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
 
 
-def test_published_schema_file_is_current(cli):
-    printed = cli("schema").stdout
+def test_published_schema_file_is_current():
+    printed = wfexec_cli("schema").stdout
     on_disk = (ROOT / "schemas" / "workflow.schema.json").read_text()
     assert printed == on_disk, "schemas/workflow.schema.json is stale: run `wfexec schema -o schemas/workflow.schema.json`"
 
@@ -53,8 +53,8 @@ def test_schema_validates_the_examples_with_jsonschema():
         jsonschema.validate(load_file(path).data, schema)  # JSON keys are strings, as wfexec reads them
 
 
-def test_types_text_lists_docs_and_required_parameters(cli):
-    text = cli("types", "--kind", "consequence").stdout
+def test_types_text_lists_docs_and_required_parameters():
+    text = wfexec_cli("types", "--kind", "consequence").stdout
     assert "set_state(field*, value*)" in text
     assert "run_command(" in text and "[process]" in text
     assert "preconditions:" not in text

@@ -12,7 +12,7 @@ import re
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, wfexec_cli
 from wfexec.types.registry import consequences
 
 LIB = ROOT / "lib"
@@ -35,8 +35,8 @@ def type_section(text: str, name: str) -> str:
 
 # -- the committed reference ----------------------------------------------------------
 
-def test_committed_lib_is_current(cli):
-    done = cli("docs", "--check", "--output", LIB)
+def test_committed_lib_is_current():
+    done = wfexec_cli("docs", "--check", "--output", LIB)
     assert done.returncode == 0, ("lib/ is stale; regenerate it with `wfexec docs --output lib` (and then "
                                   f"`wfexec skill skills/*/`)\n{done.stdout}{done.stderr}")
 

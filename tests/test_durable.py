@@ -1,7 +1,8 @@
-"""Durable runs: the store, parking and resuming, changed workflows, and a crash test with SIGKILL."""
+"""Durable runs: the store, parking and resuming, changed workflows, and crash tests with SIGKILL at chosen points."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -12,14 +13,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 
-from conftest import ROOT, wfexec_cli
+from conftest import ROOT, wfexec_cli, wfexec_in_process as cli, with_coverage
 
 QUICKSTART = ROOT / "skills" / "quickstart"
 
 
 def runs(store) -> list[dict]:
-    done = wfexec_cli("runs", "--format", "json", "--store", store)
+    done = cli("runs", "--format", "json", "--store", store)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -46,19 +48,19 @@ def test_a_question_parks_the_run_and_resume_answers_it(private_run_store):
 
 
 def test_show_lists_history_with_changes_and_state(private_run_store):
-    wfexec_cli("run", QUICKSTART, "--answer", "ask_mood=plain")
+    cli("run", QUICKSTART, "--answer", "ask_mood=plain")
     [record] = runs(private_run_store)
-    shown = wfexec_cli("show", record["id"], "--state").stdout
+    shown = cli("show", record["id"], "--state").stdout
     assert "count_letters (action) → pick_style" in shown and "[computed.letters, computed.greeting]" in shown
     assert "greeting: Hello, world" in shown
-    data = json.loads(wfexec_cli("show", record["id"], "--format", "json", "--state").stdout)
+    data = json.loads(cli("show", record["id"], "--format", "json", "--state").stdout)
     assert [row["node"] for row in data["journal"]] == ["ask_mood", "count_letters", "pick_style"]
     assert data["journal"][1]["changes"] == {"computed.letters": 5, "computed.greeting": "Hello, world"}
     assert data["state"]["computed"]["letters"] == 5
 
 
 def test_ephemeral_runs_leave_no_store(tmp_path, private_run_store):
-    done = wfexec_cli("run", QUICKSTART, "--answer", "ask_mood=plain", "--ephemeral")
+    done = cli("run", QUICKSTART, "--answer", "ask_mood=plain", "--ephemeral")
     assert done.returncode == 0
     assert not private_run_store.exists()
 
@@ -101,26 +103,26 @@ endings:
 def test_resume_after_the_workflow_changed(tmp_path, private_run_store):
     path = tmp_path / "workflow.yaml"
     path.write_text(CHANGING)
-    assert wfexec_cli("run", path).returncode == 3
+    assert cli("run", path).returncode == 3
     [record] = runs(private_run_store)
 
     # A future node changed: resume goes on with the new version and says so.
     path.write_text(CHANGING.replace("value: LAST", "value: NEW-LAST"))
-    first = wfexec_cli("resume", record["id"], "--answer", "ask=go")
+    first = cli("resume", record["id"], "--answer", "ask=go")
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip() == "FIRST NEW-LAST"
     assert "future nodes changed: last" in first.stderr
 
     # A completed node changed: resume refuses unless told to accept it.
     path.write_text(CHANGING)
-    assert wfexec_cli("run", path).returncode == 3
+    assert cli("run", path).returncode == 3
     record = runs(private_run_store)[0]
     path.write_text(CHANGING.replace("value: FIRST", "value: CHANGED"))
-    refused = wfexec_cli("resume", record["id"], "--answer", "ask=go")
+    refused = cli("resume", record["id"], "--answer", "ask=go")
     assert refused.returncode == 2
     assert "completed nodes changed: first" in refused.stderr and "--accept-changes" in refused.stderr
     assert runs(private_run_store)[0]["status"] == "waiting"
-    accepted = wfexec_cli("resume", record["id"], "--answer", "ask=go", "--accept-changes")
+    accepted = cli("resume", record["id"], "--answer", "ask=go", "--accept-changes")
     assert accepted.returncode == 0
     assert accepted.stdout.strip() == "FIRST LAST"  # what already ran is not run again
 
@@ -128,7 +130,7 @@ def test_resume_after_the_workflow_changed(tmp_path, private_run_store):
 def test_a_foreign_or_corrupt_store_is_refused_and_left_untouched(tmp_path):
     not_sqlite = tmp_path / "notes.db"
     not_sqlite.write_bytes(b"my precious notes\n" * 10)
-    done = wfexec_cli("run", QUICKSTART, "--store", not_sqlite)
+    done = cli("run", QUICKSTART, "--store", not_sqlite)
     assert done.returncode == 2
     assert "is not a wfexec run store" in done.stderr and "Traceback" not in done.stderr
     assert not_sqlite.read_bytes() == b"my precious notes\n" * 10
@@ -137,26 +139,26 @@ def test_a_foreign_or_corrupt_store_is_refused_and_left_untouched(tmp_path):
     with sqlite3.connect(foreign) as db:
         db.execute("CREATE TABLE users (name TEXT)")
     before = foreign.read_bytes()
-    done = wfexec_cli("runs", "--store", foreign)
+    done = cli("runs", "--store", foreign)
     assert done.returncode == 2 and "database of something else (tables: users)" in done.stderr
     assert foreign.read_bytes() == before
 
 
 def test_two_processes_cannot_drive_one_run(private_run_store):
-    wfexec_cli("run", QUICKSTART)
+    cli("run", QUICKSTART)
     [record] = runs(private_run_store)
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         with sqlite3.connect(private_run_store) as db:
             db.execute("UPDATE runs SET lease = ? WHERE id = ?", (f"{holder.pid}@{os.uname().nodename}", record["id"]))
-        refused = wfexec_cli("resume", record["id"], "--answer", "ask_mood=plain")
+        refused = cli("resume", record["id"], "--answer", "ask_mood=plain")
         assert refused.returncode == 2
         assert f"is being driven by process {holder.pid}@" in refused.stderr
     finally:
         holder.kill()
         holder.wait()
     # Once that process is gone, its lease is stale and the run can be resumed.
-    assert wfexec_cli("resume", record["id"], "--answer", "ask_mood=plain").returncode == 0
+    assert cli("resume", record["id"], "--answer", "ask_mood=plain").returncode == 0
 
 
 ONCE_SLOW = """
@@ -193,10 +195,10 @@ def test_an_in_flight_step_that_is_not_idempotent_is_not_rerun_without_asking(tm
     [record] = runs(private_run_store)
     assert record["status"] == "running" and record["in_flight"]["node"] == "deploy"
 
-    asked = wfexec_cli("resume", record["id"])
+    asked = cli("resume", record["id"])
     assert asked.returncode == 3
     assert "node 'deploy' was running" in asked.stderr and "not safe to run twice (process)" in asked.stderr
-    skipped = wfexec_cli("resume", record["id"], "--skip")
+    skipped = cli("resume", record["id"], "--skip")
     assert skipped.returncode == 0 and skipped.stdout.strip() == "deployed"
     assert "skipped 'deploy'" in skipped.stderr
 
@@ -228,7 +230,7 @@ endings:
 """)
     # Half a megabyte of state that never changes: it must not be copied into every journal row.
     (tmp_path / "big.txt").write_text("x" * 500_000)
-    done = wfexec_cli("run", path, "--max-steps", "20000", cwd=tmp_path)
+    done = cli("run", path, "--max-steps", "20000", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     [record] = runs(private_run_store)
     assert record["steps"] == 10002
@@ -237,8 +239,13 @@ endings:
 
 
 # --------------------------------------------------------------------------- #
-# The crash test: kill a run with side effects at random points, resume, compare.
+# Crash tests: kill the real process with SIGKILL at chosen points, resume, and compare with a run that was never
+# interrupted: same state, same journal, same files, and no step run twice but the one in flight.
 
+# A step with outside effects: it logs each execution, writes a file, and runs a program. The program holds still
+# (and says so in the file `in-flight`, with its pid) when the test left a `hold-COUNT` file for it: that is how a
+# test kills the run while an effect is in flight, at an exact step, without anything in wfexec knowing about it.
+HOLD = 'if [ -e "hold-$1" ]; then rm "hold-$1"; echo $$ > in-flight.tmp; mv in-flight.tmp in-flight; exec sleep 60; fi'
 CRASHY = """
 name: crashy
 version: 1
@@ -247,35 +254,114 @@ initial_state: {count: 0}
 nodes:
   check:
     type: conditional
-    condition: {type: evaluate_expression, expression: "count < 100"}
+    condition: {type: evaluate_expression, expression: "count < LOOPS"}
     branches: {true: step, false: done}
   step:
     type: action
     actions:
       - {type: write_file, path: "executions.log", content: "${count}\\n", append: true}
       - {type: write_file, path: "out/${count}.txt", content: "step ${count}"}
+      - {type: run_command, command: [sh, -c, 'HOLD', sh, "${count}"]}
       - {type: compute, expression: "count + 1", store_as: count}
     on_success: check
 endings:
   done: {type: success, message: "${count}"}
-"""
+""".replace("HOLD", HOLD)
+LOOPS = 4  # steps 1, 3, ... 9 are `check`; step 2 + 2k is `step` with count k
 
 
-def _run_to_completion(folder: Path, store: Path, kill_after: float | None) -> None:
-    command = [sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml", "--store", str(store)]
-    process = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    if kill_after is not None:
-        try:
-            process.wait(timeout=kill_after)
-        except subprocess.TimeoutExpired:
-            os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    listed = _records(store)
-    if not listed:  # killed before the run was recorded: start it again
-        return _run_to_completion(folder, store, None)
-    if listed[0].status != "completed":
-        resumed = wfexec_cli("resume", listed[0].id, "--store", store, cwd=folder)
-        assert resumed.returncode == 0, resumed.stderr
+def crashy(folder: Path, loops: int = LOOPS) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "workflow.yaml").write_text(CRASHY.replace("LOOPS", str(loops)))
+    return folder
+
+
+def _outcome(folder: Path, store: Path) -> dict:
+    """What a finished run left: status, state, journal (without times), files, and which steps executed."""
+    from wfexec.durable.store import Store
+
+    opened = Store(store)
+    try:
+        [record] = opened.list()
+        _, state = opened.snapshot(record.id)
+        journal = [{k: row[k] for k in ("step", "node", "type", "outcome", "target", "changes")}
+                   for row in opened.journal(record.id)]
+    finally:
+        opened.close()
+    return {"status": (record.status, record.ending, record.steps), "state": state, "journal": journal,
+            "files": {p.name: p.read_text() for p in sorted((folder / "out").iterdir())},
+            "executions": (folder / "executions.log").read_text().split()}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> dict:
+    folder = crashy(tmp_path_factory.mktemp("uninterrupted"))
+    done = cli("run", "workflow.yaml", "--store", folder / "runs.db", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    outcome = _outcome(folder, folder / "runs.db")
+    assert outcome["executions"] == [str(i) for i in range(LOOPS)] and len(outcome["journal"]) == 2 * LOOPS + 1
+    return outcome
+
+
+def _killed_then_resumed(folder: Path, command: list, wait_for_kill=None) -> dict:
+    store = folder / "runs.db"
+    process = subprocess.Popen([*command, "run", "workflow.yaml", "--store", str(store)], cwd=folder,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if wait_for_kill is not None:
+        wait_for_kill(process)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGKILL, f"not killed (exit {process.returncode}): {stderr.decode()}"
+    [record] = _records(store)
+    assert record.status == "running"  # the kill interrupted it: resume has work to do
+    resumed = cli("resume", record.id, "--rerun", "--store", store, cwd=folder)
+    assert resumed.returncode == 0, resumed.stderr
+    return _outcome(folder, store)
+
+
+def _assert_same_as_uninterrupted(outcome: dict, expected: dict, ran_twice: str | None) -> None:
+    assert outcome["status"] == expected["status"]
+    assert outcome["state"] == expected["state"]
+    assert outcome["journal"] == expected["journal"]
+    assert outcome["files"] == expected["files"]
+    repeated = sorted(outcome["executions"], key=int)
+    for once in expected["executions"]:
+        repeated.remove(once)
+    assert repeated == ([ran_twice] if ran_twice else []), outcome["executions"]
+
+
+CRASH_POINTS = [  # (point, step, the count whose step runs twice: the one in flight at the kill)
+    ("after-commit", 1, None),      # the first check is durable, the first effect not started
+    ("after-commit", 4, None),      # a step with effects is durable, the next check not
+    ("after-commit", 2 * LOOPS + 1, None),  # every step is durable, the run not yet marked completed
+    ("mid-commit", 3, None),        # a state-only step's commit is lost: it runs again from the snapshot
+    ("mid-commit", 6, "2"),         # an effect step's commit is lost: it is still in flight, so it runs again
+]
+
+
+@pytest.mark.parametrize("point, step, ran_twice", CRASH_POINTS)
+def test_killed_at_a_commit_point_a_run_resumes_to_the_same_result(tmp_path, uninterrupted, point, step, ran_twice):
+    folder = crashy(tmp_path)
+    outcome = _killed_then_resumed(folder, [sys.executable, str(ROOT / "tests" / "crashpoint.py"), point,
+                                            str(step), "--"])
+    _assert_same_as_uninterrupted(outcome, uninterrupted, ran_twice)
+
+
+def test_killed_while_an_effect_is_in_flight_a_run_resumes_to_the_same_result(tmp_path, uninterrupted):
+    folder = crashy(tmp_path)
+    (folder / "hold-2").touch()
+
+    def when_the_effect_holds(process):
+        deadline = time.monotonic() + 30
+        while not (folder / "in-flight").exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        process.kill()
+        assert (folder / "in-flight").exists(), "the run never reached the effect at count 2"
+        effect = int((folder / "in-flight").read_text())
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(effect, signal.SIGKILL)  # the machine went down: its program too
+
+    outcome = _killed_then_resumed(folder, [sys.executable, "-m", "wfexec.cli"], when_the_effect_holds)
+    _assert_same_as_uninterrupted(outcome, uninterrupted, ran_twice="2")
 
 
 def _records(store: Path) -> list:
@@ -290,46 +376,52 @@ def _records(store: Path) -> list:
         opened.close()
 
 
-def _outcome(folder: Path, store: Path) -> tuple:
-    """What a finished run left: its state, the nodes it journaled, its files, its side-effect log."""
-    from wfexec.durable.store import Store
-
-    opened = Store(store)
-    try:
-        [record] = opened.list()
-        _, state = opened.snapshot(record.id)
-        nodes = [row["node"] for row in opened.journal(record.id)]
-    finally:
-        opened.close()
-    files = {p.name: p.read_text() for p in sorted((folder / "out").iterdir())}
-    executions = (folder / "executions.log").read_text().split()
-    return state, nodes, files, executions
+def _start_run(folder: Path) -> subprocess.Popen:
+    """`wfexec run` in a subprocess, returned once it opened its store: kills are timed from then, not from the
+    interpreter's start."""
+    store = folder / "runs.db"
+    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml", "--store", str(store)],
+                               cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not store.exists() and process.poll() is None:
+        time.sleep(0.002)
+    return process
 
 
-def test_killed_at_random_points_a_run_resumes_to_the_same_result(tmp_path):
+@pytest.mark.slow
+def test_killed_at_random_times_a_run_resumes_to_the_same_result(tmp_path):
+    """The soak: kills at random times rather than chosen points, over a longer run."""
+    loops = 20
     rng = random.Random(20261123)
-    baseline_dir = tmp_path / "baseline"
-    baseline_dir.mkdir()
-    (baseline_dir / "workflow.yaml").write_text(CRASHY)
-    started = time.perf_counter()
-    _run_to_completion(baseline_dir, baseline_dir / "runs.db", None)
-    duration = time.perf_counter() - started
-    expected_state, expected_nodes, expected_files, expected_runs = _outcome(baseline_dir, baseline_dir / "runs.db")
-    assert len(expected_nodes) == 201 and expected_runs == [str(i) for i in range(100)]
-
-    for trial in range(50):
-        folder = tmp_path / f"trial{trial}"
-        folder.mkdir()
-        (folder / "workflow.yaml").write_text(CRASHY)
-        _run_to_completion(folder, folder / "runs.db", rng.uniform(0.05, duration))
-        state, nodes, files, executions = _outcome(folder, folder / "runs.db")
-        assert state == expected_state, f"trial {trial}"
-        assert nodes == expected_nodes, f"trial {trial}: the journal differs"
-        assert files == expected_files, f"trial {trial}"
+    baseline = crashy(tmp_path / "baseline", loops)
+    process = _start_run(baseline)
+    assert process.wait() == 0
+    [record] = _records(baseline / "runs.db")
+    duration = record.finished_at - record.created_at  # the run itself, not the process's exit
+    expected = _outcome(baseline, baseline / "runs.db")
+    interrupted = 0
+    for trial in range(10):
+        folder = crashy(tmp_path / f"trial{trial}", loops)
+        store = folder / "runs.db"
+        process = _start_run(folder)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=rng.uniform(0, duration))
+        process.kill()
+        process.wait()
+        listed = _records(store)
+        if not listed:  # killed before the run was recorded: start it again
+            assert cli("run", "workflow.yaml", "--store", store, cwd=folder).returncode == 0
+        elif listed[0].status != "completed":
+            interrupted += 1
+            resumed = cli("resume", listed[0].id, "--rerun", "--store", store, cwd=folder)
+            assert resumed.returncode == 0, f"trial {trial}: {resumed.stderr}"
+        outcome = _outcome(folder, store)
+        for key in ("status", "state", "journal", "files"):
+            assert outcome[key] == expected[key], f"trial {trial}: {key} differs"
         # Every step ran; only the one in flight at the kill may have run twice.
-        assert sorted(set(executions), key=int) == expected_runs, f"trial {trial}"
-        repeated = len(executions) - len(set(executions))
-        assert repeated <= 1, f"trial {trial}: {repeated} steps ran twice: {executions}"
+        assert sorted(set(outcome["executions"]), key=int) == expected["executions"], f"trial {trial}"
+        repeated = len(outcome["executions"]) - len(set(outcome["executions"]))
+        assert repeated <= 1, f"trial {trial}: {repeated} steps ran twice: {outcome['executions']}"
+    assert interrupted, "no kill landed inside a run: the soak tested nothing"
 
 
 def test_at_a_terminal_resume_asks_whether_to_rerun_the_step_in_flight(tmp_path, private_run_store):
@@ -341,7 +433,8 @@ def test_at_a_terminal_resume_asks_whether_to_rerun_the_step_in_flight(tmp_path,
     [record] = runs(private_run_store)
     child = pexpect.spawn(sys.executable, ["-m", "wfexec.cli", "resume", record["id"]], cwd=str(tmp_path),
                           encoding="utf-8", timeout=20, dimensions=(40, 120),
-                          env={"TERM": "xterm", "PATH": "/usr/bin:/bin", "WFEXEC_STORE": str(private_run_store)})
+                          env=with_coverage({"TERM": "xterm", "PATH": "/usr/bin:/bin",
+                                             "WFEXEC_STORE": str(private_run_store)}))
     child.expect("'deploy' was running when the run stopped")
     child.expect("Run it again")
     child.send("\r")
@@ -381,10 +474,43 @@ def test_a_states_node_killed_mid_protocol_resumes_with_the_same_agents(tmp_path
     [record] = runs(private_run_store)
     assert record["status"] == "running" and record["in_flight"]["node"] == "work"
 
-    resumed = wfexec_cli("resume", record["id"], cwd=tmp_path)
+    resumed = cli("resume", record["id"], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     # The return stack survived: SLOW's result went back to AFTER, and START did not run again.
     assert resumed.stdout.strip() == "after: slow done"
     assert (tmp_path / "visited.log").read_text().split() == ["START", "SLOW", "SLOW", "AFTER"]
     with sqlite3.connect(private_run_store) as db:
         assert db.execute("SELECT count(*) FROM node_states").fetchone()[0] == 0  # cleared once the node ended
+
+
+def test_runs_lists_each_run_with_its_status_and_filters_by_status(tmp_path, private_run_store):
+    assert "no runs" in cli("runs").stdout
+    cli("run", QUICKSTART)  # waits at its question
+    finished = cli("run", QUICKSTART, "--answer", "ask_mood=plain")
+    assert finished.returncode == 0
+    waiting, completed = sorted(runs(private_run_store), key=lambda r: r["status"], reverse=True)
+    table = cli("runs").stdout.splitlines()
+    assert table[0].split() == ["id", "workflow", "status", "node", "steps", "started", "duration"]
+    rows = {line.split()[0]: line.split() for line in table[1:]}
+    assert rows[waiting["id"]][1:4] == ["quickstart", "waiting", "ask_mood"]
+    assert rows[completed["id"]][1:5] == ["quickstart", "completed", "→", "done"]
+    only_waiting = cli("runs", "--status", "waiting").stdout
+    assert waiting["id"] in only_waiting and completed["id"] not in only_waiting
+    assert "no runs with status failed" in cli("runs", "--status", "failed").stdout
+
+
+def test_show_says_what_was_in_flight_and_the_last_error(tmp_path, private_run_store):
+    path = tmp_path / "workflow.yaml"
+    path.write_text(ONCE_SLOW.format(python=sys.executable))
+    run_until_killed(tmp_path, str(path), "started")
+    [record] = runs(private_run_store)
+    shown = cli("show", record["id"]).stdout
+    assert "status: running" in shown and "in flight when it stopped: deploy (step 1)" in shown
+    spinning = tmp_path / "spin.yaml"
+    spinning.write_text("name: spin\nversion: 1\nstart_node: spin\nnodes:\n  spin:\n    type: action\n"
+                        "    actions: [{type: set_state, field: computed.x, value: 1}]\n    on_success: spin\n"
+                        "endings:\n  never: {type: success, message: never}\n")
+    assert cli("run", spinning, "--max-steps", "5").returncode == 4
+    stopped = next(r for r in runs(private_run_store) if r["workflow_name"] == "spin")
+    shown = cli("show", stopped["id"]).stdout
+    assert "status: stopped" in shown and "last error: " in shown and "more than 5 steps" in shown

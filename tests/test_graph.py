@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, wfexec_cli
 
 SKILLS = ROOT / "skills"
 HAS_DOT = shutil.which("dot") is not None
@@ -141,12 +141,12 @@ def test_a_retry_node_is_a_dashed_edge_back(cli, tmp_path):
     assert (ending, "-.->", "retry", start) in edges(text)
 
 
-def test_output_file_and_determinism(cli, tmp_path):
+def test_output_file_and_determinism(tmp_path):
     out = tmp_path / "pictures" / "release.mmd"
-    done = cli("graph", SKILLS / "release-checklist", "--output", out)
+    done = wfexec_cli("graph", SKILLS / "release-checklist", "--output", out)
     assert done.returncode == 0 and done.stdout == ""
-    assert out.read_text(encoding="utf-8") == mermaid(cli, SKILLS / "release-checklist")
-    assert mermaid(cli, SKILLS / "triage") == mermaid(cli, SKILLS / "triage" / "workflow.yaml")
+    assert out.read_text(encoding="utf-8") == mermaid(wfexec_cli, SKILLS / "release-checklist")
+    assert mermaid(wfexec_cli, SKILLS / "triage") == mermaid(wfexec_cli, SKILLS / "triage" / "workflow.yaml")
 
 
 def test_an_invalid_workflow_is_not_drawn(cli, tmp_path):

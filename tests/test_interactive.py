@@ -7,7 +7,7 @@ import sys
 
 import pexpect
 
-from conftest import ROOT
+from conftest import ROOT, with_coverage
 
 DOWN = "\x1b[B"
 ENTER = "\r"
@@ -37,7 +37,8 @@ endings:
 def spawn(*args, cwd=ROOT):
     child = pexpect.spawn(sys.executable, ["-m", "wfexec.cli", *map(str, args)], cwd=str(cwd), encoding="utf-8",
                           timeout=20, dimensions=(40, 120),
-                          env={"TERM": "xterm", "PATH": "/usr/bin:/bin", "WFEXEC_STORE": os.environ["WFEXEC_STORE"]})
+                          env=with_coverage({"TERM": "xterm", "PATH": "/usr/bin:/bin",
+                                             "WFEXEC_STORE": os.environ["WFEXEC_STORE"]}))
     return child
 
 

@@ -7,22 +7,24 @@ import json
 
 import skills_ref
 
+from conftest import wfexec_cli
+
 SCHEMA_URL = "https://wfexec.dev/schemas/workflow.schema.json"
 
 
-def test_new_skill_validates_runs_and_has_its_skill_md(cli, tmp_path):
-    done = cli("new", "skill", "hello-world", "--dir", tmp_path / "skills")
+def test_new_skill_validates_runs_and_has_its_skill_md(tmp_path):
+    done = wfexec_cli("new", "skill", "hello-world", "--dir", tmp_path / "skills")
     assert done.returncode == 0, done.stderr
     folder = tmp_path / "skills" / "hello-world"
     assert sorted(p.name for p in folder.iterdir()) == ["SKILL.md", "answers.yaml", "workflow.yaml"]
     assert f"wfexec run {folder.as_posix()} --answers {folder.as_posix()}/answers.yaml" in done.stderr
 
-    validated = cli("validate", "--strict", "--format", "json", folder)
+    validated = wfexec_cli("validate", "--strict", "--format", "json", folder)
     assert validated.returncode == 0 and json.loads(validated.stdout)["diagnostics"] == []  # not even a warning
-    assert cli("skill", "--check", folder).returncode == 0
+    assert wfexec_cli("skill", "--check", folder).returncode == 0
     assert skills_ref.validate(folder) == []
 
-    run = cli("run", folder, "--answers", folder / "answers.yaml", "--format", "json", cwd=tmp_path)
+    run = wfexec_cli("run", folder, "--answers", folder / "answers.yaml", "--format", "json", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert (result["ending"], result["message"]) == ("done", "hello-world ran")

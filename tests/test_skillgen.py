@@ -20,7 +20,7 @@ import pytest
 import skills_ref
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, wfexec_cli
 
 SKILLS = ROOT / "skills"
 SKILL_DIRS = sorted(path.parent for path in SKILLS.glob("*/workflow.yaml"))
@@ -320,17 +320,17 @@ def test_generation_is_deterministic(cli, tmp_path):
     assert (first / "SKILL.md").read_bytes() == bytes_a
 
 
-def test_check_exit_codes_and_diff(cli, tmp_path):
+def test_check_exit_codes_and_diff(tmp_path):
     folder = make_skill(tmp_path)
-    done = generate(cli, folder, "--check")
+    done = generate(wfexec_cli, folder, "--check")
     assert done.returncode == 1 and not (folder / "SKILL.md").exists()  # --check never writes
-    generate(cli, folder)
-    assert generate(cli, folder, "--check").returncode == 0
+    generate(wfexec_cli, folder)
+    assert generate(wfexec_cli, folder, "--check").returncode == 0
     workflow = folder / "workflow.yaml"
     workflow.write_text(workflow.read_text(encoding="utf-8").replace("Says hello", "Says goodbye"),
                         encoding="utf-8")
     before = (folder / "SKILL.md").read_bytes()
-    done = generate(cli, folder, "--check")
+    done = generate(wfexec_cli, folder, "--check")
     assert done.returncode == 1
     assert "stale" in done.stderr and f"wfexec skill {folder}" in done.stderr
     assert "-Says hello" in done.stdout and "+Says goodbye" in done.stdout

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import wfexec
-from conftest import ROOT
+from conftest import ROOT, wfexec_cli
 
 FIXTURES = ROOT / "tests" / "workflows"
 VALID = FIXTURES / "valid"
@@ -32,8 +32,8 @@ def test_a_valid_workflow_exits_0_and_says_valid(cli):
                      "  - agents: states node (.md states) at nodes.agents.folder"]
 
 
-def test_an_invalid_workflow_exits_2_with_file_line_column_and_hint(cli):
-    done = cli("validate", INVALID / "typo_target.yaml", cwd=ROOT)
+def test_an_invalid_workflow_exits_2_with_file_line_column_and_hint():
+    done = wfexec_cli("validate", INVALID / "typo_target.yaml", cwd=ROOT)
     assert done.returncode == 2
     assert done.stdout.splitlines() == [
         "tests/workflows/invalid/typo_target.yaml:12:17: error: `on_success` names 'fnish', which is neither a "

@@ -19,7 +19,8 @@ def _duration(record) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
-def list_runs(store_path, status: str | None, as_json: bool, out=sys.stdout) -> int:
+def list_runs(store_path, status: str | None, as_json: bool, out=None) -> int:
+    out = out or sys.stdout  # not a default argument: that would be the sys.stdout of import time, not the caller's
     store = open_store(store_path)
     try:
         records = store.list(status)
@@ -44,7 +45,8 @@ def list_runs(store_path, status: str | None, as_json: bool, out=sys.stdout) -> 
     return 0
 
 
-def show_run(store_path, run_id: str, *, with_state: bool, as_json: bool, out=sys.stdout) -> int:
+def show_run(store_path, run_id: str, *, with_state: bool, as_json: bool, out=None) -> int:
+    out = out or sys.stdout
     store = open_store(store_path)
     try:
         record = store.get(run_id)
@@ -94,7 +96,8 @@ def show_run(store_path, run_id: str, *, with_state: bool, as_json: bool, out=sy
     return 0
 
 
-def cancel_run(store_path, run_id: str, out=sys.stdout) -> int:
+def cancel_run(store_path, run_id: str, out=None) -> int:
+    out = out or sys.stdout
     store = open_store(store_path)
     try:
         record = store.get(run_id)

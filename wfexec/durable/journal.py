@@ -168,8 +168,11 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: 
                 run.check_entry()
             result = run.execute(start)
         finally:
-            current = run.current.id if run.current is not None else None
-            journal.flush(run, current or "")
+            # Past an ending run.current is None: the run stands at the ending its last step went to. Journaled
+            # as "", a kill before the final status would make resume start over from the start node.
+            history = run.state["history"]
+            current = run.current.id if run.current is not None else (history[-1]["target"] if history else "")
+            journal.flush(run, current)
     except NeedsAnswer as waiting:
         question = waiting.question
         store.set_status(run_id, "waiting", current_node=question.node, pending_question={

@@ -1,0 +1,97 @@
+"""The state consequences and the state paths they write, run for real through workflows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import pytest
+
+from wfexec.language.diagnostics import WorkflowError
+from conftest import one_action
+
+
+def run_actions(run_yaml, *actions):
+    result, _ = run_yaml(one_action(*actions))
+    return result
+
+
+def test_paths_with_quoted_keys_and_list_indexes(run_yaml):
+    result = run_actions(run_yaml,
+                         {"type": "set_state", "field": "computed['a key'].list", "value": [1, 2]},
+                         {"type": "set_state", "field": "computed['a key'].list[1]", "value": "two"},
+                         {"type": "set_state", "field": "computed.deep.er.still", "value": True})
+    assert result.ending == "done", result.message
+    assert result.state["computed"] == {"a key": {"list": [1, "two"]}, "deep": {"er": {"still": True}}}
+
+
+@pytest.mark.parametrize("actions, message", [
+    ([{"type": "set_state", "field": "computed.x", "value": "text"},
+      {"type": "set_state", "field": "computed.x.y", "value": 1}],
+     "set_state failed: `computed.x` is not a mapping, cannot set `computed.x.y`"),
+    ([{"type": "set_state", "field": "computed.list", "value": []},
+      {"type": "set_state", "field": "computed.list[3]", "value": 1}],
+     "set_state failed: `computed.list[3]` is not an existing list item"),
+    ([{"type": "set_state", "field": "computed.x", "value": "s"},
+      {"type": "append_state", "field": "computed.x", "value": 1}],
+     "append_state failed: `computed.x` holds str, not a list; cannot append"),
+    ([{"type": "set_state", "field": "computed.m", "value": [1]},
+      {"type": "merge_state", "field": "computed.m", "value": {"b": 2}}],
+     "merge_state failed: merge_state needs mappings on both sides (`computed.m` holds list)"),
+    ([{"type": "mutate_state", "operation": "append", "field": "computed.l"}],
+     "mutate_state failed: mutate_state append needs a `value`"),
+    ([{"type": "compute_hash", "store_as": "computed.h"}],
+     "compute_hash failed: compute_hash needs `from` (a state path) or `content`"),
+    ([{"type": "evaluate", "expression": "1 < 2"}],
+     "evaluate failed: evaluate needs `set_flag` or `store_as` to keep its result"),
+])
+def test_a_write_that_cannot_be_done_fails_the_step_saying_why(run_yaml, actions, message):
+    result = run_actions(run_yaml, *actions)
+    assert (result.ending, result.message) == ("failed", message)
+
+
+@pytest.mark.parametrize("path, problem", [
+    ("computed..x", "empty segment"),
+    ("computed.", "ends with `.`"),
+    ("[0].x", "starts with an index"),
+])
+def test_a_malformed_path_is_refused_when_the_workflow_loads(run_yaml, path, problem):
+    with pytest.raises(WorkflowError) as refused:
+        run_actions(run_yaml, {"type": "set_state", "field": path, "value": 1})
+    assert f"invalid state path `{path}`" in str(refused.value) and problem in str(refused.value)
+
+
+def test_merge_mutate_and_clear(run_yaml):
+    result = run_actions(run_yaml,
+                         {"type": "merge_state", "field": "computed.m", "value": {"a": 1}},
+                         {"type": "merge_state", "field": "computed.m", "value": {"b": 2}},
+                         {"type": "mutate_state", "operation": "set", "field": "computed.a", "value": 1},
+                         {"type": "mutate_state", "operation": "append", "field": "computed.l", "value": 1},
+                         {"type": "mutate_state", "operation": "merge", "field": "computed.m", "value": {"a": 3}},
+                         {"type": "mutate_state", "operation": "clear", "field": "computed.a"})
+    assert result.ending == "done", result.message
+    assert result.state["computed"] == {"m": {"a": 3, "b": 2}, "a": None, "l": [1]}
+
+
+def test_compute_hash_of_text_of_a_path_and_of_a_mapping(run_yaml):
+    result = run_actions(run_yaml,
+                         {"type": "compute_hash", "content": "abc", "store_as": "computed.text"},
+                         {"type": "set_state", "field": "computed.doc", "value": {"b": 1, "a": 2}},
+                         {"type": "compute_hash", "from": "computed.doc", "store_as": "computed.doc_hash"})
+    assert result.ending == "done", result.message
+    assert result.state["computed"]["text"] == "sha256:" + hashlib.sha256(b"abc").hexdigest()
+    # A mapping is hashed as its JSON with sorted keys: the same data gives the same hash whatever its order.
+    expected = hashlib.sha256(json.dumps({"a": 2, "b": 1}, sort_keys=True).encode()).hexdigest()
+    assert result.state["computed"]["doc_hash"] == "sha256:" + expected
+
+
+def test_timestamps_and_flags(run_yaml):
+    result = run_actions(run_yaml,
+                         {"type": "set_timestamp", "store_as": "computed.at"},
+                         {"type": "set_timestamp", "store_as": "computed.year", "format": "%Y"},
+                         {"type": "evaluate", "expression": "1 < 2", "set_flag": "small", "store_as": "computed.small"})
+    assert result.ending == "done", result.message
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", result.state["computed"]["at"])
+    assert result.state["computed"]["year"] == result.state["computed"]["at"][:4]
+    assert result.state["flags"] == {"small": True} and result.state["computed"]["small"] is True

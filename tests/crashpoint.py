@@ -1,0 +1,76 @@
+"""Run the real `wfexec` command and SIGKILL it at an exact point of its SQLite traffic.
+
+    python tests/crashpoint.py after-commit N -- run workflow.yaml
+    python tests/crashpoint.py mid-commit N -- run workflow.yaml
+
+- `after-commit N`: the transaction that journals step N has committed; the process dies at the next statement
+  it starts (nothing after step N is durable: the next step's in-flight mark, or the final status).
+- `mid-commit N`: the journal row holding step N and the snapshot are written inside the transaction, and the
+  process dies as it issues COMMIT: the store must come back as it was before that transaction.
+
+How: every SQLite connection the process opens gets a trace callback (`sqlite3.Connection.set_trace_callback`
+sees each statement, with its bound values, as it starts). The product has no test-only branch for this;
+the price is that this file knows the journal's INSERT statement, so a test using it asserts the process really
+died by SIGKILL: if that statement ever changes, the test fails instead of passing without a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import sys
+
+JOURNAL_INSERT = re.compile(r"INSERT OR REPLACE INTO journal VALUES \('[^']*', (\d+), (\d+),")
+POINTS = ("after-commit", "mid-commit")
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def install(point: str, step: int) -> None:
+    journaled: list[tuple[int, int]] = []  # (first, last) steps written in the open transaction
+    armed = False
+
+    def trace(statement: str) -> None:
+        nonlocal armed
+        if armed:
+            _die()
+        match = JOURNAL_INSERT.match(statement)
+        if match:
+            journaled.append((int(match.group(1)), int(match.group(2))))
+        elif statement == "ROLLBACK":
+            journaled.clear()
+        elif statement == "COMMIT":
+            holds_step = any(first <= step <= last for first, last in journaled)
+            journaled.clear()
+            if holds_step:
+                if point == "mid-commit":
+                    _die()
+                armed = True
+
+    connect = sqlite3.connect
+
+    def connect_traced(*args, **kwargs):
+        db = connect(*args, **kwargs)
+        db.set_trace_callback(trace)
+        return db
+
+    sqlite3.connect = connect_traced
+
+
+def main() -> None:
+    point, step, separator, *args = sys.argv[1:]
+    if point not in POINTS or separator != "--":
+        sys.exit(f"usage: crashpoint.py {{{'|'.join(POINTS)}}} STEP -- WFEXEC-ARGS")
+    install(point, int(step))
+    sys.argv = ["wfexec", *args]
+    from wfexec.cli import main as wfexec_main
+
+    wfexec_main()
+
+
+if __name__ == "__main__":
+    main()
