@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wfexec.commands.console import Console
 from wfexec.language.expressions import ExpressionError, Scope, render_value
 from wfexec.language.model import Call, Node, Workflow
+from wfexec.running.io import Io
 from wfexec.types.registry import ActionFailed
 from wfexec.running.state import PathError, get_path, parse_path
 
@@ -35,7 +35,7 @@ class CallContext:
         return self.run.state
 
     @property
-    def io(self) -> Console:
+    def io(self) -> Io:
         return self.run.io
 
     @property

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from wfexec.errors import WfexecError
 from wfexec.language.diagnostics import did_you_mean
 
 _JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list, "object": dict}
 
 
-class InputError(ValueError):
+class InputError(WfexecError, ValueError):
     """A bad input; the message says which and how to fix it."""
 
 

@@ -16,6 +16,8 @@ import copy
 import re
 from typing import Any
 
+from wfexec.errors import WfexecError
+
 STANDARD_KEYS = ("flags", "computed", "user_responses", "history", "checkpoints")
 
 _SEGMENT = re.compile(r"""
@@ -26,8 +28,8 @@ _SEGMENT = re.compile(r"""
 """, re.VERBOSE)
 
 
-class PathError(ValueError):
-    pass
+class PathError(WfexecError, ValueError):
+    """A malformed state path, or one that cannot be written."""
 
 
 def parse_path(text: str) -> tuple:

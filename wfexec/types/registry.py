@@ -26,6 +26,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from wfexec.errors import WfexecError
 from wfexec.language.diagnostics import did_you_mean
 
 PRECONDITION = "precondition"
@@ -46,13 +47,8 @@ NESTED_CONSEQUENCES = "consequences"     # list of consequence objects
 LOOSE_CALL = {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}}}
 
 
-class ActionFailed(Exception):
+class ActionFailed(WfexecError):
     """Raised by a consequence handler: the action failed, the node routes `on_failure`."""
-
-    def __init__(self, message: str, hint: str = ""):
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
 
 @dataclass(frozen=True)
