@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 import wfexec
 from wfexec.cli import app
+from wfexec.durable.store import open_store
 from wfexec.errors import WfexecError
 from wfexec.exit_codes import exit_code_for
 from wfexec.running.engine import InternalError
@@ -140,5 +141,8 @@ def test_a_failing_template_anywhere_makes_the_command_exit_1_with_a_position(fi
     assert done.exit_code == 1, (field, done.output)
     assert re.search(r"workflow\.yaml:\d+:\d+: error: ", done.output), (field, done.output)
     assert "internal error" not in done.output and "Traceback" not in done.output
-    listed = CliRunner().invoke(app, ["runs", "--format", "json", "--store", str(folder / "runs.db")])
-    assert [run["status"] for run in json.loads(listed.stdout)] == ["failed"]
+    store = open_store(folder / "runs.db")
+    try:
+        assert [run.status for run in store.list()] == ["failed"], field
+    finally:
+        store.close()
