@@ -21,10 +21,13 @@ def resolve_workflow_path(path: str | os.PathLike) -> Path:
 
 
 def check(path: str | os.PathLike, document=None) -> tuple[Workflow | None, list[Diagnostic]]:
-    """Compile the workflow at `path` (or its already loaded `document`), with every diagnostic."""
+    """Compile the workflow at `path` (or its already loaded `document`), with every diagnostic.
+    Raises `BrokenPlugins` when an installed plugin cannot be used."""
     from wfexec.language.compiler import compile_document
     from wfexec.language.loader import load_file
+    from wfexec.types.registry import check_plugins
 
+    check_plugins()  # raises BrokenPlugins: a workflow cannot be checked against types that failed to register
     workflow, diagnostics = compile_document(document or load_file(resolve_workflow_path(path)))
     # In reading order, so a person can go down the file fixing them.
     return workflow, sorted(diagnostics, key=lambda d: (d.file, d.line, d.column))

@@ -76,6 +76,7 @@ def validate(
     from wfexec.api import resolve_workflow_path, validate as validate_one
     from wfexec.language.diagnostics import ERROR, WARNING
 
+    _refuse_broken_plugins()
     everything = []
     for path in paths:
         diagnostics = validate_one(path)
@@ -96,6 +97,17 @@ def validate(
         typer.echo(f"{errors} error{'s' if errors != 1 else ''} in {len(paths)} file{'s' if len(paths) != 1 else ''}",
                    err=True)
     raise typer.Exit(exit_code_for("invalid" if errors else "completed"))
+
+
+def _refuse_broken_plugins() -> None:
+    """Exit 2, naming each plugin's distribution and entry point, when an installed plugin cannot be used."""
+    from wfexec.types.registry import BrokenPlugins, check_plugins
+
+    try:
+        check_plugins()
+    except BrokenPlugins as exc:
+        typer.echo(exc.format(), err=True)
+        raise typer.Exit(exit_code_for(exc))
 
 
 def _as_error(diagnostic):
@@ -292,6 +304,7 @@ def types(
         _print_json([{"kind": s.kind, "name": s.name, "doc": s.doc, "parameters": s.params,
                       "required": list(s.required), "effects": list(s.effects), "idempotent": s.idempotent,
                       "source": s.source} for r in registries for s in r.specs()])
+        _refuse_broken_plugins()
         return
     for registry in registries:
         typer.echo(f"{registry.kind}s:")
@@ -302,6 +315,7 @@ def types(
         for problem in registry.problems:
             typer.echo(f"  warning: {problem}", err=True)
     typer.echo("(* required)")
+    _refuse_broken_plugins()
 
 
 # --------------------------------------------------------------------------- #

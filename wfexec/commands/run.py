@@ -97,8 +97,13 @@ def _load_or_report(path, document=None) -> Any:
     """The compiled workflow, or None after printing its errors."""
     from wfexec.api import check, resolve_workflow_path
     from wfexec.language.diagnostics import ERROR
+    from wfexec.types.registry import BrokenPlugins
 
-    workflow, diagnostics = check(path, document)
+    try:
+        workflow, diagnostics = check(path, document)
+    except BrokenPlugins as exc:
+        _error(exc.format())
+        return None
     errors = [d for d in diagnostics if d.severity == ERROR]
     if workflow is None or errors:
         for d in errors:

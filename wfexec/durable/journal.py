@@ -28,8 +28,9 @@ from wfexec.language.model import Node, Workflow
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.running.state import format_path, get_path, parse_path, set_path
 from wfexec.durable.store import FINISHED, Store, StoreError
+from wfexec.types.registry import EFFECTS
 
-OUTSIDE_EFFECTS = frozenset({"files", "process", "network", "git", "llm"})
+OUTSIDE_EFFECTS = frozenset(EFFECTS) - {"display"}  # what a crash may leave half done
 FLUSH_STEPS = 1024
 FLUSH_SECONDS = 0.5
 SKIPPABLE = {"action": "on_success", "reference": "on_success", "states": "on_success"}
