@@ -4,7 +4,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load", "validate", "run", "resume", "WorkflowError", "Diagnostic", "WfexecError"]
+__all__ = ["__version__", "load", "validate", "run", "resume", "WorkflowError", "Diagnostic", "WfexecError",
+           "NeedsAnswer", "RunError"]
 
 
 def __getattr__(name):
@@ -21,4 +22,12 @@ def __getattr__(name):
         from wfexec.errors import WfexecError
 
         return WfexecError
+    if name == "NeedsAnswer":
+        from wfexec.running.prompts import NeedsAnswer
+
+        return NeedsAnswer
+    if name == "RunError":
+        from wfexec.running.engine import RunError
+
+        return RunError
     raise AttributeError(name)
