@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from wfexec.version import __version__
 
 __all__ = ["__version__", "load", "validate", "run", "resume", "WorkflowError", "Diagnostic", "WfexecError",
            "NeedsAnswer", "RunError"]
