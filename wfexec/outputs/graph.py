@@ -15,6 +15,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
+from wfexec.errors import WfexecError
 from wfexec.language.expressions import Template
 from wfexec.language.model import Workflow
 from wfexec.nodes import NODE_TYPES
@@ -262,11 +263,11 @@ def to_dot(workflow: Workflow) -> str:
 # --------------------------------------------------------------------------- #
 # Rendering through Graphviz
 
-class GraphvizMissing(RuntimeError):
+class GraphvizMissing(WfexecError, RuntimeError):
     """Graphviz's `dot` program is not on PATH."""
 
 
-class GraphvizFailed(RuntimeError):
+class GraphvizFailed(WfexecError, RuntimeError):
     """`dot` ran and failed."""
 
 
