@@ -90,6 +90,10 @@ FIELDS = {
                                            "next_node": "done"}}),
     "reference: context": workflow({"go": {"type": "reference", "doc": "guide.md", "context": {"x": HOLE},
                                            "next_node": "done"}}),
+    "states: input": workflow({"go": {"type": "states", "states": {"START.sh": "echo '<result>ok</result>'"},
+                                      "input": HOLE, "on_success": "done"}}),
+    "states: cwd": workflow({"go": {"type": "states", "states": {"START.sh": "echo '<result>ok</result>'"},
+                                    "cwd": HOLE, "on_success": "done"}}),
     "ending: message": workflow(action({"type": "set_flag", "flag": "x"}), {"done": {**SUCCESS, "message": HOLE}}),
     "ending: details": workflow(action({"type": "set_flag", "flag": "x"}),
                                 {"done": {"type": "failure", "message": "no", "details": HOLE}}),
@@ -115,6 +119,17 @@ def write(folder, field: str, template: str):
     path = folder / "workflow.yaml"
     path.write_text(json.dumps(fill(copy.deepcopy(FIELDS[field]), template), indent=1))  # JSON is YAML
     return path
+
+
+@pytest.mark.parametrize("field", sorted(FIELDS))
+def test_with_a_template_that_works_every_workflow_reaches_its_ending(field, tmp_path):
+    """The control: the failures below come from the template, nothing else."""
+    from wfexec.backends import create_backend
+
+    fine = {"states: cwd": "${ '.' }", "reference: section": "${ 'Steps' }"}.get(field, "${ 'done' }")
+    result = wfexec.run(write(tmp_path, field, fine), answers={"go": "a"}, cwd=tmp_path,
+                        backend=create_backend("command:cat"))  # a document step's reply: its own prompt
+    assert result.ending == "done"
 
 
 @pytest.mark.parametrize("field", sorted(FIELDS))
