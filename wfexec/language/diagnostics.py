@@ -11,7 +11,7 @@ import difflib
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
-from wfexec.errors import WfexecError
+from wfexec.errors import Position, WfexecError
 
 ERROR = "error"
 WARNING = "warning"
@@ -32,6 +32,8 @@ def format_yaml_path(path: Sequence) -> str:
 
 @dataclass(frozen=True)
 class Diagnostic:
+    """One problem found in a workflow file, kept as a value (the shape of WfexecError: message, hint, position)."""
+
     file: str
     line: int
     column: int
@@ -40,6 +42,10 @@ class Diagnostic:
     code: str
     message: str
     hint: str = ""
+
+    @property
+    def position(self) -> Position:
+        return Position(self.file, self.line, self.column)
 
     def format(self) -> str:
         text = f"{self.file}:{self.line}:{self.column}: {self.severity}: {self.message}"
