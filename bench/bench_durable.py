@@ -24,7 +24,7 @@ from bench_engine import counter_graph, counter_workflow, run_wfexec  # noqa: E4
 
 
 def run_wfexec_durable(iterations: int) -> float:
-    from wfexec.commands.console import Console
+    from wfexec.running.console import Console
     from wfexec.durable.journal import start_run
     from wfexec.running.engine import Options
     from wfexec.durable.store import Store

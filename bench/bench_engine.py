@@ -56,7 +56,7 @@ def counter_workflow():
 
 def run_wfexec(iterations: int) -> float:
     import wfexec
-    from wfexec.commands.console import Console
+    from wfexec.running.console import Console
 
     workflow = counter_workflow()
     quiet = Console(out=io.StringIO(), err=io.StringIO())

@@ -34,7 +34,7 @@ echo "<result>forked $WORKERS</result>"
 def main() -> None:
     import os
 
-    from wfexec.commands.console import Console
+    from wfexec.running.console import Console
     from wfexec.protocol import run_states_path
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

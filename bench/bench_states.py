@@ -36,7 +36,7 @@ INPUT = re.compile(r'input="([^"]*)"')
 
 
 def run_wfexec(folder: Path, states: int) -> float:
-    from wfexec.commands.console import Console
+    from wfexec.running.console import Console
     from wfexec.protocol import run_states_path
 
     os.environ["LIMIT"] = str(states - 1)

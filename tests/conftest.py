@@ -20,7 +20,7 @@ class Captured:
         self.err = io.StringIO()
 
     def console(self, trace: bool = False):
-        from wfexec.commands.console import Console
+        from wfexec.running.console import Console
 
         return Console(out=self.out, err=self.err, trace=trace, color=False)
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from wfexec.version import __version__
 
-__all__ = ["__version__", "load", "validate", "run", "WorkflowError", "Diagnostic"]
+__all__ = ["__version__", "load", "validate", "run", "resume", "WorkflowError", "Diagnostic", "WfexecError",
+           "NeedsAnswer", "RunError"]
 
 
 def __getattr__(name):
     # Lazy, so `import wfexec` (and `wfexec --help`) stay cheap.
-    if name in ("load", "validate", "run"):
+    if name in ("load", "validate", "run", "resume"):
         from wfexec import api
 
         return getattr(api, name)
@@ -17,4 +18,16 @@ def __getattr__(name):
         from wfexec.language import diagnostics
 
         return getattr(diagnostics, name)
+    if name == "WfexecError":
+        from wfexec.errors import WfexecError
+
+        return WfexecError
+    if name == "NeedsAnswer":
+        from wfexec.running.prompts import NeedsAnswer
+
+        return NeedsAnswer
+    if name == "RunError":
+        from wfexec.running.engine import RunError
+
+        return RunError
     raise AttributeError(name)

@@ -1,10 +1,10 @@
-"""The embedding surface: load, validate, run."""
+"""The embedding surface: load, validate, run, resume."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from wfexec.language.diagnostics import Diagnostic, WorkflowError, has_errors
 from wfexec.language.model import Workflow
@@ -21,10 +21,13 @@ def resolve_workflow_path(path: str | os.PathLike) -> Path:
 
 
 def check(path: str | os.PathLike, document=None) -> tuple[Workflow | None, list[Diagnostic]]:
-    """Compile the workflow at `path` (or its already loaded `document`), with every diagnostic."""
+    """Compile the workflow at `path` (or its already loaded `document`), with every diagnostic.
+    Raises `BrokenPlugins` when an installed plugin cannot be used."""
     from wfexec.language.compiler import compile_document
     from wfexec.language.loader import load_file
+    from wfexec.types.registry import check_plugins
 
+    check_plugins()  # raises BrokenPlugins: a workflow cannot be checked against types that failed to register
     workflow, diagnostics = compile_document(document or load_file(resolve_workflow_path(path)))
     # In reading order, so a person can go down the file fixing them.
     return workflow, sorted(diagnostics, key=lambda d: (d.file, d.line, d.column))
@@ -57,19 +60,77 @@ def load(path: str | os.PathLike) -> Workflow:
 
 def run(workflow: Workflow | str | os.PathLike, *, inputs: dict | None = None, answers: dict | None = None,
         overrides: dict | None = None, interactive: bool = False, max_steps: int | None = None, io=None,
-        backend: Any = None, cwd: str | os.PathLike | None = None):
+        backend: Any = None, cwd: str | os.PathLike | None = None, ask: Callable[[Any], Any] | None = None,
+        store: str | os.PathLike | None = None):
     """Run a workflow to its ending and return the `Result`.
 
-    Raises `NeedsAnswer` when a question has no answer, `EntryGateFailed`,
-    `RunError` or `RunStopped` when the run cannot reach an ending.
+    `answers` maps node ids to answers given up front; `ask(question)` is asked for any other question
+    (`question.text`, `question.node`, `question.choices` with `id` and `label`) and returns an option id,
+    a label or free text, or None to leave it unanswered. With `store` (a SQLite file) the run is durable:
+    `result.run_id` names it, and a run that waits or stops can be continued with `resume`.
+
+    Raises `NeedsAnswer` when a question has no answer (its `run_id` says which run to resume, with a
+    store), `EntryGateFailed`, `RunError` or `RunStopped` when the run cannot reach an ending; every
+    error is a `wfexec.errors.WfexecError` with `message`, `hint` and `position`.
     """
-    from wfexec.running.engine import DEFAULT_MAX_STEPS, Options, run_workflow
+    from wfexec.running.engine import run_workflow
     from wfexec.language.inputs import check_inputs
-    from wfexec.running.prompts import Answers
 
     if not isinstance(workflow, Workflow):
         workflow = load(workflow)
-    options = Options(max_steps=max_steps or DEFAULT_MAX_STEPS, interactive=interactive, answers=Answers(answers),
-                      backend=backend, cwd=Path(cwd) if cwd else None)
-    return run_workflow(workflow, io=io, options=options, inputs=check_inputs(inputs or {}, workflow.input_schema),
-                        overrides=overrides)
+    options = _options(answers, interactive, max_steps, backend, cwd, ask)
+    inputs = check_inputs(inputs or {}, workflow.input_schema)
+    io = io or _console()
+    if store is None:
+        return run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
+    from wfexec.durable.journal import start_run
+
+    return _durably(store, lambda opened: start_run(opened, workflow, inputs=inputs, overrides=overrides or {},
+                                                    io=io, options=options))
+
+
+def resume(run_id: str, *, answers: dict | None = None, store: str | os.PathLike | None = None,
+           ask: Callable[[Any], Any] | None = None, interactive: bool = False, max_steps: int | None = None,
+           io=None, backend: Any = None, cwd: str | os.PathLike | None = None, rerun: bool = False,
+           skip: bool = False, accept_changes: bool = False):
+    """Continue a durable run that waits for an answer, was stopped, or was killed, from `store` (default
+    $WFEXEC_STORE, else .wfexec/runs.db). Returns the `Result` and raises like `run`; `rerun`/`skip`
+    decide about a step that was in flight when the process died."""
+    from wfexec.durable.journal import ResumeChoices, resume_run
+
+    options = _options(answers, interactive, max_steps, backend, cwd, ask)
+    return _durably(store, lambda opened: resume_run(opened, run_id, load, io=io or _console(), options=options,
+                                                     choices=ResumeChoices(accept_changes, rerun, skip)))
+
+
+def _options(answers, interactive, max_steps, backend, cwd, ask):
+    from wfexec.running.engine import DEFAULT_MAX_STEPS, Options
+    from wfexec.running.prompts import Answers
+
+    return Options(max_steps=max_steps or DEFAULT_MAX_STEPS, interactive=interactive, answers=Answers(answers),
+                   backend=backend, cwd=Path(cwd) if cwd else None, ask=ask)
+
+
+def _console():
+    from wfexec.running.console import Console
+
+    return Console()
+
+
+def _durably(store, drive):
+    """Drive a run in the store at `store`; the Result, or the reason it did not end raised."""
+    from wfexec.durable.store import open_store
+    from wfexec.running.prompts import NeedsAnswer
+
+    opened = open_store(store)
+    try:
+        driven = drive(opened)
+    finally:
+        opened.close()
+    if driven.result is not None:
+        driven.result.run_id = driven.run_id
+        return driven.result
+    if driven.status == "waiting":
+        raise NeedsAnswer(driven.question, driven.run_id)
+    driven.error.run_id = driven.run_id
+    raise driven.error

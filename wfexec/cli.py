@@ -17,8 +17,7 @@ import typer
 
 from wfexec import __version__
 
-from wfexec.exit_codes import ENDING_FAILED as EXIT_ENDING_FAILED, INVALID as EXIT_INVALID, OK as EXIT_OK, \
-    STOPPED as EXIT_STOPPED
+from wfexec.exit_codes import exit_code_for
 
 app = typer.Typer(
     name="wfexec",
@@ -77,6 +76,7 @@ def validate(
     from wfexec.api import check_with_summary, resolve_workflow_path
     from wfexec.language.diagnostics import ERROR, WARNING
 
+    _refuse_broken_plugins()
     everything = []
     files = []
     for path in paths:
@@ -105,7 +105,18 @@ def validate(
     elif errors:
         typer.echo(f"{errors} error{'s' if errors != 1 else ''} in {len(paths)} file{'s' if len(paths) != 1 else ''}",
                    err=True)
-    raise typer.Exit(EXIT_INVALID if errors else EXIT_OK)
+    raise typer.Exit(exit_code_for("invalid" if errors else "completed"))
+
+
+def _refuse_broken_plugins() -> None:
+    """Exit 2, naming each plugin's distribution and entry point, when an installed plugin cannot be used."""
+    from wfexec.types.registry import BrokenPlugins, check_plugins
+
+    try:
+        check_plugins()
+    except BrokenPlugins as exc:
+        typer.echo(exc.format(), err=True)
+        raise typer.Exit(exit_code_for(exc))
 
 
 def _as_error(diagnostic):
@@ -261,8 +272,8 @@ def _store_command(body) -> int:
     try:
         return body()
     except StoreError as exc:
-        typer.echo(f"error: {exc.message}" + (f" — {exc.hint}" if exc.hint else ""), err=True)
-        return EXIT_INVALID
+        typer.echo(exc.format(), err=True)
+        return exit_code_for(exc)
 
 
 # --------------------------------------------------------------------------- #
@@ -309,6 +320,7 @@ def types(
         _print_json([{"kind": s.kind, "name": s.name, "doc": s.doc, "parameters": s.params,
                       "required": list(s.required), "effects": list(s.effects), "idempotent": s.idempotent,
                       "source": s.source, "package": s.package} for r in registries for s in r.specs()])
+        _refuse_broken_plugins()
         return
     for registry in registries:
         typer.echo(f"{registry.kind}s:")
@@ -319,6 +331,7 @@ def types(
         for problem in registry.problems:
             typer.echo(f"  warning: {problem}", err=True)
     typer.echo("(* required)")
+    _refuse_broken_plugins()
 
 
 # --------------------------------------------------------------------------- #
@@ -342,7 +355,7 @@ def skill(
     from wfexec.language.diagnostics import WorkflowError
     from wfexec.outputs.skillgen import SkillError, check as check_skill, write as write_skill
 
-    code = EXIT_OK
+    code = exit_code_for("completed")
     for path in paths:
         try:
             if check:
@@ -352,16 +365,16 @@ def skill(
                     continue
                 sys.stdout.write(diff)
                 typer.echo(f"{target}: stale — regenerate it with: wfexec skill {path}", err=True)
-                code = max(code, EXIT_ENDING_FAILED)
+                code = max(code, exit_code_for("failed"))
             else:
                 target, changed = write_skill(path, force=force)
                 typer.echo(f"{target}: {'written' if changed else 'up to date'}", err=True)
         except SkillError as exc:
             typer.echo(exc.format(), err=True)
-            code = EXIT_INVALID
+            code = exit_code_for(exc)
         except WorkflowError as exc:
             _print_workflow_errors(exc, path)
-            code = EXIT_INVALID
+            code = exit_code_for(exc)
     raise typer.Exit(code)
 
 
@@ -387,7 +400,7 @@ def graph(
         workflow = load(path)
     except WorkflowError as exc:
         _print_workflow_errors(exc, path)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(exit_code_for(exc))
     if format == GraphFormat.mermaid:
         data: bytes = to_mermaid(workflow).encode("utf-8")
     else:
@@ -397,10 +410,10 @@ def graph(
             data = render(data.decode("utf-8"), format.value)
         except GraphvizMissing as exc:
             typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_INVALID)
+            raise typer.Exit(exit_code_for("invalid"))
         except GraphvizFailed as exc:
             typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_ENDING_FAILED)
+            raise typer.Exit(exit_code_for("failed"))
     if output is None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
@@ -428,7 +441,7 @@ def docs(
             typer.echo(f"{target}: stale — regenerate it with: wfexec docs --output {output}", err=True)
         if not found:
             typer.echo(f"{output}: up to date", err=True)
-        raise typer.Exit(EXIT_ENDING_FAILED if found else EXIT_OK)
+        raise typer.Exit(exit_code_for("failed" if found else "completed"))
     for target, changed in write(output, include_plugins=plugins):
         typer.echo(f"{target}: {'written' if changed else 'up to date'}", err=True)
 
@@ -456,10 +469,10 @@ def new_skill(
         written = scaffold_skill(name, dir)
     except SkillError as exc:
         typer.echo(exc.format(), err=True)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(exit_code_for(exc))
     except WorkflowError as exc:  # the template itself is broken: a bug, but say what
         _print_workflow_errors(exc, dir / name)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(exit_code_for(exc))
     for path in written:
         typer.echo(f"{path}: written", err=True)
     folder = written[0].parent.as_posix()
@@ -469,9 +482,9 @@ def new_skill(
 def main() -> None:
     try:
         app()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         sys.stderr.write("interrupted\n")
-        sys.exit(EXIT_STOPPED)
+        sys.exit(exit_code_for(exc))
 
 
 if __name__ == "__main__":  # pragma: no cover

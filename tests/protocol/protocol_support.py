@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 from wfexec.backends.base import Backend, LLMReply, LLMRequest
-from wfexec.commands.console import Console
+from wfexec.running.console import Console
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -63,8 +63,8 @@ class Quiet:
 
 
 def run_folder(folder, *, backend=None, input=None, cwd=None, trace=False, **options):
-    """Run a states folder with wfexec.protocol.run_states_path; returns (result, Quiet)."""
-    from wfexec.protocol import run_states_path
+    """Run a states folder with wfexec.commands.states.run_states_path; returns (result, Quiet)."""
+    from wfexec.commands.states import run_states_path
 
     quiet = Quiet(trace)
     if cwd is None:

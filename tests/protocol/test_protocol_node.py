@@ -1,6 +1,6 @@
 """The `states` node inside a workflow.yaml, end to end through `wfexec.run(...)` and the real CLI:
 store_as (and fork results beside it), on_result routing, on_failure on a script error, the budget stop,
-inline and zip scopes, load-time checks, the step budget, and `wfexec.protocol.run_states_path`.
+inline and zip scopes, load-time checks, the step budget, and `wfexec.commands.states.run_states_path`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from protocol_support import FIXTURES, Quiet, ScriptedBackend, run_folder, write
 
 import wfexec
 from wfexec.backends import create_backend
+from wfexec.exit_codes import exit_code_for
 from wfexec.language.diagnostics import WorkflowError
 from wfexec.running.engine import RunError, RunStopped
 
@@ -78,7 +79,7 @@ def test_without_on_failure_a_script_error_fails_the_run(write_workflow, tmp_pat
     write_states(tmp_path / "flow", {"START.sh": "echo 'no tag'\n"})
     with pytest.raises(RunError) as caught:
         run_workflow(write_workflow, tmp_path, {"folder": "flow", "on_success": "done"})
-    assert caught.value.exit_code == 1
+    assert exit_code_for(caught.value) == 1
     assert "node 'work': main: START.sh printed no transition tag" in caught.value.format()
 
 

@@ -31,7 +31,7 @@ import os
 import time
 
 import pytest
-from protocol_support import FIXTURES, ScriptedBackend, run_folder, write_states
+from protocol_support import FIXTURES, Quiet, ScriptedBackend, run_folder, write_states
 
 from wfexec.protocol.orchestrator import Orchestrator
 from wfexec.protocol.scopes import DirectoryScope
@@ -237,7 +237,7 @@ def test_item50_cancelling_kills_the_script_and_its_children(tmp_path):
     folder = write_states(tmp_path / "s", {"START.sh": "sleep 30 & echo $! > child.pid; echo $$ > script.pid; wait\n"})
 
     async def cancel_midway():
-        orchestrator = Orchestrator(DirectoryScope(folder), cwd=tmp_path)
+        orchestrator = Orchestrator(DirectoryScope(folder), io=Quiet().console, cwd=tmp_path)
         task = asyncio.ensure_future(orchestrator.run_async())
         for _ in range(100):
             await asyncio.sleep(0.05)
@@ -334,7 +334,7 @@ def test_trace_shows_transitions_and_script_output(tmp_path):
 def test_on_checkpoint_sees_every_step_in_order(tmp_path):
     """Item 71: the agents' state is handed out after each step, before the next state runs."""
     seen = []
-    orchestrator = Orchestrator(DirectoryScope(SCRIPTED), cwd=tmp_path,
+    orchestrator = Orchestrator(DirectoryScope(SCRIPTED), io=Quiet().console, cwd=tmp_path,
                                 on_checkpoint=lambda data: seen.append(data["agents"][0]["state"]))
     outcome = orchestrator.run(start="SCRIPT_CALL")
     assert seen == ["CALLEE.sh", "CALLEE_MORE.sh", "AFTER_CALL.sh", "AFTER_CALL.sh"]
@@ -345,7 +345,7 @@ def test_item70_no_active_agent_completes_at_once(tmp_path):
     from wfexec.protocol.agents import Agent, AgentsState
 
     state = AgentsState("workflow_x", [Agent("main", "START.sh", status="ended", result="earlier")])
-    outcome = Orchestrator(DirectoryScope(SCRIPTED), cwd=tmp_path).run(state=state)
+    outcome = Orchestrator(DirectoryScope(SCRIPTED), io=Quiet().console, cwd=tmp_path).run(state=state)
     assert (outcome.result, outcome.steps) == ("earlier", 0)
 
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict, dataclass
 
+from wfexec.errors import WfexecError
 
-class BackendError(Exception):
+
+class BackendError(WfexecError):
     """One call failed: the program exited non-zero, the reply was malformed, a usage limit was hit."""
 
 

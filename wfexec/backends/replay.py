@@ -35,13 +35,14 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from wfexec.errors import WfexecError
 from wfexec.backends.base import Backend, BackendUnavailable, LLMReply, LLMRequest, invoke_backend
 
 FORMAT_KEY = "wfexec_cassette"
 FORMAT_VERSION = 1
 
 
-class CassetteError(ValueError):
+class CassetteError(WfexecError, ValueError):
     """A cassette file that cannot be read."""
 
 

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wfexec.exit_codes import ENDING_FAILED as EXIT_ENDING_FAILED, INVALID as EXIT_INVALID, OK as EXIT_OK, \
-    STOPPED as EXIT_STOPPED, WAITING as EXIT_WAITING
+from wfexec.exit_codes import exit_code_for
 
 
 @dataclass
@@ -45,6 +44,32 @@ def _error(text: str) -> None:
     sys.stderr.write(text.rstrip("\n") + "\n")
 
 
+def report_error(error: BaseException, debug: bool = False) -> int:
+    """Print why a command could not finish, in one line (a traceback only for a bug, with --debug);
+    return its exit code."""
+    import traceback
+
+    from wfexec.errors import WfexecError
+    from wfexec.running.engine import EntryGateFailed, InternalError
+
+    if isinstance(error, EntryGateFailed):
+        _error(error.message)  # the workflow's own words
+    elif isinstance(error, InternalError):
+        if debug:
+            _error("".join(traceback.format_exception(error.__cause__ or error)).rstrip())
+        _error(error.format())
+    elif isinstance(error, WfexecError):
+        _error(error.format())
+    elif isinstance(error, KeyboardInterrupt):
+        _error("interrupted")
+    else:
+        if debug:
+            _error("".join(traceback.format_exception(error)).rstrip())
+        _error(f"internal error in wfexec: {type(error).__name__}: {error} — a bug; please report it with "
+               "the output of --debug")
+    return exit_code_for(error)
+
+
 def _print_json(data) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
@@ -72,8 +97,13 @@ def _load_or_report(path, document=None) -> Any:
     """The compiled workflow, or None after printing its errors."""
     from wfexec.api import check, resolve_workflow_path
     from wfexec.language.diagnostics import ERROR
+    from wfexec.types.registry import BrokenPlugins
 
-    workflow, diagnostics = check(path, document)
+    try:
+        workflow, diagnostics = check(path, document)
+    except BrokenPlugins as exc:
+        _error(exc.format())
+        return None
     errors = [d for d in diagnostics if d.severity == ERROR]
     if workflow is None or errors:
         for d in errors:
@@ -102,7 +132,7 @@ def _options(request: RunRequest, answers, backend):
 
 
 def _console(request: RunRequest):
-    from wfexec.commands.console import Console
+    from wfexec.running.console import Console
 
     # With --format json, stdout carries only the result document.
     return Console(out=sys.stderr if request.json_output else sys.stdout, trace=request.trace)
@@ -136,7 +166,7 @@ def execute_run(request: RunRequest) -> int:
                               replay=request.replay)
     workflow = _load_or_report(request.path, document)
     if workflow is None:
-        return EXIT_INVALID
+        return exit_code_for("invalid")
     try:
         inputs = _gather_inputs(request, workflow)
         overrides = {k: parse_scalar(v) for k, v in split_pairs(request.overrides, "--set")}
@@ -144,7 +174,7 @@ def execute_run(request: RunRequest) -> int:
         backend = _backend(request.backend, request.record, request.replay)
     except (InputError, AnswerError, ValueError) as exc:
         _error(f"error: {exc}")
-        return EXIT_INVALID
+        return exit_code_for("invalid")
     io = _console(request)
     options = _options(request, answers, backend)
     if request.ephemeral:
@@ -160,52 +190,30 @@ def execute_resume(request: RunRequest) -> int:
         backend = _backend(request.backend, request.record, request.replay)
     except (AnswerError, ValueError) as exc:
         _error(f"error: {exc}")
-        return EXIT_INVALID
+        return exit_code_for("invalid")
     io = _console(request)
     options = _options(request, answers, backend)
     return _guarded(request, lambda: _resume(request, io, options))
 
 
 def _guarded(request: RunRequest, body) -> int:
-    """Map what can go wrong around a run to one line and an exit code."""
-    from wfexec.running.engine import RunError
-    from wfexec.durable.store import StoreError
-
+    """Map what can go wrong around a run (the store, --set paths, a bug) to one line and an exit code."""
     try:
         return body()
-    except StoreError as exc:
-        _error(f"error: {exc.message}" + (f" — {exc.hint}" if exc.hint else ""))
-        return getattr(exc, "exit_code", EXIT_INVALID)
-    except RunError as exc:  # --set paths and other problems before the loop starts
-        _error(exc.format())
-        return exc.exit_code
-    except KeyboardInterrupt:
-        _error("interrupted")
-        return EXIT_STOPPED
-    except Exception:
-        if request.debug:
-            raise
-        import traceback
-
-        _error("internal error in wfexec (a bug; please report it with --debug output):\n"
-               + traceback.format_exc().strip().splitlines()[-1])
-        return EXIT_STOPPED
+    except (Exception, KeyboardInterrupt) as exc:
+        return report_error(exc, request.debug)
 
 
 def _run_ephemeral(request, workflow, inputs, overrides, io, options) -> int:
-    from wfexec.running.engine import EntryGateFailed, RunError, run_workflow
+    from wfexec.running.engine import RunError, run_workflow
     from wfexec.running.prompts import NeedsAnswer
 
     try:
         result = run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
     except NeedsAnswer as waiting:
         return _report_waiting(request, waiting.question, None)
-    except EntryGateFailed as exc:
-        _error(exc.message)
-        return EXIT_ENDING_FAILED
     except RunError as exc:
-        _error(exc.format())
-        return exc.exit_code
+        return report_error(exc, request.debug)
     return _report_result(request, result, io, None)
 
 
@@ -249,12 +257,13 @@ def _report_driven(request, driven, io) -> int:
     if driven.result is not None:
         return _report_result(request, driven.result, io, driven.run_id)
     error = driven.error
-    _error(error.message if error.__class__.__name__ == "EntryGateFailed" else error.format())
+    code = report_error(error, request.debug)
     if driven.status == "stopped":
         _error(f"run {driven.run_id} stopped; continue it with: wfexec resume {driven.run_id}")
     if request.json_output:
-        _print_json({"status": driven.status, "run_id": driven.run_id, "error": error.message})
-    return error.exit_code
+        _print_json({"status": driven.status, "run_id": driven.run_id, "error": error.message,
+                     **{key: value for key, value in error.to_json().items() if key not in ("message", "error")}})
+    return code
 
 
 def _report_waiting(request, question, run_id) -> int:
@@ -269,7 +278,7 @@ def _report_waiting(request, question, run_id) -> int:
     _error(f"waiting: node '{question.node}' asks: {question.text}\n"
            f"  options: {ids}{other}\n"
            f"  answer with: {how}")
-    return EXIT_WAITING
+    return exit_code_for("waiting")
 
 
 def _report_result(request, result, io, run_id) -> int:
@@ -281,7 +290,7 @@ def _report_result(request, result, io, run_id) -> int:
         _print_json({"status": "completed", "run_id": run_id, **result.to_json()})
     else:
         print_ending(result, io)
-    return EXIT_OK if result.type == "success" else EXIT_ENDING_FAILED
+    return exit_code_for(result.type)
 
 
 def print_ending(result, io) -> None:
@@ -310,21 +319,20 @@ def print_ending(result, io) -> None:
 def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps, trace, json_output, backend,
                    record, replay) -> int:
     """`wfexec states PATH`: a states folder run on its own."""
-    from wfexec.commands.console import Console
-    from wfexec.protocol import run_states_path
+    from wfexec.running.console import Console
+    from wfexec.commands.states import run_states_path
 
     try:
         chosen = _backend(backend, record, replay)
     except ValueError as exc:
         _error(f"error: {exc}")
-        return EXIT_INVALID
+        return exit_code_for("invalid")
     io = Console(out=sys.stderr if json_output else sys.stdout, trace=trace)
     try:
         result = run_states_path(path, input=input, backend=chosen, budget_usd=budget_usd, io=io, trace=trace,
                                  start=start, timeout=timeout, model=model, max_steps=max_steps)
-    except KeyboardInterrupt:
-        _error("interrupted")
-        return EXIT_STOPPED
+    except KeyboardInterrupt as exc:
+        return report_error(exc)
     if json_output:
         _print_json(result.to_json())
     elif result.error:

@@ -23,14 +23,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from wfexec import exit_codes
-from wfexec.running.engine import EntryGateFailed, Journal, Options, Run, RunError, RunStopped
+from wfexec.running.engine import EntryGateFailed, InternalError, Journal, Options, Run, RunError, RunStopped
 from wfexec.language.model import Node, Workflow
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.language.paths import format_path, get_path, parse_path, set_path
 from wfexec.durable.store import FINISHED, Store, StoreError
+from wfexec.types.registry import EFFECTS
 
-OUTSIDE_EFFECTS = frozenset({"files", "process", "network", "git", "llm"})
+OUTSIDE_EFFECTS = frozenset(EFFECTS) - {"display"}  # what a crash may leave half done
 FLUSH_STEPS = 1024
 FLUSH_SECONDS = 0.5
 
@@ -192,6 +192,14 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: 
     except KeyboardInterrupt:
         store.set_status(run_id, "stopped", last_error="interrupted")
         raise
+    except Exception as exc:  # the driver's error boundary: a bug outside any node (the journal, the store)
+        error = InternalError(f"internal error: {type(exc).__name__}: {exc}",
+                              "a bug in wfexec; please report it with the output of --debug",
+                              where=run.current.where if run.current is not None else None,
+                              node=run.current.id if run.current is not None else None)
+        error.__cause__ = exc
+        store.set_status(run_id, "failed", last_error=error.format())
+        return Driven(run_id, "failed", error=error)
     finally:
         store.release(run_id)
     status = "completed" if result.type == "success" else "failed"
@@ -224,11 +232,16 @@ class ResumeChoices:
 
 
 class ResumeRefused(StoreError):
-    """Resume cannot go on without a decision from the person (exit 2 or 3)."""
+    """Resume cannot go on as asked. `awaits_decision`: it can, once the person decides how (rerun or skip
+    a step in flight), like a run waiting for an answer; otherwise the request itself was wrong."""
 
-    def __init__(self, message: str, hint: str = "", exit_code: int = exit_codes.INVALID):
+    def __init__(self, message: str, hint: str = "", awaits_decision: bool = False):
         super().__init__(message, hint)
-        self.exit_code = exit_code
+        self.awaits_decision = awaits_decision
+
+    @property
+    def outcome(self) -> str:  # type: ignore[override]
+        return "waiting" if self.awaits_decision else "invalid"
 
 
 def compare_versions(record_hashes: dict, workflow: Workflow, completed: set[str], current: str | None) -> dict:
@@ -307,7 +320,7 @@ def _settle_in_flight(store: Store, run: Run, journal: DurableJournal, workflow:
     if not choices.rerun and not is_idempotent(workflow, node):
         effects = sorted({e for c in workflow.node_calls(node) for e in c.spec.effects} & OUTSIDE_EFFECTS)
         if run.options.interactive:
-            decision = _ask_rerun_or_skip(node_id, effects or [node.type])
+            decision = _ask_rerun_or_skip(run.io, node_id, effects or [node.type])
             if decision != "stop":
                 return _settle_in_flight(store, run, journal, workflow, record,
                                          ResumeChoices(choices.accept_changes, decision == "rerun",
@@ -316,14 +329,14 @@ def _settle_in_flight(store: Store, run: Run, journal: DurableJournal, workflow:
             f"node '{node_id}' was running when run {record.id} stopped, and it is not safe to run twice "
             f"({', '.join(effects) or node.type}); it may or may not have finished",
             "check its effects, then resume with --rerun to run it again or --skip to go on as if it succeeded",
-            exit_code=exit_codes.WAITING)
+            awaits_decision=True)
     notes.append(f"running '{node_id}' again: it was in flight when the run stopped")
     return node_id
 
 
-def _ask_rerun_or_skip(node_id: str, effects: list[str]) -> str:
+def _ask_rerun_or_skip(io, node_id: str, effects: list[str]) -> str:
     from wfexec.nodes.base import Choice, Question
-    from wfexec.running.prompts import ask_terminal
+    from wfexec.running.prompts import Answer, match_answer
 
     question = Question(
         node="resume", header="Resume",
@@ -332,4 +345,5 @@ def _ask_rerun_or_skip(node_id: str, effects: list[str]) -> str:
         choices=(Choice("rerun", "Run it again"), Choice("skip", "Skip it, as if it succeeded"),
                  Choice("stop", "Stop here")),
         allow_other=False, dynamic=False)
-    return ask_terminal(question).choice.id
+    answer = io.ask(question)
+    return (answer if isinstance(answer, Answer) else match_answer(question, answer)).choice.id

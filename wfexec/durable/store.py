@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from wfexec.errors import WfexecError
+
 APP_ID = "wfexec"
 SCHEMA_VERSION = 2
 DEFAULT_STORE = Path(".wfexec") / "runs.db"
@@ -87,13 +89,8 @@ STATUSES = ("running", "waiting", "completed", "failed", "stopped", "cancelled")
 FINISHED = ("completed", "failed", "cancelled")
 
 
-class StoreError(Exception):
+class StoreError(WfexecError):
     """The store cannot be used: not a wfexec store, corrupt, locked, or a run is unknown/busy."""
-
-    def __init__(self, message: str, hint: str = ""):
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
 
 def new_run_id() -> str:

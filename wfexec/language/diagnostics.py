@@ -8,8 +8,10 @@ print them as lines or JSON.
 from __future__ import annotations
 
 import difflib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
+
+from wfexec.errors import Position, WfexecError
 
 ERROR = "error"
 WARNING = "warning"
@@ -30,6 +32,8 @@ def format_yaml_path(path: Sequence) -> str:
 
 @dataclass(frozen=True)
 class Diagnostic:
+    """One problem found in a workflow file, kept as a value (the shape of WfexecError: message, hint, position)."""
+
     file: str
     line: int
     column: int
@@ -38,6 +42,10 @@ class Diagnostic:
     code: str
     message: str
     hint: str = ""
+
+    @property
+    def position(self) -> Position:
+        return Position(self.file, self.line, self.column)
 
     def format(self) -> str:
         text = f"{self.file}:{self.line}:{self.column}: {self.severity}: {self.message}"
@@ -49,14 +57,21 @@ class Diagnostic:
         return asdict(self)
 
 
-@dataclass
-class WorkflowError(Exception):
-    """Raised by `wfexec.load` when a workflow has errors; carries every diagnostic."""
+class WorkflowError(WfexecError):
+    """Raised by `wfexec.load` when a workflow has errors; carries every diagnostic.
 
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    Its message, hint and position are the first diagnostic's."""
+
+    def __init__(self, diagnostics: list[Diagnostic] | None = None):
+        self.diagnostics = list(diagnostics or [])
+        first = self.diagnostics[0] if self.diagnostics else None
+        super().__init__(first.message if first else "the workflow is invalid", first.hint if first else "", first)
 
     def __str__(self) -> str:
         return "\n".join(d.format() for d in self.diagnostics)
+
+    def format(self) -> str:
+        return str(self)
 
 
 def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from wfexec.errors import WfexecError
+
 NAMESPACES_IN_STATE = ("computed", "flags", "user_responses")
 NAMESPACES_OUTSIDE_STATE = ("imports", "env", "input")
 _FALLBACK_NAMESPACES = NAMESPACES_IN_STATE
@@ -34,13 +36,11 @@ LANGUAGE_HINT = (
 )
 
 
-class ExpressionError(Exception):
+class ExpressionError(WfexecError):
     """A template or expression that does not compile, or fails when evaluated."""
 
     def __init__(self, message: str, hint: str = "", source: str = ""):
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
+        super().__init__(message, hint)
         self.source = source
 
 

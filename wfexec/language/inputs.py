@@ -14,10 +14,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from wfexec.errors import WfexecError
 from wfexec.language.diagnostics import did_you_mean, format_yaml_path
 
 
-class InputError(ValueError):
+class InputError(WfexecError, ValueError):
     """A bad input; the message says which and how to fix it."""
 
 

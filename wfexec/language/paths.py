@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from wfexec.errors import WfexecError
+
 _SEGMENT = re.compile(r"""
     (?P<name>[^.\[\]]+)            # a key
   | \[(?P<index>-?\d+)\]           # [3] or [-1]
@@ -19,8 +21,8 @@ _SEGMENT = re.compile(r"""
 """, re.VERBOSE)
 
 
-class PathError(ValueError):
-    pass
+class PathError(WfexecError, ValueError):
+    """A malformed state path, or one that cannot be written."""
 
 
 def parse_path(text: str) -> tuple:

@@ -188,6 +188,9 @@ def build_question(node, run) -> Question:
                  else get_path(run.state, spec.options_from))
         if isinstance(items, dict):
             items = [{"key": k, "value": v} for k, v in items.items()]
+        elif items is not None and not isinstance(items, list):
+            run.fail(node, f"options_from_state gave {type(items).__name__} {items!r:.60}, not a list to choose from",
+                     "point `options_from_state` at a list (or a mapping) in state")
         for index, item in enumerate(items or []):
             try:
                 choices.append(_dynamic_choice(spec, item, index, scope))

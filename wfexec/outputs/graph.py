@@ -15,6 +15,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
+from wfexec.errors import WfexecError
 from wfexec.language.expressions import Template
 from wfexec.language.model import Workflow
 
@@ -243,11 +244,11 @@ def to_dot(workflow: Workflow) -> str:
 # --------------------------------------------------------------------------- #
 # Rendering through Graphviz
 
-class GraphvizMissing(RuntimeError):
+class GraphvizMissing(WfexecError, RuntimeError):
     """Graphviz's `dot` program is not on PATH."""
 
 
-class GraphvizFailed(RuntimeError):
+class GraphvizFailed(WfexecError, RuntimeError):
     """`dot` ran and failed."""
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wfexec.errors import WfexecError
 from wfexec.language.model import Workflow
 
 SKILL_FILE = "SKILL.md"
@@ -32,16 +33,8 @@ COMPATIBILITY_LIMIT = 500
 TOOL_ORDER = ("Bash", "Bash(wfexec:*)", "Read", "Write", "WebFetch", "Task", "AskUserQuestion")
 
 
-class SkillError(Exception):
+class SkillError(WfexecError):
     """The skill cannot be generated as asked (exit 2); the message says why and how to fix it."""
-
-    def __init__(self, message: str, hint: str = ""):
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def format(self) -> str:
-        return f"error: {self.message}" + (f" — {self.hint}" if self.hint else "")
 
 
 # --------------------------------------------------------------------------- #

@@ -15,19 +15,13 @@ ends by emitting one transition tag (`<goto>`, `<reset>`, `<call>`,
 | `agents` | agents, return stacks, forks: what each transition does (plain, serialisable data) |
 | `budget` | the cost budget, checked before every LLM call |
 | `orchestrator` | every agent, concurrently, to the end |
-| `standalone` | `wfexec states PATH` |
+
+`wfexec states PATH` (a folder run on its own) is a command: `wfexec.commands.states`.
 """
 
 from __future__ import annotations
 
 from wfexec.protocol.errors import BackendMissing, BudgetExceeded, ProtocolError, ScopeError, StepLimit, StopRun
 
-__all__ = ["BackendMissing", "BudgetExceeded", "ProtocolError", "ScopeError", "StepLimit", "StopRun",
-           "run_states_path"]
+__all__ = ["BackendMissing", "BudgetExceeded", "ProtocolError", "ScopeError", "StepLimit", "StopRun"]
 
-
-def run_states_path(*args, **kwargs):
-    """See `wfexec.protocol.standalone.run_states_path`."""
-    from wfexec.protocol.standalone import run_states_path as run
-
-    return run(*args, **kwargs)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
+from wfexec.errors import WfexecError
 
-class ProtocolError(Exception):
+
+class ProtocolError(WfexecError):
     """A state broke a rule of the protocol, or a script failed: the node routes `on_failure`."""
-
-    def __init__(self, message: str, hint: str = ""):
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
     def __str__(self) -> str:
         return self.message + (f" — {self.hint}" if self.hint else "")
@@ -24,6 +21,8 @@ class StopRun(ProtocolError):
 
     Never routed to `on_failure`: these say something about how wfexec was run, not about the states.
     """
+
+    outcome = "stopped"
 
     routable = False
 

@@ -18,14 +18,16 @@ import os
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from wfexec.commands.console import Console
 from wfexec.protocol.agents import MAIN, Agent, AgentsState, apply
 from wfexec.protocol.budget import CostBudget
 from wfexec.protocol.errors import ProtocolError, ScopeError
 from wfexec.protocol.executors import StepResult, base_environment, run_markdown_state, run_script_state
 from wfexec.protocol.scopes import ResolveError, ScriptFiles, StateScope, entry_point, resolve_state, state_kind
+
+if TYPE_CHECKING:
+    from wfexec.running.io import Io
 
 KEEP_OUTPUT = 64 * 1024
 KEEP_RECORDS = 1000  # a long polling loop keeps its latest states, not all of them
@@ -53,7 +55,7 @@ def new_workflow_id() -> str:
 
 
 class Orchestrator:
-    def __init__(self, scope: StateScope, *, backend: Any = None, io: Console | None = None,
+    def __init__(self, scope: StateScope, *, backend: Any = None, io: Io,
                  cwd: str | os.PathLike | None = None, budget_usd: float | None = None, spent_usd: float = 0.0,
                  timeout: float | None = None, timeout_source: str = "the node's `timeout`",
                  model: str | None = None, effort: str | None = None, workflow_id: str | None = None,
@@ -61,7 +63,7 @@ class Orchestrator:
                  on_checkpoint: Callable[[dict], None] | None = None, keep_records: bool = True):
         self.scope = scope
         self.backend = backend
-        self.io = io or Console()
+        self.io = io
         self.base_cwd = str(Path(cwd or os.getcwd()).resolve())
         self.budget = CostBudget(budget_usd, spent_usd)
         self.timeout = timeout

@@ -26,6 +26,7 @@ import functools
 import os
 from dataclasses import dataclass
 
+from wfexec.errors import WfexecError
 from wfexec.protocol.tags import Transition
 
 FIELDS = ("allowed_transitions", "model", "effort", "force_implicit")
@@ -35,7 +36,7 @@ STATE_EXTENSIONS = (".md", ".sh", ".bat", ".ps1")
 MAX_INVOCATIONS = 3
 
 
-class PolicyError(ValueError):
+class PolicyError(WfexecError, ValueError):
     """Frontmatter that cannot be read."""
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from wfexec.errors import WfexecError
+
 TRANSITION_TAGS = ("goto", "reset", "call", "function", "fork", "result")
 UNSUPPORTED_TAGS = ("call-workflow", "function-workflow", "fork-workflow", "reset-workflow", "ask")
 # Longer names first so that the alternation never stops at a prefix.
@@ -30,7 +32,7 @@ _ATTRIBUTE = re.compile(r"(?<![\w-])(\w+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
 _PRINT = re.compile(r"<print>(.*?)</print>", re.DOTALL)
 
 
-class TagError(ValueError):
+class TagError(WfexecError, ValueError):
     """A tag that is there but malformed: never re-prompted (reference §1.3)."""
 
 

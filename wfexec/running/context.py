@@ -10,10 +10,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wfexec.commands.console import Console
 from wfexec.language.expressions import ExpressionError, Scope, render_value
 from wfexec.language.model import Call, Node, Workflow
 from wfexec.language.prose import Prose
+from wfexec.running.io import Io
 from wfexec.types.registry import ActionFailed
 from wfexec.language.paths import PathError, get_path, parse_path
 
@@ -36,7 +36,7 @@ class CallContext:
         return self.run.state
 
     @property
-    def io(self) -> Console:
+    def io(self) -> Io:
         return self.run.io
 
     @property

@@ -13,14 +13,14 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from wfexec import exit_codes
-from wfexec.commands.console import Console
+from wfexec.errors import WfexecError
 from wfexec.running.context import CallContext, parse_cached
 from wfexec.language.expressions import ExpressionError, Scope, Template, render_value, to_text
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
-from wfexec.running.prompts import Answer, AnswerError, Answers, NeedsAnswer, ask_terminal, match_answer
+from wfexec.running.io import Io
+from wfexec.running.prompts import Answer, AnswerError, Answers, NeedsAnswer, match_answer
 from wfexec.types.registry import ActionFailed
 from wfexec.language.paths import PathError, set_path
 from wfexec.running.state import new_state
@@ -28,29 +28,20 @@ from wfexec.running.state import new_state
 DEFAULT_MAX_STEPS = 10_000
 
 
-class RunError(Exception):
+class RunError(WfexecError):
     """The run cannot go on: a problem in the workflow or its data at run time (exit 1)."""
 
-    exit_code = exit_codes.ENDING_FAILED
-
-    def __init__(self, message: str, hint: str = "", where: Where | None = None, node: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.where = where
-        self.node = node
-
-    def format(self) -> str:
-        place = f"{self.where}: " if self.where else ""
-        node = f"node '{self.node}': " if self.node else ""
-        text = f"{place}error: {node}{self.message}"
-        return text + (f" — {self.hint}" if self.hint else "")
+    outcome = "failed"
 
 
 class RunStopped(RunError):
     """The run was stopped before an ending: step budget, a loop guard, no backend (exit 4)."""
 
-    exit_code = exit_codes.STOPPED
+    outcome = "stopped"
+
+
+class InternalError(RunError):
+    """A bug in wfexec or a plugin surfaced while a node ran; the original exception is `__cause__`."""
 
 
 class EntryGateFailed(RunError):
@@ -65,6 +56,9 @@ class Options:
     dry_run: bool = False
     backend: Any = None
     cwd: Path | None = None
+    # An embedder's own way to answer questions: ask(question) -> option id, label or free text
+    # (None: no answer, the run parks). Asked after the given answers, before the terminal.
+    ask: Callable[[Any], Any] | None = None
 
 
 @dataclass
@@ -80,6 +74,7 @@ class Result:
     output: Any
     state: dict
     steps: int
+    run_id: str | None = None  # the durable run's id (wfexec.run with a store); not part of to_json
 
     def to_json(self) -> dict:
         return {"ending": self.ending, "type": self.type, "message": self.message, "details": self.details,
@@ -119,11 +114,11 @@ class Journal:
 class Run:
     """One execution of a compiled workflow."""
 
-    def __init__(self, workflow: Workflow, *, io: Console | None = None, options: Options | None = None,
+    def __init__(self, workflow: Workflow, *, io: Io, options: Options | None = None,
                  inputs: dict | None = None, state: dict | None = None, journal: Journal | None = None,
                  budget: list | None = None):
         self.workflow = workflow
-        self.io = io or Console()
+        self.io = io
         self.options = options or Options()
         self.cwd = Path(self.options.cwd or Path.cwd())
         self.inputs = dict(inputs or {})
@@ -217,19 +212,25 @@ class Run:
 
     # -- questions and judgement -------------------------------------------
     def ask(self, question) -> Answer:
-        given = self.options.answers.take(question.node)
-        if given is not None:
-            try:
-                answer = match_answer(question, given)
-            except AnswerError as exc:
-                self.fail(self.current, str(exc), "answer with one of the option ids, e.g. "
-                          f"--answer {question.node}={question.choices[0].id if question.choices else 'TEXT'}")
+        """An answer: given up front, else from the embedder's `ask`, else from the person at the
+        terminal; with none of them the run parks (NeedsAnswer)."""
+        options = self.options
+        given = options.answers.take(question.node)
+        source = "given"
+        if given is None and options.ask is not None:
+            given, source = options.ask(question), "ask"
+        if given is None:
+            if not options.interactive:
+                raise NeedsAnswer(question)
+            given, source = self.io.ask(question), "terminal"
+        try:
+            answer = given if isinstance(given, Answer) else match_answer(question, given)
+        except AnswerError as exc:
+            self.fail(self.current, str(exc), "answer with one of the option ids, e.g. "
+                      f"--answer {question.node}={question.choices[0].id if question.choices else 'TEXT'}")
+        if source != "terminal":
             shown = answer.choice.id if answer.choice else repr(answer.text)
-            self.io.trace(f"Answer: {question.node} = {shown} (given)")
-        elif self.options.interactive:
-            answer = ask_terminal(question)
-        else:
-            raise NeedsAnswer(question)
+            self.io.trace(f"Answer: {question.node} = {shown} ({source})")
         record = getattr(self.options.backend, "record_answer", None)
         if record is not None:  # --record keeps the person's answers beside the LLM's replies
             record(question.node, answer.choice.id if answer.choice else answer.text)
@@ -315,7 +316,12 @@ class Run:
                 self.io.trace(f"Node: {node_id} ({node.type})")
             if journal is not None:
                 journal.before_step(self, node)
-            outcome = node.kind.execute(node, self)
+            try:
+                outcome = node.kind.execute(node, self)
+            except (RunError, NeedsAnswer):
+                raise
+            except Exception as exc:
+                raise self._as_run_error(node, exc) from exc
             target = outcome.target
             if type(target) is not str:
                 target = self._resolve_target(node, outcome)
@@ -329,6 +335,15 @@ class Run:
             node_id = target
         self.current = None
         return self.finish(endings[node_id])
+
+    @staticmethod
+    def _as_run_error(node: Node, exc: Exception) -> RunError:
+        """The error boundary of one step: whatever went wrong in a node is reported at the node."""
+        if isinstance(exc, WfexecError):  # a mistake in the workflow or its data: an expression, a path, an answer
+            return RunError(exc.message, exc.hint, exc.where or node.where, exc.node or node.id)
+        return InternalError(f"internal error: {type(exc).__name__}: {exc}",
+                             "a bug in wfexec or a plugin; please report it with the output of --debug",
+                             node.where, node.id)
 
     def _count_visit(self, node: Node) -> None:
         visits = self.visits[node.id] = self.visits.get(node.id, 0) + 1
@@ -361,7 +376,7 @@ class Run:
                       recovery=recovery, output=output, state=self.state, steps=self.steps)
 
 
-def run_workflow(workflow: Workflow, *, io: Console | None = None, options: Options | None = None,
+def run_workflow(workflow: Workflow, *, io: Io, options: Options | None = None,
                  inputs: dict | None = None, overrides: dict | None = None) -> Result:
     """Check the entry gate, initialise state, run to an ending."""
     started = time.perf_counter()

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wfexec.errors import WfexecError
 from wfexec.nodes.base import Choice, Question
 
 _OTHER_CHOICE = "\0other"
@@ -31,13 +32,16 @@ class Answer:
 class NeedsAnswer(Exception):
     """No answer is available for a question and nobody can be asked."""
 
-    def __init__(self, question: Question):
+    outcome = "waiting"
+
+    def __init__(self, question: Question, run_id: str | None = None):
         super().__init__(question.node)
         self.question = question
+        self.run_id = run_id  # the durable run that waits, when there is one
 
 
-class AnswerError(ValueError):
-    pass
+class AnswerError(WfexecError, ValueError):
+    """A given answer that fits no option of its question."""
 
 
 class Answers:

@@ -26,6 +26,7 @@ import inspect
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
+from wfexec.errors import WfexecError
 from wfexec.language.diagnostics import did_you_mean
 
 PRECONDITION = "precondition"
@@ -47,13 +48,8 @@ NESTED_CONSEQUENCES = "consequences"     # list of consequence objects
 LOOSE_CALL = {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}}}
 
 
-class ActionFailed(Exception):
+class ActionFailed(WfexecError):
     """Raised by a consequence handler: the action failed, the node routes `on_failure`."""
-
-    def __init__(self, message: str, hint: str = ""):
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -132,6 +128,66 @@ class TypeList(list):
         return self._add(CONSEQUENCE, name, params, required, **options)
 
 
+class PluginError(WfexecError):
+    """An installed plugin that cannot be used, named by its distribution and entry point (exit 2)."""
+
+    def __init__(self, dist: str, entry_point: str, message: str, hint: str = ""):
+        super().__init__(f"plugin {dist} (entry point '{entry_point}'): {message}", hint)
+        self.dist = dist
+        self.entry_point = entry_point
+
+
+class BrokenPlugins(WfexecError):
+    """Every unusable plugin, reported together: one line each."""
+
+    def __init__(self, errors: list[PluginError]):
+        super().__init__(errors[0].message, errors[0].hint)
+        self.errors = errors
+
+    def format(self) -> str:
+        return "\n".join(error.format() for error in self.errors)
+
+
+def spec_problems(spec: TypeSpec) -> list[tuple[str, str]]:
+    """What is wrong with a type as declared, as (what, how to fix) pairs: effects outside the known
+    vocabulary (the journal would take the step for effect-free and re-run it after a crash), a
+    parameter schema that is not JSON Schema, a handler that cannot be called as handler(params, ctx)."""
+    from jsonschema import Draft202012Validator, SchemaError
+
+    problems = []
+    what = f"{spec.kind} type '{spec.name}'"
+    for effect in spec.effects:
+        if effect not in EFFECTS:
+            problems.append((f"{what} declares the effect '{effect}', which is not one of {', '.join(EFFECTS)}",
+                             did_you_mean(effect, EFFECTS) or "use the effects from that list"))
+    try:
+        Draft202012Validator.check_schema({"type": "object", "properties": spec.params})
+    except SchemaError as exc:
+        at = "/".join(str(part) for part in list(exc.path)[1:]) or "parameters"
+        problems.append((f"{what}: the parameter schema is not valid JSON Schema at {at}: {exc.message}",
+                         "fix the schema given to the decorator"))
+    missing = [name for name in spec.required if name not in spec.params]
+    if missing:
+        problems.append((f"{what} requires {', '.join(missing)}, which its parameters do not declare",
+                         "add them to the parameter schema, or drop them from `required`"))
+    try:
+        inspect.signature(spec.handler).bind(None, None)
+    except TypeError:
+        problems.append((f"{what}: its handler {getattr(spec.handler, '__qualname__', spec.handler)!s}"
+                         f"{_signature(spec.handler)} cannot be called as handler(params, ctx)",
+                         "declare the handler as `def handler(params, ctx)`"))
+    except ValueError:  # no signature to read (a builtin): let it be
+        pass
+    return problems
+
+
+def _signature(handler) -> str:
+    try:
+        return str(inspect.signature(handler))
+    except (TypeError, ValueError):
+        return ""
+
+
 class Registry:
     """name → TypeSpec for one kind, with parameter validators compiled once."""
 
@@ -139,7 +195,8 @@ class Registry:
         self.kind = kind
         self._specs: dict[str, TypeSpec] = {}
         self._validators: dict[str, Any] = {}
-        self.problems: list[str] = []
+        self.problems: list[str] = []           # warnings: a type replaced by another
+        self.broken: list[PluginError] = []     # plugins that cannot be used
         for spec in specs:
             self.register(spec)
 
@@ -214,16 +271,23 @@ def load_registry(kind: str) -> Registry:
     for ep in entry_points(group=ENTRY_POINT_GROUPS[kind]):
         if ep.value.split(":")[0] == builtin_module:
             continue  # the built-ins, already loaded above even when wfexec is not installed
+        dist = ep.dist.name if ep.dist is not None else "(unknown distribution)"
         try:
             specs = _specs_from(ep.load())
-        except Exception as exc:  # a broken plugin must not break every workflow
-            registry.problems.append(f"plugin '{ep.name}' ({ep.value}) could not be loaded: {exc}")
+        except Exception as exc:  # reported as the plugin's fault, not a traceback from wfexec
+            registry.broken.append(PluginError(dist, ep.name, f"{ep.value} cannot be loaded: "
+                                               f"{type(exc).__name__}: {exc}",
+                                               "fix or reinstall the plugin, or uninstall it"))
             continue
-        package = ep.dist.name if ep.dist is not None else ep.value.split(".")[0]
         # One module may hold both kinds and be named in both entry-point groups.
         for spec in specs:
-            if spec.kind == kind:
-                registry.register(replace(spec, package=package))
+            if spec.kind != kind:
+                continue
+            problems = spec_problems(spec)
+            for message, hint in problems:
+                registry.broken.append(PluginError(dist, ep.name, message, hint))
+            if not problems:
+                registry.register(replace(spec, package=dist))
     _registries[kind] = registry
     return registry
 
@@ -234,3 +298,14 @@ def preconditions() -> Registry:
 
 def consequences() -> Registry:
     return load_registry(CONSEQUENCE)
+
+
+def check_plugins() -> None:
+    """Raise BrokenPlugins when an installed plugin cannot be used (a module named in both groups is
+    reported once)."""
+    errors: dict[str, PluginError] = {}
+    for registry in (preconditions(), consequences()):
+        for error in registry.broken:
+            errors.setdefault(error.format(), error)
+    if errors:
+        raise BrokenPlugins(list(errors.values()))

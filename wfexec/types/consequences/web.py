@@ -13,7 +13,7 @@ import urllib.request
 from http.client import HTTPException
 from urllib.parse import urljoin, urlparse
 
-from wfexec import __version__
+from wfexec.version import __version__
 from wfexec.system.files import guarded_path, write_atomic
 from wfexec.types.registry import ActionFailed, TypeList
 

@@ -1,8 +1,9 @@
-"""Terminal output of a run: messages, tables, errors, the trace.
+"""Terminal output of a run: messages, tables, errors, the trace, and questions.
 
-`Console` is the `Io` seam of DESIGN §1: the engine and handlers print only
-through it, so tests capture output by giving it StringIO streams, and a
-`--format json` run keeps stdout clean by sending messages to stderr.
+`Console` implements the run's `Io` interface (`wfexec.running.io`, DESIGN §1):
+the engine and handlers print and ask only through it, so tests capture output
+by giving it StringIO streams, and a `--format json` run keeps stdout clean by
+sending messages to stderr.
 """
 
 from __future__ import annotations
@@ -57,3 +58,9 @@ class Console:
         if self.tracing:
             self.err.write(f"[WORKFLOW] {text}\n")
             self.err.flush()
+
+    def ask(self, question):
+        """Ask at the terminal (questionary); Ctrl-C raises KeyboardInterrupt."""
+        from wfexec.running.prompts import ask_terminal
+
+        return ask_terminal(question)

@@ -11,20 +11,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wfexec.commands.console import Console
+from wfexec.running.console import Console
 from wfexec.protocol.errors import ProtocolError, ScopeError, StopRun
 from wfexec.protocol.scopes import KNOWN, StateScope, extension, open_scope
 
-EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_STOPPED = 0, 1, 2, 4
 DEFAULT_MAX_STEPS = 10_000
 
 
 @dataclass
 class StatesRunResult:
-    """How `wfexec states` ended; `exit_code` is what the command should exit with."""
+    """How `wfexec states` ended."""
 
     status: str                      # completed | failed | stopped | invalid
-    exit_code: int
     result: str | None = None        # the main agent's final <result> payload
     forks: list = field(default_factory=list)
     cost_usd: float = 0.0
@@ -33,6 +31,13 @@ class StatesRunResult:
     error: str | None = None
     hint: str = ""
     outcome: Any = None              # the StatesOutcome, when the run completed
+
+    @property
+    def exit_code(self) -> int:
+        """What the command should exit with."""
+        from wfexec.exit_codes import exit_code_for
+
+        return exit_code_for(self.status)
 
     def message(self) -> str:
         if self.error:
@@ -77,7 +82,7 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
             raise ScopeError("a budget cannot be negative")
         scope: StateScope = open_scope(scope_path, str(scope_path))
     except ScopeError as exc:
-        return StatesRunResult("invalid", EXIT_INVALID, error=exc.message, hint=exc.hint)
+        return StatesRunResult("invalid", error=exc.message, hint=exc.hint)
     steps = [0]
 
     def count_step(agent) -> None:
@@ -95,15 +100,15 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
     try:
         outcome = orchestrator.run(start=start or named_start, input=input)
     except ScopeError as exc:
-        return StatesRunResult("invalid", EXIT_INVALID, error=exc.message, hint=exc.hint,
+        return StatesRunResult("invalid", error=exc.message, hint=exc.hint,
                                workflow_id=orchestrator.workflow_id)
     except StopRun as exc:
-        return StatesRunResult("stopped", EXIT_STOPPED, error=exc.message, hint=exc.hint,
+        return StatesRunResult("stopped", error=exc.message, hint=exc.hint,
                                cost_usd=orchestrator.budget.spent, steps=orchestrator.steps,
                                workflow_id=orchestrator.workflow_id)
     except ProtocolError as exc:
-        return StatesRunResult("failed", EXIT_FAILED, error=exc.message, hint=exc.hint,
+        return StatesRunResult("failed", error=exc.message, hint=exc.hint,
                                cost_usd=orchestrator.budget.spent, steps=orchestrator.steps,
                                workflow_id=orchestrator.workflow_id)
-    return StatesRunResult("completed", EXIT_OK, result=outcome.result, forks=outcome.forks, cost_usd=outcome.cost_usd,
+    return StatesRunResult("completed", result=outcome.result, forks=outcome.forks, cost_usd=outcome.cost_usd,
                            steps=outcome.steps, workflow_id=outcome.workflow_id, outcome=outcome)

@@ -1,0 +1,1 @@
+"""Broken on purpose: each module holds one mistake a plugin author makes."""

@@ -1,0 +1,1 @@
+"""A plugin with a bug in a handler, as any program may have."""

@@ -1,0 +1,76 @@
+"""The one shape of every error wfexec reports to a person: what is wrong, how to
+fix it, and where (file:line:col and the node).
+
+Every error class of the package derives from `WfexecError`, so the command
+line prints any of them the same way (`format()`) and maps them to exit codes
+in one place (`wfexec.exit_codes.exit_code_for`). This module imports nothing of
+wfexec: every layer may use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a problem is: a file position, a node, or both (any part may be unknown)."""
+
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+    node: str | None = None
+
+    def place(self) -> str:
+        """`file:line:col`, as much of it as is known."""
+        if not self.file:
+            return ""
+        return ":".join(str(part) for part in (self.file, self.line, self.column) if part is not None)
+
+
+class WfexecError(Exception):
+    """A problem a person can fix: `message` says what, `hint` how, `where`/`node` where.
+
+    `where` is anything with `file`, `line` and `column` (a `language.model.Where`,
+    a `Diagnostic`), or None.
+
+    `outcome` says how the command that met it ends, in the words of `wfexec.exit_codes`
+    (`invalid`, `failed`, `stopped`, `waiting`): each class says it of itself, so the mapping to
+    numbers needs to import none of them.
+    """
+
+    outcome = "invalid"
+
+    def __init__(self, message: str = "", hint: str = "", where: Any = None, node: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.where = where
+        self.node = node
+
+    @property
+    def position(self) -> Position:
+        where = self.where
+        return Position(getattr(where, "file", None), getattr(where, "line", None), getattr(where, "column", None),
+                        self.node)
+
+    def located(self, where: Any = None, node: str | None = None) -> "WfexecError":
+        """This error with a position filled in where it had none (the caller knows more); returns self."""
+        if self.where is None:
+            self.where = where
+        if self.node is None:
+            self.node = node
+        return self
+
+    def format(self) -> str:
+        """One line: `path:line:col: error: node 'x': what — how to fix`."""
+        place = self.position.place()
+        node = f"node '{self.node}': " if self.node else ""
+        text = f"{place + ': ' if place else ''}error: {node}{self.message}"
+        return text + (f" — {self.hint}" if self.hint else "")
+
+    def to_json(self) -> dict:
+        position = self.position
+        return {"error": type(self).__name__, "message": self.message, "hint": self.hint, "file": position.file,
+                "line": position.line, "column": position.column, "node": position.node}
