@@ -122,13 +122,26 @@ class Engine:
 
     def call(self, fn, arguments: str, now_ms: float) -> Any:
         try:
-            result = fn(arguments, now_ms)
+            result = fn(arguments, float(now_ms))  # a Python int crosses as a 32-bit integer
         except self._stack_overflow:
             raise JavaScriptError("RangeError: too much recursion (the stack limit was reached)", kind="memory") \
                 from None
         except Exception as exc:  # noqa: BLE001 - JSException: the expression threw
-            raise _runtime_error(exc) from None
+            error = _runtime_error(exc)
+            if error.kind == "memory":
+                self.recover()
+            raise error from None
         return from_js(result, self._object)
+
+    def recover(self) -> None:
+        """After running out of memory: free what the failed call left, or give up this context (the
+        expressions compile again in a new one)."""
+        try:
+            self.context.gc()
+            self.context.eval("0")
+        except Exception:  # noqa: BLE001
+            if getattr(_local, "engine", None) is self:
+                _local.engine = None
 
 
 def _runtime_error(exc: Exception) -> JavaScriptError:
@@ -136,7 +149,9 @@ def _runtime_error(exc: Exception) -> JavaScriptError:
     first = text.split("\n", 1)[0]
     if "InternalError: interrupted" in first:
         return JavaScriptError(f"the expression ran longer than {TIME_LIMIT_SECONDS:g} s and was stopped", kind="time")
-    if "out of memory" in first or "string too long" in first or "invalid array length" in first:
+    # An allocation that fails while the error itself is built leaves no message at all ("null").
+    if "out of memory" in first or "string too long" in first or "invalid array length" in first or \
+            first.strip() in ("null", ""):
         return JavaScriptError(f"the expression used more than {MEMORY_LIMIT_BYTES >> 20} MB and was stopped "
                                f"({first})", kind="memory")
     return JavaScriptError(first)
