@@ -18,6 +18,7 @@ from wfexec.language.diagnostics import Diagnostic, Reporter, format_yaml_path, 
 from wfexec.language.expressions import Expression, ExpressionError, Template, compile_value, has_templates
 from wfexec.language.loader import Document, display_path, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
+from wfexec.language.scalar_positions import offset_in, position_in_file
 from wfexec.nodes import NODE_TYPES
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
                        Registry, consequences, preconditions)
@@ -54,7 +55,7 @@ class Compiler:
         try:
             return compile_value(value)
         except ExpressionError as exc:
-            self.error(rel, "expression", exc.message, exc.hint)
+            self.expression_error(tuple(rel) + exc.path, exc, exc.source)
             return value
 
     def expression(self, value: Any, rel: tuple) -> Expression | None:
@@ -63,13 +64,25 @@ class Compiler:
         elif not isinstance(value, str):
             value = json.dumps(value)
         text = value.strip()
+        lead = len(value) - len(value.lstrip())
         if text.startswith("${") and text.endswith("}") and text.count("${") == 1:
             text = text[2:-1]
+            lead += 2
         try:
             return Expression(text)
         except ExpressionError as exc:
-            self.error(rel, "expression", exc.message, exc.hint)
+            self.expression_error(rel, exc, value, lead)
             return None
+
+    def expression_error(self, rel: tuple, exc: ExpressionError, value: str, lead: int = 0) -> None:
+        """Report `exc` at the character it names inside the YAML string `value` (the expression starts at
+        index `lead` of it), or at the value when that cannot be told."""
+        at = None
+        start = self.report.positions.get(self.full(rel))
+        if exc.line and start and self.doc.text and isinstance(value, str):
+            offset = lead + offset_in(value[lead:], exc.line, exc.column)
+            at = position_in_file(self.doc.text, start, value, offset)
+        self.report.error(self.full(rel), "expression", exc.message, exc.hint, at=at)
 
     def path(self, value: Any, rel: tuple) -> tuple | None:
         try:

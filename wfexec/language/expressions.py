@@ -58,6 +58,7 @@ class ExpressionError(Exception):
         self.source = source
         self.line = line
         self.column = column
+        self.path: tuple = ()  # where in a value given to compile_value the failing string is
 
 
 def _short(source: str, limit: int = 60) -> str:
@@ -427,10 +428,15 @@ def compile_value(value: Any) -> Any:
                 return template.parts[0]  # only `$${` escapes
             return template
         return value
-    if isinstance(value, dict):
-        return {k: compile_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [compile_value(v) for v in value]
+    if isinstance(value, (dict, list)):
+        compiled = {} if isinstance(value, dict) else [None] * len(value)
+        for key, item in (value.items() if isinstance(value, dict) else enumerate(value)):
+            try:
+                compiled[key] = compile_value(item)
+            except ExpressionError as exc:
+                exc.path = (key,) + exc.path
+                raise
+        return compiled
     return value
 
 
