@@ -279,6 +279,9 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
         run.journal = journal
         if record.in_flight:
             start = _settle_in_flight(store, run, journal, workflow, record, choices, notes) or start
+            if record.in_flight.get("started_at") and start == record.in_flight["node"]:
+                # The step runs again: its expressions read the time it first started.
+                run.resumed_step_ms = int(record.in_flight["started_at"] * 1000)
         store.set_status(run_id, "running", pending_question=None, last_error=None)
     except BaseException:
         store.release(run_id)
