@@ -44,3 +44,50 @@ def test_a_step_run_again_on_resume_reads_its_recorded_start(write_workflow):
     result = run.execute()
     assert result.state["computed"]["first"] == [1_700_000_000_000, 1_700_000_000_000]
     assert result.state["computed"]["second"] != "2023-11-14T22:13:20.000Z"  # the next step reads its own time
+
+
+NAMES_WORKFLOW = """
+name: names
+version: 1
+start_node: work
+initial_state: {config: {depth: 1}, computed: {seeded: 1}}
+input_schema:
+  url: {type: string}
+imports: {rules: rules.yaml}
+nodes:
+  work:
+    type: action
+    actions:
+      - {type: compute, expression: "config.depth + computed.seeded + input.url.length", store_as: computed.total}
+      - {type: set_flag, flag: ready}
+      - {type: evaluate, expression: "computed.total > 1", set_flag: big}
+      - type: foreach
+        items: "${[1, 2]}"
+        as: entry
+        actions:
+          - {type: compute, expression: "entry + index + imports.rules.x", store_as: computed.last}
+      - {type: compute, expression: "[total, ready, big, ask.id, HOME, [config].map(c => c.depth)]", store_as: computed.ok}
+      - {type: compute, expression: "computed.totl + flags.redy + input.ulr + imports.rulez", store_as: computed.typos}
+      - {type: compute, expression: "totl + nobody", store_as: computed.bare}
+    on_success: ask
+  ask:
+    type: user_prompt
+    prompt: {question: "Go?", header: Go, options: [{id: "yes", label: "Yes"}, {id: "no", label: "No"}]}
+    on_response: {"yes": {next_node: done}, "no": {next_node: done}}
+endings:
+  done: {type: success, message: "${computed.last_error ?? computed.validation_errors ?? 'ok'}"}
+"""
+
+
+def test_validate_warns_about_names_nothing_writes_and_suggests_the_spelling(write_workflow):
+    write_workflow("x: 1\n", name="rules.yaml")
+    diagnostics = wfexec.validate(write_workflow(NAMES_WORKFLOW))
+    warnings = {(d.message.split(" is ")[0], d.hint) for d in diagnostics if d.code in ("unwritten-name",)}
+    assert {message for message, _hint in warnings} == {
+        "`computed.totl`", "`flags.redy`", "`input.ulr`", "`imports.rulez`", "`totl`", "`nobody`"}
+    hints = dict(warnings)
+    assert "total" in hints["`computed.totl`"] and "ready" in hints["`flags.redy`"] and "url" in hints["`input.ulr`"]
+    assert all(d.severity == "warning" for d in diagnostics), [d.format() for d in diagnostics]
+    line = NAMES_WORKFLOW.splitlines().index(
+        '      - {type: compute, expression: "totl + nobody", store_as: computed.bare}') + 1
+    assert {d.line for d in diagnostics if "nobody" in d.message} == {line}

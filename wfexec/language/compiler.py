@@ -18,6 +18,7 @@ from wfexec.language.diagnostics import Diagnostic, Reporter, format_yaml_path, 
 from wfexec.language.expressions import Expression, ExpressionError, Template, compile_value, has_templates
 from wfexec.language.loader import Document, display_path, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
+from wfexec.language.name_checks import check_names
 from wfexec.language.scalar_positions import offset_in, position_in_file
 from wfexec.nodes import NODE_TYPES
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
@@ -37,6 +38,7 @@ class Compiler:
         self.registries = {PRECONDITION: preconditions(), CONSEQUENCE: consequences()}
         self.static_targets: list[tuple[tuple, str]] = []
         self.extra_diagnostics: list[Diagnostic] = []
+        self.expressions: list[tuple[tuple, Expression]] = []  # (YAML path, expression): for name checks
 
     # -- positions ----------------------------------------------------------
     def full(self, rel: tuple) -> tuple:
@@ -53,10 +55,23 @@ class Compiler:
     # -- values ---------------------------------------------------------------
     def value(self, value: Any, rel: tuple) -> Any:
         try:
-            return compile_value(value)
+            compiled = compile_value(value)
         except ExpressionError as exc:
             self.expression_error(tuple(rel) + exc.path, exc, exc.source)
             return value
+        if compiled is not value or isinstance(compiled, Template):
+            self._note_templates(compiled, self.full(rel))
+        return compiled
+
+    def _note_templates(self, value: Any, path: tuple) -> None:
+        if isinstance(value, Template):
+            self.expressions.extend((path, e) for e in value.expressions)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                self._note_templates(item, path + (key,))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                self._note_templates(item, path + (index,))
 
     def expression(self, value: Any, rel: tuple) -> Expression | None:
         if isinstance(value, bool):
@@ -69,10 +84,12 @@ class Compiler:
             text = text[2:-1]
             lead += 2
         try:
-            return Expression(text)
+            expression = Expression(text)
         except ExpressionError as exc:
             self.expression_error(rel, exc, value, lead)
             return None
+        self.expressions.append((self.full(rel), expression))
+        return expression
 
     def expression_error(self, rel: tuple, exc: ExpressionError, value: str, lead: int = 0) -> None:
         """Report `exc` at the character it names inside the YAML string `value` (the expression starts at
@@ -255,6 +272,7 @@ def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | Non
             path=path, source_hash=source_hash(data, imports), raw=data)
     check_report = doc.reporter()
     checks.check(data, nodes, endings, c.static_targets, check_report)
+    check_names(data, c.expressions, check_report)
     diagnostics += check_report.diagnostics + c.extra_diagnostics
     if has_errors(diagnostics):
         workflow = None

@@ -241,6 +241,12 @@ class Expression:
 
         self._fast = None if self.program else compile_fast(code, builtins)
 
+    @property
+    def reads(self) -> dict[str, tuple[str, ...] | None]:
+        """Each name read (not declared in the source) -> the keys read below it (None: used as a whole)."""
+        names = self.names
+        return {name: keys for name, keys in self._reads if name in names}
+
     def _invalid(self, exc: javascript.JavaScriptError) -> ExpressionError:
         prose = " (this reads as prose, not code)" if _reads_as_words(self.code) else ""
         return ExpressionError(f"invalid JavaScript in `{_short(self.source)}`: {exc.message}{prose}", LANGUAGE_HINT,
