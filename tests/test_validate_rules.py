@@ -909,6 +909,7 @@ def test_a_template_target_may_reach_anything(validate):
         name: x
         version: 1
         start_node: start
+        initial_state: {computed: {next: later}}
         nodes:
           start: {type: action, actions: [], on_success: "${computed.next}"}
           later: {type: action, actions: [], on_success: done}
