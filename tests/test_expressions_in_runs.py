@@ -91,3 +91,26 @@ def test_validate_warns_about_names_nothing_writes_and_suggests_the_spelling(wri
     line = NAMES_WORKFLOW.splitlines().index(
         '      - {type: compute, expression: "totl + nobody", store_as: computed.bare}') + 1
     assert {d.line for d in diagnostics if "nobody" in d.message} == {line}
+
+
+def test_an_endless_loop_in_a_condition_is_a_run_error_naming_the_node_and_line(run_yaml):
+    from wfexec.running.engine import RunError
+
+    try:
+        run_yaml("""
+            name: t
+            version: 1
+            start_node: spin
+            nodes:
+              spin:
+                type: conditional
+                condition: {type: evaluate_expression, expression: "while (true) {}"}
+                branches: {true: done, false: done}
+            endings:
+              done: {type: success, message: ok}
+            """)
+    except RunError as error:
+        text = error.format()
+    else:
+        raise AssertionError("the loop was not stopped")
+    assert "ran longer than" in text and "node 'spin'" in text and "workflow.yaml:8:" in text

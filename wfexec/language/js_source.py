@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 KEYWORDS = frozenset("""
 await break case catch class const continue debugger default delete do else enum export extends false finally
 for function if import in instanceof let new null of return static super switch this throw true try typeof var
-void while with yield async get set
-""".split())
+void while with yield
+""".split())  # `get`, `set`, `async`, `static` are names too outside the places they are keywords
 
 # After these a `/` starts a regular expression, not a division.
 _REGEX_AFTER_WORDS = frozenset("return typeof instanceof in of new delete void throw case do else yield await".split())
@@ -239,7 +239,7 @@ def usage(source: str) -> Usage:
             else:
                 keys = None
         found.reads[text] = keys
-        if after is not None and after.text == "(" and (before is None or before.text != "new" or True):
+        if after is not None and after.text == "(":
             found.calls.setdefault(text, token.start)
     return found
 
