@@ -238,3 +238,21 @@ def test_what_one_evaluation_does_to_the_intrinsics_does_not_reach_the_next(poll
     except ExpressionError:
         pass  # refusing the change outright is fine too
     assert Expression(check).evaluate(SCOPE) is None
+
+
+def test_threads_evaluate_the_same_expression_each_in_its_own_engine():
+    import threading
+
+    expression = Expression("computed.items.map(x => x + computed.count).join()")
+    results = []
+
+    def work():
+        results.extend(expression.evaluate(SCOPE) for _ in range(200))
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    work()
+    for thread in threads:
+        thread.join()
+    assert results == ["a3,b3"] * 800

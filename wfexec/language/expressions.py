@@ -196,7 +196,7 @@ class Expression:
     `names` are the names it reads (what validation checks something writes); `program` says it is
     several statements whose value is the last one's."""
 
-    __slots__ = ("source", "code", "names", "program", "_reads", "_compiled", "_engine", "_function", "_fast")
+    __slots__ = ("source", "code", "names", "program", "_reads", "_compiled", "_bound", "_fast")
 
     def __init__(self, source: str):
         self.source = source
@@ -235,8 +235,7 @@ class Expression:
             raise self._invalid(exc) from None
         self.program = self._compiled.program
         self._reads = tuple((name, tuple(sorted(keys)) if keys is not None else None) for name, keys in reads.items())
-        self._engine = None
-        self._function = None
+        self._bound = None
         from wfexec.language.expression_fastpath import compile_fast
 
         self._fast = None if self.program else compile_fast(code, builtins)
@@ -276,10 +275,15 @@ class Expression:
 
     def evaluate_in_engine(self, scope: Scope) -> Any:
         engine = javascript.current()
-        function = self._function
-        if self._engine is not engine:
-            function = self._function = engine.function(self._compiled.text, self.code)
-            self._engine = engine
+        bound = self._bound
+        if bound is not None and bound[0] is engine:
+            function = bound[1]
+        else:
+            # Another thread has its own engine: its function stays in that engine's table, and the first
+            # binding stays here, so no thread drops a value of another thread's engine.
+            function = engine.function(self._compiled.text, self.code)
+            if bound is None:
+                self._bound = (engine, function)
         try:
             return engine.call(function, self.arguments(scope), scope.clock())
         except javascript.JavaScriptError as exc:
