@@ -88,7 +88,7 @@ def test_the_fast_path_agrees_with_the_engine(source, scope):
     if expression._fast is None:
         event("no fast path")
         return
-    fast = expression._fast(scope.lookup)
+    fast = expression._fast(scope)
     if fast is MISSING:
         event("fast path stepped aside")
         return
@@ -112,7 +112,7 @@ def test_the_fast_path_answers_for_ordinary_values():
                              ("flags.ready && !flags.done", True), ("computed.user.name", "n"),
                              ("computed.count / 1", 3)]:
         expression = Expression(source)
-        fast = expression._fast(scope.lookup) if expression._fast else MISSING
+        fast = expression._fast(scope) if expression._fast else MISSING
         assert expression.evaluate(scope) == expected
         if source != "computed.count / 1":  # division is left to the engine
             assert fast == expected

@@ -124,10 +124,16 @@ class Scope:
         extras = self.extras
         if name in extras:
             return extras[name]
-        for namespace in NAMESPACES_IN_STATE:
-            space = state.get(namespace)
-            if space.__class__ is dict and name in space:
-                return space[name]
+        # computed, flags, user_responses (NAMESPACES_IN_STATE), in that order; written out: this runs per read
+        space = state.get("computed")
+        if space.__class__ is dict and name in space:
+            return space[name]
+        space = state.get("flags")
+        if space.__class__ is dict and name in space:
+            return space[name]
+        space = state.get("user_responses")
+        if space.__class__ is dict and name in space:
+            return space[name]
         if name in state:
             return state[name]
         if name == "env":
@@ -268,7 +274,10 @@ class Expression:
     def evaluate(self, scope: Scope) -> Any:
         fast = self._fast
         if fast is not None:
-            result = fast(scope.lookup)
+            try:
+                result = fast(scope)
+            except TypeError:  # a state namespace that is not a mapping: the engine says what that means
+                result = MISSING
             if result is not MISSING:
                 return result
         return self.evaluate_in_engine(scope)
