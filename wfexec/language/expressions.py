@@ -81,7 +81,9 @@ def strip_comments(source: str) -> str:
 def is_prose(source: str) -> bool:
     """True for a field that is not code: only `#` comment lines, or natural language that does not parse
     as JavaScript (`Read the config and pick the first source`)."""
-    code = strip_comments(str(source)).strip()
+    if not isinstance(source, str):
+        return False
+    code = strip_comments(source).strip()
     if not code:
         return True
     if not _reads_as_words(code):
