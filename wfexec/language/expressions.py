@@ -70,7 +70,11 @@ def _short(source: str, limit: int = 60) -> str:
 # Comments and prose.
 
 _COMMENT_LINE = re.compile(r"^[ \t]*#(?!!).*$", re.MULTILINE)
-_WORDS = re.compile(r"[A-Za-z][a-z']+(?:[ ,]+[A-Za-z][a-z']*){2,}")
+_WORD = re.compile(r"^[A-Za-z][A-Za-z'\-]*[.,;:!?]?$")
+# Words of English sentences that no expression uses as an operator.
+_FUNCTION_WORDS = {"the", "a", "an", "of", "to", "for", "with", "from", "each", "every", "this", "that", "it", "its",
+                   "into", "then", "all", "any", "by", "on", "at", "whether", "which", "when", "should", "must",
+                   "their", "them", "they", "we", "you", "be", "are", "was", "using", "use", "and"}
 
 
 def strip_comments(source: str) -> str:
@@ -78,14 +82,14 @@ def strip_comments(source: str) -> str:
     return _COMMENT_LINE.sub("", source) if "#" in source else source
 
 
-def is_prose(source: str) -> bool:
-    """True for a field that is not code: only `#` comment lines, or natural language that does not parse
-    as JavaScript (`Read the config and pick the first source`)."""
+def is_prose(source: object) -> bool:
+    """True for a field that describes a step instead of computing it: only `#` comment lines, or a sentence
+    (three or more plain words, one of them an English function word) that is not JavaScript."""
     if not isinstance(source, str):
         return False
     code = strip_comments(source).strip()
     if not code:
-        return True
+        return bool(source.strip())
     if not _reads_as_words(code):
         return False
     try:
@@ -93,6 +97,12 @@ def is_prose(source: str) -> bool:
     except ExpressionError:
         return True
     return False
+
+
+def _reads_as_words(code: str) -> bool:
+    words = code.split()
+    return len(words) >= 3 and all(_WORD.match(w) for w in words) and \
+        any(w.lower().strip(".,;:!?") in _FUNCTION_WORDS for w in words)
 
 
 # --------------------------------------------------------------------------- #
@@ -303,11 +313,6 @@ class Expression:
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
-
-
-def _reads_as_words(code: str) -> bool:
-    """Three or more words in a row, as natural language has."""
-    return bool(_WORDS.search(code))
 
 
 def _line_column(text: str, offset: int) -> tuple[int, int]:
