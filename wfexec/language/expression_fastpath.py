@@ -113,10 +113,12 @@ class _Writer:
         if name in NAMESPACES_IN_STATE:
             self.emit(f"{value} = loc[{n}] if loc and {n} in loc else st.get({n}, EMPTY)")
             return
+        # A run's state always has the three namespaces; a scope without one raises KeyError, and the
+        # caller asks the engine (as for a namespace that is not a container: TypeError).
         self.emit(f"if loc and {n} in loc: {value} = loc[{n}]")
         self.emit(f"elif {n} in ex: {value} = ex[{n}]")
-        for namespace in NAMESPACES_IN_STATE:  # `in` first: cheaper; a namespace that is no container raises
-            self.emit(f"elif {n} in (s := st.get({namespace!r}, EMPTY)) and s.__class__ is dict: {value} = s[{n}]")
+        for namespace in NAMESPACES_IN_STATE:
+            self.emit(f"elif {n} in (s := st[{namespace!r}]) and s.__class__ is dict: {value} = s[{n}]")
         self.emit(f"elif {n} in st: {value} = st[{n}]")
         self.emit(f"else: {value} = scope.lookup({n})")  # the environment, or MISSING
 

@@ -288,7 +288,7 @@ class Expression:
         if fast is not None:
             try:
                 result = fast(scope)
-            except TypeError:  # a state namespace that is not a mapping: the engine says what that means
+            except (TypeError, KeyError):  # a state namespace missing or not a mapping: the engine decides
                 result = MISSING
             if result is not MISSING:
                 return result
