@@ -114,3 +114,48 @@ def test_an_endless_loop_in_a_condition_is_a_run_error_naming_the_node_and_line(
     else:
         raise AssertionError("the loop was not stopped")
     assert "ran longer than" in text and "node 'spin'" in text and "workflow.yaml:8:" in text
+
+
+STAMP_THEN_SLOW = """
+name: stamp
+version: 1
+start_node: deploy
+nodes:
+  deploy:
+    type: action
+    actions:
+      - {{type: compute, expression: "Date.now()", store_as: computed.started}}
+      - type: run_command
+        command: ["{python}", "-c", "import pathlib, time; p = pathlib.Path('started'); first = not p.exists(); p.write_text('x'); time.sleep(30 if first else 0)"]
+    on_success: done
+endings:
+  done: {{type: success, message: "${{computed.started}}"}}
+"""
+
+
+def test_a_step_rerun_after_a_crash_reads_the_time_it_first_started(tmp_path, private_run_store):
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import wfexec_cli
+
+    (tmp_path / "workflow.yaml").write_text(STAMP_THEN_SLOW.format(python=sys.executable))
+    before = time.time_ns() // 1_000_000
+    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml"], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 20
+    while not (tmp_path / "started").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    killed = time.time_ns() // 1_000_000
+    time.sleep(0.05)
+    [record] = json.loads(wfexec_cli("runs", "--format", "json").stdout)
+    resumed = wfexec_cli("resume", record["id"], "--rerun", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    started = int(resumed.stdout.strip())
+    assert before <= started <= killed  # the first attempt's time, not the rerun's
+    assert started == round(record["in_flight"]["started_at"] * 1000)
