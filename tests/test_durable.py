@@ -96,7 +96,7 @@ nodes:
     actions: [{type: set_state, field: computed.b, value: LAST}]
     on_success: done
 endings:
-  done: {type: success, message: "${computed.a} ${computed.b | default('-')}"}
+  done: {type: success, message: "${computed.a} ${computed.b ?? '-'}"}
 """
 
 

@@ -126,7 +126,7 @@ def test_validation_gate_evaluates_all_and_collects_messages(run_yaml):
             on_invalid: invalid
         endings:
           done: {type: success, message: "valid"}
-          invalid: {type: failure, message: "${computed.validation_errors | join('; ')}"}
+          invalid: {type: failure, message: "${computed.validation_errors.join('; ')}"}
     """))
     assert result.ending == "invalid"
     assert result.message == "name is empty; Source 'docs' exists"
@@ -157,7 +157,7 @@ nodes:
           - {type: set_state, field: computed.note, value: "${user_responses.ask.raw.text}"}
         next_node: done
 endings:
-  done: {type: success, message: "go=${flags.go | default(false)}"}
+  done: {type: success, message: "go=${flags.go ?? false}"}
   stopped: {type: cancelled, message: "stopped"}
 """
 
@@ -339,7 +339,7 @@ def test_inputs_are_checked_against_input_schema_and_placed_in_state(run_yaml):
         nodes:
           work:
             type: action
-            actions: [{type: compute, expression: "url ~ '#' ~ (input.depth | string)", store_as: computed.r}]
+            actions: [{type: compute, expression: "url + '#' + input.depth", store_as: computed.r}]
             on_success: done
         endings:
           done: {type: success, message: "${computed.r}"}
@@ -370,7 +370,7 @@ def test_checkpoint_rollback_restores_state_but_keeps_history(run_yaml):
               - {type: rollback_checkpoint, name: before}
             on_success: done
         endings:
-          done: {type: success, message: "${count} ${flags.dirty | default('clean')}"}
+          done: {type: success, message: "${count} ${flags.dirty ?? 'clean'}"}
     """)
     assert result.message == "1 clean"
     assert "before" in result.state["checkpoints"]
@@ -397,7 +397,7 @@ def test_ending_output_summary_and_templates_keep_types(run_yaml):
     assert result.output == {"items": ["a", "b"], "count": 2}
 
 
-def test_a_template_naming_a_missing_key_routes_on_failure(run_yaml):
+def test_a_template_that_throws_routes_on_failure(run_yaml):
     result, _ = run_yaml(dedent("""
         name: t
         version: 1
@@ -405,15 +405,31 @@ def test_a_template_naming_a_missing_key_routes_on_failure(run_yaml):
         nodes:
           work:
             type: action
-            actions: [{type: set_state, field: computed.x, value: "${computed.not_there}"}]
+            actions: [{type: set_state, field: computed.x, value: "${computed.not_there.below}"}]
             on_success: done
             on_failure: failed
     """) + ENDINGS)
     assert result.ending == "failed"
-    assert "not_there" in result.state["computed"]["last_error"]
+    assert "TypeError" in result.state["computed"]["last_error"]
+    assert "computed.not_there.below" in result.state["computed"]["last_error"]
 
 
-def test_a_missing_name_in_a_condition_is_a_one_line_error_with_the_line(run_yaml):
+def test_a_missing_name_is_undefined_as_in_javascript(run_yaml):
+    result, _ = run_yaml(dedent("""
+        name: t
+        version: 1
+        start_node: work
+        nodes:
+          work:
+            type: action
+            actions: [{type: set_state, field: computed.x, value: "${computed.not_there || 'fallback'}"}]
+            on_success: done
+            on_failure: failed
+    """) + ENDINGS)
+    assert result.ending == "done" and result.state["computed"]["x"] == "fallback"
+
+
+def test_a_condition_that_throws_is_a_one_line_error_with_the_line(run_yaml):
     with pytest.raises(RunError) as caught:
         run_yaml(dedent("""
             name: t
@@ -422,11 +438,11 @@ def test_a_missing_name_in_a_condition_is_a_one_line_error_with_the_line(run_yam
             nodes:
               check:
                 type: conditional
-                condition: {type: evaluate_expression, expression: "undefined_thing > 1"}
+                condition: {type: evaluate_expression, expression: "undefined_thing.size > 1"}
                 branches: {true: done, false: done}
         """) + ENDINGS)
     text = caught.value.format()
-    assert "unknown name 'undefined_thing'" in text
+    assert "TypeError" in text and "undefined_thing" in text
     assert "workflow.yaml:8:" in text and "node 'check'" in text
 
 

@@ -30,7 +30,7 @@ nodes:
       dev: {next_node: done}
       other: {next_node: done}
 endings:
-  done: {type: success, message: "chose ${user_responses.ask.id}: ${user_responses.ask.raw.text | default(user_responses.ask.raw.label)}"}
+  done: {type: success, message: "chose ${user_responses.ask.id}: ${user_responses.ask.raw.text ?? user_responses.ask.raw.label}"}
 """
 
 

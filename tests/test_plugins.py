@@ -28,7 +28,7 @@ nodes:
     branches: {true: done, false: failed}
 endings:
   done: {type: success, message: "${computed.greeting}"}
-  failed: {type: error, message: "${computed.last_error | default('odd')}"}
+  failed: {type: error, message: "${computed.last_error ?? 'odd'}"}
 """
 
 

@@ -132,8 +132,15 @@ def test_network_available_connects_to_the_target(listening_port, tmp_path):
     assert not check({"type": "network_available", "target": f"127.0.0.1:{closed_port}", "timeout": 1}, tmp_path)
 
 
-def test_a_precondition_reading_a_missing_name_is_an_error_not_false(tmp_path):
-    with pytest.raises(wfexec.running.engine.RunError, match="unknown name 'nothing'"):
-        check({"type": "evaluate_expression", "expression": "nothing > 1"}, tmp_path)
+def test_a_precondition_that_throws_is_an_error_not_false(tmp_path):
+    with pytest.raises(wfexec.running.engine.RunError, match="TypeError"):
+        check({"type": "evaluate_expression", "expression": "nothing.below > 1"}, tmp_path)
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("nothing > 1", False), ("[]", True), ("''", False), ("({})", True), ("0", False), ("'0'", True),
+])
+def test_evaluate_expression_uses_javascript_truthiness(tmp_path, expression, expected):
+    assert check({"type": "evaluate_expression", "expression": expression}, tmp_path) is expected
 
 

@@ -24,7 +24,7 @@ nodes:
     type: action
     actions:
       - {type: compute, expression: "n * 2", store_as: computed.doubled}
-      - {type: set_state, field: computed.saw, value: "${secret | default('nothing')}"}
+      - {type: set_state, field: computed.saw, value: "${secret ?? 'nothing'}"}
     on_success: done
 endings:
   done: {type: success, message: ok, output: {doubled: "${computed.doubled}", saw: "${computed.saw}"}}

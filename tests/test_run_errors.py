@@ -40,7 +40,7 @@ MISTAKES = {
           bad:
             type: reference
             workflow: child.yaml
-            input: {x: "${ 1 // 0 }"}
+            input: {x: "${ null.x }"}
             next_node: done
         """,
     "reference section": """
@@ -62,7 +62,7 @@ MISTAKES = {
           bad:
             type: user_prompt
             prompt:
-              question: "Pick ${ 1 // 0 }"
+              question: "Pick ${ null.x }"
               options: [{id: a, label: A}]
             on_response:
               a: {next_node: done}

@@ -28,10 +28,11 @@ HOLE = "\0hole"  # where the failing template goes
 def failing_templates(context: str) -> list[str]:
     """Templates that compile (validate accepts them) and fail when rendered, wrapped in `context`.
 
-    The one place that knows the expression language: when expressions become JavaScript, these become
-    e.g. `${ (() => { throw new Error('x') })() }`.
+    The one place that knows the expression language (JavaScript): a thrown error, and a property read
+    from a name nothing set (undefined).
     """
-    return [context.replace("@", body) for body in ("${ 1 // 0 }", "${ missing_name.attr }")]
+    return [context.replace("@", body) for body in ("${ (() => { throw new Error('boom') })() }",
+                                                     "${ missing_name.attr }")]
 
 
 CONTEXTS = ["@", "before @ after"]

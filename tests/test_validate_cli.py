@@ -96,7 +96,7 @@ def test_json_output_types_for_every_kind_of_problem(cli):
     assert done.returncode == 2
     diagnostics = json.loads(done.stdout)["diagnostics"]
     assert {Path(d["file"]).name for d in diagnostics} == {
-        "duplicate_keys.yaml", "javascript_expression.yaml", "syntax_error.yaml", "typo_target.yaml",
+        "duplicate_keys.yaml", "expression_syntax_error.yaml", "syntax_error.yaml", "typo_target.yaml",
         "warnings_only.yaml"}
     for d in diagnostics:
         assert set(d) == DIAGNOSTIC_KEYS

@@ -531,7 +531,9 @@ def test_template_targets_are_not_checked_statically(validate_targets, field):
 
 def test_a_template_target_must_still_compile(validate_targets):
     text, diagnostics = validate_targets(on_success='"${computed.x =>}"')
-    assert_diagnostic(one(diagnostics, "expression"), pos(text, '"${computed'), "arrow functions", "Jinja2")
+    line, column = pos(text, '"${computed')
+    assert_diagnostic(one(diagnostics, "expression"), (line, column + len('"${computed.x ')), "SyntaxError",
+                      "JavaScript")
 
 
 def test_a_name_that_is_both_a_node_and_an_ending(validate):
@@ -663,36 +665,58 @@ def test_entry_preconditions_are_checked_like_any_call(validate):
 # --------------------------------------------------------------------------- #
 # Rule 6: templates and expressions.
 
-JS_AND_PROSE = [
-    ("items.map(x => x.id)", "arrow functions (`=>`) are JavaScript"),
-    ("items.filter(ok)", "JavaScript array/string methods"),
-    ("names.map(upper)", "JavaScript array/string methods"),
-    ("a === b", "`===`/`!==` are JavaScript"),
-    ("/\\.git$/.test(url)", "regular expression literals (`/.../`) are JavaScript"),
-    ("url matches /\\.git$/", "regular expression literals"),
-    ("items.length > 0", "`.length` is JavaScript"),
-    ("ok ? 'a' : 'b'", "the `a ? b : c` conditional is JavaScript"),
-    ("# parse the config\nlen(x) > 0", "looks like prose or a comment"),
-    ("len(items) >", "invalid expression"),
-    ("a b", "unexpected text after a complete expression"),
+SYNTAX_ERRORS = [
+    # (expression, the text the error points at, words in the message)
+    ("items.map(x => x.id) +* 2", "* 2", "SyntaxError"),
+    ("len(items) >", None, "ends too soon"),
+    ("a b", "b", "Unexpected identifier 'b'"),
+    ("/\\.git$/.test(url) && (", None, "ends too soon"),
+    ("x | default('none')", "default", "SyntaxError"),
+    ("len(x) > 0 and y", "and y", "SyntaxError"),
 ]
 
 
-@pytest.mark.parametrize("source, words", JS_AND_PROSE)
-def test_expression_fields_reject_javascript_and_prose_naming_the_language(validate, source, words):
+@pytest.mark.parametrize("source, at, words", SYNTAX_ERRORS)
+def test_expression_syntax_errors_point_inside_the_expression(validate, source, at, words):
     quoted = source.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     text, diagnostics = validate(action_workflow(f'- {{type: compute, expression: "{quoted}", store_as: computed.x}}\n'))
     d = one(diagnostics, "expression")
-    assert_diagnostic(d, pos(text, f'"{quoted}"'), words, "wfexec expressions are Jinja2 expressions")
+    line, column = pos(text, f'"{quoted}"')
+    if at is None:
+        expected = (line, column + 1 + len(quoted))     # just after the last character
+    else:
+        expected = (line, column + 1 + quoted.index(at.replace("\\", "\\\\")))
+    assert_diagnostic(d, expected, words, "wfexec expressions are JavaScript")
     assert d.yaml_path == "nodes.a.actions[0].expression"
 
 
-@pytest.mark.parametrize("source, words", JS_AND_PROSE[:8])
-def test_templates_reject_javascript_too(validate, source, words):
-    template = "Found ${" + source.replace("\\", "\\\\") + "} things"
+def test_a_syntax_error_in_a_block_scalar_points_at_its_line_and_column(validate):
+    text, diagnostics = validate(action_workflow(
+        "- type: compute\n  expression: |\n    # the total\n    const n = items.length;\n    n +* 2\n"
+        "  store_as: computed.x\n"))
+    d = one(diagnostics, "expression")
+    line, column = pos(text, "n +* 2")
+    assert (d.line, d.column) == (line, column + 3) and "SyntaxError" in d.message
+
+
+def test_calling_an_unknown_function_is_an_error_at_the_call(validate):
+    text, diagnostics = validate(action_workflow(
+        '- {type: compute, expression: "items.length > 0 && lenght(items)", store_as: computed.x}\n'))
+    d = one(diagnostics, "expression")
+    assert (d.line, d.column) == pos(text, "lenght(")
+    assert "unknown function 'lenght'" in d.message and "len" in d.hint
+
+
+@pytest.mark.parametrize("source, at", [("a ==* b", "* b"), ("x ? y", None), ("items.map(i =>)", ")")])
+def test_templates_point_inside_too(validate, source, at):
+    template = "Found ${" + source + "} things"
     text, diagnostics = validate(action_workflow(
         f'- type: set_state\n  field: computed.x\n  value: "{template}"\n'))
-    assert_diagnostic(one(diagnostics, "expression"), pos(text, '"Found'), words, "Jinja2")
+    d = one(diagnostics, "expression")
+    line, column = pos(text, '"Found')
+    inside = len('"Found ${') + (len(source) if at is None else source.index(at))
+    assert (d.line, d.column) == (line, column + inside)
+    assert "JavaScript" in d.hint
 
 
 @pytest.mark.parametrize("where, needle", [
@@ -710,24 +734,28 @@ def test_templates_compile_everywhere(validate, where, needle):
         "precondition": gate_workflow('- {type: state_equals, field: computed.a, value: "${a == }"}\n'),
     }[where]
     text, diagnostics = validate(text)
-    assert_diagnostic(one(diagnostics, "expression"), pos(text, needle), "invalid expression",
-                      "unexpected end of expression", "Jinja2")
+    d = one(diagnostics, "expression")
+    line, column = pos(text, needle)
+    assert d.line == line and d.column > column
+    assert "invalid JavaScript" in d.message and "ends too soon" in d.message and "JavaScript" in d.hint
 
 
 def test_an_unclosed_template(validate):
     text, diagnostics = validate(action_workflow('- {type: set_state, field: computed.x, value: "${len(items)"}\n'))
-    assert_diagnostic(one(diagnostics, "expression"), pos(text, '"${len'), "unclosed `${`", "`$${`")
+    assert_diagnostic(one(diagnostics, "expression"), pos(text, '${len'), "unclosed `${`", "`$${`")
 
 
 @pytest.mark.parametrize("source", [
     "len(items) > 0 && !flags.done || computed.force",
-    "contains(items, 'a') and startswith(name, 'x') and endswith(name, '.git')",
-    "items | map(attribute='id') | list",
-    "x if flags.ready else 'later'",
-    "name | default('none')",
-    "'a => b' ~ 'x.map(y)'",  # JavaScript inside a string literal is just text
+    "contains(items, 'a') && startswith(name, 'x') && endswith(name, '.git')",
+    "items.map(item => item.id)",
+    "flags.ready ? x : 'later'",
+    "name ?? 'none'",
+    "'a => b' + 'x.map(y)'",
+    "/\\\\.git$/.test(url)",
     "total / 2",
     "null",
+    "# a comment line\\nconst n = 2;\\nn * total",
 ])
 def test_valid_expressions_pass(validate, source):
     quoted = source.replace('"', '\\"')
@@ -913,6 +941,7 @@ def test_a_template_target_may_reach_anything(validate):
         name: x
         version: 1
         start_node: start
+        initial_state: {computed: {next: later}}
         nodes:
           start: {type: action, actions: [], on_success: "${computed.next}"}
           later: {type: action, actions: [], on_success: done}

@@ -29,10 +29,10 @@ def test_display_message_shows_a_whole_value_as_json(run_yaml):
     assert out.text.strip() == '["a", "b"]'
 
 
-def test_display_message_with_an_unknown_name_fails_the_action(run_yaml):
-    result, out = run_yaml(one_action({"type": "display_message", "message": "Hi ${computed.nobody_set_this}"}))
+def test_display_message_whose_template_throws_fails_the_action(run_yaml):
+    result, out = run_yaml(one_action({"type": "display_message", "message": "Hi ${computed.nobody_set_this.name}"}))
     assert result.type == "failure"
-    assert "nobody_set_this" in result.message
+    assert "nobody_set_this" in result.message and "TypeError" in result.message
     assert out.text == ""
 
 

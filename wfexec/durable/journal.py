@@ -103,7 +103,8 @@ class DurableJournal(Journal):
     def before_step(self, run: Run, node: Node) -> None:
         if node.id in self.outside:
             self.flush(run, node.id)
-            self.store.mark_in_flight(self.run_id, self.step + 1, node.id)
+            # The step's clock (what its expressions read as Date.now()) is its recorded start.
+            self.store.mark_in_flight(self.run_id, self.step + 1, node.id, started_at=run.step_clock() / 1000)
         self.started = _clock_ns()
 
     def after_step(self, run: Run, node: Node, entry: dict) -> None:
@@ -286,6 +287,9 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
         run.journal = journal
         if record.in_flight:
             start = _settle_in_flight(store, run, journal, workflow, record, choices, notes) or start
+            if record.in_flight.get("started_at") and start == record.in_flight["node"]:
+                # The step runs again: its expressions read the time it first started.
+                run.resumed_step_ms = round(record.in_flight["started_at"] * 1000)
         store.set_status(run_id, "running", pending_question=None, last_error=None)
     except BaseException:
         store.release(run_id)

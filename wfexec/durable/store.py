@@ -277,11 +277,13 @@ class Store:
         return _Transaction(self.db)
 
     # -- steps --------------------------------------------------------------
-    def mark_in_flight(self, run_id: str, step: int, node: str, state: dict | None = None) -> None:
+    def mark_in_flight(self, run_id: str, step: int, node: str, state: dict | None = None,
+                       started_at: float | None = None) -> None:
         """Record that a step with outside effects is starting (committed before it starts)."""
+        started_at = time.time() if started_at is None else started_at
         with self.transaction():
             self.db.execute("UPDATE runs SET in_flight = ?, current_node = ?, updated_at = ? WHERE id = ?",
-                            (_dumps({"step": step, "node": node, "started_at": time.time()}), node, time.time(),
+                            (_dumps({"step": step, "node": node, "started_at": started_at}), node, time.time(),
                              run_id))
 
     def commit_steps(self, run_id: str, steps: list[list], state: dict, step_count: int, current_node: str) -> None:

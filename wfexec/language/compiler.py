@@ -23,6 +23,8 @@ from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.prose import Prose, is_prose
 from wfexec.language.summary import Summary, summarise
 from wfexec.nodes.base import node_type
+from wfexec.language.name_checks import check_names
+from wfexec.language.scalar_positions import offset_in, position_in_file
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
                        Registry, consequences, preconditions)
 from wfexec.language.paths import PathError, parse_path
@@ -41,6 +43,7 @@ class Compiler:
         self.registries = {PRECONDITION: preconditions(), CONSEQUENCE: consequences()}
         self.static_targets: list[tuple[tuple, str]] = []
         self.extra_diagnostics: list[Diagnostic] = []
+        self.expressions: list[tuple[tuple, Expression]] = []  # (YAML path, expression): for name checks
 
     # -- positions ----------------------------------------------------------
     def full(self, rel: tuple) -> tuple:
@@ -57,10 +60,23 @@ class Compiler:
     # -- values ---------------------------------------------------------------
     def value(self, value: Any, rel: tuple) -> Any:
         try:
-            return compile_value(value)
+            compiled = compile_value(value)
         except ExpressionError as exc:
-            self.error(rel, "expression", exc.message, exc.hint)
+            self.expression_error(tuple(rel) + exc.path, exc, exc.source)
             return value
+        if compiled is not value or isinstance(compiled, Template):
+            self._note_templates(compiled, self.full(rel))
+        return compiled
+
+    def _note_templates(self, value: Any, path: tuple) -> None:
+        if isinstance(value, Template):
+            self.expressions.extend((path, e) for e in value.expressions)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                self._note_templates(item, path + (key,))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                self._note_templates(item, path + (index,))
 
     def expression(self, value: Any, rel: tuple) -> Expression | None:
         if isinstance(value, bool):
@@ -68,13 +84,27 @@ class Compiler:
         elif not isinstance(value, str):
             value = json.dumps(value)
         text = value.strip()
+        lead = len(value) - len(value.lstrip())
         if text.startswith("${") and text.endswith("}") and text.count("${") == 1:
             text = text[2:-1]
+            lead += 2
         try:
-            return Expression(text)
+            expression = Expression(text)
         except ExpressionError as exc:
-            self.error(rel, "expression", exc.message, exc.hint)
+            self.expression_error(rel, exc, value, lead)
             return None
+        self.expressions.append((self.full(rel), expression))
+        return expression
+
+    def expression_error(self, rel: tuple, exc: ExpressionError, value: str, lead: int = 0) -> None:
+        """Report `exc` at the character it names inside the YAML string `value` (the expression starts at
+        index `lead` of it), or at the value when that cannot be told."""
+        at = None
+        start = self.report.positions.get(self.full(rel))
+        if exc.line and start and self.doc.text and isinstance(value, str):
+            offset = lead + offset_in(value[lead:], exc.line, exc.column)
+            at = position_in_file(self.doc.text, start, value, offset)
+        self.report.error(self.full(rel), "expression", exc.message, exc.hint, at=at)
 
     def prose(self, text: str, rel: tuple, spec) -> Prose:
         """A field written as prose: a judgement step for the LLM backend, listed by validate."""
@@ -297,6 +327,8 @@ def check_document(doc: Document, loading: tuple = ()) -> Checked:
             path=path, source_hash=source_hash(data, imports), raw=data)
     check_report = doc.reporter()
     checks.check(data, nodes, endings, c.static_targets, check_report)
+    bound = {name for node in nodes.values() for name in node.kind.bound_names(node.spec)}
+    check_names(data, c.expressions, check_report, bound)
     diagnostics += check_report.diagnostics + c.extra_diagnostics
     if has_errors(diagnostics):
         workflow = None

@@ -1,97 +1,64 @@
 """`${...}` templates and expressions, compiled once and evaluated many times.
 
-The language is Jinja2's expression syntax, evaluated in jinja2's immutable
-sandbox (expressions read state; only consequences write it) with
-StrictUndefined, so a misspelt name is an error instead of an empty string.
+The language is JavaScript, run in a sandboxed QuickJS engine (`javascript.py`).
+An expression reads the run state and returns a value; only consequences write
+state, so an expression gets a JSON copy of exactly the names it reads
+(`js_source.py` finds them). A name resolves as the hiivmind seed says:
 
-On top of Jinja2, for workflows written against the hiivmind seed:
-- the operators `&&`, `||`, `!` mean `and`, `or`, `not`; `null` means none;
-- the functions `len`, `contains`, `startswith`, `endswith` exist;
-- a bare name resolves, in order: a local (`item` in `foreach`), an explicit
-  namespace (`computed`, `flags`, `user_responses`, `imports`, `env`, `input`),
-  a top-level state key, then a key of `computed`, `flags`, `user_responses`,
-  and last, an UPPER_CASE name falls back to the environment (`${HOME}`).
-JavaScript (arrow functions, `.map(`, `===`, regex literals) and prose are
-rejected when the workflow loads, with a message that says what to write.
+- a local (`item` in `foreach`) first;
+- an explicit namespace: `computed`, `flags`, `user_responses` (in the state),
+  `input`, `env`, `imports`;
+- a bare name is looked up in `computed`, then `flags`, then `user_responses`,
+  then the top-level state; last, an UPPER_CASE name falls back to the
+  environment (`${HOME}`);
+- anything else is `undefined`, as in JavaScript (`computed.x || 'default'`).
+
+The helpers `len`, `contains`, `startswith`, `endswith`, `parseYaml` and
+`serializeYaml` exist beside JavaScript's own globals. `Date.now()` and
+`new Date()` read the scope's clock, which the run records per step.
+Lines that start with `#` are comments. Simple expressions
+(`computed.count < 10`) take a Python fast path that agrees with the engine
+(`expression_fastpath.py`).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
-from dataclasses import dataclass
-from typing import Any, Mapping
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from wfexec.language import javascript
+from wfexec.language.js_source import KEYWORDS, TokenError, usage
 
 from wfexec.errors import WfexecError
 
 NAMESPACES_IN_STATE = ("computed", "flags", "user_responses")
 NAMESPACES_OUTSIDE_STATE = ("imports", "env", "input")
-_FALLBACK_NAMESPACES = NAMESPACES_IN_STATE
 _IN_STATE = frozenset(NAMESPACES_IN_STATE)
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+HELPERS = ("len", "contains", "startswith", "endswith", "parseYaml", "serializeYaml")
 
 LANGUAGE_HINT = (
-    "wfexec expressions are Jinja2 expressions: `len(items) > 0 and flags.ready`, "
-    "`x if cond else y`, `name | default('none')`, `items | map(attribute='id') | list`"
+    "wfexec expressions are JavaScript: `computed.items.length > 0 && flags.ready`, "
+    "`ok ? 'yes' : 'no'`, `computed.name || 'none'`, `items.map(i => i.id)`"
 )
 
 
 class ExpressionError(WfexecError):
-    """A template or expression that does not compile, or fails when evaluated."""
+    """A template or expression that does not compile, or fails when evaluated.
 
-    def __init__(self, message: str, hint: str = "", source: str = ""):
+    For a syntax error, `line` and `column` (1-based) point inside `source`."""
+
+    def __init__(self, message: str, hint: str = "", source: str = "", line: int = 0, column: int = 0):
         super().__init__(message, hint)
         self.source = source
-
-
-# --------------------------------------------------------------------------- #
-# Rejections: things people write that are not this language.
-
-_JS_PATTERNS: list[tuple[re.Pattern, str, str]] = [
-    # `/.../` holding `\`, `$` or `^` after an operator or a space: division never looks like that.
-    (re.compile(r"(?:^|[(,=:&|!\s])/(?:[^/\s]|\\/)(?:[^/\n]|\\/)*[\\$^][^/\n]*/[gimsuy]*"),
-     "regular expression literals (`/.../`) are JavaScript",
-     "use a string test: `s.endswith('.git')`, `'x' in s`"),
-    (re.compile(r"=>"), "arrow functions (`=>`) are JavaScript",
-     "use a filter instead: `items | map(attribute='id') | list`, `items | selectattr('ok') | list`"),
-    (re.compile(r"[!=]=="), "`===`/`!==` are JavaScript", "use `==` or `!=`"),
-    (re.compile(r"\.(map|filter|reduce|some|every|flatMap|forEach|push|includes|indexOf|toLowerCase|"
-                r"toUpperCase|trim|toISOString|test|match|startsWith|endsWith|substring|slice|charAt|"
-                r"toString)\s*\("),
-     "JavaScript array/string methods are not available",
-     "use Jinja2 filters: `items | map(...)`, `items | select(...)`, `x in items`, `s | lower`, `s | trim`"),
-    (re.compile(r"\.length\b"), "`.length` is JavaScript", "use `len(x)` or `x | length`"),
-    (re.compile(r"\bnew\s+[A-Z]\w*\s*\("), "JavaScript constructors (`new X(...)`) are not available",
-     "use a consequence such as set_timestamp"),
-    (re.compile(r"\b(Object|Math|JSON|Array|Date)\.\w+"), "JavaScript globals are not available",
-     "use Jinja2 filters: `d | dictsort`, `x | tojson`, `x | round`"),
-    (re.compile(r"\?\?"), "`??` is JavaScript", "use `x | default(y)`"),
-    (re.compile(r"(?<![?\w])\?(?![?])[^:]*:"), "the `a ? b : c` conditional is JavaScript",
-     "use `b if a else c`"),
-]
-
-
-def _looks_like_prose(source: str) -> bool:
-    if any(line.lstrip().startswith(("#", "//")) for line in source.splitlines()):
-        return True
-    return bool(re.search(r"[A-Za-z]+(?: +[a-z]{2,}){3,}", source)) and not re.search(r"[=<>()|]", source)
-
-
-def _reject_foreign(source: str) -> None:
-    for pattern, what, hint in _JS_PATTERNS:
-        if pattern.search(_strip_strings(source)):
-            raise ExpressionError(f"{what}: `{_short(source)}`", hint + "; " + LANGUAGE_HINT, source)
-    if _looks_like_prose(source):
-        raise ExpressionError(f"this looks like prose or a comment, not an expression: `{_short(source)}`",
-                              "an expression computes a value; move explanations to `description`. " + LANGUAGE_HINT,
-                              source)
-
-
-_STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
-
-
-def _strip_strings(source: str) -> str:
-    return _STRING_LITERAL.sub("''", source)
+        self.line = line
+        self.column = column
+        self.path: tuple = ()  # where in a value given to compile_value the failing string is
 
 
 def _short(source: str, limit: int = 60) -> str:
@@ -100,265 +67,294 @@ def _short(source: str, limit: int = 60) -> str:
 
 
 # --------------------------------------------------------------------------- #
-# Seed operators → Jinja2.
+# Comments and prose.
 
-_SEED_TOKEN = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|&&|\|\||!(?!=)")
+_COMMENT_LINE = re.compile(r"^[ \t]*#(?!!).*$", re.MULTILINE)
+_WORD = re.compile(r"^[A-Za-z][A-Za-z'\-]*[.,;:!?]?$")
+# Words of English sentences that no expression uses as an operator.
+_FUNCTION_WORDS = {"the", "a", "an", "of", "to", "for", "with", "from", "each", "every", "this", "that", "it", "its",
+                   "into", "then", "all", "any", "by", "on", "at", "whether", "which", "when", "should", "must",
+                   "their", "them", "they", "we", "you", "be", "are", "was", "using", "use", "and"}
 
 
-def _translate_seed_operators(source: str) -> str:
-    def swap(match: re.Match) -> str:
-        token = match.group(0)
-        if token == "&&":
-            return " and "
-        if token == "||":
-            return " or "
-        if token == "!":
-            return " not "
-        return token
+def strip_comments(source: str) -> str:
+    """The source with its `#` comment lines blanked (lines keep their numbers)."""
+    return _COMMENT_LINE.sub("", source) if "#" in source else source
 
-    return _SEED_TOKEN.sub(swap, source)
+
+def is_prose(source: object) -> bool:
+    """True for a field that describes a step instead of computing it: only `#` comment lines, or a sentence
+    (three or more plain words, one of them an English function word) that is not JavaScript."""
+    if not isinstance(source, str):
+        return False
+    code = strip_comments(source).strip()
+    if not code:
+        return bool(source.strip())
+    if not _reads_as_words(code):
+        return False
+    try:
+        Expression(source)
+    except ExpressionError:
+        return True
+    return False
+
+
+def _reads_as_words(code: str) -> bool:
+    words = code.split()
+    return len(words) >= 3 and all(_WORD.match(w) for w in words) and \
+        any(w.lower().strip(".,;:!?") in _FUNCTION_WORDS for w in words)
 
 
 # --------------------------------------------------------------------------- #
-# The environment.
+# Scopes.
 
-def _contains(container, item) -> bool:
-    return container is not None and item in container
-
-
-def _startswith(text, prefix) -> bool:
-    return isinstance(text, str) and text.startswith(prefix)
+MISSING = object()
 
 
-def _endswith(text, suffix) -> bool:
-    return isinstance(text, str) and text.endswith(suffix)
-
-
-_env = None
-_GLOBALS: dict = {}
-_Undefined: type = type(None)  # jinja2.Undefined, once the environment exists
-
-
-def environment():
-    global _env
-    if _env is None:
-        from jinja2 import StrictUndefined
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-        class WorkflowEnvironment(ImmutableSandboxedEnvironment):
-            def getattr(self, obj, attribute):
-                # `computed.items` means the key "items", not dict.items: in workflow
-                # state a mapping's keys always win over Python methods.
-                if isinstance(obj, dict) and attribute in obj:
-                    return obj[attribute]
-                return super().getattr(obj, attribute)
-
-        env = WorkflowEnvironment(undefined=StrictUndefined, autoescape=False)
-        env.globals.update(
-            len=len, contains=_contains, startswith=_startswith, endswith=_endswith,
-            null=None, str=str, int=int, float=float, bool=bool, min=min, max=max, sum=sum,
-            sorted=sorted, abs=abs, round=round, list=list, dict=dict,
-        )
-        global _Undefined
-        from jinja2 import Undefined
-
-        _GLOBALS.update(env.globals)
-        _Undefined = Undefined
-        _env = env
-    return _env
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True)
 class Scope:
-    """The names an expression can see: the run state plus a few outside namespaces."""
+    """The names an expression can see: the run state, a few outside namespaces, locals, and the clock
+    `Date.now()` reads (milliseconds since the epoch; the run supplies the time it recorded for the step)."""
 
     state: Mapping[str, Any]
     extras: Mapping[str, Any]  # imports, env, input
     locals: Mapping[str, Any] | None = None
+    clock: Callable[[], float] = field(default=wall_clock_ms, compare=False)
 
-    def resolve(self, name: str) -> Any:
-        """The value of a bare name, or raise KeyError."""
-        if self.locals and name in self.locals:
-            return self.locals[name]
+    def lookup(self, name: str) -> Any:
+        """The value of a bare name, or MISSING."""
+        local_values = self.locals
+        if local_values and name in local_values:
+            return local_values[name]
         state = self.state
         if name in _IN_STATE:
             return state.get(name, {})
-        if name in self.extras:
-            return self.extras[name]
+        extras = self.extras
+        if name in extras:
+            return extras[name]
+        # computed, flags, user_responses (NAMESPACES_IN_STATE), in that order; written out: this runs per read
+        space = state.get("computed")
+        if space.__class__ is dict and name in space:
+            return space[name]
+        space = state.get("flags")
+        if space.__class__ is dict and name in space:
+            return space[name]
+        space = state.get("user_responses")
+        if space.__class__ is dict and name in space:
+            return space[name]
         if name in state:
             return state[name]
-        for namespace in _FALLBACK_NAMESPACES:
-            space = state.get(namespace)
-            if isinstance(space, dict) and name in space:
-                return space[name]
         if name == "env":
             return os.environ
         if _ENV_NAME.match(name) and name in os.environ:
             return os.environ[name]
-        raise KeyError(name)
+        return MISSING
+
+    def resolve(self, name: str) -> Any:
+        """The value of a bare name, or raise KeyError."""
+        value = self.lookup(name)
+        if value is MISSING:
+            raise KeyError(name)
+        return value
 
     def child(self, **local_values) -> "Scope":
         merged = dict(self.locals or {})
         merged.update(local_values)
-        return Scope(self.state, self.extras, merged)
+        return Scope(self.state, self.extras, merged, self.clock)
 
+
+def truthy(value: Any) -> bool:
+    """JavaScript's truthiness of a JSON value: `[]` and `{}` are true, `0`, `''`, `null`, NaN false."""
+    if value is None or value is False:
+        return False
+    cls = value.__class__
+    if cls is int or cls is float:
+        return value != 0 and value == value
+    if cls is str:
+        return value != ""
+    return True
+
+
+def _jsonable(value: Any) -> Any:
+    """State values JSON does not know (sets, dates, paths) cross as lists and text."""
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    return str(value)
+
+
+def _dumps(values: dict) -> str:
+    try:
+        return json.dumps(values, default=_jsonable, allow_nan=False)
+    except ValueError:  # NaN or an infinity somewhere in the state: JSON.stringify writes null for those
+        return json.dumps(_finite(values), default=_jsonable)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------- #
+# Expressions.
 
 class Expression:
-    """A compiled expression. `evaluate(scope)` returns its value."""
+    """A compiled expression. `evaluate(scope)` returns its value.
 
-    __slots__ = ("source", "names", "_ast", "_context", "_root", "_run")
+    `names` are the names it reads (what validation checks something writes); `program` says it is
+    several statements whose value is the last one's."""
+
+    __slots__ = ("source", "code", "names", "program", "_reads", "_compiled", "_bound", "_fast")
 
     def __init__(self, source: str):
         self.source = source
-        text = source.strip()
-        if not text:
-            raise ExpressionError("the expression is empty", LANGUAGE_HINT, source)
-        _reject_foreign(text)
-        text = _translate_seed_operators(text)
-        env = environment()
-        from jinja2 import TemplateSyntaxError, nodes
-        from jinja2.parser import Parser
-
+        code = strip_comments(source)
+        if not code.strip():
+            raise ExpressionError("the expression is empty" if not source.strip() else
+                                  f"`{_short(source)}` holds only `#` comments, no code", LANGUAGE_HINT, source)
+        self.code = code
         try:
-            parser = Parser(env, text, state="variable")
-            ast = parser.parse_expression()
-            if not parser.stream.eos:
-                raise TemplateSyntaxError("unexpected text after the expression", parser.stream.current.lineno,
-                                          None, None)
-        except TemplateSyntaxError as exc:
-            raise ExpressionError(f"invalid expression `{_short(source)}`: {_syntax_problem(exc.message)}",
-                                  LANGUAGE_HINT, source) from None
-        except Exception as exc:  # jinja raises assorted errors on odd input
-            raise ExpressionError(f"invalid expression `{_short(source)}`: {exc}", LANGUAGE_HINT, source) from None
-        _check_filters_and_tests(ast, env, source)
-        self._ast = ast
-        self._context = None
-        self._root = None
-        self._run = self._compile
-        found = [ast, *ast.find_all(nodes.Name)]  # find_all skips the root itself
-        self.names = tuple(sorted({n.name for n in found if isinstance(n, nodes.Name) and n.ctx == "load"}))
+            found = usage(code)
+        except TokenError as exc:
+            try:  # the engine's own words, when it agrees the source is broken
+                javascript.compile_source(code, ())
+            except javascript.JavaScriptError as syntax:
+                raise self._invalid(syntax) from None
+            raise ExpressionError(f"wfexec cannot read the names in `{_short(source)}`: {exc}", LANGUAGE_HINT,
+                                  source, *_line_column(code, exc.offset)) from None
+        builtins = javascript.global_names()
+        reads = {name: keys for name, keys in found.reads.items() if name not in builtins and name not in KEYWORDS}
+        self.names = tuple(sorted(name for name in found.free if name in reads))
+        unknown_calls = {name: at for name, at in found.calls.items()
+                         if name not in builtins and name not in found.declared and name not in KEYWORDS}
+        if unknown_calls:
+            name, at = min(unknown_calls.items(), key=lambda item: item[1])
+            from wfexec.language.diagnostics import did_you_mean
 
-    def _compile(self, resolve):
-        # Parsing (above) finds every error a workflow author can make; turning the
-        # tree into Python code is the costly half, done once, on first evaluation.
-        from jinja2 import nodes
+            line, column = _line_column(code, at)
+            hint = did_you_mean(name, [*HELPERS, *sorted(n for n in builtins if not n.startswith("__"))]) or \
+                f"the functions are JavaScript's own ({', '.join(('Math.max', 'JSON.stringify', 'String'))}, …) " \
+                f"and the helpers {', '.join(HELPERS)}; call methods on values: `s.trim()`, `items.map(...)`"
+            raise ExpressionError(f"unknown function '{name}' called in `{_short(source)}`", hint, source,
+                                  line, column)
+        try:
+            self._compiled = javascript.compile_source(code, tuple(sorted(reads)))
+        except javascript.JavaScriptError as exc:
+            raise self._invalid(exc) from None
+        self.program = self._compiled.program
+        self._reads = tuple((name, tuple(sorted(keys)) if keys is not None else None) for name, keys in reads.items())
+        self._bound = None
+        from wfexec.language.expression_fastpath import compile_fast
 
-        from wfexec.language.expression_codegen import compile_fast
+        self._fast = None if self.program else compile_fast(code, builtins)
 
-        fast = compile_fast(self._ast, environment(), _missing)
-        if fast is not None:
-            self._run = fast
-        else:
-            body = nodes.Template([nodes.Assign(nodes.Name("result", "store"), self._ast, lineno=1)], lineno=1)
-            template = environment().from_string(body)
-            self._root = template.root_render_func
-            self._context = template.new_context({}, shared=True)
-            self._run = self._run_template
-        return self._run(resolve)
+    @property
+    def reads(self) -> dict[str, tuple[str, ...] | None]:
+        """Each name read (not declared in the source) -> the keys read below it (None: used as a whole)."""
+        names = self.names
+        return {name: keys for name, keys in self._reads if name in names}
 
-    def _run_template(self, resolve):
-        # One jinja2 Context per expression, re-pointed at this evaluation's names:
-        # building a Context costs more than most expressions. The engine evaluates
-        # on one thread and an expression never evaluates itself, so reuse is safe.
+    def _invalid(self, exc: javascript.JavaScriptError) -> ExpressionError:
+        prose = " (this reads as prose, not code)" if _reads_as_words(self.code) else ""
+        return ExpressionError(f"invalid JavaScript in `{_short(self.source)}`: {exc.message}{prose}", LANGUAGE_HINT,
+                               self.source, exc.line, exc.column)
+
+    def arguments(self, scope: Scope) -> str:
+        """The JSON text of the names this expression reads (only the keys it reads below a name, when it
+        reads keys only)."""
         values = {}
-        for name in self.names:
-            try:
-                values[name] = resolve(name)
-            except KeyError:
-                if name in _GLOBALS:
-                    values[name] = _GLOBALS[name]
-                # else left undefined: StrictUndefined reports it when used
-        context = self._context
-        context.parent = values
-        context.vars = {}
-        for _ in self._root(context):
-            pass
-        return context.vars["result"]
+        lookup = scope.lookup
+        for name, keys in self._reads:
+            value = lookup(name)
+            if value is MISSING:
+                continue
+            if keys is not None and isinstance(value, Mapping):
+                value = {k: value[k] for k in keys if k in value}
+            values[name] = value
+        return _dumps(values) if values else ""
 
     def evaluate(self, scope: Scope) -> Any:
+        fast = self._fast
+        if fast is not None:
+            try:
+                result = fast(scope)
+            except (TypeError, KeyError):  # a state namespace missing or not a mapping: the engine decides
+                result = MISSING
+            if result is not MISSING:
+                return result
+        return self.evaluate_in_engine(scope)
+
+    def evaluate_in_engine(self, scope: Scope) -> Any:
+        engine = javascript.current()
+        bound = self._bound
+        if bound is not None and bound[0] is engine:
+            function = bound[1]
+        else:
+            # Another thread has its own engine: its function stays in that engine's table, and the first
+            # binding stays here, so no thread drops a value of another thread's engine.
+            function = engine.function(self._compiled.text, self.code)
+            if bound is None:
+                self._bound = (engine, function)
         try:
-            result = self._run(scope.resolve)
-            if isinstance(result, _Undefined):
-                result._fail_with_undefined_error()
-        except Exception as exc:
-            raise self._explain(exc) from None
-        return result
-
-    def _explain(self, exc: Exception) -> ExpressionError:
-        from jinja2.exceptions import SecurityError, UndefinedError
-
-        # The sandbox answers an unsafe attribute with an Undefined that raises SecurityError.
-        if isinstance(exc, SecurityError):
-            return ExpressionError(f"`{_short(self.source)}` is not allowed: {exc}",
-                                   "expressions can read values, not reach into Python internals", self.source)
-        if isinstance(exc, UndefinedError):
-            return ExpressionError(_undefined_message(exc, self.source), "set it earlier in the workflow, or use "
-                                   "`x | default(...)` / `x is defined`", self.source)
-        return ExpressionError(f"`{_short(self.source)}` failed: {type(exc).__name__}: {exc}", "", self.source)
+            return engine.call(function, self.arguments(scope), scope.clock())
+        except javascript.JavaScriptError as exc:
+            hint = {"time": "look for a loop that never ends", "memory": "build smaller values"}.get(exc.kind, "")
+            raise ExpressionError(f"`{_short(self.source)}` failed: {exc.message}", hint, self.source) from None
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
 
 
-def _syntax_problem(message: str | None) -> str:
-    """Jinja's parser words, said in terms of an expression."""
-    message = message or "syntax error"
-    if message.startswith(("chunk after expression", "unexpected text after the expression")):
-        return "unexpected text after a complete expression (an operator missing, or prose?)"
-    return message.replace("'end of template'", "end of expression").replace("end of template", "end of expression")
-
-
-def _missing(name: str) -> Any:
-    """An unknown name: one of the language's functions, else an undefined that fails when used."""
-    if name in _GLOBALS:
-        return _GLOBALS[name]
-    return environment().undefined(name=name)
-
-
-def _check_filters_and_tests(ast, env, source: str) -> None:
-    from jinja2 import nodes
-
-    for node in [ast, *ast.find_all((nodes.Filter, nodes.Test))]:
-        if not isinstance(node, (nodes.Filter, nodes.Test)):
-            continue
-        known = env.filters if isinstance(node, nodes.Filter) else env.tests
-        if node.name not in known:
-            what = "filter" if isinstance(node, nodes.Filter) else "test"
-            from wfexec.language.diagnostics import did_you_mean
-
-            hint = did_you_mean(node.name, known) or f"Jinja2's built-in {what}s are available"
-            raise ExpressionError(f"unknown {what} '{node.name}' in `{_short(source)}`", hint, source)
-
-
-def _undefined_message(exc: Exception, source: str) -> str:
-    text = str(exc)
-    match = re.match(r"'(\w+)' is undefined", text)
-    if match:
-        return f"unknown name '{match.group(1)}' in `{_short(source)}`"
-    match = re.match(r"'(.+)' has no attribute '(.+)'", text)
-    if match:
-        return f"no value '{match.group(2)}' in `{_short(source)}` ({match.group(1)} has no such key)"
-    return f"`{_short(source)}`: {text}"
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, column
 
 
 # --------------------------------------------------------------------------- #
 # Templates: strings containing ${...}.
 
+def _skip_quoted(text: str, start: int) -> int:
+    """Index after the string or template literal that starts at `start` (len(text) when unclosed)."""
+    quote = text[start]
+    i = start + 1
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == quote:
+            return i + 1
+        if quote == "`" and text.startswith("${", i):
+            close = _find_close(text, i + 2)
+            if close < 0:
+                return len(text)
+            i = close + 1
+            continue
+        i += 1
+    return len(text)
+
+
 def _find_close(text: str, start: int) -> int:
     """Index of the `}` closing the `${` whose body starts at `start`, or -1."""
     depth = 0
-    quote = ""
     i = start
     while i < len(text):
         ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "{[(":
+        if ch in "'\"`":
+            i = _skip_quoted(text, i)
+            continue
+        if ch in "{[(":
             depth += 1
         elif ch in ")]":
             depth -= 1
@@ -390,11 +386,14 @@ class Template:
                 close = _find_close(source, i + 2)
                 if close < 0:
                     raise ExpressionError(f"unclosed `${{` in `{_short(source)}`", "add the closing `}`, or write "
-                                          "`$${` for a literal `${`", source)
+                                          "`$${` for a literal `${`", source, *_line_column(source, i))
                 if literal:
                     parts.append("".join(literal))
                     literal = []
-                parts.append(Expression(source[i + 2: close]))
+                try:
+                    parts.append(Expression(source[i + 2: close]))
+                except ExpressionError as exc:
+                    raise _shifted(exc, source, i + 2) from None
                 i = close + 1
                 continue
             literal.append(source[i])
@@ -417,6 +416,15 @@ class Template:
         return f"Template({self.source!r})"
 
 
+def _shifted(exc: ExpressionError, template: str, offset: int) -> ExpressionError:
+    """An error inside the `${...}` at `offset`, positioned in the whole template."""
+    if not exc.line:
+        return ExpressionError(exc.message, exc.hint, template)
+    start_line, start_column = _line_column(template, offset)
+    column = exc.column + start_column - 1 if exc.line == 1 else exc.column
+    return ExpressionError(exc.message, exc.hint, template, start_line + exc.line - 1, column)
+
+
 def to_text(value: Any) -> str:
     """How a value reads inside a larger string."""
     cls = value.__class__
@@ -429,8 +437,6 @@ def to_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (dict, list)):
-        import json
-
         return json.dumps(value, ensure_ascii=False, default=str)
     return str(value)
 
@@ -448,10 +454,15 @@ def compile_value(value: Any) -> Any:
                 return template.parts[0]  # only `$${` escapes
             return template
         return value
-    if isinstance(value, dict):
-        return {k: compile_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [compile_value(v) for v in value]
+    if isinstance(value, (dict, list)):
+        compiled = {} if isinstance(value, dict) else [None] * len(value)
+        for key, item in (value.items() if isinstance(value, dict) else enumerate(value)):
+            try:
+                compiled[key] = compile_value(item)
+            except ExpressionError as exc:
+                exc.path = (key,) + exc.path
+                raise
+        return compiled
     return value
 
 
@@ -477,4 +488,3 @@ def render_value(value: Any, scope: Scope) -> Any:
     if isinstance(value, list):
         return [render_value(v, scope) for v in value]
     return value
-

@@ -44,6 +44,7 @@ class Document:
     data: Any
     positions: dict = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    text: str = ""  # the source, to point inside a string value (scalar_positions)
 
     def reporter(self) -> Reporter:
         return Reporter(self.path, self.positions)
@@ -116,7 +117,7 @@ def load_text(text: str, path: str = "<string>") -> Document:
     """Parse YAML text into a Document; syntax problems become diagnostics."""
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-    doc = Document(path=path, data=None)
+    doc = Document(path=path, data=None, text=text)
     reporter = doc.reporter()
     yaml = _parser()
     try:

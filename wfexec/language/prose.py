@@ -13,33 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# --------------------------------------------------------------------------- #
-# TEMPORARY, until the JavaScript expression engine lands: it brings
-# `is_prose(source)` in wfexec/language/expressions.py. At merge, replace this
-# function by an import of that one; `Compiler.call` is the only caller.
+from wfexec.language.expressions import is_prose
 
-_WORD = re.compile(r"^[A-Za-z][A-Za-z'\-]*[.,;:!?]?$")
-# Words of English sentences that no expression uses as an operator.
-_FUNCTION_WORDS = {"the", "a", "an", "of", "to", "for", "with", "from", "each", "every", "this", "that", "it", "its",
-                   "into", "then", "all", "any", "by", "on", "at", "whether", "which", "when", "should", "must",
-                   "their", "them", "they", "we", "you", "be", "are", "was", "using", "use"}
-
-
-def is_prose(source: object) -> bool:
-    """Text that describes a step instead of computing it: only `#` comment lines, or a sentence (three or more
-    plain words, at least one of them an English function word, and no operator)."""
-    if not isinstance(source, str):
-        return False
-    lines = [line.strip() for line in source.strip().splitlines() if line.strip()]
-    if not lines:
-        return False
-    if all(line.startswith("#") for line in lines):
-        return True
-    words = " ".join(lines).split()
-    return (len(words) >= 3 and all(_WORD.match(w) for w in words)
-            and any(w.lower().strip(".,;:!?") in _FUNCTION_WORDS for w in words))
-
-# --------------------------------------------------------------------------- #
+__all__ = ["Prose", "is_prose"]
 
 
 # A state path named in the text: `computed.config`, `config.sources[0].id`, `source_url`.

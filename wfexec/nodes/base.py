@@ -109,6 +109,8 @@ class NodeType:
     dot_shape: str = "shape=box"
     tools: frozenset = frozenset()              # Claude Code tools an agent needs to follow its rules
     questions: Callable[[Any, dict], dict | None] | None = None  # (node, raw) → what it asks, for SKILL.md
+    # -- names its templates may read besides the state's (for the check that warns about unwritten names)
+    bound_names: Callable[[Any], Iterable[str]] = _no_calls  # spec → names it binds, e.g. each item of a list
     # -- `validate`'s summary of what runs for free
     asks_person: bool = False                   # it puts a question to a person
     judgement: Callable[[Any, dict], str | None] | None = None  # (spec or None, raw) → what of it goes to the LLM

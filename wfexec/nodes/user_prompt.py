@@ -321,7 +321,7 @@ def questions(node, raw: dict) -> dict:
 
 NODE_TYPE = NodeType(
     name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, check=check,
-    asks_person=True,
+    asks_person=True, bound_names=lambda spec: (spec.item_name,) if spec.item_name else (),
     doc=__doc__, order=30,
     field_notes={
         "prompt": "`question`, `header` (12 characters at most), and `options` "

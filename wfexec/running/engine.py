@@ -124,7 +124,12 @@ class Run:
         self.inputs = dict(inputs or {})
         self.state = state if state is not None else self.initial_state(self.inputs)
         self.extras = {"imports": workflow.imports, "input": self.inputs, "env": os.environ}
-        self.scope = Scope(self.state, self.extras)
+        # The time expressions read (`Date.now()`), in milliseconds: read from the clock the first time a step
+        # asks (most steps never do), then the same for the rest of the step. A resumed run sets
+        # `resumed_step_ms` to the recorded start of the step it runs again.
+        self.step_ms: int | None = None
+        self.resumed_step_ms: int | None = None
+        self.scope = Scope(self.state, self.extras, clock=self.step_clock)
         self.journal = journal
         # State paths (first two segments) written since the journal last looked: the
         # durable store records these as the step's changes instead of diffing state.
@@ -312,6 +317,7 @@ class Run:
                           "fix the loop's exit condition, or raise --max-steps")
             if node.max_visits is not None:
                 self._count_visit(node)
+            self.step_ms, self.resumed_step_ms = self.resumed_step_ms, None
             if tracing:
                 self.io.trace(f"Node: {node_id} ({node.type})")
             if journal is not None:
@@ -344,6 +350,11 @@ class Run:
         return InternalError(f"internal error: {type(exc).__name__}: {exc}",
                              "a bug in wfexec or a plugin; please report it with the output of --debug",
                              node.where, node.id)
+
+    def step_clock(self) -> int:
+        if self.step_ms is None:
+            self.step_ms = time.time_ns() // 1_000_000
+        return self.step_ms
 
     def _count_visit(self, node: Node) -> None:
         visits = self.visits[node.id] = self.visits.get(node.id, 0) + 1

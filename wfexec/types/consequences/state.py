@@ -8,6 +8,7 @@ import json
 import re
 from datetime import datetime, timezone
 
+from wfexec.language.expressions import truthy
 from wfexec.types.registry import ActionFailed, TypeList
 
 TYPES = TypeList()
@@ -83,7 +84,7 @@ def evaluate(params, ctx):
     """Evaluate a boolean expression into `flags.<set_flag>` (and/or `store_as`)."""
     if "set_flag" not in params and "store_as" not in params:
         raise ActionFailed("evaluate needs `set_flag` or `store_as` to keep its result")
-    value = bool(ctx.evaluate(params["expression"]))
+    value = truthy(ctx.evaluate(params["expression"]))
     if "set_flag" in params:
         ctx.set(("flags",) + ctx.path(params["set_flag"]), value)
     if "store_as" in params:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wfexec.language.expressions import truthy
 from wfexec.types.registry import TypeList
 
 TYPES = TypeList()
@@ -67,11 +68,11 @@ def count_below(params, ctx):
 
 
 @TYPES.precondition("evaluate_expression", {"expression": {"type": ["string", "boolean"],
-                                                            "description": "a Jinja2 expression over the state"}},
+                                                            "description": "a JavaScript expression over the state"}},
                     ["expression"], expressions=("expression",))
 def evaluate_expression(params, ctx):
-    """True when the expression is truthy."""
-    return bool(ctx.evaluate(params["expression"]))
+    """True when the JavaScript expression is truthy."""
+    return truthy(ctx.evaluate(params["expression"]))
 
 
 @TYPES.precondition("state_check", {

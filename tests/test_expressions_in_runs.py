@@ -1,0 +1,162 @@
+"""Expressions inside runs: the recorded clock, and what validation says about the names they read."""
+
+from __future__ import annotations
+
+import time
+
+import wfexec
+from conftest import Captured
+from wfexec.running.engine import Run
+
+CLOCK_WORKFLOW = """
+name: clock
+version: 1
+start_node: first
+nodes:
+  first:
+    type: action
+    actions:
+      - {type: compute, expression: "[Date.now(), new Date().getTime()]", store_as: computed.first}
+      - {type: compute, expression: "Date.now()", store_as: computed.again}
+    on_success: second
+  second:
+    type: action
+    actions:
+      - {type: compute, expression: "new Date().toISOString()", store_as: computed.second}
+    on_success: done
+endings:
+  done: {type: success, message: "${computed.first[0]}"}
+"""
+
+
+def test_every_expression_of_a_step_reads_one_time(run_yaml):
+    before = time.time_ns() // 1_000_000
+    result, _ = run_yaml(CLOCK_WORKFLOW)
+    after = time.time_ns() // 1_000_000
+    first, again = result.state["computed"]["first"], result.state["computed"]["again"]
+    assert first[0] == first[1] == again and before <= first[0] <= after
+    assert result.message == str(first[0])
+
+
+def test_a_step_run_again_on_resume_reads_its_recorded_start(write_workflow):
+    workflow = wfexec.load(write_workflow(CLOCK_WORKFLOW))
+    run = Run(workflow, io=Captured().console())
+    run.resumed_step_ms = 1_700_000_000_000  # what the journal recorded when the step first started
+    result = run.execute()
+    assert result.state["computed"]["first"] == [1_700_000_000_000, 1_700_000_000_000]
+    assert result.state["computed"]["second"] != "2023-11-14T22:13:20.000Z"  # the next step reads its own time
+
+
+NAMES_WORKFLOW = """
+name: names
+version: 1
+start_node: work
+initial_state: {config: {depth: 1}, computed: {seeded: 1}}
+input_schema:
+  url: {type: string}
+imports: {rules: rules.yaml}
+nodes:
+  work:
+    type: action
+    actions:
+      - {type: compute, expression: "config.depth + computed.seeded + input.url.length", store_as: computed.total}
+      - {type: set_flag, flag: ready}
+      - {type: evaluate, expression: "computed.total > 1", set_flag: big}
+      - type: foreach
+        items: "${[1, 2]}"
+        as: entry
+        actions:
+          - {type: compute, expression: "entry + index + imports.rules.x", store_as: computed.last}
+      - {type: compute, expression: "[total, ready, big, ask.id, HOME, [config].map(c => c.depth)]", store_as: computed.ok}
+      - {type: compute, expression: "computed.totl + flags.redy + input.ulr + imports.rulez", store_as: computed.typos}
+      - {type: compute, expression: "totl + nobody", store_as: computed.bare}
+    on_success: ask
+  ask:
+    type: user_prompt
+    prompt: {question: "Go?", header: Go, options: [{id: "yes", label: "Yes"}, {id: "no", label: "No"}]}
+    on_response: {"yes": {next_node: done}, "no": {next_node: done}}
+endings:
+  done: {type: success, message: "${computed.last_error ?? computed.validation_errors ?? 'ok'}"}
+"""
+
+
+def test_validate_warns_about_names_nothing_writes_and_suggests_the_spelling(write_workflow):
+    write_workflow("x: 1\n", name="rules.yaml")
+    diagnostics = wfexec.validate(write_workflow(NAMES_WORKFLOW))
+    warnings = {(d.message.split(" is ")[0], d.hint) for d in diagnostics if d.code in ("unwritten-name",)}
+    assert {message for message, _hint in warnings} == {
+        "`computed.totl`", "`flags.redy`", "`input.ulr`", "`imports.rulez`", "`totl`", "`nobody`"}
+    hints = dict(warnings)
+    assert "total" in hints["`computed.totl`"] and "ready" in hints["`flags.redy`"] and "url" in hints["`input.ulr`"]
+    assert all(d.severity == "warning" for d in diagnostics), [d.format() for d in diagnostics]
+    line = NAMES_WORKFLOW.splitlines().index(
+        '      - {type: compute, expression: "totl + nobody", store_as: computed.bare}') + 1
+    assert {d.line for d in diagnostics if "nobody" in d.message} == {line}
+
+
+def test_an_endless_loop_in_a_condition_is_a_run_error_naming_the_node_and_line(run_yaml):
+    from wfexec.running.engine import RunError
+
+    try:
+        run_yaml("""
+            name: t
+            version: 1
+            start_node: spin
+            nodes:
+              spin:
+                type: conditional
+                condition: {type: evaluate_expression, expression: "while (true) {}"}
+                branches: {true: done, false: done}
+            endings:
+              done: {type: success, message: ok}
+            """)
+    except RunError as error:
+        text = error.format()
+    else:
+        raise AssertionError("the loop was not stopped")
+    assert "ran longer than" in text and "node 'spin'" in text and "workflow.yaml:8:" in text
+
+
+STAMP_THEN_SLOW = """
+name: stamp
+version: 1
+start_node: deploy
+nodes:
+  deploy:
+    type: action
+    actions:
+      - {{type: compute, expression: "Date.now()", store_as: computed.started}}
+      - type: run_command
+        command: ["{python}", "-c", "import pathlib, time; p = pathlib.Path('started'); first = not p.exists(); p.write_text('x'); time.sleep(30 if first else 0)"]
+    on_success: done
+endings:
+  done: {{type: success, message: "${{computed.started}}"}}
+"""
+
+
+def test_a_step_rerun_after_a_crash_reads_the_time_it_first_started(tmp_path, private_run_store):
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import wfexec_cli
+
+    (tmp_path / "workflow.yaml").write_text(STAMP_THEN_SLOW.format(python=sys.executable))
+    before = time.time_ns() // 1_000_000
+    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml"], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 20
+    while not (tmp_path / "started").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    killed = time.time_ns() // 1_000_000
+    time.sleep(0.05)
+    [record] = json.loads(wfexec_cli("runs", "--format", "json").stdout)
+    resumed = wfexec_cli("resume", record["id"], "--rerun", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    started = int(resumed.stdout.strip())
+    assert before <= started <= killed  # the first attempt's time, not the rerun's
+    assert started == round(record["in_flight"]["started_at"] * 1000)

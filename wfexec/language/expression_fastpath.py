@@ -1,0 +1,299 @@
+"""Plain Python functions for the simplest expressions, with the engine's exact semantics.
+
+Crossing into the JavaScript engine costs a few microseconds; `count < limit`
+in Python costs a fraction of one. The shapes handled here are the ones whose
+JavaScript meaning Python can match exactly, checked on the values at hand:
+
+- literals: decimal numbers, strings without escapes, `true`, `false`, `null`;
+- names and member reads `a.b.c` (through mappings only);
+- `!`, `&&`, `||` (JavaScript truthiness; they return an operand);
+- `===`, `!==`, and `==`, `!=` between values of one type (no coercion);
+- `<`, `<=`, `>`, `>=`, `-`, unary `-` on numbers; `+` on two numbers or two strings;
+- parentheses.
+
+Anything else, at compile time or on the values of one evaluation (an
+`undefined`, a number beyond 2**53, a string compared with `<`, an object as the
+result), gives MISSING and the caller asks the engine. A differential test over
+generated expressions and states holds this module to the engine's answers.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from wfexec.language.js_source import KEYWORDS, TokenError, tokenize
+
+_SAFE_INTEGER = 2 ** 53
+_DECIMAL = re.compile(r"^(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?$")
+_LITERALS = {"true": "True", "false": "False", "null": "None"}
+_RESERVED_NAMES = frozenset(("undefined", "NaN", "Infinity", "this", "arguments", "globalThis"))
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def compile_fast(code: str, builtins: frozenset[str] = frozenset()) -> Callable[[Callable], Any] | None:
+    """A function of a Scope giving the value of `code`, or MISSING when the engine must answer; None when
+    `code` is not a shape handled here."""
+    try:
+        tokens = tokenize(code)
+    except TokenError:
+        return None
+    if not tokens or len(tokens) > 40:
+        return None
+    try:
+        writer = _Writer(tokens, builtins)
+        result, kind = writer.or_()
+        if writer.at < len(tokens):
+            raise _Unsupported("text after the expression")
+    except _Unsupported:
+        return None
+    body = "\n".join("    " + line for line in writer.lines)
+    if kind in ("bool", "str", "null"):
+        ending = f"    return {result}\n"
+    else:  # a number or a value read from the state: as JSON would carry it
+        ending = (f"    r = {result}\n"
+                  f"    c = r.__class__\n"
+                  f"    if c is int: return r if -SAFE <= r <= SAFE else MISSING\n"
+                  f"    if c is float:\n"
+                  f"        if r != r or r in (INF, -INF): return None\n"
+                  f"        return int(r) if r.is_integer() else r\n"
+                  f"    if c is str or c is bool or r is None: return r\n"
+                  f"    return MISSING\n")
+    text = f"def fast(scope):\n    st = scope.state; loc = scope.locals; ex = scope.extras\n{body}\n{ending}"
+    from wfexec.language.expressions import MISSING, truthy
+
+    namespace = {"MISSING": MISSING, "truthy": truthy, "INF": float("inf"), "SAFE": _SAFE_INTEGER, "EMPTY": {}}
+    exec(compile(text, f"<fast path: {code[:40]}>", "exec"), namespace)  # noqa: S102 - our own generated code
+    return namespace["fast"]
+
+
+# The static kind of a value in generated code: "raw" (read from the state, unchecked: it may be MISSING,
+# NaN or an unsafe integer), "json" (checked: what JSON carries to the engine unchanged), "num" (a safe
+# integer or a float), "str", "bool", "null".
+_CHECKED = ("json", "num", "str", "bool", "null")
+
+
+from wfexec.language.expressions import NAMESPACES_IN_STATE  # noqa: E402 - expressions imports this module lazily
+
+
+class _Writer:
+    """A recursive-descent reader of the supported grammar that writes Python statements. Every value
+    is in a local `vN` or is a literal; a guard that fails returns MISSING."""
+
+    def __init__(self, tokens, builtins):
+        self.tokens = tokens
+        self.builtins = builtins
+        self.at = 0
+        self.lines: list[str] = []
+        self.indent = ""
+        self.count = 0
+
+    # -- tokens -------------------------------------------------------------
+    def peek(self) -> str | None:
+        return self.tokens[self.at].text if self.at < len(self.tokens) else None
+
+    def take(self):
+        token = self.tokens[self.at]
+        self.at += 1
+        return token
+
+    def var(self) -> str:
+        self.count += 1
+        return f"v{self.count}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append(self.indent + line)
+
+    def lookup(self, name: str, value: str) -> None:
+        """Scope.lookup written out for one name (a call costs more than the rest of most expressions)."""
+        n = repr(name)
+        if name in NAMESPACES_IN_STATE:
+            self.emit(f"{value} = loc[{n}] if loc and {n} in loc else st.get({n}, EMPTY)")
+            return
+        # A run's state always has the three namespaces; a scope without one raises KeyError, and the
+        # caller asks the engine (as for a namespace that is not a container: TypeError).
+        self.emit(f"if loc and {n} in loc: {value} = loc[{n}]")
+        self.emit(f"elif {n} in ex: {value} = ex[{n}]")
+        for namespace in NAMESPACES_IN_STATE:
+            self.emit(f"elif {n} in (s := st[{namespace!r}]) and s.__class__ is dict: {value} = s[{n}]")
+        self.emit(f"elif {n} in st: {value} = st[{n}]")
+        self.emit(f"else: {value} = scope.lookup({n})")  # the environment, or MISSING
+
+    # -- guards -------------------------------------------------------------
+    def need_json(self, value: str, kind: str) -> str:
+        """Only values Python and the engine see alike: no undefined, no unsafe integer, no NaN."""
+        if kind in _CHECKED:
+            return kind
+        self.emit(f"c = {value}.__class__")
+        self.emit("if c is int:")
+        self.emit(f"    if not -SAFE <= {value} <= SAFE: return MISSING")
+        self.emit("elif c is float:")
+        self.emit(f"    if {value} != {value} or {value} in (INF, -INF): return MISSING")
+        self.emit(f"elif c is not str and c is not bool and c is not dict and c is not list and {value} is not None:")
+        self.emit("    return MISSING")
+        return "json"
+
+    def need_number(self, value: str, kind: str) -> None:
+        if kind == "num":
+            return
+        if kind in ("str", "bool", "null"):
+            raise _Unsupported("a number operator on another type: JavaScript converts")
+        self.emit(f"c = {value}.__class__")
+        if kind == "json":
+            self.emit("if c is not int and c is not float: return MISSING")
+            return
+        self.emit("if c is int:")
+        self.emit(f"    if not -SAFE <= {value} <= SAFE: return MISSING")
+        self.emit(f"elif c is not float or {value} != {value} or {value} in (INF, -INF): return MISSING")
+
+    def safe_result(self, value: str) -> None:
+        self.emit(f"if {value}.__class__ is int and not -SAFE <= {value} <= SAFE: return MISSING")
+
+    # -- grammar ------------------------------------------------------------
+    def or_(self) -> tuple[str, str]:
+        return self.logical("||", self.and_, "not truthy")
+
+    def and_(self) -> tuple[str, str]:
+        return self.logical("&&", self.equality, "truthy")
+
+    def logical(self, operator: str, operand, keep_going_when: str) -> tuple[str, str]:
+        left, kind = operand()
+        while self.peek() == operator:
+            self.take()
+            left_kind = self.need_json(left, kind)
+            result = self.var()
+            self.emit(f"{result} = {left}")
+            self.emit(f"if {keep_going_when}({left}):")
+            outer = self.indent
+            self.indent += "    "
+            right, right_kind = operand()
+            right_kind = self.need_json(right, right_kind)
+            self.emit(f"{result} = {right}")
+            self.indent = outer
+            left, kind = result, (left_kind if left_kind == right_kind else "json")
+        return left, kind
+
+    def equality(self) -> tuple[str, str]:
+        left, left_kind = self.relational()
+        while self.peek() in ("===", "!==", "==", "!="):
+            operator = self.take().text
+            right, right_kind = self.relational()
+            left_kind = self.need_json(left, left_kind)
+            right_kind = self.need_json(right, right_kind)
+            result = self.var()
+            # Objects compare by identity: left to the engine. A float and an int are one type (number).
+            self.emit(f"c1 = {left}.__class__; c2 = {right}.__class__")
+            self.emit("if c1 is dict or c1 is list or c2 is dict or c2 is list: return MISSING")
+            self.emit("if c1 is float: c1 = int")
+            self.emit("if c2 is float: c2 = int")
+            if operator in ("==", "!="):
+                self.emit("if c1 is not c2: return MISSING")  # == between types converts
+            equal = f"(c1 is c2 and {left} == {right})"
+            self.emit(f"{result} = {equal}" if operator in ("===", "==") else f"{result} = not {equal}")
+            left, left_kind = result, "bool"
+        return left, left_kind
+
+    def relational(self) -> tuple[str, str]:
+        left, left_kind = self.additive()
+        if self.peek() in ("<", "<=", ">", ">="):
+            operator = self.take().text
+            right, right_kind = self.additive()
+            self.need_number(left, left_kind)
+            self.need_number(right, right_kind)
+            result = self.var()
+            self.emit(f"{result} = {left} {operator} {right}")
+            if self.peek() in ("<", "<=", ">", ">="):
+                raise _Unsupported("chained comparison")
+            return result, "bool"
+        return left, left_kind
+
+    def additive(self) -> tuple[str, str]:
+        left, left_kind = self.unary()
+        while self.peek() in ("+", "-"):
+            operator = self.take().text
+            right, right_kind = self.unary()
+            result = self.var()
+            if operator == "+" and left_kind == right_kind == "str":
+                self.emit(f"{result} = {left} + {right}")
+                left, left_kind = result, "str"
+                continue
+            if operator == "+" and "num" not in (left_kind, right_kind):
+                left_kind = self.need_json(left, left_kind)
+                right_kind = self.need_json(right, right_kind)
+                self.emit(f"c1 = {left}.__class__; c2 = {right}.__class__")
+                self.emit("if (c1 is not int and c1 is not float or c2 is not int and c2 is not float) and "
+                          "(c1 is not str or c2 is not str): return MISSING")
+                self.emit(f"{result} = {left} + {right}")
+                self.safe_result(result)
+                left, left_kind = result, "json"
+                continue
+            self.need_number(left, left_kind)
+            self.need_number(right, right_kind)
+            self.emit(f"{result} = {left} {operator} {right}")
+            self.safe_result(result)
+            left, left_kind = result, "num"
+        return left, left_kind
+
+    def unary(self) -> tuple[str, str]:
+        operator = self.peek()
+        if operator == "!":
+            self.take()
+            operand, kind = self.unary()
+            self.need_json(operand, kind)
+            result = self.var()
+            self.emit(f"{result} = not truthy({operand})")
+            return result, "bool"
+        if operator == "-":
+            self.take()
+            operand, kind = self.unary()
+            self.need_number(operand, kind)
+            result = self.var()
+            self.emit(f"{result} = -{operand}")
+            self.emit(f"if {result} == 0: {result} = 0")  # -0 reads as 0 once it is JSON
+            return result, "num"
+        return self.primary()
+
+    def primary(self) -> tuple[str, str]:
+        if self.at >= len(self.tokens):
+            raise _Unsupported("end")
+        token = self.take()
+        text = token.text
+        if text == "(":
+            inner = self.or_()
+            if self.peek() != ")":
+                raise _Unsupported("bracket")
+            self.take()
+            return inner
+        if token.kind == "number":
+            if not _DECIMAL.match(text):
+                raise _Unsupported("number form")
+            return (f"({float(text)!r})" if "." in text else f"({text})"), "num"
+        if token.kind == "string":
+            body = text[1:-1]
+            if "\\" in body or not body.isprintable():
+                raise _Unsupported("escape")
+            return f"({body!r})", "str"
+        if token.kind != "name":
+            raise _Unsupported(text)
+        if text in _LITERALS:
+            return f"({_LITERALS[text]})", ("null" if text == "null" else "bool")
+        if text in _RESERVED_NAMES or text in self.builtins or text in KEYWORDS or not text.isidentifier() \
+                or not text.isascii():
+            raise _Unsupported("a global or keyword")
+        value = self.var()
+        self.lookup(text, value)
+        while self.peek() == ".":
+            self.take()
+            if self.at >= len(self.tokens) or self.tokens[self.at].kind != "name":
+                raise _Unsupported("member")
+            key = self.take().text
+            if self.peek() == "(":
+                raise _Unsupported("call")
+            self.emit(f"if {value}.__class__ is not dict or {key!r} not in {value}: return MISSING")
+            self.emit(f"{value} = {value}[{key!r}]")
+        if self.peek() in ("(", "[", "?.", "`"):
+            raise _Unsupported("call or index")
+        return value, "raw"

@@ -1,0 +1,332 @@
+"""What a piece of JavaScript reads, declares and calls, found without a full parser.
+
+wfexec hands each expression only the names it reads (sending the whole run
+state costs hundreds of times more than the expression), so it needs the free
+identifiers of the source. A tokenizer is enough: it knows strings, template
+literals (with their `${...}` parts), regular-expression literals, comments
+and numbers, so none of those are mistaken for names, and it drops
+identifiers that are property names (after `.` or `?.`, or object keys).
+What it cannot tell apart exactly (a name declared in an inner scope and also
+used free elsewhere) it reports as read: an extra name costs a lookup that
+finds nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+KEYWORDS = frozenset("""
+await break case catch class const continue debugger default delete do else enum export extends false finally
+for function if import in instanceof let new null of return static super switch this throw true try typeof var
+void while with yield
+""".split())  # `get`, `set`, `async`, `static` are names too outside the places they are keywords
+
+# After these a `/` starts a regular expression, not a division.
+_REGEX_AFTER_WORDS = frozenset("return typeof instanceof in of new delete void throw case do else yield await".split())
+_DECLARE_WORDS = frozenset(("const", "let", "var"))
+
+_IDENT = re.compile(r"[A-Za-z_$\u00c0-\uffff][\w$\u00c0-\uffff]*")
+_NUMBER = re.compile(r"0[xX][0-9a-fA-F_]+n?|0[oO][0-7_]+n?|0[bB][01_]+n?|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?n?")
+_PUNCT = re.compile(r">>>=|\.\.\.|===|!==|\*\*=|<<=|>>=|>>>|\?\?=|&&=|\|\|=|=>|==|!=|<=|>=|&&|\|\||\?\?|\?\.(?!\d)|"
+                    r"\+\+|--|\+=|-=|\*=|/=|%=|&=|\|=|\^=|\*\*|<<|>>|[{}()\[\];,<>+\-*/%&|^!~?:=.@#]")
+
+
+@dataclass
+class Token:
+    kind: str      # name, number, string, template, regex, punct
+    text: str
+    start: int     # offset in the source
+
+
+class TokenError(ValueError):
+    def __init__(self, message: str, offset: int):
+        super().__init__(message)
+        self.offset = offset
+
+
+def tokenize(source: str) -> list[Token]:
+    """The tokens of `source`; the expressions inside template literals are tokenized in place
+    (a template literal becomes a `template` token per literal piece around them)."""
+    tokens: list[Token] = []
+    braces: list[str] = []  # "{" for a block/object, "`" for a `${` inside a template literal
+    i, n = 0, len(source)
+    while i < n:
+        ch = source[i]
+        if ch in " \t\r\n\u00a0\ufeff\u2028\u2029":
+            i += 1
+        elif source.startswith("//", i):
+            end = source.find("\n", i)
+            i = n if end < 0 else end
+        elif source.startswith("/*", i):
+            end = source.find("*/", i + 2)
+            if end < 0:
+                raise TokenError("unclosed comment `/*`", i)
+            i = end + 2
+        elif ch in "'\"":
+            end = _string_end(source, i)
+            tokens.append(Token("string", source[i:end], i))
+            i = end
+        elif ch == "`" or (ch == "}" and braces and braces[-1] == "`"):
+            if ch == "}":
+                braces.pop()
+            i = _template_piece(source, i, tokens, braces)
+        elif ch == "/" and _regex_allowed(tokens):
+            end = _regex_end(source, i)
+            tokens.append(Token("regex", source[i:end], i))
+            i = end
+        elif ch.isdigit() or (ch == "." and i + 1 < n and source[i + 1].isdigit()):
+            match = _NUMBER.match(source, i)
+            tokens.append(Token("number", match.group(0), i))
+            i = match.end()
+        else:
+            match = _IDENT.match(source, i)
+            if match:
+                tokens.append(Token("name", match.group(0), i))
+                i = match.end()
+                continue
+            match = _PUNCT.match(source, i)
+            if not match:
+                raise TokenError(f"unexpected character {ch!r}", i)
+            text = match.group(0)
+            if text == "{":
+                braces.append("{")
+            elif text == "}" and braces:
+                braces.pop()
+            tokens.append(Token("punct", text, i))
+            i = match.end()
+    return tokens
+
+
+def _string_end(source: str, start: int) -> int:
+    quote = source[start]
+    i = start + 1
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == quote:
+            return i + 1
+        if ch == "\n":
+            break
+        i += 1
+    raise TokenError("unterminated string literal", start)
+
+
+def _template_piece(source: str, start: int, tokens: list[Token], braces: list[str]) -> int:
+    """From a backtick (or the `}` ending a `${...}`) to the next `${` or the closing backtick."""
+    i = start + 1
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "`":
+            tokens.append(Token("template", source[start:i + 1], start))
+            return i + 1
+        if source.startswith("${", i):
+            tokens.append(Token("template", source[start:i + 2], start))
+            braces.append("`")
+            return i + 2
+        i += 1
+    raise TokenError("unterminated template literal", start)
+
+
+def _regex_allowed(tokens: list[Token]) -> bool:
+    if not tokens:
+        return True
+    last = tokens[-1]
+    if last.kind in ("number", "string", "regex"):
+        return False
+    if last.kind == "template":
+        return last.text.endswith("${")
+    if last.kind == "name":
+        return last.text in _REGEX_AFTER_WORDS
+    return last.text not in (")", "]", "}", "++", "--")
+
+
+def _regex_end(source: str, start: int) -> int:
+    i = start + 1
+    in_class = False
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "\n":
+            break
+        if ch == "[":
+            in_class = True
+        elif ch == "]":
+            in_class = False
+        elif ch == "/" and not in_class:
+            i += 1
+            while i < len(source) and (source[i].isalnum() or source[i] == "_"):
+                i += 1
+            return i
+        i += 1
+    raise TokenError("unterminated regular expression literal", start)
+
+
+@dataclass
+class Usage:
+    """The identifiers of a source, by role."""
+
+    reads: dict[str, set[str] | None] = field(default_factory=dict)  # free name -> keys read below it (None: any)
+    declared: set[str] = field(default_factory=set)                   # const/let/var/function/class/params/catch
+    calls: dict[str, int] = field(default_factory=dict)               # bare name called `f(...)` -> offset
+
+    @property
+    def free(self) -> set[str]:
+        """Names read and not declared anywhere in the source."""
+        return set(self.reads) - self.declared
+
+
+def usage(source: str) -> Usage:
+    """Free names, declarations and bare calls of a JavaScript source (raises TokenError)."""
+    tokens = tokenize(source)
+    found = Usage()
+    brackets: list[str] = []  # the opening bracket of each enclosing (, [, {
+    count = len(tokens)
+    for index, token in enumerate(tokens):
+        text = token.text
+        if token.kind == "punct":
+            if text in "([{":
+                brackets.append(text)
+            elif text in ")]}" and brackets:
+                brackets.pop()
+            elif text == "=>":
+                _arrow_params(tokens, index, found.declared)
+            continue
+        if token.kind == "template":
+            if text.endswith("${"):
+                brackets.append("{")
+            if not text.startswith("`") and brackets:
+                brackets.pop()
+            continue
+        if token.kind != "name":
+            continue
+        before = tokens[index - 1] if index else None
+        after = tokens[index + 1] if index + 1 < count else None
+        if before is not None and before.kind == "punct" and before.text in (".", "?.", "#"):
+            continue
+        if before is not None and before.kind == "name" and before.text in ("function", "class"):
+            found.declared.add(text)
+            _function_params(tokens, index + 1, found.declared)
+            continue
+        if text == "function" and after is not None and after.text == "(":
+            _function_params(tokens, index + 1, found.declared)
+            continue
+        if text in _DECLARE_WORDS:
+            _declaration(tokens, index + 1, found.declared)
+            continue
+        if text == "catch" and after is not None and after.text == "(":
+            _function_params(tokens, index + 1, found.declared)
+            continue
+        if text in KEYWORDS:
+            continue
+        if after is not None and after.text == ":" and brackets and brackets[-1] == "{" and \
+                before is not None and before.text in ("{", ","):
+            continue  # an object key (or a label)
+        if after is not None and after.text == "(" and brackets and brackets[-1] == "{" and \
+                before is not None and before.text in ("{", ","):
+            continue  # a method in an object literal: `{ f() { ... } }`
+        keys = found.reads.get(text, set())
+        if keys is not None:
+            if after is not None and after.text == "." and index + 2 < count and tokens[index + 2].kind == "name":
+                keys.add(tokens[index + 2].text)
+            else:
+                keys = None
+        found.reads[text] = keys
+        if after is not None and after.text == "(":
+            found.calls.setdefault(text, token.start)
+    return found
+
+
+def _arrow_params(tokens: list[Token], arrow: int, declared: set[str]) -> None:
+    before = tokens[arrow - 1] if arrow else None
+    if before is None:
+        return
+    if before.kind == "name":
+        declared.add(before.text)
+        return
+    if before.text != ")":
+        return
+    depth = 0
+    for j in range(arrow - 1, -1, -1):
+        t = tokens[j]
+        if t.text in (")", "]", "}"):
+            depth += 1
+        elif t.text in ("(", "[", "{"):
+            depth -= 1
+            if depth == 0:
+                _pattern_names(tokens[j + 1:arrow - 1], declared)
+                return
+
+
+def _function_params(tokens: list[Token], start: int, declared: set[str]) -> None:
+    if start >= len(tokens) or tokens[start].text != "(":
+        return
+    depth = 0
+    for j in range(start, len(tokens)):
+        t = tokens[j]
+        if t.text in ("(", "[", "{"):
+            depth += 1
+        elif t.text in (")", "]", "}"):
+            depth -= 1
+            if depth == 0:
+                _pattern_names(tokens[start + 1:j], declared)
+                return
+
+
+def _declaration(tokens: list[Token], start: int, declared: set[str]) -> None:
+    """`const a = ..., {b, c: d} = ..., [e] = ...`: the names bound, up to the end of the statement."""
+    depth = 0
+    expecting_name = True
+    for j in range(start, len(tokens)):
+        t = tokens[j]
+        if expecting_name:
+            if t.kind == "name":
+                declared.add(t.text)
+                expecting_name = False
+                continue
+            if t.text in ("{", "["):
+                end = _matching(tokens, j)
+                _pattern_names(tokens[j + 1:end], declared)
+                expecting_name = False
+                continue
+        if t.text in ("(", "[", "{"):
+            depth += 1
+        elif t.text in (")", "]", "}"):
+            depth -= 1
+            if depth < 0:
+                return
+        elif depth == 0 and t.text == ",":
+            expecting_name = True
+        elif depth == 0 and t.text in (";",) or (depth == 0 and t.kind == "name" and t.text in ("of", "in")):
+            return
+
+
+def _matching(tokens: list[Token], start: int) -> int:
+    depth = 0
+    for j in range(start, len(tokens)):
+        if tokens[j].text in ("(", "[", "{"):
+            depth += 1
+        elif tokens[j].text in (")", "]", "}"):
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(tokens)
+
+
+def _pattern_names(tokens: list[Token], declared: set[str]) -> None:
+    """The names a parameter list or destructuring pattern binds (defaults are skipped over roughly:
+    a name after `=` is a read, and counting it as bound only hides a warning)."""
+    for j, t in enumerate(tokens):
+        if t.kind != "name" or t.text in KEYWORDS:
+            continue
+        after = tokens[j + 1].text if j + 1 < len(tokens) else ""
+        if after == ":":
+            continue  # `{ key: name }`: the key is not bound
+        declared.add(t.text)

@@ -1,0 +1,131 @@
+"""Typo safety: a warning for a name an expression reads that nothing in the workflow ever writes.
+
+In JavaScript a missing value is `undefined`, so `computed.totl || 0` runs and
+quietly gives 0. Validation lists what the workflow can write — `initial_state`,
+the inputs of `input_schema`, every `store_as`/`field`/`flag`/`set_flag`
+parameter, the targets of `output_mapping`, the answers of `user_prompt`
+nodes, the values the engine itself writes — and warns about each name read outside that list.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from wfexec.language.diagnostics import Reporter, did_you_mean
+from wfexec.language.paths import PathError, parse_path
+
+_WRITING_KEYS = ("store_as", "field", "audit_output")
+_FLAG_KEYS = ("flag", "set_flag")
+_LOCAL_KEYS = ("as", "index_as")
+_ENGINE_WRITES = {("computed", "last_error"), ("computed", "last_error_hint"), ("computed", "validation_errors"),
+                  ("computed", "audit_results"), ("computed", "dynamic_target")}
+_ALWAYS_THERE = frozenset(("computed", "flags", "user_responses", "history", "checkpoints", "env"))
+_NAMESPACES = ("computed", "flags", "user_responses")
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+
+
+class Written:
+    """What a workflow can write: top-level keys, (namespace, key) pairs and local names."""
+
+    def __init__(self, data: dict):
+        self.top: set[str] = set()
+        self.inside: set[tuple[str, str]] = set(_ENGINE_WRITES)
+        self.locals: set[str] = {"item", "index"}
+        self.inputs: set[str] | None = None
+        self.imports: set[str] = set((data.get("imports") or {}) if isinstance(data.get("imports"), dict) else ())
+        initial = data.get("initial_state")
+        if isinstance(initial, dict):
+            for key, value in initial.items():
+                self.top.add(str(key))
+                if key in _NAMESPACES and isinstance(value, dict):
+                    self.inside.update((key, str(k)) for k in value)
+        schema = data.get("input_schema")
+        if isinstance(schema, dict):
+            names = schema.get("properties") if isinstance(schema.get("properties"), dict) else schema
+            self.inputs = {str(k) for k in names}
+            self.top.update(self.inputs)
+        nodes = data.get("nodes")
+        if isinstance(nodes, dict):
+            self.inside.update(("user_responses", str(node_id)) for node_id in nodes)
+        self._walk(data)
+
+    def _walk(self, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(item, str):
+                    if key in _WRITING_KEYS:
+                        self._path(item)
+                        self._path(item + "_forks")
+                    elif key in _FLAG_KEYS:
+                        self.inside.add(("flags", item.split(".")[0]))
+                    elif key in _LOCAL_KEYS:
+                        self.locals.add(item)
+                elif key == "output_mapping" and isinstance(item, dict):  # state path -> the child's output key
+                    for target in item:
+                        self._path(str(target))
+                self._walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                self._walk(item)
+
+    def _path(self, text: str) -> None:
+        if "${" in text:
+            return
+        try:
+            parts = parse_path(text)
+        except PathError:
+            return
+        if parts and isinstance(parts[0], str):
+            self.top.add(parts[0])
+            if len(parts) > 1 and isinstance(parts[1], str):
+                self.inside.add((parts[0], parts[1]))
+
+    def has_bare(self, name: str) -> bool:
+        return name in self.locals or name in self.top or any((ns, name) in self.inside for ns in _NAMESPACES) \
+            or bool(_ENV_NAME.match(name))
+
+    def known_names(self) -> list[str]:
+        return sorted(self.top | self.locals | {key for _ns, key in self.inside})
+
+
+def check_names(data: dict, expressions: Iterable[tuple[tuple, Any]], report: Reporter,
+                bound: Iterable[str] = ()) -> None:
+    """Warn, at the expression, about each name it reads that nothing writes (`bound`: names node types bind,
+    such as each item of a list a question offers)."""
+    written = Written(data)
+    written.locals.update(bound)
+    for path, expression in expressions:
+        for name, keys in expression.reads.items():
+            for problem in _problems(written, name, keys):
+                report.warning(path, "unwritten-name", problem[0], problem[1])
+
+
+def _problems(written: Written, name: str, keys: tuple | None):
+    if name in written.locals:
+        return
+    if name in _NAMESPACES:
+        for key in keys or ():
+            if (name, key) not in written.inside:
+                hint = did_you_mean(key, [k for ns, k in written.inside if ns == name]) or \
+                    f"nothing in the workflow writes `{name}.{key}` (no store_as, field, flag or initial_state)"
+                yield f"`{name}.{key}` is read here but never written, so it is always undefined", hint
+        return
+    if name == "input":
+        if written.inputs is not None:
+            for key in keys or ():
+                if key not in written.inputs:
+                    hint = did_you_mean(key, written.inputs) or "declare it under `input_schema`"
+                    yield f"`input.{key}` is not an input of this workflow (input_schema)", hint
+        return
+    if name == "imports":
+        for key in keys or ():
+            if key not in written.imports:
+                yield f"`imports.{key}` is not imported", did_you_mean(key, written.imports) or \
+                    "add it under `imports:`"
+        return
+    if name in _ALWAYS_THERE or written.has_bare(name):
+        return
+    hint = did_you_mean(name, written.known_names()) or \
+        "set it first (store_as, field, flag, initial_state or an input), or spell out its namespace"
+    yield f"`{name}` is read here but nothing in the workflow writes it, so it is always undefined", hint
