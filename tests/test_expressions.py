@@ -123,6 +123,17 @@ def test_yaml_helpers_write_yaml_that_yaml_reads_back():
         {"a": 1, "b": ["x", {"c": 2}]}
 
 
+def test_parse_yaml_reads_the_yaml_real_config_files_use():
+    """Comments, anchors and aliases, block scalars, YAML 1.2 booleans: the corpus config.yaml shapes."""
+    text = ("# corpus config\ncorpus:\n  name: demo  # the name\ndefaults: &d {branch: main}\n"
+            "sources:\n  - id: docs\n    <<: *d\n    notes: |\n      line one\n      line two\n"
+            "  - {id: blog, enabled: yes, on: true}\n")
+    assert Expression("parseYaml(text)").evaluate(Scope({"text": text}, {})) == {
+        "corpus": {"name": "demo"}, "defaults": {"branch": "main"},
+        "sources": [{"id": "docs", "branch": "main", "notes": "line one\nline two\n"},
+                    {"id": "blog", "enabled": "yes", "on": True}]}
+
+
 def test_the_clock_is_the_one_the_scope_supplies():
     recorded = Scope(STATE, {}, clock=lambda: 1_700_000_000_000)
     first = Expression("[Date.now(), new Date().toISOString(), performance.now()]").evaluate(recorded)

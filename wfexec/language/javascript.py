@@ -6,8 +6,8 @@ from Python costs 1.5 µs in QuickJS and 234 µs in mini-racer, and a new contex
 0.2 ms against 3.3 ms. wfexec's expressions are short and called millions of
 times, so the call cost decides. QuickJS has no file, network, process or host
 access unless the embedder adds it; wfexec adds none (the helpers are written in
-JavaScript, prelude.js, because QuickJS refuses calls into Python while a time
-limit is set), and sets a time, memory and stack limit. One evaluation cannot
+JavaScript, prelude.js, and YAML is the vendored js-yaml, because QuickJS refuses
+calls into Python while a time limit is set), and sets a time, memory and stack limit. One evaluation cannot
 change what the next sees: the prelude freezes every intrinsic and the global
 object, which costs nothing per call, where a fresh context with the prelude
 costs 6 ms per evaluation.
@@ -108,7 +108,9 @@ class Engine:
         self.functions: dict[str, Any] = {}
         self._object = quickjs.Object
         self._stack_overflow = quickjs.StackOverflow
-        self.context.eval(resources.files("wfexec.language").joinpath("prelude.js").read_text())
+        here = resources.files("wfexec.language")
+        self.context.eval(here.joinpath("vendor", "js-yaml.min.js").read_text())
+        self.context.eval(here.joinpath("prelude.js").read_text())
         self.context.set_memory_limit(MEMORY_LIMIT_BYTES)
         self.context.set_max_stack_size(STACK_LIMIT_BYTES)
         self.context.set_time_limit(TIME_LIMIT_SECONDS)
