@@ -47,6 +47,26 @@ def test_a_step_run_again_on_resume_reads_its_recorded_start(write_workflow):
     assert result.state["computed"]["second"] != "2023-11-14T22:13:20.000Z"  # the next step reads its own time
 
 
+def test_a_replayed_run_reads_the_times_the_recording_read(write_workflow, cli, tmp_path):
+    """--record keeps the time of each step that reads the clock; --replay serves the same times again."""
+    import json
+
+    import yaml
+
+    path = write_workflow(CLOCK_WORKFLOW)
+    cassette = tmp_path / "run.cassette.yaml"
+    recorded = cli("run", path, "--ephemeral", "--backend", "command:cat", "--record", cassette, "--format", "json")
+    assert recorded.returncode == 0, recorded.stderr
+    clocks = [i for i in yaml.safe_load(cassette.read_text())["interactions"] if i["kind"] == "clock"]
+    assert [c["node"] for c in clocks] == ["first", "second"]  # the ending's message reads state, not the clock
+    time.sleep(0.01)
+    replayed = cli("run", path, "--ephemeral", "--replay", cassette, "--format", "json")
+    assert replayed.returncode == 0, replayed.stderr
+    before, after = json.loads(recorded.stdout)["state"], json.loads(replayed.stdout)["state"]
+    assert after["computed"] == before["computed"]
+    assert after["computed"]["first"][0] == clocks[0]["ms"]
+
+
 NAMES_WORKFLOW = """
 name: names
 version: 1

@@ -19,6 +19,9 @@ interactions:
   - kind: answer
     node: confirm            # a user_prompt node
     answer: yes
+  - kind: clock
+    node: stamp              # a step whose expressions read the time (Date.now(), new Date())
+    ms: 1763900000000
 ```
 
 Replaying matches each request to the next recorded reply *of the same agent
@@ -71,8 +74,10 @@ def load_cassette(path: str | Path) -> list[dict]:
         raise CassetteError(f"{path}: not a wfexec cassette (`{FORMAT_KEY}: {FORMAT_VERSION}` is missing)")
     interactions = data.get("interactions") or []
     for index, item in enumerate(interactions, 1):
-        if not isinstance(item, dict) or item.get("kind") not in ("llm", "answer"):
-            raise CassetteError(f"{path}: interaction #{index} must be a mapping with kind: llm or kind: answer")
+        if not isinstance(item, dict) or item.get("kind") not in ("llm", "answer", "clock"):
+            raise CassetteError(f"{path}: interaction #{index} must be a mapping with kind: llm, answer or clock")
+        if item["kind"] == "clock" and not isinstance(item.get("ms"), int):
+            raise CassetteError(f"{path}: interaction #{index} (clock) has no whole-number `ms`")
         if item["kind"] == "llm" and not isinstance(item.get("reply"), str):
             raise CassetteError(f"{path}: interaction #{index} (llm) has no `reply` text")
         if item["kind"] == "answer" and "node" not in item:
@@ -119,10 +124,13 @@ class ReplayBackend(Backend):
         self._queues: dict[tuple, deque] = {}
         self._served: dict[tuple, int] = {}
         self._answers: dict[str, list] = {}
+        self._clocks: dict[str, deque] = {}
         for number, item in enumerate(interactions, 1):
             if item["kind"] == "llm":
                 key = (item.get("agent") or "", item.get("state") or "")
                 self._queues.setdefault(key, deque()).append((number, item))
+            elif item["kind"] == "clock":
+                self._clocks.setdefault(str(item.get("node") or ""), deque()).append(item["ms"])
             else:
                 self._answers.setdefault(str(item["node"]), []).append(item.get("answer"))
         self._lock = threading.Lock()
@@ -133,6 +141,12 @@ class ReplayBackend(Backend):
     def answers(self) -> dict[str, list]:
         """Recorded human answers: node id → answers in order (feed them to `Answers`)."""
         return {node: list(values) for node, values in self._answers.items()}
+
+    def recorded_clock(self, node: str) -> int | None:
+        """The time the recording's next step at `node` read, or None: that step then reads the real clock."""
+        with self._lock:
+            queue = self._clocks.get(node)
+            return queue.popleft() if queue else None
 
     def unused(self) -> list[str]:
         """The recorded replies this run never asked for."""
@@ -205,6 +219,10 @@ class RecordingBackend(Backend):
     def record_answer(self, node: str, answer: Any) -> None:
         """Keep a human's answer to a user_prompt node, so a replay can give it again."""
         self._append({"kind": "answer", "node": node, "answer": answer})
+
+    def record_clock(self, node: str, ms: int) -> None:
+        """Keep the time a step's expressions read, so a replay computes the same values."""
+        self._append({"kind": "clock", "node": node, "ms": ms})
 
     def _append(self, item: dict) -> None:
         with self._lock:

@@ -104,7 +104,7 @@ class DurableJournal(Journal):
         if node.id in self.outside:
             self.flush(run, node.id)
             # The step's clock (what its expressions read as Date.now()) is its recorded start.
-            self.store.mark_in_flight(self.run_id, self.step + 1, node.id, started_at=run.step_clock() / 1000)
+            self.store.mark_in_flight(self.run_id, self.step + 1, node.id, started_at=run.started_ms() / 1000)
         self.started = _clock_ns()
 
     def after_step(self, run: Run, node: Node, entry: dict) -> None:

@@ -41,6 +41,7 @@ NAMESPACES_OUTSIDE_STATE = ("imports", "env", "input")
 _IN_STATE = frozenset(NAMESPACES_IN_STATE)
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 HELPERS = ("len", "contains", "startswith", "endswith", "parseYaml", "serializeYaml")
+_CLOCK_NAMES = frozenset({"Date", "performance", "globalThis", "eval", "Function", "Reflect", "Object"})
 
 LANGUAGE_HINT = (
     "wfexec expressions are JavaScript: `computed.items.length > 0 && flags.ready`, "
@@ -214,7 +215,7 @@ class Expression:
     `names` are the names it reads (what validation checks something writes); `program` says it is
     several statements whose value is the last one's."""
 
-    __slots__ = ("source", "code", "names", "program", "_reads", "_compiled", "_bound", "_fast")
+    __slots__ = ("source", "code", "names", "program", "_reads", "_compiled", "_bound", "_fast", "_reads_clock")
 
     def __init__(self, source: str):
         self.source = source
@@ -254,6 +255,9 @@ class Expression:
         self.program = self._compiled.program
         self._reads = tuple((name, tuple(sorted(keys)) if keys is not None else None) for name, keys in reads.items())
         self._bound = None
+        # Only an expression that can reach the clock asks the run for it, so a run records (and a replay
+        # serves) a time only for the steps that read one. Reaching `Date` sideways counts too.
+        self._reads_clock = bool(_CLOCK_NAMES & set(found.free)) or "this" in code or "constructor" in code
         from wfexec.language.expression_fastpath import compile_fast
 
         self._fast = None if self.program else compile_fast(code, builtins)
@@ -306,7 +310,7 @@ class Expression:
             if bound is None:
                 self._bound = (engine, function)
         try:
-            return engine.call(function, self.arguments(scope), scope.clock())
+            return engine.call(function, self.arguments(scope), scope.clock() if self._reads_clock else 0)
         except javascript.JavaScriptError as exc:
             hint = {"time": "look for a loop that never ends", "memory": "build smaller values"}.get(exc.kind, "")
             raise ExpressionError(f"`{_short(self.source)}` failed: {exc.message}", hint, self.source) from None

@@ -129,6 +129,7 @@ class Run:
         # `resumed_step_ms` to the recorded start of the step it runs again.
         self.step_ms: int | None = None
         self.resumed_step_ms: int | None = None
+        self.clock_served = False  # an expression of this step has read the clock (recorded, or replayed)
         self.scope = Scope(self.state, self.extras, clock=self.step_clock)
         self.journal = journal
         # State paths (first two segments) written since the journal last looked: the
@@ -317,7 +318,7 @@ class Run:
                           "fix the loop's exit condition, or raise --max-steps")
             if node.max_visits is not None:
                 self._count_visit(node)
-            self.step_ms, self.resumed_step_ms = self.resumed_step_ms, None
+            self.step_ms, self.resumed_step_ms, self.clock_served = self.resumed_step_ms, None, False
             if tracing:
                 self.io.trace(f"Node: {node_id} ({node.type})")
             if journal is not None:
@@ -352,6 +353,22 @@ class Run:
                              node.where, node.id)
 
     def step_clock(self) -> int:
+        """The time this step's expressions read. `--record` keeps it and `--replay` serves it again, for the
+        steps whose expressions read the clock (a step that never reads it records nothing)."""
+        if not self.clock_served:
+            self.clock_served = True
+            node = self.current.id if self.current is not None else ""
+            replayed = getattr(self.options.backend, "recorded_clock", None)
+            ms = replayed(node) if replayed is not None else None
+            if ms is not None:
+                self.step_ms = ms
+            record = getattr(self.options.backend, "record_clock", None)
+            if record is not None:
+                record(node, self.started_ms())
+        return self.started_ms()
+
+    def started_ms(self) -> int:
+        """When this step started, as its expressions see it: read once, the first time anything asks."""
         if self.step_ms is None:
             self.step_ms = time.time_ns() // 1_000_000
         return self.step_ms
