@@ -17,6 +17,7 @@ validates is the path that runs.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,3 +86,26 @@ def find_document(value: str, workflow_path: str | Path, folder: bool = False) -
         except (OSError, ValueError):  # a name too long for the file system, and the like
             continue
     return DocumentLookup(None, places)
+
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def extract_section(text: str, section: str) -> str:
+    """The heading named `section` and everything under it, up to the next heading of its level or above."""
+    wanted = section.strip().lstrip("#").strip().lower()
+    lines = text.splitlines()
+    start = level = None
+    for i, line in enumerate(lines):
+        match = _HEADING.match(line)
+        if not match:
+            continue
+        if start is None and match.group(2).strip().lower() == wanted:
+            start, level = i, len(match.group(1))
+        elif start is not None and len(match.group(1)) <= level:
+            return "\n".join(lines[start:i]).strip()
+    if start is None:
+        headings = [m.group(2) for m in map(_HEADING.match, lines) if m]
+        raise LookupError(f"the document has no section '{section}' (its headings: "
+                          + (", ".join(headings) if headings else "(none)") + ")")
+    return "\n".join(lines[start:]).strip()

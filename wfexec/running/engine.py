@@ -268,11 +268,7 @@ class Run:
     def judge_document(self, node: Node, doc: Path, section: str | None, context: dict) -> str:
         from wfexec.running.documents import document_prompt
 
-        try:
-            prompt = document_prompt(doc, section, context)
-        except LookupError as exc:
-            self.fail(node, str(exc), "check `section:` against the document's headings")
-        return self.judge(prompt, f"reference node '{node.id}' ({doc.name})")
+        return self.judge(document_prompt(doc, section, context), f"reference node '{node.id}' ({doc.name})")
 
     def run_subworkflow(self, node: Node, workflow: Workflow, inputs: dict) -> Result:
         child = Run(workflow, io=self.io, options=self.options, inputs=inputs, budget=self.budget)
