@@ -221,3 +221,148 @@ def test_no_file_under_compat_makes_wfexec_crash(tmp_path):
         if "Traceback" in text or "internal error" in text or checked.returncode not in (0, 1, 2):
             crashed.append((batch[0], checked.returncode, text[-2000:]))
     assert not crashed, crashed
+
+
+# --------------------------------------------------------------------------- #
+# End to end, in a scratch copy of the plugin tree.
+
+def plugin_copy(tmp_path: Path, commit: str) -> Path:
+    source = compat_root() / "hiivmind-corpus" / commit
+    return Path(shutil.copytree(source, tmp_path / "plugin"))
+
+
+def write_yaml(path: Path, data) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def cassette(path: Path, *replies: str) -> Path:
+    """Judgement steps (reference documents, prose steps) answered in order."""
+    return write_yaml(path, {"wfexec_cassette": 1, "interactions": [{"kind": "llm", "reply": r} for r in replies]})
+
+
+def run_real(tmp_path: Path, workflow: Path, cwd: Path, *options, env=None):
+    """The real `wfexec run` in a subprocess, its runs in a store in tmp, never asking a terminal."""
+    ran = wfexec_cli("run", workflow, "--non-interactive", "--store", tmp_path / "runs.db",
+                     "--state-out", tmp_path / "state.json", *options, cwd=cwd, env=env, timeout=120)
+    assert "Traceback" not in ran.stderr
+    state = json.loads((tmp_path / "state.json").read_text()) if (tmp_path / "state.json").exists() else None
+    return ran, state
+
+
+def git(*args, cwd):
+    subprocess.run(["git", "-c", "user.name=wfexec", "-c", "user.email=wfexec@example.invalid", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
+@pytest.fixture
+def upstream(tmp_path):
+    """A local git repository with a docs/ folder: what add-source clones."""
+    repo = tmp_path / "upstream" / "polars"
+    (repo / "docs").mkdir(parents=True)
+    (repo / "docs" / "guide.md").write_text("# Polars guide\n")
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("add", ".", cwd=repo)
+    git("commit", "-q", "-m", "docs", cwd=repo)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    return repo, sha
+
+
+CONFIG = """\
+# Corpus configuration
+corpus:
+  name: polars
+  display_name: Polars
+sources: []
+"""
+# locate_corpus parses config.yaml in a prose step (`# parseYaml(computed.config_raw)` in comments only): the
+# model's reply is the parsed config.
+PARSED_CONFIG = json.dumps({"corpus": {"name": "polars", "display_name": "Polars"}, "sources": []})
+
+
+@pytest.mark.parametrize("commit", ["856e42a", "0a56d54"])
+def test_add_source_clones_a_git_repository_and_records_it_in_config(tmp_path, upstream, commit):
+    plugin = plugin_copy(tmp_path, commit)
+    repo, sha = upstream
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "config.yaml").write_text(CONFIG)
+    answers = write_yaml(tmp_path / "answers.yaml", {
+        "ask_source_input": "git", "collect_git_url": repo.as_uri(), "collect_git_branch": "main",
+        "collect_docs_root": "docs", "ask_index_now": "no"})
+    replies = cassette(tmp_path / "cassette.yaml", PARSED_CONFIG,
+                       "The source keeps its docs in docs/: one guide.",       # research_git_source (git.md)
+                       "Navigate examples updated for polars.")               # update_navigate_examples
+    ran, state = run_real(tmp_path, plugin / "skills" / "hiivmind-corpus-add-source", corpus,
+                          "--answers", answers, "--replay", replies)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "Source 'polars' added successfully" in ran.stdout
+    config = yaml.safe_load((corpus / "config.yaml").read_text())
+    assert config["sources"] == [{
+        "id": "polars", "type": "git", "repo_url": repo.as_uri(), "repo_owner": "upstream", "repo_name": "polars",
+        "branch": "main", "docs_root": "docs", "last_commit_sha": sha, "last_indexed_at": None}]
+    assert (corpus / ".source" / "polars" / "docs" / "guide.md").read_text() == "# Polars guide\n"
+    assert state["flags"]["clone_succeeded"] is True
+
+
+class Site(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def site(tmp_path):
+    """A documentation site with an llms.txt manifest, served on loopback."""
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "llms.txt").write_text("# Polars Docs\n\n## Guide\n- [Start](https://x.invalid/start.md)\n"
+                                   "- [Lazy](https://x.invalid/lazy.md)\n")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: Site(*a, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", (root / "llms.txt").read_text()
+    server.shutdown()
+    server.server_close()
+
+
+def test_add_source_finds_an_llms_txt_manifest_over_http(tmp_path, site):
+    import hashlib
+
+    url, manifest = site
+    plugin = plugin_copy(tmp_path, "0a56d54")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "config.yaml").write_text(CONFIG)
+    answers = write_yaml(tmp_path / "answers.yaml", {
+        "ask_source_input": "llms_txt", "collect_llms_txt_url": url, "present_manifest_option": "use_llms",
+        "collect_cache_strategy": "selective", "ask_index_now": "no"})
+    replies = cassette(tmp_path / "cassette.yaml", PARSED_CONFIG, "Navigate examples updated.")
+    ran, state = run_real(tmp_path, plugin / "skills" / "hiivmind-corpus-add-source", corpus,
+                          "--answers", answers, "--replay", replies)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    [source] = yaml.safe_load((corpus / "config.yaml").read_text())["sources"]
+    assert source["id"] == "polars-docs" and source["type"] == "llms-txt"
+    assert source["manifest"]["url"] == f"{url}/llms.txt"
+    assert source["manifest"]["last_hash"].endswith(hashlib.sha256(manifest.encode()).hexdigest())
+    assert source["cache"] == {"enabled": True, "dir": ".cache/llms-txt/polars-docs/", "strategy": "selective"}
+    assert (corpus / ".cache" / "llms-txt" / "polars-docs").is_dir()
+
+
+def test_the_gateway_routes_a_menu_choice_to_the_navigate_skill(tmp_path):
+    plugin = plugin_copy(tmp_path, "856e42a")
+    work = tmp_path / "work"
+    work.mkdir()
+    corpora = [{"name": "polars", "status": "built", "description": "Polars docs", "path": "/corpora/polars"},
+               {"name": "react", "status": "placeholder", "description": "React docs", "path": "/corpora/react"}]
+    answers = write_yaml(tmp_path / "answers.yaml", {"show_main_menu": "navigate",
+                                                     "select_corpus_for_navigate": "polars"})
+    replies = cassette(tmp_path / "cassette.yaml",
+                       json.dumps(corpora),                    # discover_corpora: a prose step scans for corpora
+                       "Here is how lazy frames work in Polars.")  # delegate_navigate: invoke_skill
+    ran, state = run_real(tmp_path, plugin / "commands" / "hiivmind-corpus", work,
+                          "--answers", answers, "--replay", replies)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "**Corpus**: polars" in ran.stdout
+    assert state["intent"] == "navigate"
+    assert state["computed"]["selected_corpus"] == corpora[0]
+    assert state["flags"]["has_installed_corpora"] is True
