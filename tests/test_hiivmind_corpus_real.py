@@ -366,3 +366,66 @@ def test_the_gateway_routes_a_menu_choice_to_the_navigate_skill(tmp_path):
     assert state["intent"] == "navigate"
     assert state["computed"]["selected_corpus"] == corpora[0]
     assert state["flags"]["has_installed_corpora"] is True
+
+
+# init's generate_*_files steps are an agent writing files from the template document: a cassette's text
+# cannot write them, so this stand-in for the model does, from the context the prompt carries.
+TEMPLATE_AGENT = '''
+import json, pathlib, sys
+prompt = sys.stdin.read()
+pathlib.Path(sys.argv[1]).write_text(prompt)
+context = json.loads(prompt.split("## Context", 1)[1].split("```json", 1)[1].split("```", 1)[0])
+root, names = pathlib.Path(context["plugin_root"]), context["placeholders"]
+files = {
+    ".claude-plugin/plugin.json": json.dumps({"name": names["plugin_name"]}),
+    "skills/navigate/SKILL.md": "# Navigate " + names["project_display_name"] + "\\n",
+    "commands/navigate.md": "Navigate the " + names["project_name"] + " corpus\\n",
+    "data/config.yaml": "corpus:\\n  name: " + context["corpus_name"] + "\\n  keywords: [" + names["keyword_list"]
+                        + "]\\nsources: []\\n",
+    "data/index.md": "# " + names["project_display_name"] + " Documentation Corpus\\n",
+    ".gitignore": ".source/\\n.cache/\\n",
+}
+for name, text in files.items():
+    (root / name).write_text(text)
+print("Generated " + str(len(files)) + " files.")
+'''
+
+
+def test_init_scaffolds_a_single_corpus_plugin_after_the_user_fixes_its_regex(tmp_path):
+    plugin = plugin_copy(tmp_path, "856e42a")
+    workflow = plugin / "skills" / "hiivmind-corpus-init" / "workflow.yaml"
+    broken = wfexec_cli("validate", workflow)
+    assert broken.returncode != 0
+    line = next(d for d in broken.stdout.splitlines() if ": error: invalid JavaScript" in d).split(":")[1]
+    # The user's one-line fix: the line the diagnostic names loses its doubled backslashes.
+    lines = workflow.read_text().split("\n")
+    assert r"/^https?:\\/\\//" in lines[int(line) - 1]
+    lines[int(line) - 1] = lines[int(line) - 1].replace("\\\\", "\\")
+    workflow.write_text("\n".join(lines))
+    assert wfexec_cli("validate", workflow).returncode == 0
+
+    home = tmp_path / "new-corpus"  # a fresh folder: context B
+    home.mkdir()
+    (tmp_path / "agent.py").write_text(TEMPLATE_AGENT)
+    answers = write_yaml(tmp_path / "answers.yaml", {
+        "choose_dest_b": "single_corpus", "collect_source_url": "docs_site",
+        "collect_docs_url": "https://docs.polars.example/", "confirm_corpus_name": "accept",
+        "collect_keywords": "polars, dataframes, lazy"})
+    ran, state = run_real(tmp_path, workflow, home, "--answers", answers,
+                          "--backend", f"command:{sys.executable} {tmp_path / 'agent.py'} {tmp_path / 'prompt.md'}",
+                          env={"PWD": str(home)})  # as a shell sets it: the workflow reads `${PWD}`
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert f"Corpus 'polars' initialized at {home}" in ran.stdout
+    assert state["placeholders"] == {"plugin_name": "hiivmind-corpus-polars", "project_name": "polars",
+                                     "project_display_name": "Polars", "corpus_short_name": "polars",
+                                     "keyword_list": "polars, dataframes, lazy",
+                                     "keywords_sentence": "polars, dataframes, or lazy"}
+    assert state["computed"]["add_source_context"] == {"source_url": "https://docs.polars.example/",
+                                                       "working_directory": str(home)}
+    assert yaml.safe_load((home / "data" / "config.yaml").read_text())["corpus"]["name"] == "polars"
+    assert json.loads((home / ".claude-plugin" / "plugin.json").read_text()) == {"name": "hiivmind-corpus-polars"}
+    for folder in ("data/uploads", "references", ".source", ".cache"):
+        assert (home / folder).is_dir()
+    # The section the workflow names was renamed "(Legacy)": the agent got the whole template document.
+    prompt = (tmp_path / "prompt.md").read_text()
+    assert "asks for the section 'Single-corpus Plugin'" in prompt and "## Single-corpus Plugin (Legacy)" in prompt
