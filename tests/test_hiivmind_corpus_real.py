@@ -220,6 +220,8 @@ def test_no_file_under_compat_makes_wfexec_crash(tmp_path):
         text = checked.stdout + checked.stderr
         if "Traceback" in text or "internal error" in text or checked.returncode not in (0, 1, 2):
             crashed.append((batch[0], checked.returncode, text[-2000:]))
+        unread = [path for path in batch if str(path) not in text]
+        assert not unread, f"validate said nothing about {unread}"
     assert not crashed, crashed
 
 
