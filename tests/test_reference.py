@@ -173,3 +173,12 @@ def test_unknown_section_warns_and_the_run_sends_the_whole_document(tmp_path, cl
     wfexec.run(path, backend=backend)
     assert "asks for the section 'Deploying'" in backend.prompts[0]
     assert "## Reviewing" in backend.prompts[0] and "## Releasing" in backend.prompts[0]
+
+
+def test_a_hash_line_in_a_code_block_is_code_not_a_heading():
+    from wfexec.language.documents import extract_section
+
+    text = "# Guide\n\n## Split\n\n```bash\n# Skip confirmation\nsplit --yes\n```\n\nDone.\n\n## Next\n"
+    assert extract_section(text, "Split") == "## Split\n\n```bash\n# Skip confirmation\nsplit --yes\n```\n\nDone."
+    with pytest.raises(LookupError, match=r"its headings: Guide, Split, Next\)"):
+        extract_section(text, "Skip confirmation")
