@@ -180,3 +180,26 @@ def test_only_a_states_node_writes_the_forks_beside_its_result(write_workflow):
           done: {type: success, message: ok}
         """))
     assert [d.message.split(" is ")[0] for d in diagnostics if d.code == "unwritten-name"] == ["`computed.total_forks`"]
+
+
+def test_pwd_is_the_folder_the_run_works_in(run_yaml, tmp_path, monkeypatch):
+    """The real init workflow stores `'${PWD}'` as the corpus root: the run's folder, whatever the environment
+    variable says (a program that starts wfexec in another folder does not update it)."""
+    monkeypatch.setenv("PWD", "/somewhere/else")
+    work = tmp_path / "corpus"
+    work.mkdir()
+    result, _ = run_yaml("""
+        name: t
+        version: 1
+        start_node: work
+        nodes:
+          work:
+            type: action
+            actions:
+              - {type: compute, expression: "'${PWD}'", store_as: computed.root}
+              - {type: compute, expression: "PWD + '/data'", store_as: computed.data}
+            on_success: done
+        endings:
+          done: {type: success, message: "${computed.root}|${computed.data}|${PWD}"}
+        """, cwd=work)
+    assert result.message == f"{work}|{work}/data|{work}"

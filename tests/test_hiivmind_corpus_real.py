@@ -413,9 +413,8 @@ def test_init_scaffolds_a_single_corpus_plugin_after_the_user_fixes_its_regex(tm
         "choose_dest_b": "single_corpus", "collect_source_url": "docs_site",
         "collect_docs_url": "https://docs.polars.example/", "confirm_corpus_name": "accept",
         "collect_keywords": "polars, dataframes, lazy"})
-    ran, state = run_real(tmp_path, workflow, home, "--answers", answers,
-                          "--backend", f"command:{sys.executable} {tmp_path / 'agent.py'} {tmp_path / 'prompt.md'}",
-                          env={"PWD": str(home)})  # as a shell sets it: the workflow reads `${PWD}`
+    ran, state = run_real(tmp_path, workflow, home, "--answers", answers,  # `${PWD}`: the run's folder
+                          "--backend", f"command:{sys.executable} {tmp_path / 'agent.py'} {tmp_path / 'prompt.md'}")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert f"Corpus 'polars' initialized at {home}" in ran.stdout
     assert state["placeholders"] == {"plugin_name": "hiivmind-corpus-polars", "project_name": "polars",

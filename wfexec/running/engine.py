@@ -123,7 +123,8 @@ class Run:
         self.cwd = Path(self.options.cwd or Path.cwd())
         self.inputs = dict(inputs or {})
         self.state = state if state is not None else self.initial_state(self.inputs)
-        self.extras = {"imports": workflow.imports, "input": self.inputs, "env": os.environ}
+        # `${PWD}` is the run's working directory (as in its shell steps), not what the environment last said.
+        self.extras = {"imports": workflow.imports, "input": self.inputs, "env": os.environ, "PWD": str(self.cwd)}
         # The time expressions read (`Date.now()`), in milliseconds: read from the clock the first time a step
         # asks (most steps never do), then the same for the rest of the step. A resumed run sets
         # `resumed_step_ms` to the recorded start of the step it runs again.
