@@ -277,9 +277,10 @@ corpus:
   display_name: Polars
 sources: []
 """
-# locate_corpus parses config.yaml in a prose step (`# parseYaml(computed.config_raw)` in comments only): the
-# model's reply is the parsed config.
-PARSED_CONFIG = json.dumps({"corpus": {"name": "polars", "display_name": "Polars"}, "sources": []})
+# At 856e42a locate_corpus parses config.yaml in a prose step (`# parseYaml(computed.config_raw)` in comments
+# only): the model's reply is the parsed config. 0a56d54 reads it with `read_config`, as code.
+PARSED_CONFIG = {"856e42a": [json.dumps({"corpus": {"name": "polars", "display_name": "Polars"}, "sources": []})],
+                 "0a56d54": []}
 
 
 @pytest.mark.parametrize("commit", ["856e42a", "0a56d54"])
@@ -292,7 +293,7 @@ def test_add_source_clones_a_git_repository_and_records_it_in_config(tmp_path, u
     answers = write_yaml(tmp_path / "answers.yaml", {
         "ask_source_input": "git", "collect_git_url": repo.as_uri(), "collect_git_branch": "main",
         "collect_docs_root": "docs", "ask_index_now": "no"})
-    replies = cassette(tmp_path / "cassette.yaml", PARSED_CONFIG,
+    replies = cassette(tmp_path / "cassette.yaml", *PARSED_CONFIG[commit],
                        "The source keeps its docs in docs/: one guide.",       # research_git_source (git.md)
                        "Navigate examples updated for polars.")               # update_navigate_examples
     ran, state = run_real(tmp_path, plugin / "skills" / "hiivmind-corpus-add-source", corpus,
@@ -338,7 +339,7 @@ def test_add_source_finds_an_llms_txt_manifest_over_http(tmp_path, site):
     answers = write_yaml(tmp_path / "answers.yaml", {
         "ask_source_input": "llms_txt", "collect_llms_txt_url": url, "present_manifest_option": "use_llms",
         "collect_cache_strategy": "selective", "ask_index_now": "no"})
-    replies = cassette(tmp_path / "cassette.yaml", PARSED_CONFIG, "Navigate examples updated.")
+    replies = cassette(tmp_path / "cassette.yaml", *PARSED_CONFIG["0a56d54"], "Navigate examples updated.")
     ran, state = run_real(tmp_path, plugin / "skills" / "hiivmind-corpus-add-source", corpus,
                           "--answers", answers, "--replay", replies)
     assert ran.returncode == 0, ran.stdout + ran.stderr
