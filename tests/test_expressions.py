@@ -267,3 +267,21 @@ def test_threads_evaluate_the_same_expression_each_in_its_own_engine():
     for thread in threads:
         thread.join()
     assert results == ["a3,b3"] * 800
+
+
+def test_a_program_ending_in_an_object_literal_returns_the_object():
+    """As the Node REPL reads it, and the real refresh workflow's apply_retention step writes it."""
+    program = Expression("# what to keep\nconst strategy = computed.count > 2 ? 'count' : 'none';\n"
+                         "{ strategy, applied: strategy !== 'none' }\n")
+    assert program.evaluate(SCOPE) == {"strategy": "count", "applied": True}
+    assert Expression("const a = 1; { b: a, c: 2 }").evaluate(SCOPE) == {"b": 1, "c": 2}
+    assert Expression("const a = 1; { a }").evaluate(SCOPE) == 1  # valid JavaScript keeps its meaning: a block
+    with pytest.raises(ExpressionError, match="SyntaxError"):
+        Expression("const a = 1;\n{ a: }")  # still JavaScript: a broken literal stays an error
+
+
+def test_a_quoted_string_holding_a_placeholder_is_interpolated_as_hiivmind_does(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/ada")
+    assert Expression("'${HOME}/.claude/skills'").evaluate(SCOPE) == "/home/ada/.claude/skills"
+    assert Expression("\"n=${computed.count}, it's \\\"3\\\"\"").evaluate(SCOPE) == 'n=3, it\'s "3"'
+    assert Expression("'no placeholder: $ {x}'").evaluate(SCOPE) == "no placeholder: $ {x}"

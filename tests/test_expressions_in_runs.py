@@ -180,3 +180,46 @@ def test_a_step_rerun_after_a_crash_reads_the_time_it_first_started(tmp_path, pr
     started = int(resumed.stdout.strip())
     assert before <= started <= killed  # the first attempt's time, not the rerun's
     assert started == round(record["in_flight"]["started_at"] * 1000)
+
+
+def test_only_a_states_node_writes_the_forks_beside_its_result(write_workflow):
+    """`computed.x_forks` is where a `states` node keeps its forks' results; a compute's `store_as` has none,
+    so reading one is the typo it looks like."""
+    diagnostics = wfexec.validate(write_workflow("""
+        name: t
+        version: 1
+        start_node: work
+        nodes:
+          work:
+            type: action
+            actions:
+              - {type: compute, expression: "1", store_as: computed.total}
+              - {type: compute, expression: "computed.total_forks", store_as: computed.read}
+            on_success: done
+        endings:
+          done: {type: success, message: ok}
+        """))
+    assert [d.message.split(" is ")[0] for d in diagnostics if d.code == "unwritten-name"] == ["`computed.total_forks`"]
+
+
+def test_pwd_is_the_folder_the_run_works_in(run_yaml, tmp_path, monkeypatch):
+    """The real init workflow stores `'${PWD}'` as the corpus root: the run's folder, whatever the environment
+    variable says (a program that starts wfexec in another folder does not update it)."""
+    monkeypatch.setenv("PWD", "/somewhere/else")
+    work = tmp_path / "corpus"
+    work.mkdir()
+    result, _ = run_yaml("""
+        name: t
+        version: 1
+        start_node: work
+        nodes:
+          work:
+            type: action
+            actions:
+              - {type: compute, expression: "'${PWD}'", store_as: computed.root}
+              - {type: compute, expression: "PWD + '/data'", store_as: computed.data}
+            on_success: done
+        endings:
+          done: {type: success, message: "${computed.root}|${computed.data}|${PWD}"}
+        """, cwd=work)
+    assert result.message == f"{work}|{work}/data|{work}"

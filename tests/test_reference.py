@@ -160,9 +160,25 @@ def test_document_without_backend_stops_and_dry_run_prints_the_prompt(tmp_path, 
     assert "(dry run: not sent)" in dry.stdout
 
 
-def test_unknown_section_is_a_run_error_listing_the_headings(tmp_path):
+def test_unknown_section_warns_and_the_run_sends_the_whole_document(tmp_path, cli):
+    """hiivmind's skills read the whole document, and the real files name sections their documents renamed."""
     (tmp_path / "guide.md").write_text(GUIDE)
     path = tmp_path / "workflow.yaml"
     path.write_text(DOC_WORKFLOW.replace("section: Reviewing", "section: Deploying"))
-    with pytest.raises(wfexec.running.engine.RunError, match="no section 'Deploying'.*Guide, Reviewing, Releasing"):
-        wfexec.run(path, backend=EchoBackend())
+    checked = cli("validate", path)
+    assert checked.returncode == 0, checked.stderr
+    assert "workflow.yaml:10:14: warning: the document has no section 'Deploying' (its headings: Guide, Reviewing, " \
+        "Releasing): the run sends the whole document" in checked.stdout + checked.stderr
+    backend = EchoBackend()
+    wfexec.run(path, backend=backend)
+    assert "asks for the section 'Deploying'" in backend.prompts[0]
+    assert "## Reviewing" in backend.prompts[0] and "## Releasing" in backend.prompts[0]
+
+
+def test_a_hash_line_in_a_code_block_is_code_not_a_heading():
+    from wfexec.language.documents import extract_section
+
+    text = "# Guide\n\n## Split\n\n```bash\n# Skip confirmation\nsplit --yes\n```\n\nDone.\n\n## Next\n"
+    assert extract_section(text, "Split") == "## Split\n\n```bash\n# Skip confirmation\nsplit --yes\n```\n\nDone."
+    with pytest.raises(LookupError, match=r"its headings: Guide, Split, Next\)"):
+        extract_section(text, "Skip confirmation")

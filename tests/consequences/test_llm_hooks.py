@@ -93,14 +93,14 @@ def test_invoke_pattern_with_a_computed_missing_file_fails_without_asking(run_ya
     assert backend.prompts == []
 
 
-def test_invoke_pattern_with_an_unknown_section_lists_the_headings(run_yaml, tmp_path):
+def test_invoke_pattern_with_an_unknown_section_sends_the_whole_pattern_saying_so(run_yaml, tmp_path):
     (tmp_path / "p.md").write_text(PATTERN)
-    backend = FakeBackend()
+    backend = FakeBackend("done")
     result, _ = run_yaml(one_action({"type": "invoke_pattern", "path": "p.md", "section": "Deploy"}),
                          backend=backend)
-    assert result.type == "failure"
-    assert "no section 'Deploy'" in result.message and "Analyse sources" in result.message
-    assert backend.prompts == []
+    assert result.type == "success"
+    [prompt] = backend.prompts
+    assert "asks for the section 'Deploy'" in prompt and "Analyse sources" in prompt
 
 
 # --------------------------------------------------------------------------- #

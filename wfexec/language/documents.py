@@ -17,6 +17,7 @@ validates is the path that runs.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,3 +86,37 @@ def find_document(value: str, workflow_path: str | Path, folder: bool = False) -
         except (OSError, ValueError):  # a name too long for the file system, and the like
             continue
     return DocumentLookup(None, places)
+
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def _headings(lines: list[str]):
+    """(line index, level, title) of each markdown heading; a `#` line inside a fenced code block is code."""
+    fence = None
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            marker = stripped[:3]
+            fence = None if fence == marker else (fence or marker)
+            continue
+        match = None if fence else _HEADING.match(line)
+        if match:
+            yield i, len(match.group(1)), match.group(2)
+
+
+def extract_section(text: str, section: str) -> str:
+    """The heading named `section` and everything under it, up to the next heading of its level or above."""
+    wanted = section.strip().lstrip("#").strip().lower()
+    lines = text.splitlines()
+    start = level = None
+    headings = list(_headings(lines))
+    for i, depth, title in headings:
+        if start is None and title.strip().lower() == wanted:
+            start, level = i, depth
+        elif start is not None and depth <= level:
+            return "\n".join(lines[start:i]).strip()
+    if start is None:
+        raise LookupError(f"the document has no section '{section}' (its headings: "
+                          + (", ".join(title for _i, _d, title in headings) or "(none)") + ")")
+    return "\n".join(lines[start:]).strip()

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from wfexec.language import javascript
-from wfexec.language.js_source import KEYWORDS, TokenError, usage
+from wfexec.language.js_source import KEYWORDS, TokenError, tokenize, usage
 
 from wfexec.errors import WfexecError
 
@@ -223,6 +223,7 @@ class Expression:
         if not code.strip():
             raise ExpressionError("the expression is empty" if not source.strip() else
                                   f"`{_short(source)}` holds only `#` comments, no code", LANGUAGE_HINT, source)
+        code = _interpolated_strings(code)
         self.code = code
         try:
             found = usage(code)
@@ -317,6 +318,25 @@ class Expression:
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
+
+
+def _interpolated_strings(code: str) -> str:
+    """`code` with each quoted string that holds `${...}` written as a template literal: hiivmind interpolates
+    `${...}` in every string value, its expressions too, so `'${HOME}/.claude/skills'` means the folder
+    (the real init workflow). Lines stay, so error positions keep their line."""
+    if "${" not in code:
+        return code
+    try:
+        tokens = tokenize(code)
+    except TokenError:
+        return code  # the syntax check reports it
+    pieces, last = [], 0
+    for token in tokens:
+        if token.kind == "string" and "${" in token.text:
+            quote, body = token.text[0], token.text[1:-1].replace("`", "\\`")
+            pieces += [code[last:token.start], "`", body.replace("\\" + quote, quote), "`"]
+            last = token.start + len(token.text)
+    return "".join(pieces) + code[last:]
 
 
 def _line_column(text: str, offset: int) -> tuple[int, int]:

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from wfexec.language.js_source import TokenError, tokenize
+
 TIME_LIMIT_SECONDS = 2.0
 MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
 STACK_LIMIT_BYTES = 512 * 1024
@@ -77,11 +79,53 @@ def compile_source(source: str, names: tuple[str, ...]) -> Compiled:
         engine.context.eval(_SYNTAX_CHECK % source)
     except Exception as exc:  # noqa: BLE001 - quickjs raises its own exception classes
         program_error = _syntax_error(exc, source)
-        # One line that is not a program either: the expression reading explains it best.
-        raise expression_error if "\n" not in source.strip() and ";" not in source else program_error from None
+        as_object = _final_object_literal(source)
+        if as_object is None or not _compiles(engine, as_object):
+            # One line that is not a program either: the expression reading explains it best.
+            raise expression_error if "\n" not in source.strip() and ";" not in source else program_error from None
+        source = as_object
     as_program = _AS_PROGRAM % (declared, json.dumps(source))
     engine.function(as_program, source)
     return Compiled(as_program, True)
+
+
+def _compiles(engine: "Engine", source: str) -> bool:
+    try:
+        engine.context.eval(_SYNTAX_CHECK % source)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def _final_object_literal(source: str) -> str | None:
+    """`source` with its last statement in parentheses, when that statement is `{...}` starting its own line or
+    following a `;`: a program would read it as a block (a syntax error for `{ a, b: 1 }`), where the Node REPL
+    and the real hiivmind files mean the object, the program's value. None when the source does not end so."""
+    end = len(source.rstrip())
+    if not source[:end].endswith("}"):
+        return None
+    try:
+        tokens = tokenize(source[:end])
+    except TokenError:
+        return None
+    depth = 0
+    for token in reversed(tokens):
+        if token.kind != "punct":
+            continue
+        if token.text in (")", "]", "}"):
+            depth += 1
+        elif token.text in ("(", "[", "{"):
+            depth -= 1
+            if depth == 0:
+                break
+    else:
+        return None
+    if token.text != "{" or token.start == 0:
+        return None
+    before = source[:token.start].rstrip(" \t")
+    if not before.endswith(("\n", ";")):
+        return None
+    return f"{source[:token.start]}({source[token.start:end]}){source[end:]}"
 
 
 def _syntax_error(exc: Exception, source: str) -> JavaScriptError:

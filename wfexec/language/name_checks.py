@@ -48,6 +48,9 @@ class Written:
         nodes = data.get("nodes")
         if isinstance(nodes, dict):
             self.inside.update(("user_responses", str(node_id)) for node_id in nodes)
+            for node in nodes.values():  # a `states` node keeps its forks' results beside its own
+                if isinstance(node, dict) and node.get("type") == "states" and isinstance(node.get("store_as"), str):
+                    self._path(node["store_as"] + "_forks")
         self._walk(data)
 
     def _walk(self, value: Any) -> None:
@@ -56,7 +59,6 @@ class Written:
                 if isinstance(item, str):
                     if key in _WRITING_KEYS:
                         self._path(item)
-                        self._path(item + "_forks")
                     elif key in _FLAG_KEYS:
                         self.inside.add(("flags", item.split(".")[0]))
                     elif key in _LOCAL_KEYS:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from wfexec.language.documents import extract_section
 from wfexec.language.expressions import render_value
 from wfexec.language.paths import get_path
 from wfexec.nodes.base import TARGET, NodeType, Outcome
@@ -62,8 +63,15 @@ def compile(node_id, raw, c):
         if parent_path and child_path:
             output_mapping[parent_path] = child_path
     on_success_key = "on_success" if "on_success" in raw else "next_node"
+    doc = c.file(raw["doc"], ("doc",), "document") if "doc" in raw else None
+    if doc is not None and isinstance(raw.get("section"), str) and "${" not in raw["section"]:
+        try:
+            extract_section(doc.read_text(encoding="utf-8"), raw["section"])
+        except (LookupError, OSError, UnicodeDecodeError) as missing:
+            c.report.warning(c.full(("section",)), "section-missing", f"{missing}: the run sends the whole document",
+                             "name one of the document's headings in `section:`")
     return Reference(
-        doc=c.file(raw["doc"], ("doc",), "document") if "doc" in raw else None,
+        doc=doc,
         section=c.value(raw.get("section"), ("section",)),
         workflow=c.subworkflow(raw["workflow"], ("workflow",)) if "workflow" in raw else None,
         inputs=c.value(inputs or {}, (inputs_key,)),

@@ -123,7 +123,8 @@ class Run:
         self.cwd = Path(self.options.cwd or Path.cwd())
         self.inputs = dict(inputs or {})
         self.state = state if state is not None else self.initial_state(self.inputs)
-        self.extras = {"imports": workflow.imports, "input": self.inputs, "env": os.environ}
+        # `${PWD}` is the run's working directory (as in its shell steps), not what the environment last said.
+        self.extras = {"imports": workflow.imports, "input": self.inputs, "env": os.environ, "PWD": str(self.cwd)}
         # The time expressions read (`Date.now()`), in milliseconds: read from the clock the first time a step
         # asks (most steps never do), then the same for the rest of the step. A resumed run sets
         # `resumed_step_ms` to the recorded start of the step it runs again.
@@ -269,11 +270,7 @@ class Run:
     def judge_document(self, node: Node, doc: Path, section: str | None, context: dict) -> str:
         from wfexec.running.documents import document_prompt
 
-        try:
-            prompt = document_prompt(doc, section, context)
-        except LookupError as exc:
-            self.fail(node, str(exc), "check `section:` against the document's headings")
-        return self.judge(prompt, f"reference node '{node.id}' ({doc.name})")
+        return self.judge(document_prompt(doc, section, context), f"reference node '{node.id}' ({doc.name})")
 
     def run_subworkflow(self, node: Node, workflow: Workflow, inputs: dict) -> Result:
         child = Run(workflow, io=self.io, options=self.options, inputs=inputs, budget=self.budget)

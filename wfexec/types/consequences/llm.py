@@ -43,8 +43,6 @@ def invoke_pattern(params, ctx):
     section = params.get("section") or None
     try:
         prompt = document_prompt(doc, section, context)
-    except LookupError as exc:
-        raise ActionFailed(str(exc), "check `section:` against the document's headings") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ActionFailed(f"cannot read pattern '{params['path']}': {exc}") from None
     _store(ctx, params, ctx.judge(prompt, f"invoke_pattern ({doc.name})"))
