@@ -9,8 +9,10 @@ from wfexec.language.expressions import Template
 
 
 def check(data: dict, nodes: dict, endings: dict, static_targets: list, report: Reporter) -> None:
-    raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
-    raw_endings = data.get("endings") if isinstance(data.get("endings"), dict) else {}
+    raw_nodes = data.get("nodes")
+    raw_nodes = raw_nodes if isinstance(raw_nodes, dict) else {}
+    raw_endings = data.get("endings")
+    raw_endings = raw_endings if isinstance(raw_endings, dict) else {}
     _check_targets(raw_nodes, raw_endings, static_targets, report)
     for node in nodes.values():
         if node.kind.check is not None:
@@ -55,7 +57,7 @@ def successors(nodes: dict, endings: dict, uncompiled: tuple = ()) -> dict[str, 
         out[node_id] = targets
     for ending in endings.values():
         retry = ending.recovery.get("retry_node") if isinstance(ending.recovery, dict) else None
-        out[ending.id] = {retry} if retry in nodes else set()
+        out[ending.id] = {retry} if isinstance(retry, str) and retry in nodes else set()
     return out
 
 
