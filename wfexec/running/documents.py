@@ -13,7 +13,8 @@ def extract_section(text: str, section: str) -> str:
     """The heading named `section` and everything under it, up to the next heading of its level or above."""
     wanted = section.strip().lstrip("#").strip().lower()
     lines = text.splitlines()
-    start = level = None
+    start: int | None = None
+    level = 0
     for i, line in enumerate(lines):
         match = _HEADING.match(line)
         if not match:
