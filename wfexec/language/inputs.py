@@ -12,7 +12,7 @@ the input.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import AbstractSet, Any, Mapping
 
 from wfexec.errors import WfexecError
 from wfexec.language.diagnostics import did_you_mean, format_yaml_path
@@ -68,7 +68,8 @@ def _takes_text(schema: dict) -> bool:
     return declared is None or declared == "string" or (isinstance(declared, list) and "string" in declared)
 
 
-def check_inputs(given: dict[str, Any], input_schema: dict | None, *, from_text: set[str] = frozenset()) -> dict:
+def check_inputs(given: Mapping[str, Any], input_schema: dict | None, *,
+                 from_text: AbstractSet[str] = frozenset()) -> dict:
     """Apply defaults, read command-line text as the declared type, and reject what does not fit."""
     if not input_schema:
         return dict(given)

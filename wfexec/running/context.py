@@ -63,7 +63,7 @@ class CallContext:
         return get_path(self.run.state, parts, default)
 
     def set(self, path: str | tuple, value: Any) -> None:
-        parts = (_path_cache.get(path) or self.path(path)) if path.__class__ is str else path
+        parts = (_path_cache.get(path) or self.path(path)) if isinstance(path, str) else path
         try:
             self.run.write(parts, value)
         except PathError as exc:

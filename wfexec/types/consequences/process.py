@@ -76,7 +76,7 @@ def _arguments(values: Any, what: str) -> list[str]:
     if not isinstance(values, list):
         raise ActionFailed(f"`{what}` must be a list of arguments, got {type(values).__name__}",
                            f"write `{what}` as a YAML list: one item per argument")
-    argv = []
+    argv: list[str] = []
     for value in values:
         if isinstance(value, list):
             argv.extend(to_text(v) for v in value)
