@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from wfexec.language.diagnostics import Reporter, did_you_mean, format_yaml_path
 from wfexec.language.expressions import Template
@@ -42,7 +42,7 @@ def _edges(node) -> list[tuple[str, Any]]:
     return [(label, target) for label, target in node.kind.targets(node.spec) if target is not None]
 
 
-def successors(nodes: dict, endings: dict, uncompiled: tuple = ()) -> dict[str, set[str]]:
+def successors(nodes: Mapping[str, Any], endings: Mapping[str, Any], uncompiled: tuple = ()) -> dict[str, set[str]]:
     """Where each node (and ending, by its retry_node) can go next; a computed target may go anywhere.
     `uncompiled` names nodes that failed their checks: still targets, their own edges are found elsewhere."""
     everything = list(nodes) + list(endings) + list(uncompiled)

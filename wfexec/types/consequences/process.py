@@ -95,8 +95,8 @@ def _split_written(command: Any, ctx) -> list[str]:
     in, so data from state can never add arguments or operators.
     """
     parts = command.parts if isinstance(command, Template) else (command,)
-    expressions = []
-    text = []
+    expressions: list[Any] = []
+    text: list[str] = []
     for part in parts:
         if isinstance(part, str):
             if "\x00" in part:
