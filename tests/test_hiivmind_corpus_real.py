@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import compat_root, wfexec_cli, wfexec_in_process
+from conftest import compat_root, wfexec_cli, wfexec_in_process
 
 # What validation leaves on each real file, as "E|W code": [lines]. All of it is the files' own doing:
 # - E expression (init x6): `/^https?:\\/\\//` is double-escaped inside a YAML block scalar, so the regex ends

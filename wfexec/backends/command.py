@@ -42,7 +42,7 @@ class CommandBackend(Backend):
         from wfexec.protocol.processes import ProcessStartError, ProcessTimeout, run_process
 
         resumes = request.session_id and not request.fork_session
-        session = request.session_id if resumes else f"cmd-{uuid.uuid4().hex}"
+        session = request.session_id if resumes and request.session_id else f"cmd-{uuid.uuid4().hex}"
         env = dict(os.environ)
         env.pop("CLAUDECODE", None)
         env["WFEXEC_SESSION_ID"] = session

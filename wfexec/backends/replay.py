@@ -203,7 +203,7 @@ class RecordingBackend(Backend):
 
     async def invoke(self, request: LLMRequest) -> LLMReply:
         reply = await invoke_backend(self.inner, request)
-        item = {"kind": "llm"}
+        item: dict[str, Any] = {"kind": "llm"}
         if request.agent_id:
             item["agent"] = request.agent_id
         if request.state:

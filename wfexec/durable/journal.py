@@ -350,4 +350,6 @@ def _ask_rerun_or_skip(io, node_id: str, effects: list[str]) -> str:
                  Choice("stop", "Stop here")),
         allow_other=False, dynamic=False)
     answer = io.ask(question)
-    return (answer if isinstance(answer, Answer) else match_answer(question, answer)).choice.id
+    choice = (answer if isinstance(answer, Answer) else match_answer(question, answer)).choice
+    assert choice is not None  # allow_other=False: every answer is one of the choices
+    return choice.id

@@ -22,6 +22,7 @@ Tables:
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import random
@@ -30,6 +31,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any, Sequence
 from pathlib import Path
 
 from wfexec.errors import WfexecError
@@ -286,7 +288,7 @@ class Store:
                             (_dumps({"step": step, "node": node, "started_at": started_at}), node, time.time(),
                              run_id))
 
-    def commit_steps(self, run_id: str, steps: list[list], state: dict, step_count: int, current_node: str) -> None:
+    def commit_steps(self, run_id: str, steps: Sequence[Sequence[Any]], state: dict, step_count: int, current_node: str) -> None:
         """Journal steps and the state after the last of them, in one transaction."""
         with self.transaction():
             self.db.execute("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?)",
@@ -324,7 +326,7 @@ class Store:
         row = self.db.execute("SELECT step, state FROM snapshots WHERE run_id = ?", (run_id,)).fetchone()
         return row[0], json.loads(row[1])
 
-    def journal(self, run_id: str) -> list[dict]:
+    def journal(self, run_id: str) -> builtins.list[dict]:  # builtins: `list` here is Store.list
         rows = self.db.execute("SELECT steps FROM journal WHERE run_id = ? ORDER BY first_step", (run_id,))
         keys = ("step", "node", "type", "outcome", "target", "at", "changes")
         return [{**dict(zip(keys, step)), "duration_ms": step[7] / 1000}

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from wfexec.language.diagnostics import Reporter, did_you_mean, format_yaml_path
 from wfexec.language.expressions import Template
 
 
 def check(data: dict, nodes: dict, endings: dict, static_targets: list, report: Reporter) -> None:
-    raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
-    raw_endings = data.get("endings") if isinstance(data.get("endings"), dict) else {}
+    raw_nodes = data.get("nodes")
+    raw_nodes = raw_nodes if isinstance(raw_nodes, dict) else {}
+    raw_endings = data.get("endings")
+    raw_endings = raw_endings if isinstance(raw_endings, dict) else {}
     _check_targets(raw_nodes, raw_endings, static_targets, report)
     for node in nodes.values():
         if node.kind.check is not None:
@@ -40,7 +42,7 @@ def _edges(node) -> list[tuple[str, Any]]:
     return [(label, target) for label, target in node.kind.targets(node.spec) if target is not None]
 
 
-def successors(nodes: dict, endings: dict, uncompiled: tuple = ()) -> dict[str, set[str]]:
+def successors(nodes: Mapping[str, Any], endings: Mapping[str, Any], uncompiled: tuple = ()) -> dict[str, set[str]]:
     """Where each node (and ending, by its retry_node) can go next; a computed target may go anywhere.
     `uncompiled` names nodes that failed their checks: still targets, their own edges are found elsewhere."""
     everything = list(nodes) + list(endings) + list(uncompiled)
@@ -55,7 +57,7 @@ def successors(nodes: dict, endings: dict, uncompiled: tuple = ()) -> dict[str, 
         out[node_id] = targets
     for ending in endings.values():
         retry = ending.recovery.get("retry_node") if isinstance(ending.recovery, dict) else None
-        out[ending.id] = {retry} if retry in nodes else set()
+        out[ending.id] = {retry} if isinstance(retry, str) and retry in nodes else set()
     return out
 
 

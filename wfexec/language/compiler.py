@@ -179,6 +179,7 @@ class Compiler:
         if not schema.check_call(raw, self.full(rel), registry, self.report):
             return None
         spec = registry.get(raw["type"])
+        assert spec is not None  # check_call reported an unknown type
         params: dict[str, Any] = {}
         for name, value in raw.items():
             if name in _CALL_META or name.startswith("x-"):
@@ -213,7 +214,8 @@ class Compiler:
         say to rename it."""
         if not isinstance(raw, dict) or "store_in" not in raw or "store_as" in raw:
             return raw
-        spec = registry.get(raw.get("type")) if isinstance(raw.get("type"), str) else None
+        type_name = raw.get("type")
+        spec = registry.get(type_name) if isinstance(type_name, str) else None
         if spec is None or "store_as" not in spec.params:
             return raw
         self.report.warning(self.full(rel) + ("store_in",), "store-in",
@@ -319,6 +321,7 @@ def check_document(doc: Document, loading: tuple = ()) -> Checked:
     diagnostics += c.report.diagnostics
     workflow = None
     if not has_errors(diagnostics):
+        assert isinstance(start, str)  # the schema requires a start_node that names a node
         workflow = Workflow(
             name=str(data.get("name", "")), version=str(data.get("version", "")),
             description=str(data.get("description", "")), start_node=start, nodes=nodes, endings=endings,

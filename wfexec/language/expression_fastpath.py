@@ -34,7 +34,7 @@ class _Unsupported(Exception):
     pass
 
 
-def compile_fast(code: str, builtins: frozenset[str] = frozenset()) -> Callable[[Callable], Any] | None:
+def compile_fast(code: str, builtins: frozenset[str] = frozenset()) -> Callable[[Any], Any] | None:
     """A function of a Scope giving the value of `code`, or MISSING when the engine must answer; None when
     `code` is not a shape handled here."""
     try:
@@ -67,7 +67,8 @@ def compile_fast(code: str, builtins: frozenset[str] = frozenset()) -> Callable[
 
     namespace = {"MISSING": MISSING, "truthy": truthy, "INF": float("inf"), "SAFE": _SAFE_INTEGER, "EMPTY": {}}
     exec(compile(text, f"<fast path: {code[:40]}>", "exec"), namespace)  # noqa: S102 - our own generated code
-    return namespace["fast"]
+    fast: Callable[[Any], Any] = namespace["fast"]  # type: ignore[assignment]  # defined by the code above
+    return fast
 
 
 # The static kind of a value in generated code: "raw" (read from the state, unchecked: it may be MISSING,

@@ -255,7 +255,7 @@ class Expression:
             raise self._invalid(exc) from None
         self.program = self._compiled.program
         self._reads = tuple((name, tuple(sorted(keys)) if keys is not None else None) for name, keys in reads.items())
-        self._bound = None
+        self._bound: tuple[Any, Any] | None = None
         # Only an expression that can reach the clock asks the run for it, so a run records (and a replay
         # serves) a time only for the steps that read one. Reaching `Date` sideways counts too.
         self._reads_clock = bool(_CLOCK_NAMES & set(found.free)) or "this" in code or "constructor" in code
@@ -433,8 +433,10 @@ class Template:
 
     def render(self, scope: Scope) -> Any:
         if self.whole:
-            return self.parts[0].evaluate(scope)
-        return "".join([part if part.__class__ is str else to_text(part.evaluate(scope)) for part in self.parts])
+            return self.parts[0].evaluate(scope)  # type: ignore[union-attr]  # `whole`: the one part is an Expression
+        # `__class__ is str`: cheaper than isinstance on this hot path, and mypy cannot narrow by it.
+        return "".join([part if part.__class__ is str else to_text(part.evaluate(scope))  # type: ignore[union-attr]
+                        for part in self.parts])
 
     def __repr__(self) -> str:
         return f"Template({self.source!r})"
@@ -479,7 +481,7 @@ def compile_value(value: Any) -> Any:
             return template
         return value
     if isinstance(value, (dict, list)):
-        compiled = {} if isinstance(value, dict) else [None] * len(value)
+        compiled: Any = {} if isinstance(value, dict) else [None] * len(value)
         for key, item in (value.items() if isinstance(value, dict) else enumerate(value)):
             try:
                 compiled[key] = compile_value(item)

@@ -12,7 +12,7 @@ the input.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import AbstractSet, Any, Mapping
 
 from wfexec.errors import WfexecError
 from wfexec.language.diagnostics import did_you_mean, format_yaml_path
@@ -42,16 +42,16 @@ def split_pairs(pairs: list[str], option: str) -> list[tuple[str, str]]:
     return out
 
 
-def is_object_schema(input_schema: dict) -> bool:
+def is_object_schema(input_schema: Mapping[str, Any]) -> bool:
     """Written as one JSON Schema (`type: object` + `properties`) rather than name → schema."""
     return input_schema.get("type") == "object" and isinstance(input_schema.get("properties"), dict)
 
 
-def inputs_as_object_schema(input_schema: dict) -> dict:
+def inputs_as_object_schema(input_schema: Mapping[str, Any]) -> dict[str, Any]:
     """The inputs as one JSON Schema of type object; hiivmind's `required: true` per input becomes the object's
     `required` list (a `required` that is a list stays JSON Schema's own keyword)."""
     if is_object_schema(input_schema):
-        return input_schema
+        return dict(input_schema)
     properties: dict[str, Any] = {}
     required: list[str] = []
     for name, spec in input_schema.items():
@@ -68,7 +68,8 @@ def _takes_text(schema: dict) -> bool:
     return declared is None or declared == "string" or (isinstance(declared, list) and "string" in declared)
 
 
-def check_inputs(given: dict[str, Any], input_schema: dict | None, *, from_text: set[str] = frozenset()) -> dict:
+def check_inputs(given: Mapping[str, Any], input_schema: Mapping[str, Any] | None, *,
+                 from_text: AbstractSet[str] = frozenset()) -> dict:
     """Apply defaults, read command-line text as the declared type, and reject what does not fit."""
     if not input_schema:
         return dict(given)
@@ -133,7 +134,7 @@ def input_schema_problems(input_schema: Any) -> list[tuple[tuple, str]]:
     problems = []
     for name, schema in (whole.get("properties") or {}).items():
         if isinstance(schema, dict) and "default" in schema:
-            for error in _schema_errors(schema, schema["default"]):
+            for misfit in _schema_errors(schema, schema["default"]):
                 at = (("properties",) if is_object_schema(input_schema) else ()) + (name, "default")
-                problems.append((at, f"the default of input '{name}' does not fit its schema: {error.message}"))
+                problems.append((at, f"the default of input '{name}' does not fit its schema: {misfit.message}"))
     return problems

@@ -153,7 +153,7 @@ class Engine:
         self._object = quickjs.Object
         self._stack_overflow = quickjs.StackOverflow
         here = resources.files("wfexec.language")
-        self.context.eval(here.joinpath("vendor", "js-yaml.min.js").read_text())
+        self.context.eval(here.joinpath("vendor").joinpath("js-yaml.min.js").read_text())
         self.context.eval(here.joinpath("prelude.js").read_text())
         self.context.set_memory_limit(MEMORY_LIMIT_BYTES)
         self.context.set_max_stack_size(STACK_LIMIT_BYTES)

@@ -77,6 +77,7 @@ def tokenize(source: str) -> list[Token]:
             i = end
         elif ch.isdigit() or (ch == "." and i + 1 < n and source[i + 1].isdigit()):
             match = _NUMBER.match(source, i)
+            assert match is not None  # a digit, or a dot before one, always starts a number
             tokens.append(Token("number", match.group(0), i))
             i = match.end()
         else:

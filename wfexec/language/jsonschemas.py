@@ -8,7 +8,7 @@ errors (with paths) that become diagnostics.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 
 def inline_refs(schema: Any, defs: dict) -> Any:
@@ -32,6 +32,7 @@ class SchemaCheck:
 
         self.schema = schema
         self._explain = Draft202012Validator(schema)
+        self._fast: Callable[[Any], Any] | None
         try:
             import fastjsonschema
 

@@ -42,7 +42,8 @@ class Written:
                     self.inside.update((key, str(k)) for k in value)
         schema = data.get("input_schema")
         if isinstance(schema, dict):
-            names = schema.get("properties") if isinstance(schema.get("properties"), dict) else schema
+            properties = schema.get("properties")
+            names = properties if isinstance(properties, dict) else schema
             self.inputs = {str(k) for k in names}
             self.top.update(self.inputs)
         nodes = data.get("nodes")

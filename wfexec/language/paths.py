@@ -21,15 +21,19 @@ _SEGMENT = re.compile(r"""
 """, re.VERBOSE)
 
 
+# Keys of mappings and indexes of lists, from the state root: ('sources', 0, 'id').
+StatePath = tuple[str | int, ...]
+
+
 class PathError(WfexecError, ValueError):
     """A malformed state path, or one that cannot be written."""
 
 
-def parse_path(text: str) -> tuple:
+def parse_path(text: str) -> StatePath:
     """`a.b[0]['c d']` → ('a', 'b', 0, 'c d')."""
     if not isinstance(text, str) or not text.strip():
         raise PathError("a state path must be a non-empty string such as `computed.result`")
-    parts: list = []
+    parts: list[str | int] = []
     pos = 0
     expect_name = True
     while pos < len(text):
@@ -59,7 +63,7 @@ def parse_path(text: str) -> tuple:
     return tuple(parts)
 
 
-def format_path(parts: tuple) -> str:
+def format_path(parts: StatePath) -> str:
     out = ""
     for part in parts:
         if isinstance(part, int):
@@ -74,7 +78,7 @@ def format_path(parts: tuple) -> str:
 _MISSING = object()
 
 
-def get_path(state: Any, parts: tuple, default: Any = None) -> Any:
+def get_path(state: Any, parts: StatePath, default: Any = None) -> Any:
     node = state
     for part in parts:
         if isinstance(part, int):
@@ -89,11 +93,11 @@ def get_path(state: Any, parts: tuple, default: Any = None) -> Any:
     return node
 
 
-def has_path(state: Any, parts: tuple) -> bool:
+def has_path(state: Any, parts: StatePath) -> bool:
     return get_path(state, parts, _MISSING) is not _MISSING
 
 
-def set_path(state: dict, parts: tuple, value: Any) -> None:
+def set_path(state: dict, parts: StatePath, value: Any) -> None:
     """Set a value, creating missing mappings on the way. Raises PathError when a
     segment crosses something that is not a mapping or list."""
     node = state
@@ -125,7 +129,7 @@ def set_path(state: dict, parts: tuple, value: Any) -> None:
         node[last] = value
 
 
-def delete_path(state: dict, parts: tuple) -> None:
+def delete_path(state: dict, parts: StatePath) -> None:
     parent = get_path(state, parts[:-1], None) if len(parts) > 1 else state
     last = parts[-1]
     if isinstance(parent, dict):

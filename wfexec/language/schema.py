@@ -21,7 +21,7 @@ from wfexec.types.registry import TEMPLATE_PATTERN, Registry
 SCHEMA_ID = "https://wfexec.dev/schemas/workflow.schema.json"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
-_X_KEYS = {"^x-": {}}
+_X_KEYS: dict[str, dict] = {"^x-": {}}
 
 TOP_LEVEL = {
     "type": "object",
@@ -97,7 +97,7 @@ def allow_x_keys(schema: Any) -> Any:
         return [allow_x_keys(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in schema.items():
         if key in ("properties", "patternProperties", "$defs") and isinstance(value, dict):
             out[key] = {name: allow_x_keys(sub) for name, sub in value.items()}

@@ -17,7 +17,19 @@ them imports a concrete node module.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+
+if TYPE_CHECKING:  # annotations only: these layers sit above or beside the node types
+    from importlib.metadata import EntryPoint
+    from wfexec.language.compiler import Compiler
+    from wfexec.language.diagnostics import Reporter
+    from wfexec.language.expressions import Template
+    from wfexec.language.model import Call, Node, Workflow
+    from wfexec.running.engine import Run
+
+# A node type's own compiled fields (`node.spec`): each type declares its own frozen dataclass, so the
+# functions of a NodeType take that type; here it can only be Any.
+Spec = Any
 
 ENTRY_POINT_GROUP = "wfexec.nodes"
 
@@ -35,7 +47,7 @@ class Outcome:
     Not frozen: one is made per step, and a frozen dataclass's __init__ costs
     several times more."""
 
-    target: Any                       # str | Template
+    target: str | Template            # a Template: a computed target, rendered by the run
     outcome: dict = field(default_factory=dict)
     label: str = ""                   # the edge taken: on_success, true, an option id…
 
@@ -57,24 +69,28 @@ class Question:
     node: str
     text: str
     header: str
-    choices: tuple
+    choices: tuple[Choice, ...]
     allow_other: bool
     dynamic: bool
 
 
-def _no_calls(spec) -> tuple:
+def _no_calls(spec: Spec) -> tuple[Call, ...]:
     return ()
 
 
-def _no_effects(spec) -> tuple:
+def _no_names(spec: Spec) -> tuple[str, ...]:
     return ()
 
 
-def _rerun_safe(spec) -> bool:
+def _no_effects(spec: Spec) -> tuple[str, ...]:
+    return ()
+
+
+def _rerun_safe(spec: Spec) -> bool:
     return True
 
 
-def _no_subworkflows(spec) -> tuple:
+def _no_subworkflows(spec: Spec) -> tuple[Workflow, ...]:
     return ()
 
 
@@ -83,45 +99,46 @@ class NodeType:
     """Everything wfexec knows about one node type. Every consumer asks this, never the type's name."""
 
     name: str                                   # `type:` in YAML
-    schema: Mapping                             # JSON Schema of its own fields: properties, required, oneOf/anyOf
+    schema: Mapping[str, Any]                   # JSON Schema of its own fields: properties, required, oneOf/anyOf
     #                                             (TARGET, PRECONDITION, CONSEQUENCE stand for targets and calls)
-    compile: Callable[[str, dict, Any], Any]    # (node id, raw mapping, compiler) → its frozen spec
-    execute: Callable[[Any, Any], Outcome]      # (node, run) → Outcome: run it once. A node that asks
+    compile: Callable[[str, dict[str, Any], Compiler], Spec]  # (node id, raw mapping, compiler) → its frozen spec
+    execute: Callable[[Node, Run], Outcome]     # (node, run) → Outcome: run it once. A node that asks
     #                                             (`run.ask`) asks before it changes state: a parked step runs
     #                                             again from its start when the run is resumed
-    targets: Callable[[Any], list]              # spec → [(edge label, target or None)]: checks and pictures
-    calls: Callable[[Any], Iterable] = _no_calls  # spec → the registry calls it runs (effects, skills)
+    targets: Callable[[Spec], list[tuple[str, str | Template | None]]]  # spec → [(edge label, target or None)]
+    #                                             for the checks and pictures
+    calls: Callable[[Spec], Iterable[Call]] = _no_calls  # spec → the registry calls it runs (effects, skills)
     # -- validation beyond the schema: (node, raw mapping, reporter) → None, reporting at ("nodes", id, ...)
-    check: Callable[[Any, dict, Any], None] | None = None
+    check: Callable[[Node, dict[str, Any], Reporter], None] | None = None
     # -- documentation (`wfexec docs`, SKILL.md)
     doc: str = ""                               # first paragraph: the summary under its heading in schema.md
     field_notes: Mapping[str, str] = field(default_factory=dict)  # field → what it is for (schema gives the type)
     rules: str = ""                             # Markdown: how to execute it, for execution.md and SKILL.md
     order: int = 1000                           # place in the docs and rules; ties by name
     # -- durable runs (`wfexec resume`)
-    effects: Callable[[Any], Iterable[str]] = _no_effects  # spec → what it touches besides its calls' effects
-    idempotent: Callable[[Any], bool] = _rerun_safe  # spec → whether its own work may run twice (calls aside)
+    effects: Callable[[Spec], Iterable[str]] = _no_effects  # spec → what it touches besides its calls' effects
+    idempotent: Callable[[Spec], bool] = _rerun_safe  # spec → whether its own work may run twice (calls aside)
     skip_edge: str | None = None                # the edge `resume --skip` takes as if it succeeded; None: no skip
-    subworkflows: Callable[[Any], Iterable] = _no_subworkflows  # spec → the Workflows it runs
+    subworkflows: Callable[[Spec], Iterable[Workflow]] = _no_subworkflows  # spec → the Workflows it runs
     # -- pictures (`wfexec graph`) and skills (`wfexec skill`)
     shape_name: str = "rectangle"               # how the picture's legend names its shape
-    mermaid_shape: tuple = ("[", "]")
+    mermaid_shape: tuple[str, str] = ("[", "]")
     dot_shape: str = "shape=box"
-    tools: frozenset = frozenset()              # Claude Code tools an agent needs to follow its rules
-    questions: Callable[[Any, dict], dict | None] | None = None  # (node, raw) → what it asks, for SKILL.md
+    tools: frozenset[str] = frozenset()              # Claude Code tools an agent needs to follow its rules
+    questions: Callable[[Node, dict[str, Any]], dict[str, Any] | None] | None = None  # (node, raw) → what it asks, for SKILL.md
     # -- names its templates may read besides the state's (for the check that warns about unwritten names)
-    bound_names: Callable[[Any], Iterable[str]] = _no_calls  # spec → names it binds, e.g. each item of a list
+    bound_names: Callable[[Spec], Iterable[str]] = _no_names  # spec → names it binds, e.g. each item of a list
     # -- `validate`'s summary of what runs for free
     asks_person: bool = False                   # it puts a question to a person
-    judgement: Callable[[Any, dict], str | None] | None = None  # (spec or None, raw) → what of it goes to the LLM
+    judgement: Callable[[Spec | None, dict[str, Any]], str | None] | None = None  # (spec or None, raw) → what of it goes to the LLM
 
 
 @dataclass
 class NodeTypes:
     """name → NodeType, with why any plugin could not be loaded."""
 
-    types: dict
-    problems: list
+    types: dict[str, NodeType]
+    problems: list[str]
 
     def __contains__(self, name: object) -> bool:
         return name in self.types
@@ -129,7 +146,7 @@ class NodeTypes:
     def __getitem__(self, name: str) -> NodeType:
         return self.types[name]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self.types)
 
     def names(self) -> list[str]:
@@ -140,7 +157,7 @@ class NodeTypes:
         return sorted(self.types.values(), key=lambda t: (t.order, t.name))
 
 
-_loaded: list = []
+_loaded: list[NodeTypes] = []
 
 
 def node_types() -> NodeTypes:
@@ -176,7 +193,7 @@ def node_type(name: str) -> NodeType:
     return node_types()[name]
 
 
-def _builtin_points() -> list:
+def _builtin_points() -> list[EntryPoint]:
     import pkgutil
     from importlib.metadata import EntryPoint
 

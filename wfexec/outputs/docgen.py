@@ -94,7 +94,7 @@ def yaml_block(value: Any) -> str:
 
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
-    yaml.sort_base_mapping_type_on_output = False
+    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]  # ruamel declares it None; it takes a bool
     yaml.width = 100
     yaml.allow_unicode = True
     out = io.StringIO()
@@ -118,8 +118,8 @@ def type_of(schema: Any) -> str:
         return "one of " + ", ".join(f"`{_scalar(v)}`" for v in schema["enum"])
     for key in ("oneOf", "anyOf"):
         if key in schema and "type" not in schema:
-            kinds = list(dict.fromkeys(type_of(s) for s in schema[key]))
-            return " or ".join(kinds)
+            alternatives = list(dict.fromkeys(type_of(s) for s in schema[key]))
+            return " or ".join(alternatives)
     kinds = schema.get("type")
     if isinstance(kinds, list):
         return " or ".join(type_of({**schema, "type": k}) for k in kinds)
@@ -334,9 +334,9 @@ _EG = re.compile(r"\be\.g\.\s+([^\s,;()]+)")
 def example_for(spec) -> dict:
     """A YAML-ready example call of a type: its own `example`, else one made from its parameter schema."""
     if spec.example:
-        example = dict(spec.example)
-        example.setdefault("type", spec.name)
-        return {"type": example.pop("type"), **example}
+        own = dict(spec.example)
+        own.setdefault("type", spec.name)
+        return {"type": own.pop("type"), **own}
     chosen = list(spec.required) + [p for p in spec.params if f"{spec.name}.{p}" in TYPE_EXAMPLES]
     if not [p for p in chosen if p not in spec.paths] and spec.params:
         # Only paths are required (or nothing): add the first parameter that says what to work on.
@@ -369,7 +369,7 @@ def _example_value(spec, name: str, schema: dict) -> Any:
     return _value_of_type(schema)
 
 
-_JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list, "object": dict}
+_JSON_TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list, "object": dict}
 
 
 def _fits(schema: dict, value: Any) -> bool:

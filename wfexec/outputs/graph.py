@@ -104,12 +104,12 @@ def unreachable(workflow: Workflow) -> set[str]:
 # --------------------------------------------------------------------------- #
 # Mermaid
 
-def _mermaid_ids(pic: Picture) -> dict[str, str]:
+def _mermaid_ids(pic: Picture) -> dict[str | tuple[str, str], str]:
     """Graph name → a Mermaid id: the name itself when Mermaid reads it as a plain id."""
     taken: set[str] = set()
-    ids: dict[str, str] = {}
+    ids: dict[str | tuple[str, str], str] = {}
 
-    def allocate(name: str, wanted: str) -> None:
+    def allocate(name: str | tuple[str, str], wanted: str) -> None:
         candidate = wanted
         suffix = 2
         while candidate in taken:

@@ -208,8 +208,9 @@ def _run_command(inputs: list[dict]) -> str:
 
 def _questions(workflow: Workflow) -> list[dict]:
     raw_nodes = workflow.raw.get("nodes") or {}
-    return [node.kind.questions(node, raw_nodes.get(node.id) or {}) for node in workflow.nodes.values()
-            if node.kind.questions is not None]
+    asked = (node.kind.questions(node, raw_nodes.get(node.id) or {}) for node in workflow.nodes.values()
+             if node.kind.questions is not None)
+    return [question for question in asked if question is not None]  # None: this node asks nothing
 
 
 def _entry(workflow: Workflow) -> list[dict]:

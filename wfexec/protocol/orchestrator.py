@@ -83,7 +83,7 @@ class Orchestrator:
         self.steps = 0
         self._warned: set[str] = set()
         self.state: AgentsState | None = None
-        self._tasks: set = set()
+        self._tasks: set[asyncio.Task] = set()
 
     # -- what executors use -------------------------------------------------------------
     def agent_cwd(self, agent: Agent) -> str:
@@ -156,7 +156,7 @@ class Orchestrator:
             self.workflow_id = state.workflow_id
             self.budget.spent = state.total_cost_usd
         self.state = state
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = set()
         self._finished = asyncio.get_running_loop().create_future()
         try:
             for agent in state.active():
@@ -190,6 +190,7 @@ class Orchestrator:
 
     async def _run_agent(self, agent_id: str) -> None:
         state = self.state
+        assert state is not None  # run() sets it before any agent starts
         while True:
             agent = state.agent(agent_id)
             if agent.status != "active":
@@ -217,13 +218,15 @@ class Orchestrator:
         if step.kind == "markdown":
             agent = replace(agent, session_id=step.session_id or agent.session_id, branch_from=None)
         agent = replace(agent, steps=agent.steps + 1)
+        state = self.state
+        assert state is not None  # run() sets it before any agent starts
         try:
-            moved, workers = apply(agent, step.transitions, self.state.fork_counters, self.base_cwd)
+            moved, workers = apply(agent, step.transitions, state.fork_counters, self.base_cwd)
         except ProtocolError as exc:
             raise ProtocolError(f"{agent.id}: {agent.state}: {exc.message}", exc.hint) from None
-        self.state.put(moved)
+        state.put(moved)
         for worker in workers:
-            self.state.put(worker)
+            state.put(worker)
             self._spawn(worker.id)
         if moved.status == "ended":
             self.ended.append(moved.id)
@@ -235,7 +238,7 @@ def _describe_move(before: Agent, after: Agent, workers: list, step: StepResult)
     tags = "+".join(t.tag for t in step.transitions)
     cost = f", ${step.cost_usd:.4f}" if step.cost_usd else ""
     if after.status == "ended":
-        payload = after.result if len(after.result or "") <= 60 else after.result[:57] + "..."
+        payload = after.result if len(after.result or "") <= 60 else (after.result or "")[:57] + "..."
         return f"{before.id}: {before.state} → ended with <result>{payload}</result>{cost}"
     text = f"{before.id}: {before.state} → {after.state} ({tags}{cost})"
     if workers:

@@ -68,8 +68,8 @@ async def run_process(argv: Sequence[str], *, cwd: str | os.PathLike, env: dict 
     try:
         run.watch(stdin)
         await run.done
-    except ProcessTimeout:
-        raise ProcessTimeout(timeout, _text(run.out), _text(run.err)) from None
+    except ProcessTimeout as timed_out:
+        raise ProcessTimeout(timed_out.seconds, _text(run.out), _text(run.err)) from None
     finally:
         run.close()
     return ProcessOutput(_text(run.out), _text(run.err), process.returncode, time.perf_counter() - started)
@@ -134,6 +134,7 @@ class _Running:
         self._pidfd: int | None = None
         self._timers: list = []
         for pipe, chunks, sink in ((process.stdout, self.out, on_stdout), (process.stderr, self.err, on_stderr)):
+            assert pipe is not None  # _start pipes stdout and stderr
             fd = pipe.fileno()
             os.set_blocking(fd, False)
             decoder = codecs.getincrementaldecoder("utf-8")("replace") if sink else None
@@ -202,14 +203,18 @@ class _Running:
             self._timers.append(self.loop.call_later(EXIT_GRACE_SECONDS, self._finish))
 
     def _check_silence(self) -> None:
-        deadline = self.last_output + self.timeout
+        timeout = self.timeout
+        assert timeout is not None  # scheduled only when there is a timeout
+        deadline = self.last_output + timeout
         if self.loop.time() >= deadline:
-            self._finish(ProcessTimeout(self.timeout, "", ""))
+            self._finish(ProcessTimeout(timeout, "", ""))
         else:
             self._timers.append(self.loop.call_at(deadline, self._check_silence))
 
     def _feed(self, data: bytes) -> None:
-        fd = self.process.stdin.fileno()
+        stdin = self.process.stdin
+        assert stdin is not None  # _feed is called only when _start piped stdin
+        fd = stdin.fileno()
         os.set_blocking(fd, False)
         view = memoryview(data)
 
@@ -226,7 +231,7 @@ class _Running:
             if not view:
                 self.loop.remove_writer(fd)
                 self._writer = None
-                self.process.stdin.close()
+                stdin.close()
 
         self._writer = fd
         self.loop.add_writer(fd, write)

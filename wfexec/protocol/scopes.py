@@ -29,6 +29,8 @@ from pathlib import Path
 from wfexec.protocol.errors import ProtocolError, ScopeError
 
 MARKDOWN = ".md"
+SCRIPTS: tuple[str, ...]
+FOREIGN: tuple[str, ...]
 if os.name == "nt":  # pragma: no cover - wfexec runs scripts with bash; Windows is listed for the messages
     SCRIPTS, FOREIGN = (".ps1", ".bat"), (".sh",)
     PLATFORM = "Windows"

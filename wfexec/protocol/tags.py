@@ -118,7 +118,7 @@ class PrintScanner:
 
     def feed(self, chunk: str) -> list[str]:
         buffer = self._buffer + chunk
-        found = []
+        found: list[str] = []
         while True:
             start = buffer.find("<print>")
             if start < 0:

@@ -9,7 +9,10 @@ sending messages to stderr.
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Sequence, TextIO
+
+if TYPE_CHECKING:
+    from rich.console import Console as RichConsole
 
 
 class Console:
@@ -19,7 +22,7 @@ class Console:
         self.err = err or sys.stderr
         self.tracing = trace
         self._color = color
-        self._rich = None
+        self._rich: RichConsole | None = None
 
     def _console(self):
         if self._rich is None:

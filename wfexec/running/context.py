@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
-from wfexec.language.expressions import ExpressionError, Scope, render_value
+from wfexec.language.expressions import Expression, ExpressionError, Scope, render_value
 from wfexec.language.model import Call, Node, Workflow
 from wfexec.language.prose import Prose
 from wfexec.running.io import Io
 from wfexec.types.registry import ActionFailed
-from wfexec.language.paths import PathError, get_path, parse_path
+from wfexec.language.paths import PathError, StatePath, get_path, parse_path
 
 if TYPE_CHECKING:
     from wfexec.running.engine import Run
@@ -32,7 +32,7 @@ class CallContext:
         self.scope = scope
 
     @property
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return self.run.state
 
     @property
@@ -51,38 +51,38 @@ class CallContext:
     def node(self) -> Node | None:
         return self.run.current
 
-    def path(self, text: str) -> tuple:
+    def path(self, text: str) -> StatePath:
         """A state path given as a parameter; raises ActionFailed when malformed."""
         try:
             return parse_cached(text)
         except PathError as exc:
             raise ActionFailed(str(exc)) from None
 
-    def get(self, path: str | tuple, default: Any = None) -> Any:
+    def get(self, path: str | StatePath, default: Any = None) -> Any:
         parts = self.path(path) if isinstance(path, str) else path
         return get_path(self.run.state, parts, default)
 
-    def set(self, path: str | tuple, value: Any) -> None:
-        parts = (_path_cache.get(path) or self.path(path)) if path.__class__ is str else path
+    def set(self, path: str | StatePath, value: Any) -> None:
+        parts = (_path_cache.get(path) or self.path(path)) if isinstance(path, str) else path
         try:
             self.run.write(parts, value)
         except PathError as exc:
             raise ActionFailed(str(exc)) from None
 
-    def replace_state(self, new_state: dict) -> None:
+    def replace_state(self, new_state: Mapping[str, Any]) -> None:
         """Swap the whole state for another (rollback); every key counts as changed."""
         state = self.run.state
         state.clear()
         state.update(new_state)
         self.run.changed.update(dict.fromkeys((key,) for key in state))
 
-    def check(self, call: Call, **local_values) -> bool:
+    def check(self, call: Call, **local_values: Any) -> bool:
         return self.run.check(call, self.scope.child(**local_values) if local_values else self.scope)
 
-    def apply(self, call: Call, **local_values) -> None:
+    def apply(self, call: Call, **local_values: Any) -> None:
         self.run.apply(call, self.scope.child(**local_values) if local_values else self.scope)
 
-    def evaluate(self, expression, **local_values) -> Any:
+    def evaluate(self, expression: Expression | Prose, **local_values: Any) -> Any:
         scope = self.scope.child(**local_values) if local_values else self.scope
         if isinstance(expression, Prose):
             return self.run.judge_prose(expression, scope, self.call)
@@ -91,7 +91,7 @@ class CallContext:
         except ExpressionError as exc:
             raise ActionFailed(exc.message, exc.hint) from None
 
-    def render(self, value: Any, **local_values) -> Any:
+    def render(self, value: Any, **local_values: Any) -> Any:
         scope = self.scope.child(**local_values) if local_values else self.scope
         try:
             return render_value(value, scope)
@@ -111,10 +111,10 @@ class CallContext:
         return self.run.judge(prompt, purpose)
 
 
-_path_cache: dict[str, tuple] = {}
+_path_cache: dict[str, StatePath] = {}
 
 
-def parse_cached(text: str) -> tuple:
+def parse_cached(text: str) -> StatePath:
     parts = _path_cache.get(text)
     if parts is None:
         parts = parse_path(text)

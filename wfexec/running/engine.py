@@ -13,7 +13,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, NoReturn
 
 from wfexec.errors import WfexecError
 from wfexec.running.context import CallContext, parse_cached
@@ -82,7 +82,7 @@ class Result:
                 "steps": self.steps}
 
 
-_clock = [-1, ""]  # [the millisecond last formatted, its text]
+_clock: list[Any] = [-1, ""]  # [the millisecond last formatted, its text]
 
 
 def _now() -> str:
@@ -278,10 +278,10 @@ class Run:
         return child.execute()
 
     # -- ending the run early ------------------------------------------------
-    def fail(self, node: Node | None, message: str, hint: str = "", where: Where | None = None):
+    def fail(self, node: Node | None, message: str, hint: str = "", where: Where | None = None) -> NoReturn:
         raise RunError(message, hint, where or (node.where if node else None), node.id if node else None)
 
-    def stop(self, node: Node | None, message: str, hint: str = ""):
+    def stop(self, node: Node | None, message: str, hint: str = "") -> NoReturn:
         raise RunStopped(message, hint, node.where if node else None, node.id if node else None)
 
     # -- the loop -----------------------------------------------------------
@@ -372,7 +372,7 @@ class Run:
 
     def _count_visit(self, node: Node) -> None:
         visits = self.visits[node.id] = self.visits.get(node.id, 0) + 1
-        if visits > node.max_visits:
+        if node.max_visits is not None and visits > node.max_visits:
             self.stop(node, f"node '{node.id}' was entered {visits} times, more than its max_visits "
                             f"({node.max_visits})", "fix the loop that returns to it")
 

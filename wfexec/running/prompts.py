@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from wfexec.errors import WfexecError
 from wfexec.nodes.base import Choice, Question
@@ -69,7 +69,7 @@ class Answers:
         return bool(self._given.get(node))
 
     @classmethod
-    def parse(cls, pairs: list[str], files: list[Path] = ()) -> "Answers":
+    def parse(cls, pairs: list[str], files: Sequence[Path] = ()) -> "Answers":
         """`node=id` pairs and YAML files mapping node → answer (or a list of answers)."""
         from wfexec.language.loader import load_file
 

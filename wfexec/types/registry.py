@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from wfexec.errors import WfexecError
 from wfexec.language.diagnostics import did_you_mean
@@ -56,7 +56,7 @@ class ActionFailed(WfexecError):
 class TypeSpec:
     kind: str
     name: str
-    handler: Callable[[dict, Any], Any]
+    handler: Callable[[Mapping[str, Any], Any], Any]
     params: dict = field(default_factory=dict)
     required: tuple = ()
     doc: str = ""
@@ -252,11 +252,8 @@ _registries: dict[str, Registry] = {}
 
 
 def _builtin_modules(kind: str):
-    if kind == PRECONDITION:
-        from wfexec.types import preconditions as module
-    else:
-        from wfexec.types import consequences as module
-    return module
+    from wfexec.types import consequences, preconditions
+    return preconditions if kind == PRECONDITION else consequences
 
 
 def load_registry(kind: str) -> Registry:

@@ -168,7 +168,7 @@ def plain(value: Any) -> Any:
     return str(value)  # dates and times, as the workflows compare them: text
 
 
-def edit_config(ctx, params: dict, param: str, change: Callable[[dict], None], what: str) -> None:
+def edit_config(ctx, params: dict, param: str, change: Callable[[dict], bool | None], what: str) -> None:
     """Apply `change` to the config file (round-trip, atomic) and to state `config` when it holds the config.
 
     `change` gets a mapping (the file's document, then the state's copy) and
@@ -311,7 +311,8 @@ UNSUPPORTED_PATH = ('use a.b, a[0].b or sources[] | select(.id == "x").field')
 
 def parse_yq_path(text: str) -> list[tuple]:
     """Steps ("key", k), ("index", i), ("select", key, value) of a yq-style path; ActionFailed on anything else."""
-    steps, position = [], 0
+    steps: list[tuple] = []
+    position = 0
     text = text.strip()
     if text.startswith("."):
         position = 1
@@ -427,7 +428,8 @@ def _read_corpus(folder: Path, location: str, ctx) -> dict | None:
     if not isinstance(config, dict):
         ctx.trace(f"  skipped {config_file}: not a mapping")
         return None
-    corpus = config.get("corpus") if isinstance(config.get("corpus"), dict) else {}
+    corpus = config.get("corpus")
+    corpus = corpus if isinstance(corpus, dict) else {}
     name = str(corpus.get("name") or folder.name.removeprefix(CORPUS_PREFIX))
     display_name = corpus.get("display_name") or name
     index = config_file.parent / "index.md"

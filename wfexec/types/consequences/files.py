@@ -115,7 +115,7 @@ def _yaml_dumper():
     yaml.Representer = Representer
     yaml.default_flow_style = False
     yaml.allow_unicode = True
-    yaml.sort_base_mapping_type_on_output = False  # keep the order the workflow built
+    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]  # keep the order the workflow built (ruamel declares it None; it takes a bool)
     return yaml
 
 

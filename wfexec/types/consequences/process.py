@@ -76,7 +76,7 @@ def _arguments(values: Any, what: str) -> list[str]:
     if not isinstance(values, list):
         raise ActionFailed(f"`{what}` must be a list of arguments, got {type(values).__name__}",
                            f"write `{what}` as a YAML list: one item per argument")
-    argv = []
+    argv: list[str] = []
     for value in values:
         if isinstance(value, list):
             argv.extend(to_text(v) for v in value)
@@ -95,8 +95,8 @@ def _split_written(command: Any, ctx) -> list[str]:
     in, so data from state can never add arguments or operators.
     """
     parts = command.parts if isinstance(command, Template) else (command,)
-    expressions = []
-    text = []
+    expressions: list[Any] = []
+    text: list[str] = []
     for part in parts:
         if isinstance(part, str):
             if "\x00" in part:

@@ -220,7 +220,7 @@ def _seed_log(params, ctx) -> dict:
 def _session(ctx, skill: str | None, start: str) -> dict:
     """blueprint-lib's session record; its session file is kept only when BLUEPRINT_SESSION_ID is set."""
     session_id = os.environ.get("BLUEPRINT_SESSION_ID")
-    session = {"id": session_id, "transcript_path": os.environ.get("BLUEPRINT_TRANSCRIPT_PATH"),
+    session: dict[str, Any] = {"id": session_id, "transcript_path": os.environ.get("BLUEPRINT_TRANSCRIPT_PATH"),
                "invocation_index": 1, "snapshot_points": []}
     if not session_id:
         return session
@@ -666,7 +666,8 @@ def output_ci_summary(params, ctx):
     ctx.io.print(f"Duration: {to_text(duration)}s")
     ctx.io.print("::endgroup::")
     if params.get("annotations", True):
-        updates = log.get("index_updates") if isinstance(log.get("index_updates"), dict) else {}
+        updates = log.get("index_updates")
+        updates = updates if isinstance(updates, dict) else {}
         if (updates.get("entries_added") or 0) > 0:
             index_file = (updates.get("files_modified") or ["index.md"])[0]
             ctx.io.print(f"::notice file={index_file}::Index updated with {updates['entries_added']} new entries")

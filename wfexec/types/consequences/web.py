@@ -67,7 +67,8 @@ def _check_url(url: str) -> None:
 
 
 def _read_body(response, url: str, timeout: float, deadline: float) -> bytes:
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         # read1: what has arrived so far, so that a trickling body still meets the deadline below.
         chunk = response.read1(64 * 1024)
