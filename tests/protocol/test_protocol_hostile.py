@@ -49,3 +49,40 @@ def test_an_ordinary_fork_attribute_still_reaches_the_worker(tmp_path):
     result = wfexec_cli("states", folder, cwd=tmp_path, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "worker.txt").read_text().strip() == "apple src/x"
+
+
+@pytest.mark.parametrize("linked", ["WORK.sh", "WORK.md"])
+def test_a_states_folder_refuses_a_symbolic_link_that_leaves_it(tmp_path, linked):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "WORK.sh").write_text(f"touch {tmp_path / 'PWNED'}\necho '<result>ran</result>'\n")
+    (outside / "WORK.md").write_text("SECRET-TOKEN-1234\n")
+    folder = write_states(tmp_path / "s", {"START.sh": "echo '<goto>WORK</goto>'\n"})
+    (folder / linked).symlink_to(outside / linked)
+    result = wfexec_cli("states", folder, "--backend", "command:cat", cwd=tmp_path, timeout=60)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert f"state file '{linked}'" in result.stderr and "outside the folder" in result.stderr
+    assert not (tmp_path / "PWNED").exists() and "SECRET-TOKEN" not in result.stdout + result.stderr
+
+
+def test_a_link_inside_the_folder_is_fine(tmp_path):
+    folder = write_states(tmp_path / "s", {"START.sh": "echo '<goto>WORK</goto>'\n",
+                                           "REAL.sh": "echo '<result>ran</result>'\n"})
+    (folder / "WORK.sh").symlink_to(folder / "REAL.sh")
+    result = wfexec_cli("states", folder, cwd=tmp_path, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_zip_with_a_duplicate_entry_is_refused(tmp_path):
+    import zipfile
+    import warnings
+
+    archive = tmp_path / "states.zip"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate it is told to write
+        with zipfile.ZipFile(archive, "w") as zf:
+            zf.writestr("START.sh", "echo '<result>first</result>'\n")
+            zf.writestr("START.sh", f"touch {tmp_path / 'PWNED'}; echo '<result>second</result>'\n")
+    result = wfexec_cli("states", archive, cwd=tmp_path, timeout=60)
+    assert result.returncode != 0 and "holds 'START.sh' twice" in result.stderr, result.stderr
+    assert not (tmp_path / "PWNED").exists()
