@@ -90,3 +90,50 @@ def test_files_written_by_a_run_honour_the_umask(tmp_path, umask):
         os.umask(old)
     assert oct((tmp_path / "out.txt").stat().st_mode & 0o777) == oct(plain.stat().st_mode & 0o777) \
         == oct(0o666 & ~umask)
+
+
+def _write_file_workflow(path, content="x"):
+    return one_action({"type": "write_file", "path": path, "content": content})
+
+
+@pytest.mark.parametrize("path,message", [
+    ("a\x00b", "holds a NUL character"),
+    ("x" * 5000, "cannot write"),
+    (["a", "b"], "must be a string, not a list"),
+], ids=["nul", "5000-chars", "list"])
+def test_an_impossible_file_path_is_an_error_not_a_traceback(tmp_path, path, message):
+    (tmp_path / "workflow.yaml").write_text(_write_file_workflow(path))
+    result = wfexec_cli("run", "workflow.yaml", cwd=tmp_path, timeout=60)
+    assert result.returncode in (1, 2), result.stdout + result.stderr
+    assert message in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stdout + result.stderr
+
+
+def test_a_file_size_limit_while_writing_is_a_run_error(tmp_path):
+    (tmp_path / "workflow.yaml").write_text(_write_file_workflow("big.txt", "x" * 100_000))
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (10_000, 10_000))
+
+    result = subprocess.run([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml", "--ephemeral"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60, preexec_fn=small_files)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "cannot write 'big.txt': File too large" in result.stdout
+    assert not (tmp_path / "big.txt").exists() and not list(tmp_path.glob(".big.txt.*"))
+
+
+@pytest.mark.parametrize("expression", ["+".join(["1"] * 1000) + " > 2", "(" * 3000 + "1" + ")" * 3000],
+                         ids=["1000-additions", "3000-parentheses"])
+def test_a_huge_expression_is_an_answer_not_a_traceback(tmp_path, expression):
+    import json
+
+    doc = {"name": "x", "version": "1.0", "start_node": "a",
+           "nodes": {"a": {"type": "conditional", "branches": {"true": "done", "false": "done"},
+                           "condition": {"type": "evaluate_expression", "expression": expression}}},
+           "endings": {"done": {"type": "success", "message": "ok"}}}
+    (tmp_path / "workflow.yaml").write_text(json.dumps(doc))
+    result = wfexec_cli("run", "workflow.yaml", cwd=tmp_path, timeout=60)
+    assert result.returncode in (0, 2), result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stdout + result.stderr
+    if result.returncode == 2:
+        assert "workflow.yaml:1:" in result.stderr

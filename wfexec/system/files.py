@@ -75,6 +75,10 @@ def guarded_path(ctx, params: dict, param: str, verb: str, *, the_link_itself: b
     from wfexec.types.registry import ActionFailed
 
     shown = params[param]
+    if not isinstance(shown, str):
+        raise ActionFailed(f"`{param}` must be a file path (text), not {type(shown).__name__} {shown!r:.80}")
+    if "\x00" in shown:
+        raise ActionFailed(f"`{param}` holds a NUL character, which no file name can contain: {shown!r:.120}")
     path = ctx.resolve_file(shown)
     if the_link_itself and os.path.islink(path):
         real = os.path.join(os.path.realpath(path.parent), path.name)
