@@ -177,7 +177,7 @@ def execute_run(request: RunRequest) -> int:
         return exit_code_for("invalid")
     io = _console(request)
     options = _options(request, answers, backend)
-    if request.ephemeral:
+    if request.ephemeral or request.dry_run:  # a dry run changes nothing, the run store included
         return _guarded(request, lambda: _run_ephemeral(request, workflow, inputs, overrides, io, options))
     return _guarded(request, lambda: _run_durable(request, workflow, inputs, overrides, io, options))
 
