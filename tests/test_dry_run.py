@@ -110,3 +110,12 @@ def test_a_condition_on_a_placeholder_stops_the_dry_run_with_exit_4(tmp_path, lo
     assert "would run cat VERSION" in result.stdout
     assert "node 'check'" in result.stderr and "needs the real value of computed.version" in result.stderr
     assert not log.exists()
+
+
+def test_a_recorded_run_cannot_continue_dry(tmp_path):
+    """Placeholders must never land in a recorded run's state or journal."""
+    from conftest import wfexec_cli
+
+    result = wfexec_cli("resume", "0mwt6297ui2n", "--dry-run", cwd=tmp_path)
+    assert result.returncode == 2 and "cannot continue dry" in result.stderr.replace("\n", " ").replace("│", "")
+    assert list(tmp_path.iterdir()) == []

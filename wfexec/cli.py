@@ -187,6 +187,9 @@ def resume(
 
     if rerun and skip:
         raise typer.BadParameter("--rerun and --skip exclude each other")
+    if dry_run:  # its placeholders would land in the recorded run's state and journal
+        raise typer.BadParameter("a recorded run cannot continue dry; `wfexec run WORKFLOW --dry-run` shows what "
+                                 "a run would do", param_hint="--dry-run")
     request = RunRequest(run_id=run_id, answers=answer, answer_files=answers, interactive=_interactive(non_interactive),
                          max_steps=max_steps, trace=trace, dry_run=dry_run, state_out=state_out,
                          json_output=format == OutputFormat.json, debug=_state["debug"], store=store, rerun=rerun,
