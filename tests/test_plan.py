@@ -43,3 +43,19 @@ def test_plan_of_an_invalid_workflow_exits_2_with_positions(tmp_path):
     (tmp_path / "workflow.yaml").write_text("name: x\nstart_node: nowhere\nnodes: {}\n")
     result = wfexec_cli("plan", "workflow.yaml", cwd=tmp_path, timeout=60)
     assert result.returncode == 2 and "workflow.yaml:" in result.stderr
+
+
+def test_plan_of_every_real_hiivmind_workflow_that_validates(tmp_path):
+    from conftest import compat_root
+
+    planned = 0
+    for path in sorted(compat_root().rglob("workflow.yaml"))[:60]:
+        result = wfexec_cli("plan", path, "--format", "json", cwd=tmp_path, timeout=60)
+        assert result.returncode in (0, 2) and "Traceback" not in result.stderr, (path, result.stderr)
+        if result.returncode == 0:
+            manifest = json.loads(result.stdout)
+            assert all(item["does"] and "\n" not in item["does"] for node in manifest["nodes"]
+                       for item in node["effects"])
+            planned += 1
+    assert planned >= 1
+    assert not (tmp_path / ".wfexec").exists()

@@ -16,6 +16,10 @@ from wfexec.language.expressions import Template
 from wfexec.language.model import Call, Workflow, describe_call
 from wfexec.language.prose import Prose
 
+# Printing a message touches nothing: it is in the effect totals, not listed step by step.
+SHOWN_ONLY = frozenset({"display"})
+
+
 def _reachable(workflow: Workflow) -> list[str]:
     """Nodes in breadth-first order from start_node (a `${...}` target keeps every node reachable)."""
     order, seen = [], {workflow.start_node}
@@ -45,15 +49,13 @@ def plan(workflow: Workflow) -> dict:
     """
     nodes = []
     entry = [_entry(call, effect) for pre in workflow.entry_preconditions for call in pre.walk()
-             for effect in call.spec.effects]
+             for effect in call.spec.effects if effect not in SHOWN_ONLY]
     if entry:
         nodes.append({"node": "(entry preconditions)", "type": "preconditions", "effects": entry})
     for name in _reachable(workflow):
         node = workflow.nodes[name]
-        found = [_entry(call, effect) for call in workflow.node_calls(node) for effect in call.spec.effects]
-        found += [{"effect": "llm", "type": call.type, "does": f"LLM: prose step ({call.type}.{param})"}
-                  for call in workflow.node_calls(node) for param, value in call.params.items()
-                  if isinstance(value, Prose)]
+        found = [_entry(call, effect) for call in workflow.node_calls(node) for effect in call.spec.effects
+                 if effect not in SHOWN_ONLY]
         raw = workflow.raw.get("nodes", {}).get(name, {}) if isinstance(workflow.raw, dict) else {}
         if node.kind.questions is not None:
             asked = node.kind.questions(node, raw) or {}
@@ -62,7 +64,7 @@ def plan(workflow: Workflow) -> dict:
         judged = node.kind.judgement(node.spec, raw) if node.kind.judgement is not None else None
         if judged:
             found.append({"effect": "llm", "type": node.kind.name, "does": f"LLM: {judged}"})
-        own = set(node.kind.effects(node.spec)) - {e["effect"] for e in found}
+        own = set(node.kind.effects(node.spec)) - {e["effect"] for e in found} - SHOWN_ONLY
         for effect in sorted(own):
             found.append({"effect": effect, "type": node.kind.name, "does": f"{node.kind.name} node ({effect})"})
         if found:
@@ -72,7 +74,15 @@ def plan(workflow: Workflow) -> dict:
 
 
 def _entry(call: Call, effect: str) -> dict:
-    return {"effect": effect, "type": call.type, "does": describe_call(call)}
+    prose = next((name for name, value in call.params.items() if isinstance(value, Prose)), None)
+    if effect == "llm" and prose is not None:  # the compiler gives a prose field the llm effect
+        return {"effect": effect, "type": call.type, "does": f"LLM: prose step ({call.type}.{prose})"}
+    return {"effect": effect, "type": call.type, "does": _one_line(describe_call(call))}
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def plan_text(manifest: dict) -> str:
