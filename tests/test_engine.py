@@ -472,8 +472,8 @@ def test_effects_include_calls_nested_in_foreach_and_composites(write_workflow):
           done: {type: success, message: ok}
     """)
     effects = wfexec.load(path).effects()
-    assert effects["process"] == {"run_command", "tool_available"}
-    assert effects["files"] == {"file_exists"}
+    assert effects["process"] == {"run_command"}
+    assert effects["files"] == {"file_exists", "tool_available"}  # a PATH lookup reads folders, starts nothing
 
 
 def test_a_failing_consequence_in_an_answer_handler_stops_with_a_one_line_error(run_yaml):

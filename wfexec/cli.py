@@ -138,7 +138,7 @@ def run(
                                          help="Never prompt; a question without an answer exits 3."),
     max_steps: int = typer.Option(10_000, "--max-steps", min=1, metavar="N", help="Stop after this many steps (exit 4)."),
     trace: bool = typer.Option(False, "--trace", help="Print each node, action, condition and route to stderr."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print LLM prompts instead of sending them."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Run only what changes nothing outside the run: print what each effect would do, and the LLM prompts."),
     state_out: Optional[Path] = typer.Option(None, "--state-out", metavar="FILE", help="Write the final state as JSON here."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     store: Optional[Path] = STORE_OPTION,
@@ -174,7 +174,7 @@ def resume(
                                         help="Continue although nodes that already ran have changed."),
     max_steps: int = typer.Option(10_000, "--max-steps", min=1, metavar="N", help="Step budget, counting earlier steps."),
     trace: bool = typer.Option(False, "--trace", help="Print each node, action, condition and route to stderr."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print LLM prompts instead of sending them."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Run only what changes nothing outside the run: print what each effect would do, and the LLM prompts."),
     state_out: Optional[Path] = typer.Option(None, "--state-out", metavar="FILE", help="Write the final state as JSON here."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     store: Optional[Path] = STORE_OPTION,
@@ -187,6 +187,9 @@ def resume(
 
     if rerun and skip:
         raise typer.BadParameter("--rerun and --skip exclude each other")
+    if dry_run:  # its placeholders would land in the recorded run's state and journal
+        raise typer.BadParameter("a recorded run cannot continue dry; `wfexec run WORKFLOW --dry-run` shows what "
+                                 "a run would do", param_hint="--dry-run")
     request = RunRequest(run_id=run_id, answers=answer, answer_files=answers, interactive=_interactive(non_interactive),
                          max_steps=max_steps, trace=trace, dry_run=dry_run, state_out=state_out,
                          json_output=format == OutputFormat.json, debug=_state["debug"], store=store, rerun=rerun,
@@ -423,6 +426,28 @@ def graph(
 
     write_atomic(output, data)
     typer.echo(f"{output}: written", err=True)
+
+
+@app.command()
+def plan(
+    path: Path = typer.Argument(..., help="A workflow.yaml file or a skill folder containing one."),
+    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
+):
+    """List what a run may do outside its state (files, commands, git, URLs, LLM calls, questions); runs nothing."""
+    from wfexec.api import load
+    from wfexec.language.diagnostics import WorkflowError
+    from wfexec.outputs.plan import plan as side_effects, plan_text
+
+    try:
+        workflow = load(path)
+    except WorkflowError as exc:
+        _print_workflow_errors(exc, path)
+        raise typer.Exit(exit_code_for(exc))
+    manifest = side_effects(workflow)
+    if format == OutputFormat.json:
+        _print_json(manifest)
+    else:
+        typer.echo(plan_text(manifest), nl=False)
 
 
 @app.command()

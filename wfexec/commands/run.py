@@ -177,7 +177,7 @@ def execute_run(request: RunRequest) -> int:
         return exit_code_for("invalid")
     io = _console(request)
     options = _options(request, answers, backend)
-    if request.ephemeral:
+    if request.ephemeral or request.dry_run:  # a dry run changes nothing, the run store included
         return _guarded(request, lambda: _run_ephemeral(request, workflow, inputs, overrides, io, options))
     return _guarded(request, lambda: _run_durable(request, workflow, inputs, overrides, io, options))
 
@@ -287,7 +287,9 @@ def _report_result(request, result, io, run_id) -> int:
 
         write_atomic(request.state_out, json.dumps(result.state, indent=2, ensure_ascii=False, default=str) + "\n")
     if request.json_output:
-        _print_json({"status": "completed", "run_id": run_id, **result.to_json()})
+        from wfexec.durable.store import ending_status
+
+        _print_json({"status": ending_status(result.type), "run_id": run_id, **result.to_json()})
     else:
         print_ending(result, io)
     return exit_code_for(result.type)

@@ -6,7 +6,18 @@ import json
 import sys
 import time
 
-from wfexec.durable.store import FINISHED, StoreError, open_store
+from wfexec.durable.store import FINISHED, StoreError, open_store, store_location
+
+
+def _existing_store(store_path, run_id: str | None = None):
+    """The store to read; a command that only reads never creates one (None when there is none)."""
+    location = store_location(store_path)
+    if location.exists():
+        return open_store(location)
+    if run_id is None:
+        return None
+    raise StoreError(f"no run '{run_id}': there is no run store at {location}",
+                     "run a workflow first, or point --store (or $WFEXEC_STORE) at the store that has it")
 
 
 def _when(timestamp: float | None) -> str:
@@ -21,11 +32,14 @@ def _duration(record) -> str:
 
 def list_runs(store_path, status: str | None, as_json: bool, out=None) -> int:
     out = out or sys.stdout  # not a default argument: that would be the sys.stdout of import time, not the caller's
-    store = open_store(store_path)
-    try:
-        records = store.list(status)
-    finally:
-        store.close()
+    store = _existing_store(store_path)
+    if store is None:
+        records = []
+    else:
+        try:
+            records = store.list(status)
+        finally:
+            store.close()
     if as_json:
         out.write(json.dumps([r.to_json() for r in records], indent=2, default=str) + "\n")
         return 0
@@ -47,7 +61,7 @@ def list_runs(store_path, status: str | None, as_json: bool, out=None) -> int:
 
 def show_run(store_path, run_id: str, *, with_state: bool, as_json: bool, out=None) -> int:
     out = out or sys.stdout
-    store = open_store(store_path)
+    store = _existing_store(store_path, run_id)
     try:
         record = store.get(run_id)
         journal = store.journal(record.id)
@@ -98,7 +112,7 @@ def show_run(store_path, run_id: str, *, with_state: bool, as_json: bool, out=No
 
 def cancel_run(store_path, run_id: str, out=None) -> int:
     out = out or sys.stdout
-    store = open_store(store_path)
+    store = _existing_store(store_path, run_id)
     try:
         record = store.get(run_id)
         if record.status in FINISHED:

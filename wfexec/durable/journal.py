@@ -27,7 +27,7 @@ from wfexec.running.engine import EntryGateFailed, InternalError, Journal, Optio
 from wfexec.language.model import Node, Workflow
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.language.paths import format_path, get_path, parse_path, set_path
-from wfexec.durable.store import FINISHED, Store, StoreError
+from wfexec.durable.store import FINISHED, Store, StoreError, ending_status
 from wfexec.types.registry import EFFECTS
 
 OUTSIDE_EFFECTS = frozenset(EFFECTS) - {"display"}  # what a crash may leave half done
@@ -203,7 +203,7 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: 
         return Driven(run_id, "failed", error=error)
     finally:
         store.release(run_id)
-    status = "completed" if result.type == "success" else "failed"
+    status = ending_status(result.type)
     store.set_status(run_id, status, ending=result.ending, ending_type=result.type, current_node=None,
                      pending_question=None, result={k: v for k, v in result.to_json().items() if k != "state"})
     return Driven(run_id, status, result=result)

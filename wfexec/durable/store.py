@@ -356,7 +356,16 @@ class _Transaction:
         return False
 
 
+def store_location(path: str | os.PathLike | None = None) -> Path:
+    """Where the store is: `path`, else $WFEXEC_STORE, else .wfexec/runs.db under the current directory."""
+    return Path(path or os.environ.get("WFEXEC_STORE") or DEFAULT_STORE)
+
+
 def open_store(path: str | os.PathLike | None = None) -> Store:
-    """The store at `path`, else $WFEXEC_STORE, else .wfexec/runs.db under the current directory."""
-    chosen = path or os.environ.get("WFEXEC_STORE") or DEFAULT_STORE
-    return Store(chosen)
+    """The store at store_location(path), created when missing."""
+    return Store(store_location(path))
+
+
+def ending_status(ending_type: str) -> str:
+    """A run's status once it reached an ending: the one rule `runs`, `show` and `run --format json` share."""
+    return "completed" if ending_type == "success" else "failed"

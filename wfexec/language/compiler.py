@@ -262,7 +262,21 @@ class Checked:
 
 
 def check_document(doc: Document, loading: tuple = ()) -> Checked:
-    """Check and compile one loaded document, and say how much of it runs as code."""
+    """Check and compile one loaded document, and say how much of it runs as code.
+
+    Every check walks what the file holds; one nested beyond Python's recursion limit (in any check, present or
+    future) becomes a diagnostic at the file's start instead of a traceback.
+    """
+    try:
+        return _check_document(doc, loading)
+    except RecursionError:
+        reporter = doc.reporter()
+        reporter.error((), "too-deep", "the workflow nests too deeply to check (an expression or value with "
+                       "thousands of levels)", "split the expression or value into smaller steps")
+        return Checked(None, list(doc.diagnostics) + reporter.diagnostics)
+
+
+def _check_document(doc: Document, loading: tuple) -> Checked:
     from wfexec.language import checks
 
     diagnostics = list(doc.diagnostics)

@@ -15,6 +15,7 @@ language compares dates as dates.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,11 @@ _FALSE = ("false", "no", "off", "n")
 # YAML nests deeper than this only in hostile input; Python's recursion limit
 # would otherwise turn it into a traceback.
 MAX_DEPTH = 200
+# Aliases let a few hundred bytes stand for billions of values (an "alias
+# bomb"); building more values than this from one file is refused.
+MAX_VALUES = 500_000
+# A workflow file is text a person wrote; anything bigger is refused unread.
+MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -121,6 +127,13 @@ def load_text(text: str, path: str = "<string>") -> Document:
     reporter = doc.reporter()
     yaml = _parser()
     try:
+        too_deep = _too_deep_at(yaml, text)
+        if too_deep is not None:
+            doc.positions[()] = too_deep
+            reporter.error((), "yaml-depth", f"the document nests deeper than {MAX_DEPTH} levels",
+                           "flatten the structure")
+            doc.diagnostics = reporter.diagnostics
+            return doc
         root = yaml.compose(text)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -144,11 +157,38 @@ def load_text(text: str, path: str = "<string>") -> Document:
     except _TooDeep as exc:
         reporter.error(exc.path, "yaml-depth", f"the document nests deeper than {MAX_DEPTH} levels",
                        "flatten the structure")
+    except _TooMany as exc:
+        reporter.error(exc.path, "yaml-size",
+                       f"the document expands to more than {MAX_VALUES:,} values (aliases repeat what they name)",
+                       "copy values instead of nesting aliases of aliases")
     except RecursionError:
         reporter.error((), "yaml-depth", "the document nests too deeply or refers to itself",
                        "remove recursive anchors")
     doc.diagnostics = reporter.diagnostics
     return doc
+
+
+def _too_deep_at(yaml, text: str) -> tuple[int, int] | None:
+    """Where the text first nests deeper than MAX_DEPTH, found before anything recursive runs.
+
+    ruamel's C composer recurses on the C stack and crashes the process on
+    a few thousand levels, so depth is measured on the parser's flat event
+    stream first. Each level needs a `[`, `{`, `-`, `?` or `:`; a text with few
+    of them cannot be deep and skips the scan.
+    """
+    if sum(text.count(c) for c in "[{-?:") <= MAX_DEPTH:
+        return None
+    from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
+
+    depth = 0
+    for event in yaml.parse(text):
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH + 1:
+                return event.start_mark.line + 1, event.start_mark.column + 1
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
+    return None
 
 
 _LINE_BREAKS = {ord(c): "\n" for c in "\r\x85\u2028\u2029"}
@@ -192,6 +232,11 @@ def _syntax_hint(text: str, mark, problem: str) -> str:
 def load_file(path: str | os.PathLike) -> Document:
     shown = display_path(path)
     try:
+        refused = _not_a_workflow_file(path)
+        if refused:
+            return Document(path=shown, data=None, positions={(): (1, 1)}, diagnostics=[
+                Diagnostic(shown, 1, 1, "", "error", "file-unreadable", f"refusing to read {shown}: {refused}",
+                           "pass a workflow.yaml file or a folder containing one")])
         raw = Path(path).read_bytes()
     except FileNotFoundError:
         return Document(path=shown, data=None, positions={(): (1, 1)}, diagnostics=[
@@ -210,7 +255,24 @@ def load_file(path: str | os.PathLike) -> Document:
     return load_text(text, shown)
 
 
+def _not_a_workflow_file(path) -> str | None:
+    """Why `path` is no file to read whole (a FIFO would block, /dev/zero never ends), or None."""
+    info = os.stat(path)
+    if stat.S_ISDIR(info.st_mode):
+        return None  # read_bytes reports it as a folder
+    if not stat.S_ISREG(info.st_mode):
+        return "it is not a regular file (a pipe, device or socket)"
+    if info.st_size > MAX_FILE_BYTES:
+        return f"it is {info.st_size:,} bytes, more than the {MAX_FILE_BYTES:,} a workflow file may have"
+    return None
+
+
 class _TooDeep(Exception):
+    def __init__(self, path):
+        self.path = path
+
+
+class _TooMany(Exception):
     def __init__(self, path):
         self.path = path
 
@@ -222,10 +284,14 @@ class _Builder:
         self.positions = positions
         self.reporter = reporter
         self.active: set[int] = set()
+        self.values = 0
 
     def build(self, node, path: tuple) -> Any:
         if len(path) > MAX_DEPTH:
             raise _TooDeep(path)
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise _TooMany(path)
         self.positions[path] = self.where(node)
         kind = node.id
         if kind == "scalar":

@@ -6,11 +6,12 @@ expressions are compiled objects, registry types are resolved specs.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from wfexec.language.expressions import render_value
+from wfexec.language.expressions import Template, render_value
 
 if TYPE_CHECKING:  # annotations only: the language layer sits below node and registry types
     from wfexec.nodes.base import NodeType
@@ -149,3 +150,43 @@ class Workflow:
                     for effect, types in child.effects(seen).items():
                         found.setdefault(effect, set()).update(types)
         return found
+
+
+# Parameters that say what a call touches, in the order they are worth showing.
+_SUBJECTS = ("command", "script", "path", "file", "dest", "url", "repo_path", "from", "tool", "operation", "strategy",
+             "folder", "message", "content")
+_VERBS = {"delete_file": "delete", "create_directory": "create folder", "append_file": "append to",
+          "write_file": "write", "write_json": "write", "write_yaml": "write"}
+
+
+def written(value: Any) -> str:
+    """A parameter as the workflow wrote it: templates keep their `${...}`, lists join like a command line."""
+    if isinstance(value, Template):
+        return value.source
+    if isinstance(value, (list, tuple)):
+        return shlex.join(written(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={written(v)}" for k, v in value.items())
+    return str(value)
+
+
+def describe_call(call: "Call", values: Mapping[str, Any] | None = None) -> str:
+    """One line: what this call would do, e.g. `run git tag v${input.version}` or `write release/NOTES.md`.
+
+    `values`: its parameters filled in (a dry run); without them, as written (`wfexec plan`).
+    """
+    raw = call.raw if values is None else values
+    effects = call.spec.effects
+    where = f" (in {written(raw.get('cwd') or raw.get('working_directory'))})" \
+        if raw.get("cwd") or raw.get("working_directory") else ""
+    if "process" in effects and ("command" in raw or "script" in raw):
+        return f"run {written(raw.get('command') or raw.get('script'))}{where}"
+    if "git" in effects:
+        target = raw.get("repo_path") or raw.get("dest") or raw.get("url")
+        return f"git {call.type.removeprefix('git_')}" + (f" {written(target)}" if target is not None else "")
+    if "files" in effects and "path" in raw:
+        return f"{_VERBS.get(call.type, call.type)} {written(raw['path'])}"
+    if "network" in effects and "url" in raw:
+        return f"fetch {written(raw['url'])}"
+    subject = next((name for name in _SUBJECTS if name in raw), None)
+    return f"{call.type} {written(raw[subject])}" if subject else call.type

@@ -24,6 +24,7 @@ branched session, never the caller's own.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Sequence
 
@@ -34,6 +35,28 @@ MAIN = "main"
 # Attributes a fork consumes itself; every other one reaches the worker's first state.
 FORK_OWN_ATTRIBUTES = ("next", "cd", "input", "task")
 CD_TAGS = ("fork", "reset")
+
+# A fork's other attributes become environment variables of the worker's
+# scripts. Tags come from an LLM or a script's output, so a name that changes
+# how a program starts or which program runs (`BASH_ENV` runs a file before
+# every bash script; `PATH` swaps `ls`) is refused: a tag may pass data, not code.
+ENVIRONMENT_NAMES_REFUSED = frozenset({
+    "PATH", "ENV", "BASH_ENV", "IFS", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "CDPATH", "GLOBIGNORE",
+    "HOME", "SHELL", "TMPDIR", "GCONV_PATH", "HOSTALIASES", "LOCPATH", "NLSPATH", "MALLOC_CHECK_",
+    "NODE_OPTIONS", "NODE_PATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH",
+    "PERLLIB", "EDITOR", "VISUAL", "PAGER", "LESSOPEN", "LESSCLOSE", "SSH_ASKPASS", "SUDO_ASKPASS",
+    "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_DIRS", "ZDOTDIR", "INPUTRC",
+    "OPENSSL_CONF", "CURL_HOME", "WGETRC", "NPM_CONFIG_PREFIX", "PIP_CONFIG_FILE", "GEM_HOME", "GEM_PATH",
+})
+ENVIRONMENT_PREFIXES_REFUSED = ("LD_", "DYLD_", "PYTHON", "PERL5", "RUBY", "BASH_FUNC_", "GIT_", "NPM_CONFIG_",
+                                "RAYMOND_", "WFEXEC_", "CLAUDE", "ANTHROPIC_")
+_ENVIRONMENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def refused_environment_name(name: str) -> bool:
+    """True for a fork attribute that must not become an environment variable (see ENVIRONMENT_NAMES_REFUSED)."""
+    return (not _ENVIRONMENT_NAME.match(name) or name in ENVIRONMENT_NAMES_REFUSED
+            or name.startswith(ENVIRONMENT_PREFIXES_REFUSED))
 
 
 @dataclass
@@ -196,6 +219,13 @@ def _required(t: Transition, name: str) -> str:
 
 def _worker(parent: Agent, t: Transition, counters: dict, base_cwd: str) -> Agent:
     attributes = {k: v for k, v in t.attributes.items() if k not in FORK_OWN_ATTRIBUTES}
+    refused = sorted(name for name in attributes if refused_environment_name(name))
+    if refused:
+        raise ProtocolError(
+            f"<fork> attribute{'s' if len(refused) > 1 else ''} {', '.join(refused)} would change how the worker's "
+            "programs start, and fork attributes become its environment variables",
+            "pass data under another name (e.g. TARGET_DIR=...); PATH, BASH_ENV, ENV, LD_*, PYTHON*, GIT_* and the "
+            "like are never taken from a tag")
     cwd = resolve_cd(t.attributes["cd"], parent.cwd, base_cwd) if t.attributes.get("cd") else ""
     return Agent(id=worker_id(parent.id, t.target, counters), state=t.target, cwd=cwd, input=_input(t),
                  fork_attributes=attributes or None)

@@ -58,9 +58,14 @@ def _zip_layout(members: list, label: str) -> str:
     if not members:
         raise ScopeError(f"{label} is empty")
     tops = set()
+    seen: set[str] = set()
     flat = nested = False
     for member in members:
         raw = member.filename
+        if raw in seen:
+            raise ScopeError(f"{label} holds '{raw}' twice", "an archive with duplicate entries is ambiguous: "
+                             "rebuild it so that each file appears once")
+        seen.add(raw)
         if raw.startswith("/") or "\\" in raw or re.match(r"^[A-Za-z]:", raw):
             raise ScopeError(f"{label} holds an absolute or Windows path '{raw}'", "a states archive holds plain files")
         parts = PurePosixPath(raw).parts

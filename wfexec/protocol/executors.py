@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from wfexec.backends.base import BackendError, BackendUnavailable, LLMRequest, invoke_backend
+from wfexec.protocol.agents import refused_environment_name
 from wfexec.protocol.errors import BackendMissing, ProtocolError, StopRun
 from wfexec.protocol.policy import (MAX_INVOCATIONS, Policy, PolicyError, check_transition, implicit_entry, implicit_transition,
                      parse_frontmatter, reminder)
@@ -113,8 +114,8 @@ def _group_consistent(transitions: list[Transition], verb: str) -> None:
 
 def script_env(orch: "Orchestrator", agent: "Agent", state_file: str) -> dict:
     env = dict(orch.base_env)
-    if agent.fork_attributes:
-        env.update(agent.fork_attributes)
+    if agent.fork_attributes:  # refused names never get here from a tag; a store written before the rule may hold them
+        env.update({k: v for k, v in agent.fork_attributes.items() if not refused_environment_name(k)})
     env["RAYMOND_WORKFLOW_ID"] = orch.workflow_id
     env["RAYMOND_AGENT_ID"] = agent.id
     env["RAYMOND_STATE_DIR"] = str(orch.scope.state_dir)

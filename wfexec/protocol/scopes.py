@@ -103,6 +103,9 @@ class DirectoryScope(StateScope):
         path = Path(path).resolve()
         super().__init__(label or str(path), path)
         self.path = path
+        if path.is_dir():  # refused before anything runs, not when the run reaches the state
+            for name in os.listdir(path):
+                self._inside(name)
 
     def has(self, name: str) -> bool:
         return os.path.isfile(os.path.join(self.path, name))
@@ -110,16 +113,24 @@ class DirectoryScope(StateScope):
     def names(self) -> list[str]:
         return sorted(n for n in os.listdir(self.path) if os.path.isfile(os.path.join(self.path, n)))
 
+    def _inside(self, name: str) -> Path:
+        """The state file `name`, refused when a symbolic link takes it out of the folder (as a zip's would be)."""
+        real = os.path.realpath(self.path / name)
+        if os.path.commonpath([real, str(self.path)]) != str(self.path):
+            raise ScopeError(f"state file '{name}' in {self.label} is a symbolic link to {real}, outside the folder",
+                             "a states folder runs only its own files: copy the file in instead of linking it")
+        return self.path / name
+
     def read_text(self, name: str) -> str:
         try:
-            return (self.path / name).read_text(encoding="utf-8")
+            return self._inside(name).read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ResolveError(f"state file '{name}' is no longer in {self.label}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ProtocolError(f"cannot read state file '{name}' in {self.label}: {exc}") from None
 
     def script_path(self, name: str, files: "ScriptFiles") -> Path:
-        return self.path / name
+        return self._inside(name)
 
 
 class _VirtualScope(StateScope):

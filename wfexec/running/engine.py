@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, NoReturn
 
 from wfexec.errors import WfexecError
 from wfexec.running.context import CallContext, parse_cached
+from wfexec.running.dry_run import DryRun
 from wfexec.language.expressions import ExpressionError, Scope, Template, render_value, to_text
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.running.io import Io
@@ -141,6 +142,7 @@ class Run:
         # Sub-workflows share one step budget with their caller: [steps used].
         self.budget = budget if budget is not None else [0]
         self.steps = 0
+        self.dry = DryRun() if self.options.dry_run else None
 
     # -- state --------------------------------------------------------------
     def initial_state(self, inputs: dict) -> dict:
@@ -170,6 +172,8 @@ class Run:
     # -- calls --------------------------------------------------------------
     def check(self, call: Call, scope: Scope | None = None) -> bool:
         scope = scope or self.scope
+        if self.dry is not None:
+            self.dry.check_allowed(self, call)
         try:
             params = call.render(scope)
             result = bool(call.spec.handler(params, CallContext(self, call, scope)))
@@ -184,6 +188,8 @@ class Run:
 
     def apply(self, call: Call, scope: Scope | None = None) -> None:
         scope = scope or self.scope
+        if self.dry is not None and self.dry.skip(self, call, scope):
+            return
         try:
             params = call.render(scope)
         except ExpressionError as exc:

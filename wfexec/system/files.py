@@ -19,8 +19,8 @@ def write_atomic(path: str | os.PathLike, content: str | bytes, encoding: str = 
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if target.exists():
-            os.chmod(tmp, target.stat().st_mode & 0o7777)
+        # mkstemp makes the file 0600; a plain open() would have given 0666 less the umask.
+        os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask())
         os.replace(tmp, target)
         _remove_leftovers(target)
     except BaseException:
@@ -29,6 +29,20 @@ def write_atomic(path: str | os.PathLike, content: str | bytes, encoding: str = 
         except FileNotFoundError:
             pass
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where the kernel shows it (changing it races threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
 
 
 def _remove_leftovers(target: Path) -> None:
@@ -61,6 +75,10 @@ def guarded_path(ctx, params: dict, param: str, verb: str, *, the_link_itself: b
     from wfexec.types.registry import ActionFailed
 
     shown = params[param]
+    if not isinstance(shown, str):
+        raise ActionFailed(f"`{param}` must be a file path (text), not {type(shown).__name__} {shown!r:.80}")
+    if "\x00" in shown:
+        raise ActionFailed(f"`{param}` holds a NUL character, which no file name can contain: {shown!r:.120}")
     path = ctx.resolve_file(shown)
     if the_link_itself and os.path.islink(path):
         real = os.path.join(os.path.realpath(path.parent), path.name)

@@ -26,12 +26,14 @@ from typing import Any
 
 from wfexec.language.documents import find_document
 from wfexec.language.expressions import Template, to_text
+from wfexec.types.consequences.inline_code import STDIN, code_word, env_split_string, is_shell
 from wfexec.types.registry import ActionFailed, TypeList
 from wfexec.system.subprocesses import kill_group
 
 TYPES = TypeList()
 
 DEFAULT_TIMEOUT = 300
+MAX_TIMEOUT = 30 * 24 * 3600  # longer overflows the clocks a wait uses
 ERROR_LINES = 5      # lines of stderr quoted in a failure message
 TRACE_CHARS = 2000   # characters of each output stream shown in the trace
 
@@ -54,8 +56,6 @@ COMMON = {
 INTERPRETERS = ("auto", "bash", "sh", "python", "node", "ruby")
 AUTO_INTERPRETERS = {".sh": "bash", ".bash": "bash", ".py": "python", ".js": "node", ".rb": "ruby"}
 SHELL_OPERATORS = set("|&;<>")
-SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
-_SHELL_C_OPTION = re.compile(r"^-[A-Za-z]*c[A-Za-z]*$")  # -c, -ec, -euxc...
 
 
 @dataclass
@@ -112,7 +112,7 @@ def _split_written(command: Any, ctx) -> list[str]:
     except ValueError as exc:
         raise ActionFailed(f"cannot split the command into words: {exc}",
                            "close the quote, or write `command` as a list") from None
-    _refuse_values_in_shell_text(words)
+    _refuse_values_in_code(words, ctx.call.params.get("input"))
     argv = []
     for word in words:
         pieces = _PLACEHOLDER.split(word)  # literal, index, literal, index, ..., literal
@@ -145,31 +145,39 @@ def _is_templated(word: Any) -> bool:
     return isinstance(word, Template) or (isinstance(word, str) and "\x00" in word)
 
 
-def _shell_text(words: list) -> Any:
-    """The TEXT of `bash -c TEXT` (or sh, zsh...) when the command is a shell given code to run, else None."""
-    if not words or not isinstance(words[0], str) or os.path.basename(words[0]) not in SHELLS:
-        return None
-    runs_text = False
-    takes_value = False
-    for word in words[1:]:
-        if takes_value:
-            takes_value = False
-        elif isinstance(word, str) and word in ("-o", "+o", "-O", "+O"):
-            takes_value = True
-        elif isinstance(word, str) and len(word) > 1 and word[0] in "-+" and word != "--":
-            runs_text = runs_text or bool(_SHELL_C_OPTION.match(word))
-        else:
-            return word if runs_text else None
-    return None
+def _holds_template(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_holds_template(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_template(v) for v in value)
+    return _is_templated(value)
 
 
-def _refuse_values_in_shell_text(words: list) -> None:
-    """A `${...}` inside shell code would run a value from state as code: the one injection no argv prevents."""
-    text = _shell_text(words)
-    if text is not None and _is_templated(text):
+def _refuse_values_in_code(words: list, written_input: Any) -> None:
+    """A `${...}` inside code would run a value from state as code: the one injection no argv prevents.
+
+    The code may sit behind wrappers (`env`, `timeout`, `xargs`, `sudo`...), be given to any interpreter
+    (`bash -c`, `python3 -c`, `perl -e`, `awk PROGRAM`), or come in on standard input (`bash -s`, `input:`).
+    """
+    split = env_split_string(words, _is_templated)
+    if split is not None and _is_templated(split):
+        raise ActionFailed("`${...}` inside the string of `env -S` would run a value from state as a command line",
+                           "write the command as a list, with the value as one argument")
+    found = code_word(words, _is_templated)
+    if found is None:
+        return
+    program, code = found
+    if code is STDIN:
+        if _holds_template(written_input):
+            raise ActionFailed(
+                f"`${{...}}` in `input:` would be run as code: `{program}` reads its program from standard input "
+                "here", f"put the code in a script file, or pass the value as an argument ({program} -c CODE _ "
+                "'${x}') or through `env`")
+        return
+    if _is_templated(code):
         raise ActionFailed(
-            f"`${{...}}` inside the code given to `{os.path.basename(words[0])} -c` would run a value from state "
-            "as shell code: pass it as an argument after the code (bash -c 'echo \"$1\"' _ '${x}') or through "
+            f"`${{...}}` inside the code given to `{program}` would run a value from state "
+            f"as {'shell' if is_shell(program) else program} code: pass it as an argument after the code (bash -c 'echo \"$1\"' _ '${{x}}') or through "
             "`env` (\"$NAME\" in the code)",
             "write `$${` for a shell variable such as `$${HOME}`")
 
@@ -177,7 +185,7 @@ def _refuse_values_in_shell_text(words: list) -> None:
 def _command_argv(params, ctx) -> list[str]:
     written = ctx.call.params.get("command")
     if isinstance(written, list):
-        _refuse_values_in_shell_text(written)
+        _refuse_values_in_code(written, ctx.call.params.get("input"))
     if isinstance(written, (str, Template)) and not isinstance(params["command"], list):
         return _split_written(written, ctx)
     command = params["command"]
@@ -281,8 +289,9 @@ def _timeout(params) -> float:
         seconds = float(value)
     except (TypeError, ValueError):
         seconds = 0
-    if seconds <= 0:
-        raise ActionFailed(f"`timeout` must be a positive number of seconds, got {value!r}")
+    if not 0 < seconds <= MAX_TIMEOUT:  # NaN fails this too
+        raise ActionFailed(f"`timeout` must be a positive number of seconds up to {MAX_TIMEOUT:,} (30 days), "
+                           f"got {value!r}")
     return seconds
 
 

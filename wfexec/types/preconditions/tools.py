@@ -84,7 +84,8 @@ def tool_has(tool: str, capability: str, min_version: str | None = None) -> bool
     raise ActionFailed(f"tool_check has no capability '{capability}'", f"use one of: {', '.join(CAPABILITIES)}")
 
 
-@TYPES.precondition("tool_available", {"tool": TOOL}, ["tool"], effects=("process",))
+# Looks the tool up on PATH (directory reads): no process starts, so a dry run checks it for real.
+@TYPES.precondition("tool_available", {"tool": TOOL}, ["tool"], effects=("files",))
 def tool_available(params, ctx):
     """True when `tool` is on PATH."""
     return shutil.which(params["tool"]) is not None

@@ -1,0 +1,83 @@
+"""The "no `${...}` in code" guard looks through wrappers and knows every interpreter that takes inline code.
+
+Each payload is run by the real `wfexec run` in a subprocess; were it not refused, the value from state would be run
+as code and create `pwned`. A value passed as an argument (data) still works.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import one_action, wfexec_cli
+
+PAYLOAD = "touch pwned"
+
+ATTACKS = [
+    ["env", "bash", "-c", "${evil}"],
+    ["env", "-i", "X=1", "bash", "-c", "${evil}"],
+    ["timeout", "5", "bash", "-c", "${evil}"],
+    ["timeout", "-s", "KILL", "5", "sh", "-ec", "${evil}"],
+    ["nice", "-n", "5", "bash", "-c", "${evil}"],
+    ["nohup", "sh", "-c", "${evil}"],
+    ["setsid", "sh", "-c", "${evil}"],
+    ["stdbuf", "-o", "L", "bash", "-c", "${evil}"],
+    ["env", "nice", "timeout", "9", "bash", "-c", "${evil}"],
+    ["xargs", "-0", "sh", "-c", "${evil}"],
+    ["python3", "-c", "import os; os.system('${evil}')"],
+    ["python3", "-c${evil}"],
+    ["/usr/bin/python3.11", "-B", "-c", "${evil}"],
+    ["perl", "-e", "system('${evil}')"],
+    ["perl", "-lne", "system('${evil}')"],
+    ["awk", "BEGIN { system(\"${evil}\") }"],
+    ["env", "-S", "bash -c ${evil}"],
+    "env bash -c '${evil}'",
+    "timeout 5 python3 -c \"import os; os.system('${evil}')\"",
+]
+STDIN_ATTACKS = [["bash", "-s"], ["bash"], ["sh"], ["python3"], ["python3", "-"], ["env", "bash", "-s"]]
+
+
+def _run(tmp_path, action):
+    (tmp_path / "workflow.yaml").write_text(one_action(action))
+    return wfexec_cli("run", "workflow.yaml", "--input", f"evil={PAYLOAD}", cwd=tmp_path, timeout=60)
+
+
+def _refused(result, tmp_path):
+    assert not (tmp_path / "pwned").exists()
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "would run a value from state as" in result.stdout + result.stderr or \
+        "would be run as code" in result.stdout + result.stderr, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ATTACKS, ids=lambda c: json.dumps(c)[:40])
+def test_code_behind_a_wrapper_or_in_any_interpreter_is_refused(tmp_path, command):
+    _refused(_run(tmp_path, {"type": "run_command", "command": command}), tmp_path)
+
+
+@pytest.mark.parametrize("command", STDIN_ATTACKS, ids=" ".join)
+def test_a_value_sent_as_code_on_standard_input_is_refused(tmp_path, command):
+    _refused(_run(tmp_path, {"type": "run_command", "command": command, "input": "${evil}"}), tmp_path)
+
+
+@pytest.mark.parametrize("command", [
+    ["env", "bash", "-c", 'echo "$1" > out.txt', "_", "${evil}"],
+    ["timeout", "5", "python3", "-c", "import sys; open('out.txt', 'w').write(sys.argv[1])", "${evil}"],
+    ["cat"],
+])
+def test_values_as_arguments_or_data_still_work(tmp_path, command):
+    action = {"type": "run_command", "command": command, "store_as": "computed.out"}
+    if command == ["cat"]:
+        action["input"] = "${evil}"
+    result = _run(tmp_path, action)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("timeout", [1e300, "inf", "nan", 10 ** 12])
+def test_a_huge_timeout_is_an_error_with_a_position_not_a_traceback(tmp_path, timeout):
+    result = _run(tmp_path, {"type": "run_command", "command": ["true"], "timeout": timeout})
+    assert result.returncode in (1, 2), result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    assert "timeout" in result.stdout + result.stderr

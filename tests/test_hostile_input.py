@@ -1,0 +1,139 @@
+"""Hostile input is refused with a one-line error and a position, in bounded time and memory, never a traceback.
+
+Each case runs the real `wfexec` in a subprocess with a timeout and a memory limit: a parser crash (segfault), a
+hang (FIFO) or a blow-up (alias bomb) would show as a signal, a timeout or a MemoryError instead of exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, one_action, wfexec_cli
+
+ALIAS_BOMB = "".join(
+    [f"{chr(97 + i)}: &{chr(97 + i)} [" + ",".join([f"*{chr(96 + i)}"] * 9 if i else ['"lol"'] * 9) + "]\n"
+     for i in range(9)])
+MEMORY_LIMIT = 1 << 30
+
+
+def _limited():
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def wfexec_limited(*args, cwd, timeout=30):
+    return subprocess.run([sys.executable, "-m", "wfexec.cli", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, preexec_fn=_limited)
+
+
+def assert_refused(result, *words):
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr + result.stdout
+    errors = [line for line in (result.stdout + result.stderr).splitlines() if ": error: " in line]
+    assert len(errors) == 1, result.stdout + result.stderr
+    for word in words:
+        assert word in errors[0]
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_an_alias_bomb_is_refused_in_bounded_memory(tmp_path, command):
+    (tmp_path / "bomb.yaml").write_text(ALIAS_BOMB)
+    assert len(ALIAS_BOMB) < 400
+    assert_refused(wfexec_limited(command, "bomb.yaml", cwd=tmp_path), "bomb.yaml:1:", "expands to more than")
+
+
+@pytest.mark.parametrize("text", ["a: " + "[" * 30000 + "]" * 30000 + "\n", "a:\n  " + "- " * 30000 + "x\n",
+                                  "a: " + "{b: " * 30000 + "}" * 30000 + "\n"],
+                         ids=["flow-sequences", "block-sequences", "flow-mappings"])
+def test_deep_nesting_is_refused_before_the_parser_recurses(tmp_path, text):
+    (tmp_path / "deep.yaml").write_text(text)
+    assert_refused(wfexec_limited("validate", "deep.yaml", cwd=tmp_path), "deep.yaml:", "nests deeper than 200")
+
+
+def test_a_fifo_as_the_workflow_is_refused_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "workflow.yaml")
+    assert_refused(wfexec_limited("run", "workflow.yaml", cwd=tmp_path, timeout=20), "not a regular file")
+
+
+def test_dev_zero_as_the_workflow_is_refused(tmp_path):
+    assert_refused(wfexec_limited("validate", "/dev/zero", cwd=tmp_path, timeout=20), "not a regular file")
+
+
+def test_a_huge_file_is_refused_unread(tmp_path):
+    with open(tmp_path / "huge.yaml", "wb") as handle:
+        handle.truncate(64 * 1024 * 1024)  # sparse: costs no disk
+    assert_refused(wfexec_limited("validate", "huge.yaml", cwd=tmp_path), "bytes, more than")
+
+
+def test_ordinary_files_keep_validating(tmp_path):
+    """The depth pre-scan only refuses depth: a big flat workflow with many colons still passes."""
+    result = wfexec_cli("validate", ROOT / "skills" / "release-checklist", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_files_written_by_a_run_honour_the_umask(tmp_path, umask):
+    """write_atomic's temporary file is 0600; the file it leaves must have what a plain write gives."""
+    (tmp_path / "workflow.yaml").write_text(one_action({"type": "write_file", "path": "out.txt", "content": "x"}))
+    result = subprocess.run([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60, preexec_fn=lambda: os.umask(umask))
+    assert result.returncode == 0, result.stdout + result.stderr
+    plain = tmp_path / "plain.txt"
+    old = os.umask(umask)
+    try:
+        plain.write_text("x")
+    finally:
+        os.umask(old)
+    assert oct((tmp_path / "out.txt").stat().st_mode & 0o777) == oct(plain.stat().st_mode & 0o777) \
+        == oct(0o666 & ~umask)
+
+
+def _write_file_workflow(path, content="x"):
+    return one_action({"type": "write_file", "path": path, "content": content})
+
+
+@pytest.mark.parametrize("path,message", [
+    ("a\x00b", "holds a NUL character"),
+    ("x" * 5000, "cannot write"),
+    (["a", "b"], "must be a string, not a list"),
+], ids=["nul", "5000-chars", "list"])
+def test_an_impossible_file_path_is_an_error_not_a_traceback(tmp_path, path, message):
+    (tmp_path / "workflow.yaml").write_text(_write_file_workflow(path))
+    result = wfexec_cli("run", "workflow.yaml", cwd=tmp_path, timeout=60)
+    assert result.returncode in (1, 2), result.stdout + result.stderr
+    assert message in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stdout + result.stderr
+
+
+def test_a_file_size_limit_while_writing_is_a_run_error(tmp_path):
+    (tmp_path / "workflow.yaml").write_text(_write_file_workflow("big.txt", "x" * 100_000))
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (10_000, 10_000))
+
+    result = subprocess.run([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml", "--ephemeral"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60, preexec_fn=small_files)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "cannot write 'big.txt': File too large" in result.stdout
+    assert not (tmp_path / "big.txt").exists() and not list(tmp_path.glob(".big.txt.*"))
+
+
+@pytest.mark.parametrize("expression", ["+".join(["1"] * 1000) + " > 2", "(" * 3000 + "1" + ")" * 3000],
+                         ids=["1000-additions", "3000-parentheses"])
+def test_a_huge_expression_is_an_answer_not_a_traceback(tmp_path, expression):
+    import json
+
+    doc = {"name": "x", "version": "1.0", "start_node": "a",
+           "nodes": {"a": {"type": "conditional", "branches": {"true": "done", "false": "done"},
+                           "condition": {"type": "evaluate_expression", "expression": expression}}},
+           "endings": {"done": {"type": "success", "message": "ok"}}}
+    (tmp_path / "workflow.yaml").write_text(json.dumps(doc))
+    result = wfexec_cli("run", "workflow.yaml", cwd=tmp_path, timeout=60)
+    assert result.returncode in (0, 2), result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stdout + result.stderr
+    if result.returncode == 2:
+        assert "workflow.yaml:1:" in result.stderr
