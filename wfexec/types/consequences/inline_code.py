@@ -174,7 +174,8 @@ def _inline_code_option(word: str, spec: Interpreter, name: str) -> str | None:
 
 
 def _operands(words: list[Any], spec: Interpreter) -> list[Any]:
-    out, skip = [], False
+    out: list[Any] = []
+    skip = False
     for word in words:
         if skip:
             skip = False
