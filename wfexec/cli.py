@@ -8,6 +8,7 @@ a run error; 2 invalid workflow or command line; 3 waiting for an answer;
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from enum import Enum
 from pathlib import Path
@@ -222,6 +223,7 @@ def states(
 class RunStatus(str, Enum):
     running = "running"
     waiting = "waiting"
+    interrupted = "interrupted"
     completed = "completed"
     failed = "failed"
     stopped = "stopped"
@@ -479,11 +481,22 @@ def new_skill(
     typer.echo(f"next: wfexec run {folder} --answers {folder}/answers.yaml", err=True)
 
 
+class Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (`timeout`, `docker stop`, CI cancelling, a closed terminal): handled as Ctrl-C is."""
+
+
+def _stop_on(signum, frame) -> None:
+    raise Signalled(signal.Signals(signum).name)
+
+
 def main() -> None:
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _stop_on)
     try:
         app()
     except KeyboardInterrupt as exc:
-        sys.stderr.write("interrupted\n")
+        sys.stderr.write(f"interrupted ({exc})\n" if str(exc) else "interrupted\n")
         sys.exit(exit_code_for(exc))
 
 

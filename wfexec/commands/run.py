@@ -61,7 +61,10 @@ def report_error(error: BaseException, debug: bool = False) -> int:
     elif isinstance(error, WfexecError):
         _error(error.format())
     elif isinstance(error, KeyboardInterrupt):
-        _error("interrupted")
+        _error(f"interrupted ({error})" if str(error) else "interrupted")
+        run_id = getattr(error, "run_id", None)
+        if run_id:
+            _error(f"run {run_id} stopped; continue it with: wfexec resume {run_id}")
     else:
         if debug:
             _error("".join(traceback.format_exception(error)).rstrip())

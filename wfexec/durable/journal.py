@@ -29,6 +29,7 @@ from wfexec.running.prompts import NeedsAnswer
 from wfexec.language.paths import format_path, get_path, parse_path, set_path
 from wfexec.durable.store import FINISHED, Store, StoreError
 from wfexec.types.registry import EFFECTS
+from wfexec.system import subprocesses
 
 OUTSIDE_EFFECTS = frozenset(EFFECTS) - {"display"}  # what a crash may leave half done
 FLUSH_STEPS = 1024
@@ -189,8 +190,10 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: 
     except RunError as exc:
         store.set_status(run_id, "failed", last_error=exc.format())
         return Driven(run_id, "failed", error=exc)
-    except KeyboardInterrupt:
-        store.set_status(run_id, "stopped", last_error="interrupted")
+    except KeyboardInterrupt as interrupt:
+        why = f"interrupted ({interrupt})" if str(interrupt) else "interrupted"
+        store.set_status(run_id, "stopped", last_error=why)
+        interrupt.run_id = run_id  # type: ignore[attr-defined]  # for the resume command the person is shown
         raise
     except Exception as exc:  # the driver's error boundary: a bug outside any node (the journal, the store)
         error = InternalError(f"internal error: {type(exc).__name__}: {exc}",
@@ -220,6 +223,7 @@ def start_run(store: Store, workflow: Workflow, *, inputs: dict, overrides: dict
                               inputs=inputs, state=state_for_snapshot(run.state), start_node=workflow.start_node)
     journal = DurableJournal(store, run_id, workflow, 0)
     run.journal = journal
+    subprocesses.run_tag = run_id
     io.trace(f"Run {run_id} (store {store.path})")
     return _drive(store, run_id, run, journal, None, check_entry=True)
 
@@ -260,6 +264,9 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
                             f"'{record.ending or '-'}'); there is nothing to resume",
                             "`wfexec show` prints how it ended; start a new run with `wfexec run`")
     store.acquire(run_id)
+    # Whatever an earlier attempt started and left running (its watchdog killed too) goes before anything re-runs.
+    subprocesses.kill_tagged(run_id)
+    subprocesses.run_tag = run_id
     try:
         workflow = workflow_loader(record.workflow_path)
         steps_done, state = store.snapshot(run_id)

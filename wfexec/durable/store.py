@@ -116,6 +116,7 @@ def lease_holder() -> str:
 
 
 def _lease_alive(lease: str | None) -> bool:
+    """Whether the process named by a lease (`pid@host`) still runs; on another host we cannot tell: yes."""
     if not lease:
         return False
     pid_text, _, host = lease.partition("@")
@@ -159,18 +160,51 @@ class RunRecord:
             data[key] = json.loads(data[key]) if data[key] else ({} if key in ("node_hashes", "inputs") else None)
         return cls(**data)
 
+    @property
+    def shown_status(self) -> str:
+        """The status as it is: a run still marked `running` whose driving process is gone was interrupted
+        (killed, or the machine went down) and waits for `wfexec resume`."""
+        if self.status == "running" and not _lease_alive(self.lease):
+            return "interrupted"
+        return self.status
+
     def to_json(self) -> dict:
         out = dict(self.__dict__)
         out.pop("node_hashes")
+        out["status"] = self.shown_status
         return out
 
 
 class Store:
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, readonly: bool = False):
         self.path = Path(path)
+        self.readonly = readonly
         # A states node's agents report from the event loop's worker threads too.
         self._lock = threading.RLock()
-        self.db = self._open()
+        self.db = self._open_readonly() if readonly else self._open()
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        """For commands that only read (`runs`, `show`): no write at all, so a user who may not write the
+        store can still list its runs, and a full disk does not stop them."""
+        path = self.path
+        if path.is_dir():
+            raise StoreError(f"the run store {path} is a folder, not a file", "pass --store FILE")
+        try:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=10,
+                                 isolation_level=None, check_same_thread=False)
+            db.row_factory = sqlite3.Row
+            self._refuse_foreign(db)
+            row = db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path} cannot be read as a run store: {exc}",
+                             "check that it exists and can be read, or pass --store with another path") from None
+        version = int(row[0]) if row else 0
+        if version != SCHEMA_VERSION:
+            db.close()
+            how = "upgrade wfexec" if version > SCHEMA_VERSION else "any wfexec command that writes (run, resume) " \
+                                                                  "upgrades it"
+            raise StoreError(f"{path} has store schema {version}; this wfexec reads {SCHEMA_VERSION}", how)
+        return db
 
     # -- opening ------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
@@ -254,6 +288,8 @@ class Store:
         return RunRecord.from_row(row)
 
     def list(self, status: str | None = None, limit: int = 50) -> list[RunRecord]:
+        if status == "interrupted":  # stored as running; its process is gone
+            return [r for r in self.list("running", limit) if r.shown_status == "interrupted"]
         if status:
             rows = self.db.execute("SELECT * FROM runs WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit))
         else:
@@ -352,7 +388,10 @@ class _Transaction:
         return False
 
 
-def open_store(path: str | os.PathLike | None = None) -> Store:
+def store_path(path: str | os.PathLike | None = None) -> Path:
     """The store at `path`, else $WFEXEC_STORE, else .wfexec/runs.db under the current directory."""
-    chosen = path or os.environ.get("WFEXEC_STORE") or DEFAULT_STORE
-    return Store(chosen)
+    return Path(path or os.environ.get("WFEXEC_STORE") or DEFAULT_STORE)
+
+
+def open_store(path: str | os.PathLike | None = None, *, readonly: bool = False) -> Store:
+    return Store(store_path(path), readonly=readonly)
