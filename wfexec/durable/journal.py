@@ -99,6 +99,9 @@ class DurableJournal(Journal):
         self.pending_us: list = []
         self.last_flush = time.monotonic()
         self.started = 0
+        # Nodes whose saved state is cleared with the next commit: in the transaction that journals the node's
+        # step, so a kill between the two can neither lose the step nor re-run a states node's finished agents.
+        self.cleared_nodes: set[str] = set()
         self.outside = {node_id for node_id, node in workflow.nodes.items() if has_outside_effects(workflow, node)}
 
     def before_step(self, run: Run, node: Node) -> None:
@@ -130,20 +133,30 @@ class DurableJournal(Journal):
             self.flush(run, entry["target"])
 
     def save_node_state(self, node_id: str, data: dict | None) -> None:
+        if data is None:
+            self.cleared_nodes.add(node_id)
+            return
+        self.cleared_nodes.discard(node_id)
         self.store.save_node_state(self.run_id, node_id, data)
 
     def node_state(self, node_id: str) -> dict | None:
+        if node_id in self.cleared_nodes:
+            return None
         return self.store.node_state(self.run_id, node_id)
 
     def flush(self, run: Run, current_node: str) -> None:
         count = len(self.pending_us)
+        cleared, self.cleared_nodes = self.cleared_nodes, set()
         if not count:
+            for node_id in cleared:  # the run stopped inside the node: no step to journal with it
+                self.store.save_node_state(self.run_id, node_id, None)
             return
         entries = run.state["history"][-count:]
         first = self.step - count + 1
         steps = [(first + i, e["node"], e["type"], e["outcome"], e["target"], e["at"], changes, us)
                  for i, (e, changes, us) in enumerate(zip(entries, self.pending_changes, self.pending_us))]
-        self.store.commit_steps(self.run_id, steps, state_for_snapshot(run.state), self.step, current_node)
+        self.store.commit_steps(self.run_id, steps, state_for_snapshot(run.state), self.step, current_node,
+                                cleared_nodes=cleared)
         self.pending_changes = []
         self.pending_us = []
         self.last_flush = time.monotonic()

@@ -320,9 +320,13 @@ class Store:
                             (_dumps({"step": step, "node": node, "started_at": time.time()}), node, time.time(),
                              run_id))
 
-    def commit_steps(self, run_id: str, steps: list[list], state: dict, step_count: int, current_node: str) -> None:
-        """Journal steps and the state after the last of them, in one transaction."""
-        with self.transaction():
+    def commit_steps(self, run_id: str, steps: list[list], state: dict, step_count: int, current_node: str,
+                     cleared_nodes=()) -> None:
+        """Journal steps and the state after the last of them, in one transaction; the saved state of
+        `cleared_nodes` (nodes those steps finished) goes in the same one."""
+        with self._lock, self.transaction():
+            for node in cleared_nodes:
+                self.db.execute("DELETE FROM node_states WHERE run_id = ? AND node = ?", (run_id, node))
             self.db.execute("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?)",
                             (run_id, steps[0][0], steps[-1][0], _dumps(steps)))
             self.db.execute("UPDATE snapshots SET step = ?, state = ? WHERE run_id = ?",
