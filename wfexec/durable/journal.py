@@ -27,7 +27,7 @@ from wfexec.running.engine import EntryGateFailed, InternalError, Journal, Optio
 from wfexec.language.model import Node, Workflow
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.language.paths import format_path, get_path, parse_path, set_path
-from wfexec.durable.store import FINISHED, Store, StoreError
+from wfexec.durable.store import FINISHED, Store, StoreError, StoreWriteError
 from wfexec.types.registry import EFFECTS
 from wfexec.system import subprocesses
 
@@ -203,6 +203,14 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: 
     except RunError as exc:
         store.set_status(run_id, "failed", last_error=exc.format())
         return Driven(run_id, "failed", error=exc)
+    except StoreWriteError as exc:
+        exc.located(run.current.where if run.current is not None else None,
+                    run.current.id if run.current is not None else None)
+        try:
+            store.set_status(run_id, "stopped", last_error=exc.format())
+        except StoreError:  # not even that fits: the run stays `running` with a dead owner, shown `interrupted`
+            pass
+        return Driven(run_id, "stopped", error=exc)
     except KeyboardInterrupt as interrupt:
         why = f"interrupted ({interrupt})" if str(interrupt) else "interrupted"
         store.set_status(run_id, "stopped", last_error=why)

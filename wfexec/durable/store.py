@@ -93,6 +93,13 @@ class StoreError(WfexecError):
     """The store cannot be used: not a wfexec store, corrupt, locked, or a run is unknown/busy."""
 
 
+class StoreWriteError(StoreError):
+    """A commit failed (a full disk, a file-size limit, an I/O error): the run stops where it is, and its last
+    commit is intact for `show` and `resume` once the cause is gone (exit 4)."""
+
+    outcome = "stopped"
+
+
 def new_run_id() -> str:
     """Short and sortable by creation time: 8 base-36 digits of milliseconds + 3 random."""
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -307,10 +314,13 @@ class Store:
             self.db.execute("UPDATE runs SET lease = ? WHERE id = ?", (me, record.id))
 
     def release(self, run_id: str) -> None:
-        self.db.execute("UPDATE runs SET lease = NULL WHERE id = ? AND lease = ?", (run_id, lease_holder()))
+        try:
+            self.db.execute("UPDATE runs SET lease = NULL WHERE id = ? AND lease = ?", (run_id, lease_holder()))
+        except sqlite3.OperationalError:  # a full disk: a lease whose process is gone is stale all the same
+            pass
 
     def transaction(self):
-        return _Transaction(self.db)
+        return _Transaction(self.db, self.path)
 
     # -- steps --------------------------------------------------------------
     def mark_in_flight(self, run_id: str, step: int, node: str, state: dict | None = None) -> None:
@@ -370,15 +380,23 @@ class Store:
 
 
 class _Transaction:
-    """BEGIN IMMEDIATE … COMMIT, nesting-safe (an inner one joins the outer)."""
+    """BEGIN IMMEDIATE … COMMIT, nesting-safe (an inner one joins the outer).
 
-    def __init__(self, db: sqlite3.Connection):
+    A failed write (SQLITE_FULL, SQLITE_IOERR) may already have rolled the transaction back inside SQLite:
+    ROLLBACK is only issued while one is open, so the store stays usable, and the failure is reported as a
+    StoreWriteError rather than SQLite's words alone."""
+
+    def __init__(self, db: sqlite3.Connection, path: Path):
         self.db = db
+        self.path = path
         self.outer = False
 
     def __enter__(self):
         if not self.db.in_transaction:
-            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise self._write_error(exc) from None
             self.outer = True
         return self.db
 
@@ -386,10 +404,25 @@ class _Transaction:
         if not self.outer:
             return False
         if kind is None:
-            self.db.execute("COMMIT")
-        else:
-            self.db.execute("ROLLBACK")
+            try:
+                self.db.execute("COMMIT")
+                return False
+            except sqlite3.OperationalError as exc:
+                value = exc
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:  # already rolled back by SQLite: nothing of the transaction is in the file
+                pass
+        if isinstance(value, sqlite3.OperationalError):
+            raise self._write_error(value) from None
         return False
+
+    def _write_error(self, exc: sqlite3.OperationalError) -> StoreWriteError:
+        return StoreWriteError(f"the run store {self.path} could not be written ({exc}); the run stopped after "
+                               "its last commit",
+                               "make room on the disk (or raise the file-size limit, `ulimit -f`), then continue "
+                               "with `wfexec resume`")
 
 
 def store_path(path: str | os.PathLike | None = None) -> Path:
