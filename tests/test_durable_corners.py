@@ -101,3 +101,81 @@ def test_a_file_size_limit_stops_the_run_with_a_position_and_resume_finishes_it_
     resumed = cli("resume", record["id"], "--rerun", "--store", store, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "made"
+
+
+SCRIPTED = """
+name: scripted
+version: 1
+start_node: first
+nodes:
+  first:
+    type: states
+    folder: flow
+    store_as: computed.a
+    on_success: ask
+  ask:
+    type: user_prompt
+    prompt:
+      question: Go on?
+      options: [{id: go, label: Go}]
+    on_response:
+      go: {next_node: done}
+endings:
+  done: {type: success, message: "${computed.a}"}
+"""
+
+
+def test_resume_notices_an_edited_state_script_of_a_completed_node(tmp_path, private_run_store):
+    (tmp_path / "flow").mkdir()
+    script = tmp_path / "flow" / "START.sh"
+    script.write_text('echo "<result>v1</result>"\n')
+    (tmp_path / "workflow.yaml").write_text(SCRIPTED)
+    assert cli("run", "workflow.yaml", cwd=tmp_path).returncode == 3
+    [record] = json.loads(cli("runs", "--format", "json").stdout)
+    script.write_text('echo "<result>v2</result>"\n')
+    refused = cli("resume", record["id"], "--answer", "ask=go", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "completed nodes changed: first" in refused.stderr and "--accept-changes" in refused.stderr
+    accepted = cli("resume", record["id"], "--answer", "ask=go", "--accept-changes", cwd=tmp_path)
+    assert accepted.returncode == 0 and accepted.stdout.strip() == "v1"  # what ran is not run again
+
+
+IN_FLIGHT_THEN_MORE = """
+name: in-flight
+version: 1
+start_node: deploy
+nodes:
+  deploy:
+    type: action
+    actions:
+      - type: run_command
+        command: ["{python}", "-c", "import pathlib, time; p = pathlib.Path('started'); first = not p.exists(); p.write_text('x'); time.sleep(30 if first else 0)"]
+    on_success: after
+  after:
+    type: action
+    actions: [{{type: set_state, field: computed.b, value: AFTER}}]
+    on_success: done
+endings:
+  done: {{type: success, message: "${{computed.b}}"}}
+"""
+
+
+def test_a_refused_resume_keeps_the_change_report_for_the_next_attempt(tmp_path, private_run_store):
+    workflow = tmp_path / "workflow.yaml"
+    workflow.write_text(IN_FLIGHT_THEN_MORE.format(python=sys.executable))
+    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml"], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not (tmp_path / "started").exists():
+        assert process.poll() is None
+    process.kill()
+    process.wait()
+    workflow.write_text(IN_FLIGHT_THEN_MORE.format(python=sys.executable).replace("value: AFTER", "value: NEW"))
+    [record] = json.loads(cli("runs", "--format", "json").stdout)
+    for _ in range(2):  # refused (the step in flight needs a decision), and the report is there both times
+        refused = cli("resume", record["id"], cwd=tmp_path)
+        assert refused.returncode == 3, refused.stderr
+        assert "note: the workflow (or a file its nodes name) changed" in refused.stderr
+        assert "future nodes changed: after" in refused.stderr
+    resumed = cli("resume", record["id"], "--rerun", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "NEW" and "future nodes changed: after" in resumed.stderr

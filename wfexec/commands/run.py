@@ -233,7 +233,7 @@ def _run_durable(request, workflow, inputs, overrides, io, options) -> int:
 
 
 def _resume(request, io, options) -> int:
-    from wfexec.durable.journal import ResumeChoices, resume_run
+    from wfexec.durable.journal import ResumeChoices, ResumeRefused, resume_run
     from wfexec.durable.store import StoreError, open_store
 
     def load(path):
@@ -247,6 +247,10 @@ def _resume(request, io, options) -> int:
     try:
         driven = resume_run(store, request.run_id, load, io=io, options=options,
                             choices=ResumeChoices(request.accept_changes, request.rerun, request.skip))
+    except ResumeRefused as refused:
+        for note in refused.notes:
+            _error(f"note: {note}")
+        raise
     finally:
         store.close()
     for note in driven.notes:

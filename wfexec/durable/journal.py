@@ -21,6 +21,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from wfexec.running.engine import EntryGateFailed, InternalError, Journal, Options, Run, RunError, RunStopped
@@ -56,13 +57,27 @@ def _format_cached(path: tuple) -> str:
 
 
 def node_hashes(workflow: Workflow) -> dict[str, str]:
-    """A fingerprint of each node and ending as written, to tell what changed between two versions."""
+    """A fingerprint of each node and ending as written, and of the files it names (its scripts, states folder,
+    documents), to tell what changed between two versions."""
     out = {}
     for section in ("nodes", "endings"):
         for node_id, raw in (workflow.raw.get(section) or {}).items():
-            blob = _dumps({"section": section, "raw": raw}).encode()
-            out[f"{section}.{node_id}"] = hashlib.sha256(blob).hexdigest()[:16]
+            digest = hashlib.sha256(_dumps({"section": section, "raw": raw}).encode())
+            for path in workflow.documents.get(f"{section}.{node_id}", ()):
+                _hash_files(digest, path)
+            out[f"{section}.{node_id}"] = digest.hexdigest()[:16]
     return out
+
+
+def _hash_files(digest, path: Path) -> None:
+    """Names and contents of a file, or of every file under a folder, in a stable order."""
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        digest.update(str(file.relative_to(path) if file != path else file.name).encode() + b"\0")
+        try:
+            digest.update(hashlib.sha256(file.read_bytes()).digest())
+        except OSError:  # unreadable now: the run will say so when it gets there
+            digest.update(b"?")
 
 
 def has_outside_effects(workflow: Workflow, node: Node) -> bool:
@@ -263,6 +278,7 @@ class ResumeRefused(StoreError):
     def __init__(self, message: str, hint: str = "", awaits_decision: bool = False):
         super().__init__(message, hint)
         self.awaits_decision = awaits_decision
+        self.notes: list[str] = []  # what resume found before it refused (a changed workflow): still news
 
     @property
     def outcome(self) -> str:  # type: ignore[override]
@@ -294,17 +310,18 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
         journal_rows = store.journal(run_id)
         state["history"] = [{k: row[k] for k in ("node", "type", "outcome", "target", "at")} for row in journal_rows]
         completed = {row["node"] for row in journal_rows}
-        notes = []
-        if node_hashes(workflow) != record.node_hashes:
+        notes: list[str] = []
+        changed = node_hashes(workflow) != record.node_hashes
+        if changed:
             diff = compare_versions(record.node_hashes, workflow, completed, record.current_node)
             described = "; ".join(f"{what} nodes changed: {', '.join(names)}" for what, names in diff.items() if names)
             if diff["completed"] and not choices.accept_changes:
-                raise ResumeRefused(f"the workflow changed since run {run_id} started ({described})",
+                raise ResumeRefused(f"the workflow (or a file its nodes name) changed since run {run_id} started "
+                                    f"({described})",
                                     "review the change; resume with --accept-changes to continue with the new "
                                     "version, or start a new run")
-            notes.append(f"the workflow changed since the run started ({described}); continuing with the new version")
-            store.set_status(run_id, record.status, workflow_hash=workflow.source_hash,
-                             node_hashes=_dumps(node_hashes(workflow)))
+            notes.append(f"the workflow (or a file its nodes name) changed since the run started ({described}); "
+                         "continuing with the new version")
         start = record.current_node or workflow.start_node
         if start not in workflow.nodes and start not in workflow.endings:
             raise ResumeRefused(f"run {run_id} stopped at '{start}', which the workflow no longer has",
@@ -314,7 +331,15 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
         run.journal = journal
         if record.in_flight:
             start = _settle_in_flight(store, run, journal, workflow, record, choices, notes) or start
-        store.set_status(run_id, "running", pending_question=None, last_error=None)
+        # Only now, past every refusal: a refused resume leaves the old fingerprints, so the next attempt
+        # reports the same change again instead of finding nothing changed.
+        fingerprints = {"workflow_hash": workflow.source_hash, "node_hashes": _dumps(node_hashes(workflow))} \
+            if changed else {}
+        store.set_status(run_id, "running", pending_question=None, last_error=None, **fingerprints)
+    except ResumeRefused as refused:
+        store.release(run_id)
+        refused.notes = notes + refused.notes
+        raise
     except BaseException:
         store.release(run_id)
         raise
