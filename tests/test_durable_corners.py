@@ -179,3 +179,33 @@ def test_a_refused_resume_keeps_the_change_report_for_the_next_attempt(tmp_path,
     resumed = cli("resume", record["id"], "--rerun", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "NEW" and "future nodes changed: after" in resumed.stderr
+
+
+def _read_only_mount_works(folder: Path) -> bool:
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {folder} {folder} && "
+                            f"mount -o remount,bind,ro {folder} && ! touch {folder}/probe"],
+                           capture_output=True, timeout=30)
+    return probe.returncode == 0
+
+
+def test_runs_and_show_read_a_store_that_cannot_be_written(tmp_path, private_run_store):
+    """On a read-only mount even root cannot write: `runs` and `show` must open the store without writing."""
+    import shutil
+
+    folder = private_run_store.parent
+    (tmp_path / "workflow.yaml").write_text(STATES_WORKFLOW)
+    (tmp_path / "flow").mkdir()
+    (tmp_path / "flow" / "START.sh").write_text('echo "<result>done</result>"\n')
+    assert cli("run", "workflow.yaml", cwd=tmp_path).returncode == 0
+    if shutil.which("unshare") is None or not _read_only_mount_works(folder):
+        pytest.skip("needs `unshare -m` and bind mounts (root in a container that allows them)")
+    [record] = json.loads(cli("runs", "--format", "json").stdout)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    command = (f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && "
+               f"{sys.executable} -m wfexec.cli runs && {sys.executable} -m wfexec.cli show {record['id']}")
+    shown = subprocess.run(["unshare", "-m", "sh", "-c", command], capture_output=True, text=True, timeout=60,
+                           env=with_coverage({**os.environ}))
+    assert shown.returncode == 0, shown.stderr
+    assert [record["id"], "agents", "completed"] in [line.split()[:3] for line in shown.stdout.splitlines()]
+    assert "status: completed, ending 'done'" in shown.stdout
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before

@@ -197,11 +197,12 @@ class Store:
         if path.is_dir():
             raise StoreError(f"the run store {path} is a folder, not a file", "pass --store FILE")
         try:
-            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=10,
-                                 isolation_level=None, check_same_thread=False)
-            db.row_factory = sqlite3.Row
-            self._refuse_foreign(db)
-            row = db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()
+            try:
+                db, row = self._connect_readonly("mode=ro")
+            except sqlite3.OperationalError:
+                # A WAL store in a folder we may not write: SQLite cannot make the shared-memory file it reads
+                # through, so read the file as it is (what the last checkpoint holds).
+                db, row = self._connect_readonly("mode=ro&immutable=1")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{path} cannot be read as a run store: {exc}",
                              "check that it exists and can be read, or pass --store with another path") from None
@@ -236,6 +237,17 @@ class Store:
             raise StoreError(f"{path} cannot be used as a run store: {exc}; it was left as is",
                              "move it away, or pass --store with another path") from None
         return db
+
+    def _connect_readonly(self, options: str) -> tuple[sqlite3.Connection, sqlite3.Row | None]:
+        db = sqlite3.connect(f"{self.path.resolve().as_uri()}?{options}", uri=True, timeout=10,
+                             isolation_level=None, check_same_thread=False)
+        try:
+            db.row_factory = sqlite3.Row
+            self._refuse_foreign(db)
+            return db, db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()
+        except BaseException:
+            db.close()
+            raise
 
     def _refuse_foreign(self, db: sqlite3.Connection) -> None:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
