@@ -199,8 +199,11 @@ def test_runs_and_show_read_a_store_that_cannot_be_written(tmp_path, private_run
     assert cli("run", "workflow.yaml", cwd=tmp_path).returncode == 0
     if shutil.which("unshare") is None or not _read_only_mount_works(folder):
         pytest.skip("needs `unshare -m` and bind mounts (root in a container that allows them)")
-    [record] = json.loads(cli("runs", "--format", "json").stdout)
+    db = sqlite3.connect(private_run_store)
+    [record] = [{"id": row[0]} for row in db.execute("SELECT id FROM runs")]
+    db.close()  # the last connection to close removes the WAL files, which a read-only open cannot make
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert sorted(before) == ["runs.db"]
     command = (f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && "
                f"{sys.executable} -m wfexec.cli runs && {sys.executable} -m wfexec.cli show {record['id']}")
     shown = subprocess.run(["unshare", "-m", "sh", "-c", command], capture_output=True, text=True, timeout=60,
