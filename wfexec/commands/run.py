@@ -212,7 +212,8 @@ def _run_ephemeral(request, workflow, inputs, overrides, io, options) -> int:
     from wfexec.running.prompts import NeedsAnswer
 
     try:
-        result = run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
+        with io.status_line():
+            result = run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
     except NeedsAnswer as waiting:
         return _report_waiting(request, waiting.question, None)
     except RunError as exc:
@@ -226,7 +227,8 @@ def _run_durable(request, workflow, inputs, overrides, io, options) -> int:
 
     store = open_store(request.store)
     try:
-        driven = start_run(store, workflow, inputs=inputs, overrides=overrides, io=io, options=options)
+        with io.status_line():
+            driven = start_run(store, workflow, inputs=inputs, overrides=overrides, io=io, options=options)
     finally:
         store.close()
     return _report_driven(request, driven, io)
@@ -245,8 +247,9 @@ def _resume(request, io, options) -> int:
 
     store = open_store(request.store)
     try:
-        driven = resume_run(store, request.run_id, load, io=io, options=options,
-                            choices=ResumeChoices(request.accept_changes, request.rerun, request.skip))
+        with io.status_line():
+            driven = resume_run(store, request.run_id, load, io=io, options=options,
+                                choices=ResumeChoices(request.accept_changes, request.rerun, request.skip))
     except ResumeRefused as refused:
         for note in refused.notes:
             _error(f"note: {note}")

@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from wfexec.system import progress
 from wfexec.backends.base import BackendError, BackendUnavailable, LLMRequest, invoke_backend
 from wfexec.protocol.errors import BackendMissing, ProtocolError, StopRun
 from wfexec.protocol.policy import (MAX_INVOCATIONS, Policy, PolicyError, check_transition, implicit_entry, implicit_transition,
@@ -154,6 +155,7 @@ async def run_script_state(orch: "Orchestrator", agent: "Agent") -> StepResult:
     else:
         on_stdout = lambda text: printer(out_prints.feed(text))  # noqa: E731
         on_stderr = lambda text: printer(err_prints.feed(text))  # noqa: E731
+    progress.running(f"{agent.id}: {name}")
     try:
         output = await run_process([orch.bash, str(path)], cwd=orch.agent_cwd(agent),
                                    env=script_env(orch, agent, str(path)), timeout=timeout,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from wfexec.system import progress
 from wfexec.errors import WfexecError
 from wfexec.running.context import CallContext, parse_cached
 from wfexec.language.expressions import ExpressionError, Scope, Template, render_value, to_text
@@ -314,6 +315,7 @@ class Run:
                 self._count_visit(node)
             if tracing:
                 self.io.trace(f"Node: {node_id} ({node.type})")
+            progress.at_node(node_id)
             if journal is not None:
                 journal.before_step(self, node)
             try:

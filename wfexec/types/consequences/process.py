@@ -29,6 +29,7 @@ from typing import Any
 from wfexec.language.documents import find_document
 from wfexec.language.expressions import Template, to_text
 from wfexec.types.registry import ActionFailed, TypeList
+from wfexec.system import progress
 from wfexec.system.subprocesses import EXIT_GRACE_SECONDS, done_with, kill_group, start
 
 TYPES = TypeList()
@@ -351,6 +352,7 @@ def _execute(argv: list[str], params, ctx) -> Completed:
     text_in = None if stdin is None else to_text(stdin)
     ctx.trace(f"  $ {_shown(argv)}" + (f"   (in {cwd})" if cwd != Path(ctx.cwd) else ""))
     process = _start(argv, cwd, env, text_in is not None)
+    progress.running(_shown(argv, 60))
     # Threads read the pipes rather than communicate(): output reaches --trace as it comes, and a command
     # that exited is done even while a background child it left still holds the pipes.
     readers = [_Output(process.stdout, ctx, "stdout"), _Output(process.stderr, ctx, "stderr")]
@@ -375,6 +377,7 @@ def _execute(argv: list[str], params, ctx) -> Completed:
         process.wait()
         raise
     finally:
+        progress.running("")
         done_with(process)  # a background child left holding the pipes goes with its group
         _join(readers, 1)
         for pipe in (process.stdout, process.stderr):
