@@ -33,8 +33,28 @@ endings:
 """
 
 
-def _start(folder: Path) -> subprocess.Popen:
-    (folder / "workflow.yaml").write_text(SLOW_STEP)
+# The same in a state script of a `states` node (started by the protocol's event loop, not run_command).
+SLOW_STATE = """
+name: slow-state
+version: 1
+start_node: work
+nodes:
+  work:
+    type: states
+    folder: flow
+    on_success: done
+endings:
+  done: {type: success, message: worked}
+"""
+
+
+def _start(folder: Path, kind: str = "command") -> subprocess.Popen:
+    if kind == "command":
+        (folder / "workflow.yaml").write_text(SLOW_STEP)
+    else:
+        (folder / "workflow.yaml").write_text(SLOW_STATE)
+        (folder / "flow").mkdir()
+        (folder / "flow" / "START.sh").write_text("touch started; sleep 2; touch late; echo '<result>x</result>'\n")
     process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml"], cwd=folder,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
@@ -56,9 +76,10 @@ def _no_late_write(folder: Path) -> bool:
     return not (folder / "late").exists()
 
 
+@pytest.mark.parametrize("kind", ["command", "state script"])
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-def test_a_signal_stops_the_run_and_its_children_and_says_how_to_resume(tmp_path, private_run_store, signum):
-    process = _start(tmp_path)
+def test_a_signal_stops_the_run_and_its_children_and_says_how_to_resume(tmp_path, private_run_store, signum, kind):
+    process = _start(tmp_path, kind)
     process.send_signal(signum)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 4, err
@@ -70,8 +91,9 @@ def test_a_signal_stops_the_run_and_its_children_and_says_how_to_resume(tmp_path
     assert _no_late_write(tmp_path)
 
 
-def test_children_die_with_a_sigkilled_wfexec_and_the_run_shows_interrupted(tmp_path, private_run_store):
-    process = _start(tmp_path)
+@pytest.mark.parametrize("kind", ["command", "state script"])
+def test_children_die_with_a_sigkilled_wfexec_and_the_run_shows_interrupted(tmp_path, private_run_store, kind):
+    process = _start(tmp_path, kind)
     process.kill()
     process.communicate()
     assert _no_late_write(tmp_path)
