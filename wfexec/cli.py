@@ -8,7 +8,6 @@ a run error; 2 invalid workflow or command line; 3 waiting for an answer;
 from __future__ import annotations
 
 import json
-import signal
 import sys
 from enum import Enum
 from pathlib import Path
@@ -481,18 +480,10 @@ def new_skill(
     typer.echo(f"next: wfexec run {folder} --answers {folder}/answers.yaml", err=True)
 
 
-class Signalled(KeyboardInterrupt):
-    """SIGTERM or SIGHUP (`timeout`, `docker stop`, CI cancelling, a closed terminal): handled as Ctrl-C is."""
-
-
-def _stop_on(signum, frame) -> None:
-    raise Signalled(signal.Signals(signum).name)
-
-
 def main() -> None:
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _stop_on)
+    from wfexec.system import signals
+
+    signals.install()
     try:
         app()
     except KeyboardInterrupt as exc:

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import threading
 
+from wfexec.system import signals
+
 RUN_TAG_VARIABLE = "WFEXEC_RUN"
 # How long output is still read after a program exited while a background child it left holds its pipes.
 EXIT_GRACE_SECONDS = 3.0
@@ -63,8 +65,16 @@ def start(argv, *, env: dict | None = None, **options) -> subprocess.Popen:
     """subprocess.Popen in a new process group, tagged with the run and known to the watchdog."""
     if run_tag is not None:
         env = {**(os.environ if env is None else env), RUN_TAG_VARIABLE: run_tag}
-    process = subprocess.Popen(argv, env=env, start_new_session=True, **options)
-    _tell_watchdog(f"+{process.pid}")
+    process = None
+    try:
+        with signals.deferred():
+            process = subprocess.Popen(argv, env=env, start_new_session=True, **options)
+            _tell_watchdog(f"+{process.pid}")
+    except KeyboardInterrupt:  # a stop signal came while it started: it goes at once
+        if process is not None:
+            kill_group(process)
+            process.wait()
+        raise
     return process
 
 

@@ -389,7 +389,8 @@ def _execute(argv: list[str], params, ctx) -> Completed:
 def _join(readers: list, seconds: float, deadline: float | None = None) -> None:
     deadline = deadline or time.monotonic() + seconds
     for reader in readers:
-        reader.join(max(0.0, deadline - time.monotonic()))
+        if reader.ident is not None:  # a stop signal may have come before it started
+            reader.join(max(0.0, deadline - time.monotonic()))
 
 
 def _last_lines(text: str) -> str:
