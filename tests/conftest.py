@@ -66,6 +66,8 @@ def private_run_store(tmp_path, monkeypatch):
     monkeypatch.setenv("WFEXEC_STORE", str(store))
     # A plugin root inherited from a Claude Code session would move where every document path resolves.
     monkeypatch.delenv("CLAUDE_PLUGIN_ROOT", raising=False)
+    # No live status line in a test's terminal (pexpect) unless the test asks for it.
+    monkeypatch.setenv("WFEXEC_STATUS", "0")
     return store
 
 

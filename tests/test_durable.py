@@ -193,7 +193,7 @@ def test_an_in_flight_step_that_is_not_idempotent_is_not_rerun_without_asking(tm
     path.write_text(ONCE_SLOW.format(python=sys.executable))
     run_until_killed(tmp_path, str(path), "started")
     [record] = runs(private_run_store)
-    assert record["status"] == "running" and record["in_flight"]["node"] == "deploy"
+    assert record["status"] == "interrupted" and record["in_flight"]["node"] == "deploy"
 
     asked = cli("resume", record["id"])
     assert asked.returncode == 3
@@ -472,7 +472,7 @@ def test_a_states_node_killed_mid_protocol_resumes_with_the_same_agents(tmp_path
     (tmp_path / "workflow.yaml").write_text(STATES_WORKFLOW)
     run_until_killed(tmp_path, "workflow.yaml", "slow.marker")
     [record] = runs(private_run_store)
-    assert record["status"] == "running" and record["in_flight"]["node"] == "work"
+    assert record["status"] == "interrupted" and record["in_flight"]["node"] == "work"
 
     resumed = cli("resume", record["id"], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
@@ -505,7 +505,7 @@ def test_show_says_what_was_in_flight_and_the_last_error(tmp_path, private_run_s
     run_until_killed(tmp_path, str(path), "started")
     [record] = runs(private_run_store)
     shown = cli("show", record["id"]).stdout
-    assert "status: running" in shown and "in flight when it stopped: deploy (step 1)" in shown
+    assert "status: interrupted" in shown and "in flight when it stopped: deploy (step 1)" in shown
     spinning = tmp_path / "spin.yaml"
     spinning.write_text("name: spin\nversion: 1\nstart_node: spin\nnodes:\n  spin:\n    type: action\n"
                         "    actions: [{type: set_state, field: computed.x, value: 1}]\n    on_success: spin\n"

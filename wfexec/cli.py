@@ -225,6 +225,7 @@ def states(
 class RunStatus(str, Enum):
     running = "running"
     waiting = "waiting"
+    interrupted = "interrupted"
     completed = "completed"
     failed = "failed"
     stopped = "stopped"
@@ -505,10 +506,13 @@ def new_skill(
 
 
 def main() -> None:
+    from wfexec.system import signals
+
+    signals.install()
     try:
         app()
     except KeyboardInterrupt as exc:
-        sys.stderr.write("interrupted\n")
+        sys.stderr.write(f"interrupted ({exc})\n" if str(exc) else "interrupted\n")
         sys.exit(exit_code_for(exc))
 
 

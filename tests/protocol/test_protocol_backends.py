@@ -24,8 +24,8 @@ from wfexec.backends.replay import RecordingBackend, ReplayBackend, ReplayDiverg
 
 FAKE_CLAUDE = """\
 #!{python}
-# A stand-in for the Claude Code CLI in `-p --output-format json` mode. It logs its argv, then answers with
-# the next reply of $FAKE_CLAUDE_REPLIES (a JSON list), like the real CLI's single JSON result object.
+# A stand-in for the Claude Code CLI in `-p --output-format stream-json --verbose` mode (or `json`). It logs its
+# argv, then answers with the next reply of $FAKE_CLAUDE_REPLIES (a JSON list) as the real CLI does.
 import json, os, sys
 argv = sys.argv[1:]
 prompt = argv[argv.index("--") + 1] if "--" in argv else sys.stdin.read()
@@ -43,9 +43,17 @@ else:
     session = "sess-%d" % (n + 1)
 if reply.get("stderr"):
     sys.stderr.write(reply["stderr"])
+streaming = "stream-json" in argv  # one JSON object a line as the turn goes on, as the real CLI
 if reply.get("raw") is not None:
     sys.stdout.write(reply["raw"])
 else:
+    if streaming:
+        print(json.dumps({{"type": "system", "subtype": "init", "session_id": session}}), flush=True)
+        for tick in range(reply.get("ticks", 0)):  # a long turn: a tool call every tick_seconds
+            print(json.dumps({{"type": "assistant", "session_id": session, "message": {{"content": [
+                {{"type": "tool_use", "id": "t%d" % tick, "name": "Bash", "input": {{"command": "make"}}}}]}}}}),
+                flush=True)
+            import time; time.sleep(reply.get("tick_seconds", 0))
     print(json.dumps({{"type": "result", "subtype": reply.get("subtype", "success"),
                       "is_error": reply.get("is_error", False), "result": reply.get("result", ""),
                       "session_id": session, "total_cost_usd": reply.get("cost", 0.01), "num_turns": 1}}))
@@ -93,7 +101,7 @@ def test_claude_goto_resumes_call_forks_and_model_precedence(tmp_path, fake_clau
     assert (result.result, result.cost_usd) == ("all done", pytest.approx(0.14)), result.error
     log = calls()
     first, goto, child, back = (c["argv"] for c in log)
-    assert first[:4] == ["-p", "--output-format", "json", "--dangerously-skip-permissions"]
+    assert first[:5] == ["-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"]
     assert argv_value(first, "--model") == "sonnet" and "--resume" not in first
     assert argv_value(first, "--disallowed-tools") == "EnterPlanMode,ExitPlanMode,AskUserQuestion,NotebookEdit"
     assert first[-2:] == ["--", "Plan it."]
@@ -104,6 +112,19 @@ def test_claude_goto_resumes_call_forks_and_model_precedence(tmp_path, fake_clau
     assert log[3]["prompt"] == "Back with child done."
     assert {c["cwd"] for c in log} == {str(tmp_path.resolve())}
     assert {c["claudecode"] for c in log} == {None}
+
+
+def test_a_long_claude_turn_that_keeps_streaming_is_not_timed_out(tmp_path, fake_claude):
+    """`timeout` is seconds without output: a turn of 2 s whose tool calls stream every 0.25 s is not stopped
+    by a 1 s timeout, and one that says nothing for longer than the timeout is."""
+    set_replies, _ = fake_claude
+    set_replies([{"result": "built", "ticks": 8, "tick_seconds": 0.25},
+                 {"result": "late", "ticks": 1, "tick_seconds": 3}])
+    backend = create_backend("claude")
+    reply = run_sync(backend.invoke(LLMRequest(prompt="build it", cwd=str(tmp_path), timeout=1)))
+    assert reply.text == "built"
+    with pytest.raises(BackendError, match="claude gave no reply for 1 s"):
+        run_sync(backend.invoke(LLMRequest(prompt="again", cwd=str(tmp_path), timeout=1)))
 
 
 def test_claude_options_and_large_prompts_on_stdin(tmp_path, fake_claude):

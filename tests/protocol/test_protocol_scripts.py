@@ -325,7 +325,9 @@ def test_multi_fork_rules_for_scripts(tmp_path):
 def test_trace_shows_transitions_and_script_output(tmp_path):
     result, quiet = run_fixture("SCRIPT_GOTO", tmp_path, trace=True)
     assert result.exit_code == 0
-    assert "main: SCRIPT_GOTO.sh stdout:\n    going on\n    <goto>NEXT</goto>" in quiet.errors
+    # Each line of a script's output is traced as it arrives, not once the script ended.
+    assert "main: SCRIPT_GOTO.sh stdout| going on\n[WORKFLOW] states: main: SCRIPT_GOTO.sh stdout| <goto>NEXT</goto>" \
+        in quiet.errors
     assert "main: SCRIPT_GOTO.sh → NEXT.sh (goto)" in quiet.errors
     assert "main: NEXT.sh → ended with <result>reached NEXT from main</result>" in quiet.errors
     assert [r["exit_code"] for r in result.outcome.records] == [0, 0]

@@ -1,15 +1,19 @@
-"""`claude`: the Claude Code CLI in print mode with JSON output.
+"""`claude`: the Claude Code CLI in print mode with streaming JSON output.
 
-    claude -p --output-format json
+    claude -p --output-format stream-json --verbose
            --dangerously-skip-permissions | --permission-mode MODE
            --model M [--effort E]
            [--resume SESSION [--fork-session]]
            --disallowed-tools EnterPlanMode,ExitPlanMode,AskUserQuestion,NotebookEdit
            -- PROMPT
 
-The reply is the JSON object `{"type": "result", "subtype": "success",
-"result": TEXT, "session_id": ID, "total_cost_usd": COST, ...}` (a list of
-messages ending with one, under `--verbose`, is accepted too). A `goto`
+The output is one JSON object a line as the turn goes on (`system` init,
+`assistant` messages with text and tool calls, `user` tool results), ending
+with `{"type": "result", "subtype": "success", "result": TEXT, "session_id":
+ID, "total_cost_usd": COST, ...}`; a single JSON object (`--output-format
+json`) is accepted too. Streaming is what makes a long turn visible (the
+status line shows the tool in use) and gives `timeout` its meaning: seconds
+without output, not seconds in all. A `goto`
 resumes the agent's session; a `call` resumes the caller's with
 `--fork-session`, so the callee works on a branch and the caller's history
 stays clean. Prompts larger than argv comfortably holds go on stdin.
@@ -22,6 +26,7 @@ import os
 from typing import Sequence
 
 from wfexec.backends.base import Backend, BackendError, BackendUnavailable, LLMReply, LLMRequest
+from wfexec.system import progress
 
 DEFAULT_MODEL = "sonnet"
 DISALLOWED_TOOLS = "EnterPlanMode,ExitPlanMode,AskUserQuestion,NotebookEdit"
@@ -48,7 +53,7 @@ class ClaudeBackend(Backend):
 
     def argv(self, request: LLMRequest) -> tuple[list[str], bytes | None]:
         """The command line for `request`, and the bytes for stdin (None: the prompt is on the command line)."""
-        argv = [self.executable, "-p", "--output-format", "json"]
+        argv = [self.executable, "-p", "--output-format", "stream-json", "--verbose"]
         if self.permission_mode in BYPASS:
             argv.append("--dangerously-skip-permissions")
         else:
@@ -75,13 +80,44 @@ class ClaudeBackend(Backend):
         env.pop("CLAUDECODE", None)  # claude refuses to start "inside" another Claude Code session
         try:
             output = await run_process(argv, cwd=request.cwd or os.getcwd(), env=env, stdin=stdin,
-                                       timeout=request.timeout or self.timeout)
+                                       timeout=request.timeout or self.timeout, on_stdout=_ProgressLines(request))
         except ProcessStartError as exc:
             raise BackendUnavailable(f"{exc}; install Claude Code (https://docs.claude.com/claude-code) or "
                                      "choose another backend") from None
         except ProcessTimeout as exc:
             raise BackendError(f"claude gave no reply for {exc.seconds:g} s and was stopped") from None
         return parse_reply(output.stdout, output.stderr, output.returncode)
+
+
+class _ProgressLines:
+    """Reads the stream as it comes and tells the status line what the agent is doing."""
+
+    def __init__(self, request: LLMRequest):
+        self.pending = ""
+        self.who = f"claude ({request.agent_id}: {request.state})" if request.agent_id else "claude"
+
+    def __call__(self, text: str) -> None:
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            doing = _activity(line)
+            if doing:
+                progress.running(f"{self.who}: {doing}")
+
+
+def _activity(line: str) -> str:
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError:
+        return ""
+    if not isinstance(event, dict) or event.get("type") != "assistant":
+        return ""
+    content = (event.get("message") or {}).get("content")
+    for block in reversed(content if isinstance(content, list) else []):
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            return f"using {block.get('name', 'a tool')}"
+        if isinstance(block, dict) and block.get("type") == "text":
+            return "writing"
+    return "thinking"
 
 
 def parse_reply(stdout: str, stderr: str, returncode: int) -> LLMReply:

@@ -61,7 +61,10 @@ def report_error(error: BaseException, debug: bool = False) -> int:
     elif isinstance(error, WfexecError):
         _error(error.format())
     elif isinstance(error, KeyboardInterrupt):
-        _error("interrupted")
+        _error(f"interrupted ({error})" if str(error) else "interrupted")
+        run_id = getattr(error, "run_id", None)
+        if run_id:
+            _error(f"run {run_id} stopped; continue it with: wfexec resume {run_id}")
     else:
         if debug:
             _error("".join(traceback.format_exception(error)).rstrip())
@@ -209,7 +212,8 @@ def _run_ephemeral(request, workflow, inputs, overrides, io, options) -> int:
     from wfexec.running.prompts import NeedsAnswer
 
     try:
-        result = run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
+        with io.status_line():
+            result = run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
     except NeedsAnswer as waiting:
         return _report_waiting(request, waiting.question, None)
     except RunError as exc:
@@ -223,14 +227,15 @@ def _run_durable(request, workflow, inputs, overrides, io, options) -> int:
 
     store = open_store(request.store)
     try:
-        driven = start_run(store, workflow, inputs=inputs, overrides=overrides, io=io, options=options)
+        with io.status_line():
+            driven = start_run(store, workflow, inputs=inputs, overrides=overrides, io=io, options=options)
     finally:
         store.close()
     return _report_driven(request, driven, io)
 
 
 def _resume(request, io, options) -> int:
-    from wfexec.durable.journal import ResumeChoices, resume_run
+    from wfexec.durable.journal import ResumeChoices, ResumeRefused, resume_run
     from wfexec.durable.store import StoreError, open_store
 
     def load(path):
@@ -242,8 +247,13 @@ def _resume(request, io, options) -> int:
 
     store = open_store(request.store)
     try:
-        driven = resume_run(store, request.run_id, load, io=io, options=options,
-                            choices=ResumeChoices(request.accept_changes, request.rerun, request.skip))
+        with io.status_line():
+            driven = resume_run(store, request.run_id, load, io=io, options=options,
+                                choices=ResumeChoices(request.accept_changes, request.rerun, request.skip))
+    except ResumeRefused as refused:
+        for note in refused.notes:
+            _error(f"note: {note}")
+        raise
     finally:
         store.close()
     for note in driven.notes:

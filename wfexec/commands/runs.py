@@ -9,11 +9,11 @@ import time
 from wfexec.durable.store import FINISHED, StoreError, open_store, store_location
 
 
-def _existing_store(store_path, run_id: str | None = None):
+def _existing_store(store_path, run_id: str | None = None, *, readonly: bool = True):
     """The store to read; a command that only reads never creates one (None when there is none)."""
     location = store_location(store_path)
     if location.exists():
-        return open_store(location)
+        return open_store(location, readonly=readonly)
     if run_id is None:
         return None
     raise StoreError(f"no run '{run_id}': there is no run store at {location}",
@@ -30,9 +30,9 @@ def _duration(record) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
-def list_runs(store_path, status: str | None, as_json: bool, out=None) -> int:
+def list_runs(path, status: str | None, as_json: bool, out=None) -> int:
     out = out or sys.stdout  # not a default argument: that would be the sys.stdout of import time, not the caller's
-    store = _existing_store(store_path)
+    store = _existing_store(path)
     if store is None:
         records = []
     else:
@@ -54,14 +54,14 @@ def list_runs(store_path, status: str | None, as_json: bool, out=None) -> int:
         table.add_column(column)
     for r in records:
         node = r.current_node or (f"→ {r.ending}" if r.ending else "-")
-        table.add_row(r.id, r.workflow_name, r.status, node, str(r.steps), _when(r.created_at), _duration(r))
+        table.add_row(r.id, r.workflow_name, r.shown_status, node, str(r.steps), _when(r.created_at), _duration(r))
     Console(file=out, soft_wrap=True, highlight=False).print(table)
     return 0
 
 
-def show_run(store_path, run_id: str, *, with_state: bool, as_json: bool, out=None) -> int:
+def show_run(path, run_id: str, *, with_state: bool, as_json: bool, out=None) -> int:
     out = out or sys.stdout
-    store = _existing_store(store_path, run_id)
+    store = _existing_store(path, run_id)
     try:
         record = store.get(run_id)
         journal = store.journal(record.id)
@@ -75,10 +75,12 @@ def show_run(store_path, run_id: str, *, with_state: bool, as_json: bool, out=No
         out.write(json.dumps(data, indent=2, default=str) + "\n")
         return 0
     lines = [f"run {record.id}: {record.workflow_name} ({record.workflow_path})",
-             f"  status: {record.status}" + (f", ending '{record.ending}' ({record.ending_type})" if record.ending else ""),
+             f"  status: {record.shown_status}" + (f", ending '{record.ending}' ({record.ending_type})" if record.ending else ""),
              f"  started {_when(record.created_at)}, {record.steps} steps, {_duration(record)}"]
     if record.current_node and record.status not in FINISHED:
         lines.append(f"  current node: {record.current_node}")
+    if record.shown_status == "interrupted":
+        lines.append(f"  its process ({record.lease}) is gone; continue it with: wfexec resume {record.id}")
     if record.in_flight:
         lines.append(f"  in flight when it stopped: {record.in_flight['node']} (step {record.in_flight['step']})")
     if record.pending_question:
@@ -110,9 +112,9 @@ def show_run(store_path, run_id: str, *, with_state: bool, as_json: bool, out=No
     return 0
 
 
-def cancel_run(store_path, run_id: str, out=None) -> int:
+def cancel_run(path, run_id: str, out=None) -> int:
     out = out or sys.stdout
-    store = _existing_store(store_path, run_id)
+    store = _existing_store(path, run_id, readonly=False)
     try:
         record = store.get(run_id)
         if record.status in FINISHED:

@@ -21,14 +21,16 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from wfexec.running.engine import EntryGateFailed, InternalError, Journal, Options, Run, RunError, RunStopped
 from wfexec.language.model import Node, Workflow
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.language.paths import format_path, get_path, parse_path, set_path
-from wfexec.durable.store import FINISHED, Store, StoreError, ending_status
+from wfexec.durable.store import FINISHED, Store, StoreError, StoreWriteError, ending_status
 from wfexec.types.registry import EFFECTS
+from wfexec.system import subprocesses
 
 OUTSIDE_EFFECTS = frozenset(EFFECTS) - {"display"}  # what a crash may leave half done
 FLUSH_STEPS = 1024
@@ -55,13 +57,27 @@ def _format_cached(path: tuple) -> str:
 
 
 def node_hashes(workflow: Workflow) -> dict[str, str]:
-    """A fingerprint of each node and ending as written, to tell what changed between two versions."""
+    """A fingerprint of each node and ending as written, and of the files it names (its scripts, states folder,
+    documents), to tell what changed between two versions."""
     out = {}
     for section in ("nodes", "endings"):
         for node_id, raw in (workflow.raw.get(section) or {}).items():
-            blob = _dumps({"section": section, "raw": raw}).encode()
-            out[f"{section}.{node_id}"] = hashlib.sha256(blob).hexdigest()[:16]
+            digest = hashlib.sha256(_dumps({"section": section, "raw": raw}).encode())
+            for path in workflow.documents.get(f"{section}.{node_id}", ()):
+                _hash_files(digest, path)
+            out[f"{section}.{node_id}"] = digest.hexdigest()[:16]
     return out
+
+
+def _hash_files(digest, path: Path) -> None:
+    """Names and contents of a file, or of every file under a folder, in a stable order."""
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        digest.update(str(file.relative_to(path) if file != path else file.name).encode() + b"\0")
+        try:
+            digest.update(hashlib.sha256(file.read_bytes()).digest())
+        except OSError:  # unreadable now: the run will say so when it gets there
+            digest.update(b"?")
 
 
 def has_outside_effects(workflow: Workflow, node: Node) -> bool:
@@ -98,6 +114,9 @@ class DurableJournal(Journal):
         self.pending_us: list = []
         self.last_flush = time.monotonic()
         self.started = 0
+        # Nodes whose saved state is cleared with the next commit: in the transaction that journals the node's
+        # step, so a kill between the two can neither lose the step nor re-run a states node's finished agents.
+        self.cleared_nodes: set[str] = set()
         self.outside = {node_id for node_id, node in workflow.nodes.items() if has_outside_effects(workflow, node)}
 
     def before_step(self, run: Run, node: Node) -> None:
@@ -130,20 +149,30 @@ class DurableJournal(Journal):
             self.flush(run, entry["target"])
 
     def save_node_state(self, node_id: str, data: dict | None) -> None:
+        if data is None:
+            self.cleared_nodes.add(node_id)
+            return
+        self.cleared_nodes.discard(node_id)
         self.store.save_node_state(self.run_id, node_id, data)
 
     def node_state(self, node_id: str) -> dict | None:
+        if node_id in self.cleared_nodes:
+            return None
         return self.store.node_state(self.run_id, node_id)
 
     def flush(self, run: Run, current_node: str) -> None:
         count = len(self.pending_us)
+        cleared, self.cleared_nodes = self.cleared_nodes, set()
         if not count:
+            for node_id in cleared:  # the run stopped inside the node: no step to journal with it
+                self.store.save_node_state(self.run_id, node_id, None)
             return
         entries = run.state["history"][-count:]
         first = self.step - count + 1
         steps = [(first + i, e["node"], e["type"], e["outcome"], e["target"], e["at"], changes, us)
                  for i, (e, changes, us) in enumerate(zip(entries, self.pending_changes, self.pending_us))]
-        self.store.commit_steps(self.run_id, steps, state_for_snapshot(run.state), self.step, current_node)
+        self.store.commit_steps(self.run_id, steps, state_for_snapshot(run.state), self.step, current_node,
+                                cleared_nodes=cleared)
         self.pending_changes = []
         self.pending_us = []
         self.last_flush = time.monotonic()
@@ -190,8 +219,18 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: 
     except RunError as exc:
         store.set_status(run_id, "failed", last_error=exc.format())
         return Driven(run_id, "failed", error=exc)
-    except KeyboardInterrupt:
-        store.set_status(run_id, "stopped", last_error="interrupted")
+    except StoreWriteError as exc:
+        exc.located(run.current.where if run.current is not None else None,
+                    run.current.id if run.current is not None else None)
+        try:
+            store.set_status(run_id, "stopped", last_error=exc.format())
+        except StoreError:  # not even that fits: the run stays `running` with a dead owner, shown `interrupted`
+            pass
+        return Driven(run_id, "stopped", error=exc)
+    except KeyboardInterrupt as interrupt:
+        why = f"interrupted ({interrupt})" if str(interrupt) else "interrupted"
+        store.set_status(run_id, "stopped", last_error=why)
+        interrupt.run_id = run_id  # type: ignore[attr-defined]  # for the resume command the person is shown
         raise
     except Exception as exc:  # the driver's error boundary: a bug outside any node (the journal, the store)
         error = InternalError(f"internal error: {type(exc).__name__}: {exc}",
@@ -221,6 +260,7 @@ def start_run(store: Store, workflow: Workflow, *, inputs: dict, overrides: dict
                               inputs=inputs, state=state_for_snapshot(run.state), start_node=workflow.start_node)
     journal = DurableJournal(store, run_id, workflow, 0)
     run.journal = journal
+    subprocesses.run_tag = run_id
     io.trace(f"Run {run_id} (store {store.path})")
     return _drive(store, run_id, run, journal, None, check_entry=True)
 
@@ -239,6 +279,7 @@ class ResumeRefused(StoreError):
     def __init__(self, message: str, hint: str = "", awaits_decision: bool = False):
         super().__init__(message, hint)
         self.awaits_decision = awaits_decision
+        self.notes: list[str] = []  # what resume found before it refused (a changed workflow): still news
 
     @property
     def outcome(self) -> str:  # type: ignore[override]
@@ -261,23 +302,27 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
                             f"'{record.ending or '-'}'); there is nothing to resume",
                             "`wfexec show` prints how it ended; start a new run with `wfexec run`")
     store.acquire(run_id)
+    # Whatever an earlier attempt started and left running (its watchdog killed too) goes before anything re-runs.
+    subprocesses.kill_tagged(run_id)
+    subprocesses.run_tag = run_id
     try:
         workflow = workflow_loader(record.workflow_path)
         steps_done, state = store.snapshot(run_id)
         journal_rows = store.journal(run_id)
         state["history"] = [{k: row[k] for k in ("node", "type", "outcome", "target", "at")} for row in journal_rows]
         completed = {row["node"] for row in journal_rows}
-        notes = []
-        if node_hashes(workflow) != record.node_hashes:
+        notes: list[str] = []
+        changed = node_hashes(workflow) != record.node_hashes
+        if changed:
             diff = compare_versions(record.node_hashes, workflow, completed, record.current_node)
             described = "; ".join(f"{what} nodes changed: {', '.join(names)}" for what, names in diff.items() if names)
             if diff["completed"] and not choices.accept_changes:
-                raise ResumeRefused(f"the workflow changed since run {run_id} started ({described})",
+                raise ResumeRefused(f"the workflow (or a file its nodes name) changed since run {run_id} started "
+                                    f"({described})",
                                     "review the change; resume with --accept-changes to continue with the new "
                                     "version, or start a new run")
-            notes.append(f"the workflow changed since the run started ({described}); continuing with the new version")
-            store.set_status(run_id, record.status, workflow_hash=workflow.source_hash,
-                             node_hashes=_dumps(node_hashes(workflow)))
+            notes.append(f"the workflow (or a file its nodes name) changed since the run started ({described}); "
+                         "continuing with the new version")
         start = record.current_node or workflow.start_node
         if start not in workflow.nodes and start not in workflow.endings:
             raise ResumeRefused(f"run {run_id} stopped at '{start}', which the workflow no longer has",
@@ -290,7 +335,15 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
             if record.in_flight.get("started_at") and start == record.in_flight["node"]:
                 # The step runs again: its expressions read the time it first started.
                 run.resumed_step_ms = round(record.in_flight["started_at"] * 1000)
-        store.set_status(run_id, "running", pending_question=None, last_error=None)
+        # Only now, past every refusal: a refused resume leaves the old fingerprints, so the next attempt
+        # reports the same change again instead of finding nothing changed.
+        fingerprints = {"workflow_hash": workflow.source_hash, "node_hashes": _dumps(node_hashes(workflow))} \
+            if changed else {}
+        store.set_status(run_id, "running", pending_question=None, last_error=None, **fingerprints)
+    except ResumeRefused as refused:
+        store.release(run_id)
+        refused.notes = notes + refused.notes
+        raise
     except BaseException:
         store.release(run_id)
         raise

@@ -95,6 +95,13 @@ class StoreError(WfexecError):
     """The store cannot be used: not a wfexec store, corrupt, locked, or a run is unknown/busy."""
 
 
+class StoreWriteError(StoreError):
+    """A commit failed (a full disk, a file-size limit, an I/O error): the run stops where it is, and its last
+    commit is intact for `show` and `resume` once the cause is gone (exit 4)."""
+
+    outcome = "stopped"
+
+
 def new_run_id() -> str:
     """Short and sortable by creation time: 8 base-36 digits of milliseconds + 3 random."""
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -118,6 +125,7 @@ def lease_holder() -> str:
 
 
 def _lease_alive(lease: str | None) -> bool:
+    """Whether the process named by a lease (`pid@host`) still runs; on another host we cannot tell: yes."""
     if not lease:
         return False
     pid_text, _, host = lease.partition("@")
@@ -161,18 +169,52 @@ class RunRecord:
             data[key] = json.loads(data[key]) if data[key] else ({} if key in ("node_hashes", "inputs") else None)
         return cls(**data)
 
+    @property
+    def shown_status(self) -> str:
+        """The status as it is: a run still marked `running` whose driving process is gone was interrupted
+        (killed, or the machine went down) and waits for `wfexec resume`."""
+        if self.status == "running" and not _lease_alive(self.lease):
+            return "interrupted"
+        return self.status
+
     def to_json(self) -> dict:
         out = dict(self.__dict__)
         out.pop("node_hashes")
+        out["status"] = self.shown_status
         return out
 
 
 class Store:
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, readonly: bool = False):
         self.path = Path(path)
+        self.readonly = readonly
         # A states node's agents report from the event loop's worker threads too.
         self._lock = threading.RLock()
-        self.db = self._open()
+        self.db = self._open_readonly() if readonly else self._open()
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        """For commands that only read (`runs`, `show`): no write at all, so a user who may not write the
+        store can still list its runs, and a full disk does not stop them."""
+        path = self.path
+        if path.is_dir():
+            raise StoreError(f"the run store {path} is a folder, not a file", "pass --store FILE")
+        try:
+            try:
+                db, row = self._connect_readonly("mode=ro")
+            except sqlite3.OperationalError:
+                # A WAL store in a folder we may not write: SQLite cannot make the shared-memory file it reads
+                # through, so read the file as it is (what the last checkpoint holds).
+                db, row = self._connect_readonly("mode=ro&immutable=1")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path} cannot be read as a run store: {exc}",
+                             "check that it exists and can be read, or pass --store with another path") from None
+        version = int(row[0]) if row else 0
+        if version != SCHEMA_VERSION:
+            db.close()
+            how = "upgrade wfexec" if version > SCHEMA_VERSION else "any wfexec command that writes (run, resume) " \
+                                                                  "upgrades it"
+            raise StoreError(f"{path} has store schema {version}; this wfexec reads {SCHEMA_VERSION}", how)
+        return db
 
     # -- opening ------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
@@ -197,6 +239,17 @@ class Store:
             raise StoreError(f"{path} cannot be used as a run store: {exc}; it was left as is",
                              "move it away, or pass --store with another path") from None
         return db
+
+    def _connect_readonly(self, options: str) -> tuple[sqlite3.Connection, sqlite3.Row | None]:
+        db = sqlite3.connect(f"{self.path.resolve().as_uri()}?{options}", uri=True, timeout=10,
+                             isolation_level=None, check_same_thread=False)
+        try:
+            db.row_factory = sqlite3.Row
+            self._refuse_foreign(db)
+            return db, db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()
+        except BaseException:
+            db.close()
+            raise
 
     def _refuse_foreign(self, db: sqlite3.Connection) -> None:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -256,6 +309,8 @@ class Store:
         return RunRecord.from_row(row)
 
     def list(self, status: str | None = None, limit: int = 50) -> list[RunRecord]:
+        if status == "interrupted":  # stored as running; its process is gone
+            return [r for r in self.list("running", limit) if r.shown_status == "interrupted"]
         if status:
             rows = self.db.execute("SELECT * FROM runs WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit))
         else:
@@ -273,10 +328,13 @@ class Store:
             self.db.execute("UPDATE runs SET lease = ? WHERE id = ?", (me, record.id))
 
     def release(self, run_id: str) -> None:
-        self.db.execute("UPDATE runs SET lease = NULL WHERE id = ? AND lease = ?", (run_id, lease_holder()))
+        try:
+            self.db.execute("UPDATE runs SET lease = NULL WHERE id = ? AND lease = ?", (run_id, lease_holder()))
+        except sqlite3.OperationalError:  # a full disk: a lease whose process is gone is stale all the same
+            pass
 
     def transaction(self):
-        return _Transaction(self.db)
+        return _Transaction(self.db, self.path)
 
     # -- steps --------------------------------------------------------------
     def mark_in_flight(self, run_id: str, step: int, node: str, state: dict | None = None,
@@ -288,9 +346,13 @@ class Store:
                             (_dumps({"step": step, "node": node, "started_at": started_at}), node, time.time(),
                              run_id))
 
-    def commit_steps(self, run_id: str, steps: Sequence[Sequence[Any]], state: dict, step_count: int, current_node: str) -> None:
-        """Journal steps and the state after the last of them, in one transaction."""
-        with self.transaction():
+    def commit_steps(self, run_id: str, steps: Sequence[Sequence[Any]], state: dict, step_count: int,
+                     current_node: str, cleared_nodes: Sequence[str] = ()) -> None:
+        """Journal steps and the state after the last of them, in one transaction; the saved state of
+        `cleared_nodes` (nodes those steps finished) goes in the same one."""
+        with self._lock, self.transaction():
+            for node in cleared_nodes:
+                self.db.execute("DELETE FROM node_states WHERE run_id = ? AND node = ?", (run_id, node))
             self.db.execute("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?)",
                             (run_id, steps[0][0], steps[-1][0], _dumps(steps)))
             self.db.execute("UPDATE snapshots SET step = ?, state = ? WHERE run_id = ?",
@@ -334,15 +396,23 @@ class Store:
 
 
 class _Transaction:
-    """BEGIN IMMEDIATE … COMMIT, nesting-safe (an inner one joins the outer)."""
+    """BEGIN IMMEDIATE … COMMIT, nesting-safe (an inner one joins the outer).
 
-    def __init__(self, db: sqlite3.Connection):
+    A failed write (SQLITE_FULL, SQLITE_IOERR) may already have rolled the transaction back inside SQLite:
+    ROLLBACK is only issued while one is open, so the store stays usable, and the failure is reported as a
+    StoreWriteError rather than SQLite's words alone."""
+
+    def __init__(self, db: sqlite3.Connection, path: Path):
         self.db = db
+        self.path = path
         self.outer = False
 
     def __enter__(self):
         if not self.db.in_transaction:
-            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise self._write_error(exc) from None
             self.outer = True
         return self.db
 
@@ -350,20 +420,34 @@ class _Transaction:
         if not self.outer:
             return False
         if kind is None:
-            self.db.execute("COMMIT")
-        else:
-            self.db.execute("ROLLBACK")
+            try:
+                self.db.execute("COMMIT")
+                return False
+            except sqlite3.OperationalError as exc:
+                value = exc
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:  # already rolled back by SQLite: nothing of the transaction is in the file
+                pass
+        if isinstance(value, sqlite3.OperationalError):
+            raise self._write_error(value) from None
         return False
 
+    def _write_error(self, exc: sqlite3.OperationalError) -> StoreWriteError:
+        return StoreWriteError(f"the run store {self.path} could not be written ({exc}); the run stopped after "
+                               "its last commit",
+                               "make room on the disk (or raise the file-size limit, `ulimit -f`), then continue "
+                               "with `wfexec resume`")
 
 def store_location(path: str | os.PathLike | None = None) -> Path:
     """Where the store is: `path`, else $WFEXEC_STORE, else .wfexec/runs.db under the current directory."""
     return Path(path or os.environ.get("WFEXEC_STORE") or DEFAULT_STORE)
 
 
-def open_store(path: str | os.PathLike | None = None) -> Store:
-    """The store at store_location(path), created when missing."""
-    return Store(store_location(path))
+def open_store(path: str | os.PathLike | None = None, *, readonly: bool = False) -> Store:
+    """The store at store_location(path); created when missing, unless `readonly`."""
+    return Store(store_location(path), readonly=readonly)
 
 
 def ending_status(ending_type: str) -> str:

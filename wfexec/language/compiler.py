@@ -42,6 +42,7 @@ class Compiler:
         self.prefix: tuple = ()
         self.registries = {PRECONDITION: preconditions(), CONSEQUENCE: consequences()}
         self.static_targets: list[tuple[tuple, str]] = []
+        self.documents: dict[str, list[Path]] = {}  # "nodes.<id>" (or a top-level key) → the files it names
         self.extra_diagnostics: list[Diagnostic] = []
         self.expressions: list[tuple[tuple, Expression]] = []  # (YAML path, expression): for name checks
 
@@ -146,6 +147,8 @@ class Compiler:
             return None
         lookup = find_document(value, self.doc.path, folder=allow_dir)
         if lookup.found is not None:
+            owner = ".".join(str(part) for part in self.full(rel)[:2])
+            self.documents.setdefault(owner, []).append(lookup.found)
             return lookup.found
         folders = [p for p in lookup.looked if _is_dir(p)]
         if folders and not allow_dir:
@@ -341,7 +344,8 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
             description=str(data.get("description", "")), start_node=start, nodes=nodes, endings=endings,
             entry_preconditions=entry, initial_state=data.get("initial_state") or {}, imports=imports,
             input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
-            path=path, source_hash=source_hash(data, imports), raw=data)
+            path=path, source_hash=source_hash(data, imports), raw=data,
+            documents={owner: tuple(found) for owner, found in c.documents.items()})
     check_report = doc.reporter()
     checks.check(data, nodes, endings, c.static_targets, check_report)
     bound = {name for node in nodes.values() for name in node.kind.bound_names(node.spec)}

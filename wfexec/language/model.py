@@ -121,6 +121,8 @@ class Workflow:
     path: Path
     source_hash: str
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
+    # The files and folders each node (key `nodes.<id>`) names as documents: scripts, states folders, docs.
+    documents: Mapping[str, tuple[Path, ...]] = field(repr=False, default_factory=dict)
 
     @property
     def base_dir(self) -> Path:

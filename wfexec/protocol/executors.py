@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from wfexec.system import progress
 from wfexec.backends.base import BackendError, BackendUnavailable, LLMRequest, invoke_backend
 from wfexec.protocol.agents import refused_environment_name
 from wfexec.protocol.errors import BackendMissing, ProtocolError, StopRun
@@ -148,12 +149,18 @@ async def run_script_state(orch: "Orchestrator", agent: "Agent") -> StepResult:
     timeout, source = state_timeout(orch, name)
     printer = orch.printer(agent)
     out_prints, err_prints = PrintScanner(), PrintScanner()
+    if orch.io.tracing:  # --trace: each line of the script's output as it comes, not once it ended
+        out_lines, err_lines = orch.line_tracer(agent, "stdout"), orch.line_tracer(agent, "stderr")
+        on_stdout = lambda text: (out_lines(text), printer(out_prints.feed(text)))  # noqa: E731
+        on_stderr = lambda text: (err_lines(text), printer(err_prints.feed(text)))  # noqa: E731
+    else:
+        on_stdout = lambda text: printer(out_prints.feed(text))  # noqa: E731
+        on_stderr = lambda text: printer(err_prints.feed(text))  # noqa: E731
+    progress.running(f"{agent.id}: {name}")
     try:
         output = await run_process([orch.bash, str(path)], cwd=orch.agent_cwd(agent),
                                    env=script_env(orch, agent, str(path)), timeout=timeout,
-                                   on_stdout=lambda text: printer(out_prints.feed(text)),
-                                   on_stderr=lambda text: printer(err_prints.feed(text)),
-                                   spawn_in_thread=orch.concurrent())
+                                   on_stdout=on_stdout, on_stderr=on_stderr, spawn_in_thread=orch.concurrent())
     except ProcessTimeout as exc:
         orch.keep_record(agent, "script", stdout=exc.stdout, stderr=exc.stderr, exit_code=None)
         raise ProtocolError(f"{where} produced no output for {exc.seconds:g} s and was stopped (timeout from "

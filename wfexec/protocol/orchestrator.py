@@ -112,6 +112,18 @@ class Orchestrator:
 
         return show
 
+    def line_tracer(self, agent: Agent, stream: str) -> Callable[[str], None]:
+        """Traces each complete line of a script's output as it arrives (a partial line waits for its end)."""
+        pending = [""]
+        label = f"states: {agent.id}: {agent.state} {stream}|"
+
+        def feed(text: str) -> None:
+            *lines, pending[0] = (pending[0] + text).split("\n")
+            for line in lines:
+                self.io.trace(f"{label} {line}")
+
+        return feed
+
     def keep_record(self, agent: Agent, kind: str, **details) -> dict:
         record = {"agent": agent.id, "state": agent.state, "kind": kind, **details}
         for key in ("stdout", "stderr", "reply", "prompt"):
@@ -123,7 +135,8 @@ class Orchestrator:
             if len(self.records) > KEEP_RECORDS:
                 del self.records[: KEEP_RECORDS // 2]
         if self.io.tracing:
-            for stream in ("stdout", "stderr", "reply"):
+            # A script's output was traced line by line as it came (line_tracer).
+            for stream in ("reply",) if kind == "script" else ("stdout", "stderr", "reply"):
                 text = (record.get(stream) or "").rstrip("\n")
                 if text:
                     self.io.trace(f"states: {agent.id}: {agent.state} {stream}:\n" +

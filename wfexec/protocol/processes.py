@@ -17,11 +17,10 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from wfexec.system.subprocesses import kill_group
+from wfexec.system.subprocesses import EXIT_GRACE_SECONDS, done_with, kill_group, start
 
 READ_SIZE = 65536
 # After the program exits, how long its pipes may stay open (held by a background child) before we stop waiting.
-EXIT_GRACE_SECONDS = 3.0
 
 
 @dataclass
@@ -79,8 +78,8 @@ def _start(argv: Sequence[str], cwd, env, has_stdin: bool) -> subprocess.Popen:
     # Popen plus event-loop readers rather than asyncio's subprocess transports: the same work, without
     # asyncio's child-watcher thread per process, which made each short script cost about twice as much.
     try:
-        return subprocess.Popen(list(argv), cwd=cwd, env=env, stdin=subprocess.PIPE if has_stdin else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        return start(list(argv), cwd=cwd, env=env, stdin=subprocess.PIPE if has_stdin else subprocess.DEVNULL,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError:
         raise ProcessStartError(f"`{argv[0]}` was not found") from None
     except PermissionError:
@@ -105,6 +104,7 @@ def _stop_orphan(spawning) -> None:
     process = spawning.result()
     kill_group(process)
     process.wait()
+    done_with(process)
     for pipe in (process.stdout, process.stderr, process.stdin):
         if pipe is not None:
             pipe.close()
@@ -249,6 +249,7 @@ class _Running:
         if not (self.exited and self._open == 0):
             kill_group(process)  # on a timeout, a cancel, or a child left behind: the whole group goes
         process.wait()  # reaps it; after the exit (or a SIGKILL) this returns at once
+        done_with(process)
         if self._pidfd is not None:
             os.close(self._pidfd)
         for pipe in (process.stdout, process.stderr, process.stdin):

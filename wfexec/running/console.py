@@ -8,11 +8,60 @@ sending messages to stderr.
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import TYPE_CHECKING, Any, Sequence, TextIO
+import time
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, TextIO
+
+from wfexec.system import progress
 
 if TYPE_CHECKING:
     from rich.console import Console as RichConsole
+    from rich.live import Live
+
+# WFEXEC_STATUS=1 shows the status line wherever stderr goes, 0 never; unset: only at a terminal, outside CI.
+STATUS_VARIABLE = "WFEXEC_STATUS"
+
+
+def _is_tty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def wants_colour(stream) -> bool:
+    """Colour at a terminal, none when piped or when NO_COLOR is set (https://no-color.org)."""
+    return _is_tty(stream) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def wants_status_line(stream) -> bool:
+    forced = os.environ.get(STATUS_VARIABLE)
+    if forced is not None and forced != "":
+        return forced not in ("0", "no", "false")
+    return _is_tty(stream) and not os.environ.get("CI") and os.environ.get("TERM") != "dumb"
+
+
+class _StatusView:
+    """One line, redrawn a few times a second: where the run is, what runs, for how long."""
+
+    def __init__(self, activity: progress.Activity):
+        self.activity = activity
+
+    def __rich__(self):
+        from rich.text import Text
+
+        activity = self.activity
+        now = time.monotonic()
+        line = Text()
+        line.append("▶ ", style="cyan")
+        line.append(activity.node or "starting", style="bold")
+        if activity.command:
+            line.append(f"  $ {activity.command}", style="yellow")
+            line.append(f"  {now - activity.command_since:.0f}s", style="dim")
+        line.append(f"  (run {now - activity.since:.0f}s)", style="dim")
+        return line
 
 
 class Console:
@@ -23,18 +72,53 @@ class Console:
         self.tracing = trace
         self._color = color
         self._rich: RichConsole | None = None
+        self._live: Live | None = None  # the status line while it shows
+
+    @contextmanager
+    def status_line(self) -> Iterator[None]:
+        """A live status line on stderr while a run goes on (at a terminal only, see `wants_status_line`)."""
+        if not wants_status_line(self.err):
+            yield
+            return
+        from rich.console import Console as RichConsole
+        from rich.live import Live
+
+        activity = progress.Activity()
+        terminal = RichConsole(file=self.err, force_terminal=True, no_color=not wants_colour(self.err),
+                               highlight=False, soft_wrap=True)
+        live = Live(_StatusView(activity), console=terminal, refresh_per_second=4, transient=True,
+                    redirect_stdout=False, redirect_stderr=False)
+        progress.current = activity
+        live.start()
+        self._live = live
+        try:
+            yield
+        finally:
+            self._live = None
+            progress.current = None
+            live.stop()
+
+    def _above_status(self, stream: TextIO, text: str) -> bool:
+        """Print `text` above the status line when `stream` is the terminal it is drawn on."""
+        live = self._live
+        if live is None or not (stream is self.err or _is_tty(stream)):
+            return False
+        live.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        return True
 
     def _console(self):
         if self._rich is None:
             from rich.console import Console as RichConsole
 
-            is_tty = hasattr(self.out, "isatty") and self.out.isatty()
+            colour = self._color if self._color is not None else wants_colour(self.out)
             self._rich = RichConsole(file=self.out, force_terminal=self._color if self._color is not None else None,
-                                     no_color=not (self._color if self._color is not None else is_tty),
+                                     no_color=not colour,
                                      highlight=False, soft_wrap=True)
         return self._rich
 
     def print(self, text: str = "") -> None:
+        if self._above_status(self.out, text):
+            return
         self.out.write(f"{text}\n")
         self.out.flush()
 
@@ -54,16 +138,30 @@ class Console:
         self._console().print(table)
 
     def error(self, text: str) -> None:
+        if self._above_status(self.err, text):
+            return
+        if wants_colour(self.err):
+            text = f"\x1b[31m{text}\x1b[0m"
         self.err.write(f"{text}\n")
         self.err.flush()
 
     def trace(self, text: str) -> None:
         if self.tracing:
-            self.err.write(f"[WORKFLOW] {text}\n")
+            line = f"[WORKFLOW] {text}"
+            if self._above_status(self.err, line):
+                return
+            self.err.write(f"{line}\n")
             self.err.flush()
 
     def ask(self, question):
         """Ask at the terminal (questionary); Ctrl-C raises KeyboardInterrupt."""
         from wfexec.running.prompts import ask_terminal
 
-        return ask_terminal(question)
+        live = self._live
+        if live is not None:  # the prompt needs the terminal to itself
+            live.stop()
+        try:
+            return ask_terminal(question)
+        finally:
+            if live is not None:
+                live.start()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, NoReturn
 
+from wfexec.system import progress
 from wfexec.errors import WfexecError
 from wfexec.running.context import CallContext, parse_cached
 from wfexec.running.dry_run import DryRun
@@ -324,6 +325,7 @@ class Run:
             self.step_ms, self.resumed_step_ms, self.clock_served = self.resumed_step_ms, None, False
             if tracing:
                 self.io.trace(f"Node: {node_id} ({node.type})")
+            progress.at_node(node_id)
             if journal is not None:
                 journal.before_step(self, node)
             try:

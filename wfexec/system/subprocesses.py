@@ -1,13 +1,85 @@
-"""What every place that starts programs shares."""
+"""What every place that starts programs shares: start a program so that it never outlives wfexec.
+
+Each program runs in its own process group (`start_new_session=True`), so one
+kill reaches everything it started. Three things stop a group from living on:
+- every exit path of the caller kills it (`kill_group`), Ctrl-C, SIGTERM and
+  SIGHUP included (they raise in the main thread);
+- a watchdog process, one per wfexec process, started with the first program,
+  holds the read end of a pipe whose write end only wfexec holds. It learns
+  each group as it starts and ends; when wfexec dies, even by SIGKILL, the pipe
+  reaches end-of-file and the watchdog kills every group still listed. (The
+  parent-death signal would reach the group leader only, not a `sleep` that
+  bash started, and it fires when the starting *thread* ends.)
+- every program carries `WFEXEC_RUN=<run id>` in its environment, so resume
+  can find and kill what is left of an earlier attempt before running the
+  step again (`kill_tagged`), even if the watchdog itself was killed.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import threading
+
+from wfexec.system import signals
+
+RUN_TAG_VARIABLE = "WFEXEC_RUN"
+# How long output is still read after a program exited while a background child it left holds its pipes.
+EXIT_GRACE_SECONDS = 3.0
+run_tag: str | None = None  # the run whose steps start programs now; set by the durable driver
+
+_WATCHDOG = r"""
+import os, signal, sys
+groups = set()
+for line in sys.stdin:
+    sign, pgid = line[0], int(line[1:])
+    (groups.add if sign == "+" else groups.discard)(pgid)
+for pgid in groups:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+_watchdog: subprocess.Popen | None = None
+_watchdog_lock = threading.Lock()
+
+
+def _tell_watchdog(message: str) -> None:
+    global _watchdog
+    if not hasattr(os, "killpg"):  # pragma: no cover - Windows has no process groups of this kind
+        return
+    with _watchdog_lock:
+        try:
+            if _watchdog is None or _watchdog.poll() is not None:
+                _watchdog = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHDOG], stdin=subprocess.PIPE,
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                             start_new_session=True, close_fds=True, text=True, bufsize=1)
+            _watchdog.stdin.write(message + "\n")
+        except OSError:  # no watchdog: the other two guards still hold
+            pass
+
+
+def start(argv, *, env: dict | None = None, **options) -> subprocess.Popen:
+    """subprocess.Popen in a new process group, tagged with the run and known to the watchdog."""
+    if run_tag is not None:
+        env = {**(os.environ if env is None else env), RUN_TAG_VARIABLE: run_tag}
+    process = None
+    try:
+        with signals.deferred():
+            process = subprocess.Popen(argv, env=env, start_new_session=True, **options)
+            _tell_watchdog(f"+{process.pid}")
+    except KeyboardInterrupt:  # a stop signal came while it started: it goes at once
+        if process is not None:
+            kill_group(process)
+            process.wait()
+        raise
+    return process
 
 
 def kill_group(process) -> None:
-    """Kill a program started with `start_new_session=True` and everything it started.
+    """Kill a program started with `start` and everything it started.
 
     Its children (bash's `sleep`, git's remote helpers) hold the output pipes
     open, so killing the leader alone would leave the caller waiting on them.
@@ -19,3 +91,36 @@ def kill_group(process) -> None:
             process.kill()
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def done_with(process) -> None:
+    """The program has been reaped: whatever is left of its group goes now, and the watchdog forgets it."""
+    kill_group(process)
+    _tell_watchdog(f"-{process.pid}")
+
+
+def kill_tagged(tag: str) -> int:
+    """Kill the process groups of every program of ours whose environment says it belongs to run `tag`."""
+    wanted = f"{RUN_TAG_VARIABLE}={tag}".encode()
+    mine = os.getpid()
+    groups = set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # not Linux: the watchdog is the guard there
+        return 0
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == mine:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if wanted in handle.read().split(b"\0"):
+                    groups.add(os.getpgid(int(entry)))
+        except OSError:  # gone, or someone else's
+            continue
+    groups.discard(os.getpgrp())
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
+    return len(groups)

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from wfexec.system.files import guarded_path
-from wfexec.system.subprocesses import kill_group
+from wfexec.system.subprocesses import done_with, kill_group, start
 from wfexec.types.registry import ActionFailed, TypeList
 
 TYPES = TypeList()
@@ -57,9 +57,8 @@ def _run_git(args: list[str], *, cwd: Path, timeout: float, ceiling: Path | None
     try:
         # A session of its own: no terminal to prompt on, and one signal stops git with
         # the helpers it starts (remote-https, index-pack), which hold the pipes open.
-        proc = subprocess.Popen(["git", *args], cwd=cwd, env=_git_env(ceiling), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                                start_new_session=True)
+        proc = start(["git", *args], cwd=cwd, env=_git_env(ceiling), stdin=subprocess.DEVNULL,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
     except FileNotFoundError:
         raise ActionFailed("git is not installed (no `git` command on PATH)",
                            "install git, or check PATH for the process running wfexec") from None
@@ -74,6 +73,8 @@ def _run_git(args: list[str], *, cwd: Path, timeout: float, ceiling: Path | None
     except BaseException:
         _kill_group(proc)  # an interrupted run must not leave git running on its own
         raise
+    finally:
+        done_with(proc)
     if proc.returncode != 0:
         raise GitFailed(f"{command} failed: {_reason(err, proc.returncode)}")
     return out

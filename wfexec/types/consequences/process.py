@@ -20,6 +20,8 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,14 +30,14 @@ from wfexec.language.documents import find_document
 from wfexec.language.expressions import Template, to_text
 from wfexec.types.consequences.inline_code import STDIN, code_word, env_split_string, is_shell
 from wfexec.types.registry import ActionFailed, TypeList
-from wfexec.system.subprocesses import kill_group
+from wfexec.system import progress
+from wfexec.system.subprocesses import EXIT_GRACE_SECONDS, done_with, kill_group, start
 
 TYPES = TypeList()
 
 DEFAULT_TIMEOUT = 300
 MAX_TIMEOUT = 30 * 24 * 3600  # longer overflows the clocks a wait uses
 ERROR_LINES = 5      # lines of stderr quoted in a failure message
-TRACE_CHARS = 2000   # characters of each output stream shown in the trace
 
 ARGUMENT = {"type": ["string", "number", "boolean"]}
 SCRIPT = {"type": "string", "description": "a script file, from the plugin root, else the workflow's folder, "
@@ -302,9 +304,9 @@ def _shown(argv: list[str], limit: int = 120) -> str:
 
 def _start(argv: list[str], cwd: Path, env: dict, has_input: bool) -> subprocess.Popen:
     try:
-        return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if has_input else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
-                                errors="replace", start_new_session=True)
+        return start(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if has_input else subprocess.DEVNULL,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
+                     bufsize=1)
     except FileNotFoundError:
         program = argv[0]
         if os.path.isfile(os.path.join(cwd, program)):  # it exists, so the missing file is its #! interpreter
@@ -321,10 +323,34 @@ def _start(argv: list[str], cwd: Path, env: dict, has_input: bool) -> subprocess
                            "a script run directly needs a #! line; or set `interpreter`") from None
 
 
-def _trace_output(ctx, name: str, text: str) -> None:
-    if text:
-        shown = text if len(text) <= TRACE_CHARS else "…" + text[-TRACE_CHARS:]
-        ctx.trace(f"  {name}:\n" + "\n".join(f"    {line}" for line in shown.rstrip("\n").splitlines()))
+class _Output(threading.Thread):
+    """Reads one output stream to its end, passing each line to the trace as it arrives when tracing."""
+
+    def __init__(self, stream, ctx, name: str):
+        super().__init__(daemon=True)
+        self.stream = stream
+        self.show = (lambda line: ctx.trace(f"  {name}| {line.rstrip(chr(10))}")) if ctx.run.io.tracing else None
+        self.chunks: list[str] = []
+
+    def run(self) -> None:
+        try:
+            for line in self.stream:
+                self.chunks.append(line)
+                if self.show is not None:
+                    self.show(line)
+        except (OSError, ValueError):  # closed under us once the group was killed
+            pass
+
+    def text(self) -> str:
+        return "".join(self.chunks)
+
+
+def _feed(process: subprocess.Popen, text: str) -> None:
+    try:
+        process.stdin.write(text)
+        process.stdin.close()
+    except (OSError, ValueError):  # the program closed its stdin: its business
+        pass
 
 
 def _execute(argv: list[str], params, ctx) -> Completed:
@@ -334,27 +360,46 @@ def _execute(argv: list[str], params, ctx) -> Completed:
     stdin = params.get("input")
     text_in = None if stdin is None else to_text(stdin)
     ctx.trace(f"  $ {_shown(argv)}" + (f"   (in {cwd})" if cwd != Path(ctx.cwd) else ""))
-    with _start(argv, cwd, env, text_in is not None) as process:
+    process = _start(argv, cwd, env, text_in is not None)
+    progress.running(_shown(argv, 60))
+    # Threads read the pipes rather than communicate(): output reaches --trace as it comes, and a command
+    # that exited is done even while a background child it left still holds the pipes.
+    readers = [_Output(process.stdout, ctx, "stdout"), _Output(process.stderr, ctx, "stderr")]
+    try:
+        for reader in readers:
+            reader.start()
+        if text_in is not None:
+            threading.Thread(target=_feed, args=(process, text_in), daemon=True).start()
         try:
-            stdout, stderr = process.communicate(text_in, timeout=timeout)
+            process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             kill_group(process)
-            try:
-                stdout, stderr = process.communicate(timeout=5)
-            except subprocess.TimeoutExpired:  # something left the process group and holds the pipes
-                stdout, stderr = "", ""
-            _trace_output(ctx, "stdout", stdout)
-            _trace_output(ctx, "stderr", stderr)
+            process.wait()
+            _join(readers, 5)
             unit = "second" if timeout == 1 else "seconds"
             raise ActionFailed(f"`{_shown(argv)}` did not finish within {timeout:g} {unit} and was stopped",
                                "raise `timeout:` (seconds) if it needs longer") from None
-        except BaseException:  # Ctrl-C included: never leave the program running behind us
-            kill_group(process)
-            raise
+        deadline = time.monotonic() + EXIT_GRACE_SECONDS
+        _join(readers, EXIT_GRACE_SECONDS, deadline)
+    except BaseException:  # Ctrl-C, SIGTERM and SIGHUP included: never leave the program running behind us
+        kill_group(process)
+        process.wait()
+        raise
+    finally:
+        progress.running("")
+        done_with(process)  # a background child left holding the pipes goes with its group
+        _join(readers, 1)
+        for pipe in (process.stdout, process.stderr):
+            pipe.close()
     ctx.trace(f"  exit code {process.returncode}")
-    _trace_output(ctx, "stdout", stdout)
-    _trace_output(ctx, "stderr", stderr)
-    return Completed(argv, process.returncode, stdout, stderr)
+    return Completed(argv, process.returncode, readers[0].text(), readers[1].text())
+
+
+def _join(readers: list, seconds: float, deadline: float | None = None) -> None:
+    deadline = deadline or time.monotonic() + seconds
+    for reader in readers:
+        if reader.ident is not None:  # a stop signal may have come before it started
+            reader.join(max(0.0, deadline - time.monotonic()))
 
 
 def _last_lines(text: str) -> str:

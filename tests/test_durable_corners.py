@@ -1,0 +1,214 @@
+"""Durable in every corner (issue 12, point 8): one transaction for a states node's agents and its step, a full
+disk or a file-size limit, a store the user may only read, edits to scripts noticed on resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, with_coverage, wfexec_in_process as cli
+
+STATES_WORKFLOW = """
+name: agents
+version: 1
+start_node: work
+nodes:
+  work:
+    type: states
+    folder: flow
+    store_as: computed.result
+    on_success: done
+endings:
+  done: {type: success, message: "${computed.result}"}
+"""
+
+
+def _states_folder(folder: Path) -> None:
+    flow = folder / "flow"
+    flow.mkdir(parents=True)
+    (flow / "START.sh").write_text('echo START >> visited.log\necho "<call return=\\"AFTER.sh\\">SLOW.sh</call>"\n')
+    (flow / "SLOW.sh").write_text('echo SLOW >> visited.log\necho "<result>slow done</result>"\n')
+    (flow / "AFTER.sh").write_text('echo AFTER >> visited.log\necho "<result>after: $RAYMOND_RESULT</result>"\n')
+    (folder / "workflow.yaml").write_text(STATES_WORKFLOW)
+
+
+def test_a_kill_as_a_states_node_step_commits_reruns_none_of_its_finished_agents(tmp_path):
+    _states_folder(tmp_path)
+    store = tmp_path / "runs.db"
+    # SIGKILL as the transaction journaling step 1 (the states node) issues COMMIT: that transaction is lost.
+    killed = subprocess.run([sys.executable, str(ROOT / "tests" / "crashpoint.py"), "mid-commit", "1", "--",
+                             "run", "workflow.yaml", "--store", str(store)], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert (tmp_path / "visited.log").read_text().split() == ["START", "SLOW", "AFTER"]
+    [record] = json.loads(cli("runs", "--format", "json", "--store", store).stdout)
+    resumed = cli("resume", record["id"], "--rerun", "--store", store, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "after: slow done"
+    # The agents' saved state survived with the lost step: the node finished from it, running no script again.
+    assert (tmp_path / "visited.log").read_text().split() == ["START", "SLOW", "AFTER"]
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT count(*) FROM node_states").fetchone()[0] == 0
+
+
+BIG_OUTPUT = """
+name: big
+version: 1
+start_node: make
+nodes:
+  make:
+    type: action
+    actions:
+      - type: run_command
+        command: ["{python}", -c, "print('a' * 300000)"]
+        store_as: computed.big
+    on_success: done
+endings:
+  done: {{type: success, message: made}}
+"""
+
+
+def _file_size_limit(limit: int):
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # as a shell's `ulimit -f` leaves it: writes fail with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_a_file_size_limit_stops_the_run_with_a_position_and_resume_finishes_it_once_lifted(tmp_path):
+    (tmp_path / "workflow.yaml").write_text(BIG_OUTPUT.format(python=sys.executable))
+    store = tmp_path / "runs.db"
+    # No coverage in this process: its own data file would meet the limit too.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
+    limited = subprocess.run([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml", "--store", str(store)],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env,
+                             preexec_fn=_file_size_limit(200_000))
+    assert limited.returncode == 4, limited.stderr
+    assert "Traceback" not in limited.stderr
+    assert "workflow.yaml:7:5: error: node 'make': the run store" in limited.stderr
+    assert "could not be written" in limited.stderr and "ulimit -f" in limited.stderr
+    [record] = json.loads(cli("runs", "--format", "json", "--store", store).stdout)
+    assert record["status"] == "stopped"
+    assert "in flight when it stopped: make" in cli("show", record["id"], "--store", store).stdout
+    resumed = cli("resume", record["id"], "--rerun", "--store", store, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "made"
+
+
+SCRIPTED = """
+name: scripted
+version: 1
+start_node: first
+nodes:
+  first:
+    type: states
+    folder: flow
+    store_as: computed.a
+    on_success: ask
+  ask:
+    type: user_prompt
+    prompt:
+      question: Go on?
+      options: [{id: go, label: Go}]
+    on_response:
+      go: {next_node: done}
+endings:
+  done: {type: success, message: "${computed.a}"}
+"""
+
+
+def test_resume_notices_an_edited_state_script_of_a_completed_node(tmp_path, private_run_store):
+    (tmp_path / "flow").mkdir()
+    script = tmp_path / "flow" / "START.sh"
+    script.write_text('echo "<result>v1</result>"\n')
+    (tmp_path / "workflow.yaml").write_text(SCRIPTED)
+    assert cli("run", "workflow.yaml", cwd=tmp_path).returncode == 3
+    [record] = json.loads(cli("runs", "--format", "json").stdout)
+    script.write_text('echo "<result>v2</result>"\n')
+    refused = cli("resume", record["id"], "--answer", "ask=go", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "completed nodes changed: first" in refused.stderr and "--accept-changes" in refused.stderr
+    accepted = cli("resume", record["id"], "--answer", "ask=go", "--accept-changes", cwd=tmp_path)
+    assert accepted.returncode == 0 and accepted.stdout.strip() == "v1"  # what ran is not run again
+
+
+IN_FLIGHT_THEN_MORE = """
+name: in-flight
+version: 1
+start_node: deploy
+nodes:
+  deploy:
+    type: action
+    actions:
+      - type: run_command
+        command: ["{python}", "-c", "import pathlib, time; p = pathlib.Path('started'); first = not p.exists(); p.write_text('x'); time.sleep(30 if first else 0)"]
+    on_success: after
+  after:
+    type: action
+    actions: [{{type: set_state, field: computed.b, value: AFTER}}]
+    on_success: done
+endings:
+  done: {{type: success, message: "${{computed.b}}"}}
+"""
+
+
+def test_a_refused_resume_keeps_the_change_report_for_the_next_attempt(tmp_path, private_run_store):
+    workflow = tmp_path / "workflow.yaml"
+    workflow.write_text(IN_FLIGHT_THEN_MORE.format(python=sys.executable))
+    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml"], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not (tmp_path / "started").exists():
+        assert process.poll() is None
+    process.kill()
+    process.wait()
+    workflow.write_text(IN_FLIGHT_THEN_MORE.format(python=sys.executable).replace("value: AFTER", "value: NEW"))
+    [record] = json.loads(cli("runs", "--format", "json").stdout)
+    for _ in range(2):  # refused (the step in flight needs a decision), and the report is there both times
+        refused = cli("resume", record["id"], cwd=tmp_path)
+        assert refused.returncode == 3, refused.stderr
+        assert "note: the workflow (or a file its nodes name) changed" in refused.stderr
+        assert "future nodes changed: after" in refused.stderr
+    resumed = cli("resume", record["id"], "--rerun", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip() == "NEW" and "future nodes changed: after" in resumed.stderr
+
+
+def _read_only_mount_works(folder: Path) -> bool:
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount --bind {folder} {folder} && "
+                            f"mount -o remount,bind,ro {folder} && ! touch {folder}/probe"],
+                           capture_output=True, timeout=30)
+    return probe.returncode == 0
+
+
+def test_runs_and_show_read_a_store_that_cannot_be_written(tmp_path, private_run_store):
+    """On a read-only mount even root cannot write: `runs` and `show` must open the store without writing."""
+    import shutil
+
+    folder = private_run_store.parent
+    (tmp_path / "workflow.yaml").write_text(STATES_WORKFLOW)
+    (tmp_path / "flow").mkdir()
+    (tmp_path / "flow" / "START.sh").write_text('echo "<result>done</result>"\n')
+    assert cli("run", "workflow.yaml", cwd=tmp_path).returncode == 0
+    if shutil.which("unshare") is None or not _read_only_mount_works(folder):
+        pytest.skip("needs `unshare -m` and bind mounts (root in a container that allows them)")
+    db = sqlite3.connect(private_run_store)
+    [record] = [{"id": row[0]} for row in db.execute("SELECT id FROM runs")]
+    db.close()  # the last connection to close removes the WAL files, which a read-only open cannot make
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert sorted(before) == ["runs.db"]
+    command = (f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && "
+               f"{sys.executable} -m wfexec.cli runs && {sys.executable} -m wfexec.cli show {record['id']}")
+    shown = subprocess.run(["unshare", "-m", "sh", "-c", command], capture_output=True, text=True, timeout=60,
+                           env=with_coverage({**os.environ}))
+    assert shown.returncode == 0, shown.stderr
+    assert [record["id"], "agents", "completed"] in [line.split()[:3] for line in shown.stdout.splitlines()]
+    assert "status: completed, ending 'done'" in shown.stdout
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before

@@ -1,0 +1,159 @@
+"""Signals and children: a stopped wfexec stops everything it started, says how to resume, and leaves no child
+behind, whatever the signal (issue 12, points 3 and 7). Real processes, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import wfexec_in_process as cli
+
+# The step's program is bash; the program that would write `late` is bash's child, so only killing the whole
+# process group (not the leader alone) stops it.
+SLOW_STEP = """
+name: slow-step
+version: 1
+start_node: work
+nodes:
+  work:
+    type: action
+    actions:
+      - type: run_command
+        command: [bash, -c, "touch started; sleep 2; touch late"]
+    on_success: done
+endings:
+  done: {type: success, message: worked}
+"""
+
+
+# The same in a state script of a `states` node (started by the protocol's event loop, not run_command).
+SLOW_STATE = """
+name: slow-state
+version: 1
+start_node: work
+nodes:
+  work:
+    type: states
+    folder: flow
+    on_success: done
+endings:
+  done: {type: success, message: worked}
+"""
+
+
+def _start(folder: Path, kind: str = "command") -> subprocess.Popen:
+    if kind == "command":
+        (folder / "workflow.yaml").write_text(SLOW_STEP)
+    else:
+        (folder / "workflow.yaml").write_text(SLOW_STATE)
+        (folder / "flow").mkdir()
+        (folder / "flow" / "START.sh").write_text("touch started; sleep 2; touch late; echo '<result>x</result>'\n")
+    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml"], cwd=folder,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (folder / "started").exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the step never started"
+        time.sleep(0.02)
+    return process
+
+
+def _runs(store) -> list[dict]:
+    done = cli("runs", "--format", "json", "--store", store)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _no_late_write(folder: Path) -> bool:
+    time.sleep(3)  # the child would have written `late` 2 s after it started
+    return not (folder / "late").exists()
+
+
+@pytest.mark.parametrize("kind", ["command", "state script"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_stops_the_run_and_its_children_and_says_how_to_resume(tmp_path, private_run_store, signum, kind):
+    process = _start(tmp_path, kind)
+    process.send_signal(signum)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 4, err
+    [record] = _runs(private_run_store)
+    assert record["status"] == "stopped"
+    assert f"wfexec resume {record['id']}" in err
+    if signum != signal.SIGINT:
+        assert f"interrupted ({signum.name})" in err
+    assert _no_late_write(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["command", "state script"])
+def test_children_die_with_a_sigkilled_wfexec_and_the_run_shows_interrupted(tmp_path, private_run_store, kind):
+    process = _start(tmp_path, kind)
+    process.kill()
+    process.communicate()
+    assert _no_late_write(tmp_path)
+    [record] = _runs(private_run_store)
+    assert record["status"] == "interrupted"
+    shown = cli("show", record["id"])
+    assert "status: interrupted" in shown.stdout and f"wfexec resume {record['id']}" in shown.stdout
+    assert [r["id"] for r in _runs_with_status(private_run_store, "interrupted")] == [record["id"]]
+
+
+def _runs_with_status(store, status: str) -> list[dict]:
+    done = cli("runs", "--format", "json", "--status", status, "--store", store)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_resume_kills_what_an_earlier_attempt_left_running_before_rerunning(tmp_path, private_run_store):
+    process = _start(tmp_path)
+    process.kill()
+    process.communicate()
+    [record] = _runs(private_run_store)
+    # What the watchdog could not reach (it was killed too, say): a program of that run still running.
+    leftover = subprocess.Popen(["sleep", "60"], env={**os.environ, "WFEXEC_RUN": record["id"]},
+                                start_new_session=True)
+    try:
+        (tmp_path / "started").unlink()
+        resumed = cli("resume", record["id"], "--rerun", cwd=tmp_path)
+        assert resumed.returncode == 0, resumed.stderr
+        assert leftover.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if leftover.poll() is None:
+            leftover.kill()
+            leftover.wait()
+
+
+BACKGROUND_CHILD = """
+name: background-child
+version: 1
+start_node: work
+nodes:
+  work:
+    type: action
+    actions:
+      - type: run_command
+        command: [bash, -c, "sleep 30 & echo $! > sleeper; echo hi"]
+        timeout: 25
+        store_as: computed.out
+    on_success: done
+endings:
+  done: {type: success, message: "said ${computed.out.stdout}"}
+"""
+
+
+def test_a_command_that_exited_is_done_though_a_background_child_holds_its_output(tmp_path, private_run_store):
+    (tmp_path / "workflow.yaml").write_text(BACKGROUND_CHILD)
+    done = cli("run", "workflow.yaml", "--ephemeral", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "said hi"
+    sleeper = int((tmp_path / "sleeper").read_text())
+    with pytest.raises(ProcessLookupError):  # and the child went with its group, not left to run 30 s
+        for _ in range(100):
+            os.kill(sleeper, 0)
+            time.sleep(0.05)

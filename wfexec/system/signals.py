@@ -1,0 +1,59 @@
+"""Stop signals: SIGTERM and SIGHUP (`timeout`, `docker stop`, CI cancelling, a closed terminal) end a command as
+Ctrl-C does, by raising KeyboardInterrupt in the main thread, so the same clean-up runs on every path.
+
+While a program is being started (`deferred`), a stop signal is held back: raised inside `Popen`, it would leave
+the new program running with nobody holding it. It is raised as soon as the start is done and the caller can
+stop what it started.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+class Signalled(KeyboardInterrupt):
+    """A stop signal other than Ctrl-C; str() is its name."""
+
+
+_held = threading.local()
+_pending: list[int] = []
+
+
+def _interrupt(signum: int) -> KeyboardInterrupt:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Signalled(signal.Signals(signum).name)
+
+
+def _on_stop(signum, frame) -> None:
+    if getattr(_held, "depth", 0):
+        _pending.append(signum)
+        return
+    raise _interrupt(signum)
+
+
+def install() -> None:
+    """Handle the stop signals (the command line does, once, in the main thread)."""
+    for name in STOP_SIGNALS:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _on_stop)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Hold stop signals back for the duration; the first one that came is raised at the end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only
+        return
+    _held.depth = getattr(_held, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _held.depth -= 1
+    if not _held.depth and _pending:
+        signum = _pending[0]
+        _pending.clear()
+        raise _interrupt(signum)
