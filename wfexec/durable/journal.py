@@ -172,7 +172,7 @@ class DurableJournal(Journal):
         steps = [(first + i, e["node"], e["type"], e["outcome"], e["target"], e["at"], changes, us)
                  for i, (e, changes, us) in enumerate(zip(entries, self.pending_changes, self.pending_us))]
         self.store.commit_steps(self.run_id, steps, state_for_snapshot(run.state), self.step, current_node,
-                                cleared_nodes=cleared)
+                                cleared_nodes=sorted(cleared))
         self.pending_changes = []
         self.pending_us = []
         self.last_flush = time.monotonic()
@@ -185,7 +185,7 @@ class Driven:
     run_id: str
     status: str
     result: Any = None                  # engine Result when an ending was reached
-    error: RunError | None = None
+    error: RunError | StoreError | None = None
     question: Any = None                # the Question a waiting run asks
     notes: list = field(default_factory=list)
 

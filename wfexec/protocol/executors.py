@@ -149,13 +149,20 @@ async def run_script_state(orch: "Orchestrator", agent: "Agent") -> StepResult:
     timeout, source = state_timeout(orch, name)
     printer = orch.printer(agent)
     out_prints, err_prints = PrintScanner(), PrintScanner()
-    if orch.io.tracing:  # --trace: each line of the script's output as it comes, not once it ended
-        out_lines, err_lines = orch.line_tracer(agent, "stdout"), orch.line_tracer(agent, "stderr")
-        on_stdout = lambda text: (out_lines(text), printer(out_prints.feed(text)))  # noqa: E731
-        on_stderr = lambda text: (err_lines(text), printer(err_prints.feed(text)))  # noqa: E731
-    else:
-        on_stdout = lambda text: printer(out_prints.feed(text))  # noqa: E731
-        on_stderr = lambda text: printer(err_prints.feed(text))  # noqa: E731
+    # --trace: each line of the script's output as it comes, not once it ended
+    out_lines = orch.line_tracer(agent, "stdout") if orch.io.tracing else None
+    err_lines = orch.line_tracer(agent, "stderr") if orch.io.tracing else None
+
+    def on_stdout(text: str) -> None:
+        if out_lines is not None:
+            out_lines(text)
+        printer(out_prints.feed(text))
+
+    def on_stderr(text: str) -> None:
+        if err_lines is not None:
+            err_lines(text)
+        printer(err_prints.feed(text))
+
     progress.running(f"{agent.id}: {name}")
     try:
         output = await run_process([orch.bash, str(path)], cwd=orch.agent_cwd(agent),

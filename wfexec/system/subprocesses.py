@@ -56,6 +56,7 @@ def _tell_watchdog(message: str) -> None:
                 _watchdog = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHDOG], stdin=subprocess.PIPE,
                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                              start_new_session=True, close_fds=True, text=True, bufsize=1)
+            assert _watchdog.stdin is not None  # started with stdin=PIPE
             _watchdog.stdin.write(message + "\n")
         except OSError:  # no watchdog: the other two guards still hold
             pass

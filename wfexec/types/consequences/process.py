@@ -346,6 +346,7 @@ class _Output(threading.Thread):
 
 
 def _feed(process: subprocess.Popen, text: str) -> None:
+    assert process.stdin is not None  # started with stdin=PIPE when there is text to feed
     try:
         process.stdin.write(text)
         process.stdin.close()
@@ -390,7 +391,8 @@ def _execute(argv: list[str], params, ctx) -> Completed:
         done_with(process)  # a background child left holding the pipes goes with its group
         _join(readers, 1)
         for pipe in (process.stdout, process.stderr):
-            pipe.close()
+            if pipe is not None:
+                pipe.close()
     ctx.trace(f"  exit code {process.returncode}")
     return Completed(argv, process.returncode, readers[0].text(), readers[1].text())
 
