@@ -74,3 +74,10 @@ class WfexecError(Exception):
         position = self.position
         return {"error": type(self).__name__, "message": self.message, "hint": self.hint, "file": position.file,
                 "line": position.line, "column": position.column, "node": position.node}
+
+
+class ActionFailed(WfexecError):
+    """Raised by a consequence handler (or what it calls): the action failed, the node routes `on_failure`.
+
+    Defined here, the lowest layer, so file and process helpers can raise it; plugins import it from
+    `wfexec.types`."""

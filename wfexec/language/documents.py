@@ -16,6 +16,7 @@ validates is the path that runs.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -120,3 +121,20 @@ def extract_section(text: str, section: str) -> str:
         raise LookupError(f"the document has no section '{section}' (its headings: "
                           + (", ".join(title for _i, _d, title in headings) or "(none)") + ")")
     return "\n".join(lines[start:]).strip()
+
+
+def document_prompt(doc: Path, section: str | None, context: dict) -> str:
+    """A markdown document (or one section of it) as a judgement step's prompt, with its context as JSON."""
+    text = doc.read_text(encoding="utf-8")
+    try:
+        body = extract_section(text, section) if section else text.strip()
+    except LookupError as missing:
+        # hiivmind's skills read the whole document (`Read ${CLAUDE_PLUGIN_ROOT}/{node.doc}`): a section it
+        # lacks is the reader's to find, as validate's warning says; the LLM is told so.
+        body = f"(The workflow asks for the section '{section}', but {missing}. The whole document follows.)\n\n" \
+            + text.strip()
+    parts = [body]
+    if context:
+        parts.append("## Context\n\n```json\n" + json.dumps(context, indent=2, ensure_ascii=False, default=str)
+                     + "\n```")
+    return "\n\n".join(parts) + "\n"

@@ -275,7 +275,7 @@ class Run:
         return None if self.options.dry_run else parse_reply(reply, purpose)
 
     def judge_document(self, node: Node, doc: Path, section: str | None, context: dict) -> str:
-        from wfexec.running.documents import document_prompt
+        from wfexec.language.documents import document_prompt
 
         return self.judge(document_prompt(doc, section, context), f"reference node '{node.id}' ({doc.name})")
 

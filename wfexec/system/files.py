@@ -72,7 +72,7 @@ def guarded_path(ctx, params: dict, param: str, verb: str, *, the_link_itself: b
     run in by way of a computed value. `the_link_itself`: the action acts on a
     symlink, not its target (delete), so the link's own folder is what counts.
     """
-    from wfexec.types.registry import ActionFailed
+    from wfexec.errors import ActionFailed
 
     shown = params[param]
     if not isinstance(shown, str):

@@ -26,7 +26,7 @@ import inspect
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping
 
-from wfexec.errors import WfexecError
+from wfexec.errors import ActionFailed, WfexecError
 from wfexec.language.diagnostics import did_you_mean
 
 PRECONDITION = "precondition"
@@ -46,10 +46,6 @@ NESTED_CONSEQUENCES = "consequences"     # list of consequence objects
 
 # A call inside a call (composites, foreach) before its own type is known.
 LOOSE_CALL = {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}}}
-
-
-class ActionFailed(WfexecError):
-    """Raised by a consequence handler: the action failed, the node routes `on_failure`."""
 
 
 @dataclass(frozen=True)

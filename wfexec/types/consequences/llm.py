@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from wfexec.language.documents import HOW_DOCUMENTS_RESOLVE, find_document
-from wfexec.running.documents import document_prompt
+from wfexec.language.documents import document_prompt
 from wfexec.language.expressions import to_text
 from wfexec.types.registry import ActionFailed, TypeList
 
