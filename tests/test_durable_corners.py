@@ -15,20 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, with_coverage, wfexec_in_process as cli
+from test_durable import STATES_WORKFLOW
 
-STATES_WORKFLOW = """
-name: agents
-version: 1
-start_node: work
-nodes:
-  work:
-    type: states
-    folder: flow
-    store_as: computed.result
-    on_success: done
-endings:
-  done: {type: success, message: "${computed.result}"}
-"""
 
 
 def _states_folder(folder: Path) -> None:
