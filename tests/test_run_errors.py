@@ -80,6 +80,16 @@ MISTAKES = {
             on_response:
               a: {next_node: done}
         """,
+    "state path that is not text": """
+        name: m
+        version: 1
+        start_node: bad
+        nodes:
+          bad:
+            actions: [{type: set_state, field: "${ x => x }", value: 1}]  # a function is no path
+            type: action
+            on_success: done
+        """,
     "options_from_state not a list": """
         name: m
         version: 1

@@ -53,17 +53,19 @@ class CallContext:
 
     def path(self, text: str) -> StatePath:
         """A state path given as a parameter; raises ActionFailed when malformed."""
+        if not isinstance(text, str):  # a `${}` that gave a number, a function, nothing...
+            raise ActionFailed(f"a state path must be text such as computed.x, not {type(text).__name__ if text is not None else 'null'}")
         try:
             return parse_cached(text)
         except PathError as exc:
             raise ActionFailed(str(exc)) from None
 
     def get(self, path: str | StatePath, default: Any = None) -> Any:
-        parts = self.path(path) if isinstance(path, str) else path
+        parts = path if isinstance(path, tuple) else self.path(path)
         return get_path(self.run.state, parts, default)
 
     def set(self, path: str | StatePath, value: Any) -> None:
-        parts = (_path_cache.get(path) or self.path(path)) if isinstance(path, str) else path
+        parts = path if isinstance(path, tuple) else self.path(path)
         try:
             self.run.write(parts, value)
         except PathError as exc:
