@@ -2,6 +2,7 @@
 
     python tests/crashpoint.py after-commit N -- run workflow.yaml
     python tests/crashpoint.py mid-commit N -- run workflow.yaml
+    python tests/crashpoint.py before-statement PATTERN K -- resume RUN --rerun
 
 - `after-commit N`: the transaction that journals step N has committed; the process dies at the next statement
   it starts (nothing after step N is durable: the next step's in-flight mark, or the final status).
@@ -23,11 +24,36 @@ import sqlite3
 import sys
 
 JOURNAL_INSERT = re.compile(r"INSERT OR REPLACE INTO journal VALUES \('[^']*', (\d+), (\d+),")
-POINTS = ("after-commit", "mid-commit")
+POINTS = ("after-commit", "mid-commit", "before-statement")
 
 
 def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _trace_every_connection(trace) -> None:
+    connect = sqlite3.connect
+
+    def connect_traced(*args, **kwargs):
+        db = connect(*args, **kwargs)
+        db.set_trace_callback(trace)
+        return db
+
+    sqlite3.connect = connect_traced
+
+
+def install_before_statement(pattern: str, count: int) -> None:
+    wanted = re.compile(pattern)
+    seen = 0
+
+    def trace(statement: str) -> None:
+        nonlocal seen
+        if wanted.search(statement):
+            seen += 1
+            if seen == count:
+                _die()
+
+    _trace_every_connection(trace)
 
 
 def install(point: str, step: int) -> None:
@@ -51,21 +77,20 @@ def install(point: str, step: int) -> None:
                     _die()
                 armed = True
 
-    connect = sqlite3.connect
-
-    def connect_traced(*args, **kwargs):
-        db = connect(*args, **kwargs)
-        db.set_trace_callback(trace)
-        return db
-
-    sqlite3.connect = connect_traced
+    _trace_every_connection(trace)
 
 
 def main() -> None:
-    point, step, separator, *args = sys.argv[1:]
-    if point not in POINTS or separator != "--":
-        sys.exit(f"usage: crashpoint.py {{{'|'.join(POINTS)}}} STEP -- WFEXEC-ARGS")
-    install(point, int(step))
+    point, *where = sys.argv[1:]
+    arity = 2 if point == "before-statement" else 1
+    where, separator, args = where[:arity], where[arity:arity + 1], where[arity + 1:]
+    if point not in POINTS or separator != ["--"]:
+        sys.exit("usage: crashpoint.py {after-commit|mid-commit} STEP -- WFEXEC-ARGS\n"
+                 "       crashpoint.py before-statement PATTERN K -- WFEXEC-ARGS")
+    if point == "before-statement":
+        install_before_statement(where[0], int(where[1]))
+    else:
+        install(point, int(where[0]))
     sys.argv = ["wfexec", *args]
     from wfexec.cli import main as wfexec_main
 

@@ -168,6 +168,8 @@ class Orchestrator:
         else:
             self.workflow_id = state.workflow_id
             self.budget.spent = state.total_cost_usd
+            # Resumed: the states that ran before the stop count too, as they do for the cost.
+            self.steps = sum(agent.steps for agent in state.agents)
         self.state = state
         self._tasks = set()
         self._finished = asyncio.get_running_loop().create_future()
