@@ -113,6 +113,30 @@ def test_at_a_terminal_a_status_line_shows_the_node_the_command_and_the_time(tmp
     assert COLOUR.search(shown)  # coloured at a terminal
 
 
+def test_at_a_terminal_wfexec_states_shows_the_agent_its_state_and_the_running_script(tmp_path):
+    import os
+
+    import pexpect
+
+    flow = tmp_path / "flow"
+    flow.mkdir()
+    (flow / "START.sh").write_text("echo '<goto>BUILD.sh</goto>'\n")
+    (flow / "BUILD.sh").write_text("while [ ! -e go ]; do sleep 0.05; done\necho '<result>built</result>'\n")
+    environment = {k: v for k, v in os.environ.items() if k not in ("WFEXEC_STATUS", "CI", "NO_COLOR")}
+    child = pexpect.spawn(sys.executable, ["-m", "wfexec.cli", "states", "flow"], cwd=tmp_path,
+                          env={**environment, "TERM": "xterm-256color"}, encoding="utf-8", timeout=30,
+                          dimensions=(24, 160))
+    try:
+        child.expect_exact("main: BUILD.sh")  # the agent and its state, in the status line
+        child.expect(r"\d+s")
+        (tmp_path / "go").touch()
+        child.expect_exact("built")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+
+
 def pexpect_eof():
     import pexpect
 

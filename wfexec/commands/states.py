@@ -14,6 +14,7 @@ from typing import Any
 from wfexec.running.console import Console
 from wfexec.protocol.errors import ProtocolError, ScopeError, StopRun
 from wfexec.protocol.scopes import KNOWN, StateScope, extension, open_scope
+from wfexec.system import progress
 
 DEFAULT_MAX_STEPS = 10_000
 
@@ -86,6 +87,7 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
     steps = [0]
 
     def count_step(agent) -> None:
+        progress.at_node(f"{agent.id}: {agent.state}")
         steps[0] += 1
         if steps[0] > max_steps:
             from wfexec.protocol.errors import StepLimit
@@ -98,7 +100,8 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
     io.trace(f"states: running {scope.describe()}" + (f" with {backend.describe()}"
                                                        if hasattr(backend, "describe") else ""))
     try:
-        outcome = orchestrator.run(start=start or named_start, input=input)
+        with io.status_line():
+            outcome = orchestrator.run(start=start or named_start, input=input)
     except ScopeError as exc:
         return StatesRunResult("invalid", error=exc.message, hint=exc.hint,
                                workflow_id=orchestrator.workflow_id)
