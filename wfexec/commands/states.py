@@ -87,7 +87,6 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
     steps = [0]
 
     def count_step(agent) -> None:
-        progress.at_node(f"{agent.id}: {agent.state}")
         steps[0] += 1
         if steps[0] > max_steps:
             from wfexec.protocol.errors import StepLimit
@@ -101,6 +100,7 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
                                                        if hasattr(backend, "describe") else ""))
     try:
         with io.status_line():
+            progress.at_node(scope_path.name)  # the scripts and LLM turns report themselves, agent included
             outcome = orchestrator.run(start=start or named_start, input=input)
     except ScopeError as exc:
         return StatesRunResult("invalid", error=exc.message, hint=exc.hint,
