@@ -514,3 +514,17 @@ def test_show_says_what_was_in_flight_and_the_last_error(tmp_path, private_run_s
     stopped = next(r for r in runs(private_run_store) if r["workflow_name"] == "spin")
     shown = cli("show", stopped["id"]).stdout
     assert "status: stopped" in shown and "last error: " in shown and "more than 5 steps" in shown
+
+
+def test_ten_thousand_runs_created_back_to_back_get_distinct_ids(tmp_path):
+    from wfexec.durable.store import Store
+
+    store = Store(tmp_path / "runs.db")
+    try:
+        with store.transaction():  # as fast as a store can be filled: many runs share each millisecond
+            ids = [store.create_run(workflow_path="w.yaml", workflow_name="w", workflow_hash="0", node_hashes={},
+                                    inputs={}, state={}, start_node="a") for _ in range(10_000)]
+        assert len(set(ids)) == 10_000
+        assert len(store.list(limit=20_000)) == 10_000
+    finally:
+        store.close()

@@ -25,7 +25,6 @@ from __future__ import annotations
 import builtins
 import json
 import os
-import random
 import socket
 import sqlite3
 import threading
@@ -103,7 +102,8 @@ class StoreWriteError(StoreError):
 
 
 def new_run_id() -> str:
-    """Short and sortable by creation time: 8 base-36 digits of milliseconds + 3 random."""
+    """Short and sortable by creation time: 9 base-36 digits of milliseconds + 6 random (31 bits: a collision
+    needs thousands of runs in one millisecond, and `create_run` retries one anyway)."""
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
 
     def base36(n: int, width: int) -> str:
@@ -113,7 +113,7 @@ def new_run_id() -> str:
             out = digits[r] + out
         return out
 
-    return base36(int(time.time() * 1000), 9) + base36(random.getrandbits(20), 3)
+    return base36(int(time.time() * 1000), 9) + base36(int.from_bytes(os.urandom(4), "big") % 36 ** 6, 6)
 
 
 # ASCII output: the C encoder's ASCII path is the fastest, and \u escapes read back the same.
@@ -286,9 +286,12 @@ class Store:
     # -- runs ---------------------------------------------------------------
     def create_run(self, *, workflow_path: str, workflow_name: str, workflow_hash: str, node_hashes: dict,
                    inputs: dict, state: dict, start_node: str) -> str:
-        run_id = new_run_id()
         now = time.time()
         with self.transaction():
+            for _attempt in range(8):
+                run_id = new_run_id()
+                if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                    break
             self.db.execute(
                 "INSERT INTO runs (id, workflow_path, workflow_name, workflow_hash, node_hashes, status, current_node,"
                 " inputs, created_at, updated_at, lease) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",

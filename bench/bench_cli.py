@@ -1,0 +1,136 @@
+"""Start-up cost of each command a user (or a Claude skill, once per question) runs, as CPU time in multiples of
+`python3 -c pass` measured alternately in the same run.
+
+    python bench/bench_cli.py [--repeat 11]
+
+Each row runs the installed `wfexec` console script as a real process, with .pyc files compiled first, and takes
+the median of the child's CPU time (user + system, from wait4). Rows and their goals (issue 13):
+
+- `--help` <= 3x
+- `run skills/quickstart --answer ask_mood=cheerful` <= 4x, the workflow unchanged since it was last loaded
+- `resume` of a parked quickstart run, answering its question <= 4x
+- `validate` of an unchanged workflow <= 4x
+- `validate` of the 2,204-line hiivmind refresh workflow with a cold cache <= 10x (skipped without ../shared/compat)
+- `states` on a one-script folder <= 4x plus the script's own time (bash running it)
+- `runs` with 10,000 runs in the store <= 4x
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICKSTART = ROOT / "skills" / "quickstart"
+REFRESH = ROOT.parent / "shared" / "compat" / "hiivmind-corpus" / "856e42a" / "skills" / "hiivmind-corpus-refresh"
+
+
+def cpu_seconds(argv: list[str], cwd: Path, env: dict) -> float:
+    """The CPU time (user + system) of one run of `argv` and everything it started."""
+    process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode not in (0, 3):
+        raise SystemExit(f"{' '.join(argv)} exited {process.returncode}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def fill_store(store: Path, runs: int) -> None:
+    from wfexec.durable.store import Store
+
+    opened = Store(store)
+    try:
+        with opened.transaction():
+            for index in range(runs):
+                opened.create_run(workflow_path=str(QUICKSTART / "workflow.yaml"), workflow_name="quickstart",
+                                  workflow_hash="0" * 16, node_hashes={}, inputs={"n": index}, state={},
+                                  start_node="greet")
+    finally:
+        opened.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=11)
+    args = parser.parse_args()
+
+    wfexec = shutil.which("wfexec", path=str(Path(sys.executable).parent)) or "wfexec"
+    compileall.compile_dir(ROOT / "wfexec", quiet=1)
+    work = Path(tempfile.mkdtemp(prefix="bench-cli-"))
+    cache = work / "cache"
+    env = {**os.environ, "WFEXEC_CACHE_DIR": str(cache), "NO_COLOR": "1"}
+    env.pop("WFEXEC_STORE", None)
+    store = work / "runs.db"
+    many = work / "many.db"
+    fill_store(many, 10_000)
+    flow = work / "flow"
+    flow.mkdir()
+    (flow / "START.sh").write_text("echo '<result>ok</result>'\n")
+    repeat = args.repeat
+    parked: list[str] = []
+
+    def park_runs() -> None:
+        for _ in range(repeat + 1):
+            done = subprocess.run([wfexec, "run", str(QUICKSTART), "--store", str(store), "--format", "json"],
+                                  cwd=work, env=env, capture_output=True, text=True)
+            assert done.returncode == 3, done.stderr
+            import json
+
+            parked.append(json.loads(done.stdout)["run_id"])
+
+    park_runs()
+
+    def resume_next() -> list[str]:
+        return [wfexec, "resume", parked.pop(), "--answer", "ask_mood=cheerful", "--store", str(store)]
+
+    def cold_refresh() -> list[str]:
+        shutil.rmtree(cache, ignore_errors=True)
+        return [wfexec, "validate", str(REFRESH)]
+
+    rows = [
+        ("--help", lambda: [wfexec, "--help"], 3, None),
+        ("run quickstart", lambda: [wfexec, "run", str(QUICKSTART), "--answer", "ask_mood=cheerful", "--ephemeral"],
+         4, None),
+        ("resume (answer)", resume_next, 4, None),
+        ("validate quickstart", lambda: [wfexec, "validate", str(QUICKSTART)], 4, None),
+        ("validate refresh (cold)", cold_refresh, 10, None),
+        ("states one script", lambda: [wfexec, "states", str(flow)], 4, ["bash", str(flow / "START.sh")]),
+        ("runs (10,000 in store)", lambda: [wfexec, "runs", "--store", str(many)], 4, None),
+    ]
+    if not REFRESH.exists():
+        rows = [row for row in rows if "refresh" not in row[0]]
+        print(f"(no {REFRESH}: the refresh row is skipped)")
+    samples: dict[str, list[float]] = {"python3 -c pass": []}
+    for name, *_ in rows:
+        samples[name] = []
+        samples[name + " (own)"] = []
+    for argv in ([wfexec, "--help"], [wfexec, "validate", str(QUICKSTART)]):  # fill the caches once
+        cpu_seconds(argv, work, env)
+    for _ in range(repeat):  # alternate: the baseline before every row, so load changes hit both sides
+        for name, argv, _goal, own in rows:
+            samples["python3 -c pass"].append(cpu_seconds([sys.executable, "-c", "pass"], work, env))
+            samples[name].append(cpu_seconds(argv(), work, env))
+            if own:
+                samples[name + " (own)"].append(cpu_seconds(own, work, env))
+    base = statistics.median(samples["python3 -c pass"])
+    print(f"python3 -c pass: {base * 1000:.1f} ms CPU (median of {len(samples['python3 -c pass'])})")
+    print(f"{'command':<26}{'CPU ms':>9}{'x pass':>9}{'goal':>7}")
+    for name, _argv, goal, own in rows:
+        ours = statistics.median(samples[name])
+        extra = statistics.median(samples[name + " (own)"]) if own else 0.0
+        ratio = (ours - extra) / base
+        note = f"  (less the script's own {extra * 1000:.1f} ms)" if own else ""
+        verdict = "ok" if ratio <= goal else "OVER"
+        print(f"{name:<26}{ours * 1000:9.1f}{ratio:8.2f}x{goal:6}x  {verdict}{note}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
