@@ -13,6 +13,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The suite's own cache folder (every wfexec it starts inherits it): nothing of the user's ~/.cache/wfexec is
+# read or written, and each session starts cold.
+if "WFEXEC_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["WFEXEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="wfexec-test-cache-")
+
 
 class Captured:
     def __init__(self):

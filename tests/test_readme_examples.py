@@ -54,7 +54,7 @@ def _same_ids(text: str) -> str:
     return RUN_ID.sub("RUN", text)
 
 
-RUN_ID = re.compile(r"\b0[0-9a-z]{11}\b")
+RUN_ID = re.compile(r"\b0[0-9a-z]{14}\b")
 
 
 @pytest.fixture(scope="module")

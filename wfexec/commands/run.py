@@ -119,6 +119,8 @@ def _load_or_report(path, document=None) -> Any:
 
 def _backend(spec, record, replay):
     """The LLM backend the flags ask for (or None); ValueError says what is wrong with them."""
+    if not (spec and spec.strip()) and record is None and replay is None:
+        return None  # and the backends (asyncio among them) are never imported
     from wfexec.backends import create_backend
 
     return create_backend(spec, record=record, replay=replay)

@@ -114,8 +114,7 @@ def _explain(error) -> str:
 
 def input_schema_problems(input_schema: Any) -> list[tuple[tuple, str]]:
     """What is wrong with a workflow's `input_schema` as JSON Schema: (path under input_schema, message)."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
+    from wfexec.language.jsonschemas import schema_error
 
     if not isinstance(input_schema, dict):
         return []
@@ -124,9 +123,8 @@ def input_schema_problems(input_schema: Any) -> list[tuple[tuple, str]]:
         if odd:
             return [(at, f"input '{at[0]}' must be a mapping (its JSON Schema), e.g. {{type: string}}") for at in odd]
     whole = inputs_as_object_schema(input_schema)
-    try:
-        Draft202012Validator.check_schema(whole)
-    except SchemaError as error:
+    error = schema_error(whole)
+    if error is not None:
         where = tuple(error.absolute_path)
         if not is_object_schema(input_schema) and where[:1] == ("properties",):
             where = where[1:]

@@ -28,15 +28,13 @@ class SchemaCheck:
     """One compiled schema; `errors(instance)` yields jsonschema errors (none when valid)."""
 
     def __init__(self, schema: dict):
-        from jsonschema import Draft202012Validator
-
         self.schema = schema
-        self._explain = Draft202012Validator(schema)
+        self._explain: Any = None  # jsonschema, built the first time something is invalid
         self._fast: Callable[[Any], Any] | None
         try:
             import fastjsonschema
 
-            self._fast = fastjsonschema.compile(schema)
+            self._fast = _fast_validator(schema)
             self._fast_error = fastjsonschema.JsonSchemaException
         except Exception:  # a construct fastjsonschema does not support: jsonschema alone
             self._fast = None
@@ -48,4 +46,55 @@ class SchemaCheck:
                 return iter(())
             except self._fast_error:
                 pass
+        if self._explain is None:
+            from jsonschema import Draft202012Validator
+
+            self._explain = Draft202012Validator(self.schema)
         return self._explain.iter_errors(instance)
+
+
+def _fast_validator(schema: dict) -> Callable[[Any], Any]:
+    """fastjsonschema's validator for `schema`. Generating its code costs more than loading a cached workflow,
+    so the code is kept in the user's cache, keyed by the schema and the fastjsonschema version."""
+    import json
+    import re
+
+    import fastjsonschema
+
+    from wfexec.system import cache
+
+    key = f"fastjsonschema {fastjsonschema.VERSION}\0{json.dumps(schema, sort_keys=True, default=repr)}".encode()
+    cached = cache.load("validators", key)
+    if cached is not None:
+        code = cached.decode()
+    else:
+        code = fastjsonschema.compile_to_code(schema)
+        cache.store("validators", key, code.encode())
+    root = re.search(r"^def (\w+)\(data", code, re.MULTILINE)  # the schema's own function comes first
+    if root is None:
+        return fastjsonschema.compile(schema)
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "<fastjsonschema validator>", "exec"), namespace)  # noqa: S102 - fastjsonschema's code
+    return namespace[root.group(1)]
+
+
+def schema_error(schema: Any) -> Any:
+    """jsonschema's SchemaError saying why `schema` is not JSON Schema, or None. A schema found valid once is
+    remembered in the user's cache (by its content and the jsonschema metaschema's draft), so the valid schemas
+    of a workflow or a plugin are not checked again by every command."""
+    import json
+
+    from wfexec.system import cache
+
+    key = b"valid-json-schema 2020-12\0" + json.dumps(schema, sort_keys=True, default=repr).encode()
+    if cache.load("schemas", key) is not None:
+        return None
+    from jsonschema import Draft202012Validator, SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return exc
+    cache.store("schemas", key, b"")
+    return None
+

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 if TYPE_CHECKING:  # annotations only: these layers sit above or beside the node types
-    from importlib.metadata import EntryPoint
+    from wfexec.system.plugins import Point
     from wfexec.language.compiler import Compiler
     from wfexec.language.diagnostics import Reporter
     from wfexec.language.expressions import Template
@@ -164,11 +164,11 @@ def node_types() -> NodeTypes:
     """Every node type: those registered in `wfexec.nodes` (wfexec's own among them), loaded once."""
     if _loaded:
         return _loaded[0]
-    from importlib.metadata import entry_points
+    from wfexec.system.plugins import entry_points
 
     found: dict[str, NodeType] = {}
     problems: list[str] = []
-    points = list(entry_points(group=ENTRY_POINT_GROUP))
+    points = list(entry_points(ENTRY_POINT_GROUP))
     if not any(ep.value.startswith("wfexec.nodes.") for ep in points):
         # wfexec runs from a source tree, or was installed before node types were entry points:
         # its own node types are the modules of this package.
@@ -193,11 +193,11 @@ def node_type(name: str) -> NodeType:
     return node_types()[name]
 
 
-def _builtin_points() -> list[EntryPoint]:
+def _builtin_points() -> list[Point]:
     import pkgutil
-    from importlib.metadata import EntryPoint
 
     import wfexec.nodes as package
+    from wfexec.system.plugins import Point
 
-    return [EntryPoint(info.name, f"{package.__name__}.{info.name}:NODE_TYPE", ENTRY_POINT_GROUP)
+    return [Point(ENTRY_POINT_GROUP, info.name, f"{package.__name__}.{info.name}:NODE_TYPE", "wfexec")
             for info in pkgutil.iter_modules(package.__path__) if info.name != "base"]

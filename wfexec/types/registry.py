@@ -148,20 +148,15 @@ def spec_problems(spec: TypeSpec) -> list[tuple[str, str]]:
     """What is wrong with a type as declared, as (what, how to fix) pairs: effects outside the known
     vocabulary (the journal would take the step for effect-free and re-run it after a crash), a
     parameter schema that is not JSON Schema, a handler that cannot be called as handler(params, ctx)."""
-    from jsonschema import Draft202012Validator, SchemaError
-
     problems = []
     what = f"{spec.kind} type '{spec.name}'"
     for effect in spec.effects:
         if effect not in EFFECTS:
             problems.append((f"{what} declares the effect '{effect}', which is not one of {', '.join(EFFECTS)}",
                              did_you_mean(effect, EFFECTS) or "use the effects from that list"))
-    try:
-        Draft202012Validator.check_schema({"type": "object", "properties": spec.params})
-    except SchemaError as exc:
-        at = "/".join(str(part) for part in list(exc.path)[1:]) or "parameters"
-        problems.append((f"{what}: the parameter schema is not valid JSON Schema at {at}: {exc.message}",
-                         "fix the schema given to the decorator"))
+    schema_problem = _schema_problem(spec.params)
+    if schema_problem:
+        problems.append((f"{what}: {schema_problem}", "fix the schema given to the decorator"))
     missing = [name for name in spec.required if name not in spec.params]
     if missing:
         problems.append((f"{what} requires {', '.join(missing)}, which its parameters do not declare",
@@ -175,6 +170,17 @@ def spec_problems(spec: TypeSpec) -> list[tuple[str, str]]:
     except ValueError:  # no signature to read (a builtin): let it be
         pass
     return problems
+
+
+def _schema_problem(params: Mapping[str, Any]) -> str:
+    """Why a parameter schema is not JSON Schema, or ""."""
+    from wfexec.language.jsonschemas import schema_error
+
+    error = schema_error({"type": "object", "properties": params})
+    if error is None:
+        return ""
+    at = "/".join(str(part) for part in list(error.path)[1:]) or "parameters"
+    return f"the parameter schema is not valid JSON Schema at {at}: {error.message}"
 
 
 def _signature(handler) -> str:
@@ -257,14 +263,14 @@ def load_registry(kind: str) -> Registry:
     registry = _registries.get(kind)
     if registry is not None:
         return registry
-    from importlib.metadata import entry_points
+    from wfexec.system.plugins import entry_points
 
     registry = Registry(kind, _specs_from(_builtin_modules(kind)))
     builtin_module = _builtin_modules(kind).__name__
-    for ep in entry_points(group=ENTRY_POINT_GROUPS[kind]):
+    for ep in entry_points(ENTRY_POINT_GROUPS[kind]):
         if ep.value.split(":")[0] == builtin_module:
             continue  # the built-ins, already loaded above even when wfexec is not installed
-        dist = ep.dist.name if ep.dist is not None else "(unknown distribution)"
+        dist = ep.dist or "(unknown distribution)"
         try:
             specs = _specs_from(ep.load())
         except Exception as exc:  # reported as the plugin's fault, not a traceback from wfexec

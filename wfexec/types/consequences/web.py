@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import socket
 import time
-import urllib.error
-import urllib.request
-from http.client import HTTPException
+from functools import lru_cache
 from urllib.parse import urljoin, urlparse
 
 from wfexec.version import __version__
@@ -41,22 +39,26 @@ class _FetchError(Exception):
 
 # -- fetching -------------------------------------------------------------------
 
-class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
-    # urllib follows redirects to ftp:// and answers one to file:// with a 302 "response";
-    # a page must not lead the fetch off the web, and that must read as a refusal.
-    def http_error_302(self, req, fp, code, msg, headers):
-        location = headers.get("location") or headers.get("uri")
-        if location:
-            target = urljoin(req.full_url, location)
-            if urlparse(target).scheme.lower() not in ALLOWED_SCHEMES:
-                fp.close()
-                raise _FetchError(f"{req.full_url} redirects to {target}, which is not an http(s) URL")
-        return super().http_error_302(req, fp, code, msg, headers)
+@lru_cache(maxsize=None)
+def _opener():
+    """urllib's opener, built on the first fetch: urllib.request costs more to import than a cached run."""
+    import urllib.request
 
-    http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
+    class HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
+        # urllib follows redirects to ftp:// and answers one to file:// with a 302 "response";
+        # a page must not lead the fetch off the web, and that must read as a refusal.
+        def http_error_302(self, req, fp, code, msg, headers):
+            location = headers.get("location") or headers.get("uri")
+            if location:
+                target = urljoin(req.full_url, location)
+                if urlparse(target).scheme.lower() not in ALLOWED_SCHEMES:
+                    fp.close()
+                    raise _FetchError(f"{req.full_url} redirects to {target}, which is not an http(s) URL")
+            return super().http_error_302(req, fp, code, msg, headers)
 
+        http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
 
-_opener = urllib.request.build_opener(_HttpOnlyRedirects)
+    return urllib.request.build_opener(HttpOnlyRedirects)
 
 
 def _check_url(url: str) -> None:
@@ -107,12 +109,16 @@ def _response_data(response, status: int, url: str, timeout: float, deadline: fl
 
 def fetch(url: str, timeout: float) -> dict:
     """GET `url`: {status, content, url, headers}, whatever the status; _FetchError without a response."""
+    import urllib.error
+    import urllib.request
+    from http.client import HTTPException
+
     _check_url(url)
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     deadline = time.monotonic() + timeout
     try:
         try:
-            with _opener.open(request, timeout=timeout) as response:
+            with _opener().open(request, timeout=timeout) as response:
                 return _response_data(response, response.status, url, timeout, deadline)
         except urllib.error.HTTPError as error:  # an answer all the same: 4xx, 5xx
             with error:

@@ -1,0 +1,80 @@
+"""A per-user cache of work that depends only on content. A stale or corrupt entry is a miss, never trusted.
+
+An entry's file name is the SHA-256 of its key, and the key is everything the work read (the caller builds it:
+file contents, the wfexec version, the installed plugins). So an entry is only ever found by the exact inputs it
+was made from, and an edit anywhere gives another name. Each file also holds its key and a checksum of its
+payload: a truncated, edited or foreign file reads as a miss. When the cache cannot be read or written (a
+read-only home, a full disk) the work is simply done again.
+
+Where: `$WFEXEC_CACHE_DIR`, else `$XDG_CACHE_HOME/wfexec`, else `~/.cache/wfexec`. `WFEXEC_NO_CACHE=1` turns it
+off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+CACHE_VARIABLE = "WFEXEC_CACHE_DIR"
+NO_CACHE_VARIABLE = "WFEXEC_NO_CACHE"
+_MAGIC = b"wfexec-cache 1\n"
+
+
+def cache_dir() -> Path | None:
+    """The cache folder, or None when the cache is off."""
+    if os.environ.get(NO_CACHE_VARIABLE, "") not in ("", "0"):
+        return None
+    chosen = os.environ.get(CACHE_VARIABLE)
+    if chosen:
+        return Path(chosen)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return Path(xdg) / "wfexec" if xdg else Path.home() / ".cache" / "wfexec"
+
+
+def _entry(kind: str, key: bytes) -> tuple[Path, bytes] | None:
+    folder = cache_dir()
+    if folder is None:
+        return None
+    digest = hashlib.sha256(key).hexdigest()
+    return folder / kind / f"{digest}.bin", digest.encode()
+
+
+def load(kind: str, key: bytes) -> bytes | None:
+    """The payload stored under `key`, or None (absent, unreadable, or not intact)."""
+    entry = _entry(kind, key)
+    if entry is None:
+        return None
+    path, digest = entry
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    header_end = len(_MAGIC) + 2 * 65
+    if not data.startswith(_MAGIC) or len(data) < header_end:
+        return None
+    key_line, sum_line = data[len(_MAGIC):len(_MAGIC) + 65], data[len(_MAGIC) + 65:header_end]
+    payload = data[header_end:]
+    if key_line != digest + b"\n" or sum_line != hashlib.sha256(payload).hexdigest().encode() + b"\n":
+        return None
+    return payload
+
+
+def store(kind: str, key: bytes, payload: bytes) -> None:
+    """Keep `payload` under `key`; silently nothing when the cache is off or cannot be written."""
+    entry = _entry(kind, key)
+    if entry is None:
+        return
+    path, digest = entry
+    data = _MAGIC + digest + b"\n" + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Written under a unique name, then renamed: a reader sees the old entry, the new one, or none.
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+    except OSError:
+        try:
+            temporary.unlink()
+        except (OSError, UnboundLocalError):
+            pass
