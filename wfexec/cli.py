@@ -16,6 +16,7 @@ from typing import List, Optional
 import typer
 
 from wfexec import __version__
+from wfexec.commands import entrypoints
 
 from wfexec.exit_codes import exit_code_for
 
@@ -61,8 +62,15 @@ def main_options(
 _state = {"debug": False}
 
 
-def _print_json(data) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+_print_json = entrypoints.print_json
+
+
+def _call(command, **params) -> int:
+    """Run one of the plain command functions, with typer's report of a command-line problem."""
+    try:
+        return command(**params, debug=_state["debug"])
+    except entrypoints.CommandLineError as exc:
+        raise typer.BadParameter(exc.message, param_hint=exc.param_hint) from None
 
 
 # --------------------------------------------------------------------------- #
@@ -73,56 +81,7 @@ def validate(
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
 ):
     """Check workflows against the schema and the semantic rules; say how much of each runs as code."""
-    from wfexec.api import check_with_summary, resolve_workflow_path
-    from wfexec.language.diagnostics import ERROR, WARNING
-
-    _refuse_broken_plugins()
-    everything = []
-    files = []
-    for path in paths:
-        checked = check_with_summary(path)
-        diagnostics = checked.diagnostics
-        if strict:
-            diagnostics = [d if d.severity == ERROR else _as_error(d) for d in diagnostics]
-        everything.extend(diagnostics)
-        shown = str(resolve_workflow_path(path))
-        if checked.summary is not None:
-            files.append({"file": shown, "summary": checked.summary.to_json()})
-        if format == OutputFormat.text:
-            for d in diagnostics:
-                typer.echo(d.format())
-            if not any(d.severity == ERROR for d in diagnostics):
-                warnings = sum(1 for d in diagnostics if d.severity == WARNING)
-                note = f" ({warnings} warning{'s' if warnings != 1 else ''})" if warnings else ""
-                typer.echo(f"{shown}: valid{note}", err=True)
-            if checked.summary is not None:
-                typer.echo(f"{shown}: {checked.summary.line()}", err=True)
-                for line in checked.summary.step_lines():
-                    typer.echo(line, err=True)
-    errors = sum(1 for d in everything if d.severity == ERROR)
-    if format == OutputFormat.json:
-        _print_json({"diagnostics": [d.to_json() for d in everything], "files": files})
-    elif errors:
-        typer.echo(f"{errors} error{'s' if errors != 1 else ''} in {len(paths)} file{'s' if len(paths) != 1 else ''}",
-                   err=True)
-    raise typer.Exit(exit_code_for("invalid" if errors else "completed"))
-
-
-def _refuse_broken_plugins() -> None:
-    """Exit 2, naming each plugin's distribution and entry point, when an installed plugin cannot be used."""
-    from wfexec.types.registry import BrokenPlugins, check_plugins
-
-    try:
-        check_plugins()
-    except BrokenPlugins as exc:
-        typer.echo(exc.format(), err=True)
-        raise typer.Exit(exit_code_for(exc))
-
-
-def _as_error(diagnostic):
-    from dataclasses import replace
-
-    return replace(diagnostic, severity="error")
+    raise typer.Exit(_call(entrypoints.validate, paths=paths, format=format, strict=strict))
 
 
 # --------------------------------------------------------------------------- #
@@ -148,18 +107,7 @@ def run(
     replay: Optional[Path] = REPLAY_OPTION,
 ):
     """Run a workflow to one of its endings. The run is recorded so it can be resumed."""
-    from wfexec.commands.run import RunRequest, execute_run
-
-    request = RunRequest(path=path, inputs=input, input_file=input_file, overrides=set_, answers=answer,
-                         answer_files=answers, interactive=_interactive(non_interactive), max_steps=max_steps,
-                         trace=trace, dry_run=dry_run, state_out=state_out, json_output=format == OutputFormat.json,
-                         debug=_state["debug"], store=store, ephemeral=ephemeral, backend=backend, record=record,
-                         replay=replay)
-    raise typer.Exit(execute_run(request))
-
-
-def _interactive(non_interactive: bool) -> bool:
-    return not non_interactive and sys.stdin.isatty() and sys.stdout.isatty()
+    raise typer.Exit(_call(entrypoints.run, **locals()))
 
 
 @app.command()
@@ -183,18 +131,7 @@ def resume(
     replay: Optional[Path] = REPLAY_OPTION,
 ):
     """Continue a run that is waiting for an answer or was stopped."""
-    from wfexec.commands.run import RunRequest, execute_resume
-
-    if rerun and skip:
-        raise typer.BadParameter("--rerun and --skip exclude each other")
-    if dry_run:  # its placeholders would land in the recorded run's state and journal
-        raise typer.BadParameter("a recorded run cannot continue dry; `wfexec run WORKFLOW --dry-run` shows what "
-                                 "a run would do", param_hint="--dry-run")
-    request = RunRequest(run_id=run_id, answers=answer, answer_files=answers, interactive=_interactive(non_interactive),
-                         max_steps=max_steps, trace=trace, dry_run=dry_run, state_out=state_out,
-                         json_output=format == OutputFormat.json, debug=_state["debug"], store=store, rerun=rerun,
-                         skip=skip, accept_changes=accept_changes, backend=backend, record=record, replay=replay)
-    raise typer.Exit(execute_resume(request))
+    raise typer.Exit(_call(entrypoints.resume, **locals()))
 
 
 @app.command()
@@ -214,12 +151,7 @@ def states(
     replay: Optional[Path] = REPLAY_OPTION,
 ):
     """Run a folder of md/sh states on its own, without a workflow.yaml."""
-    from wfexec.commands.run import execute_states
-
-    raise typer.Exit(execute_states(path, input=input, start=start, budget_usd=budget_usd, timeout=timeout,
-                                    model=model, max_steps=max_steps, trace=trace,
-                                    json_output=format == OutputFormat.json, backend=backend, record=record,
-                                    replay=replay))
+    raise typer.Exit(_call(entrypoints.states, **locals()))
 
 
 class RunStatus(str, Enum):
@@ -239,10 +171,7 @@ def runs(
     store: Optional[Path] = STORE_OPTION,
 ):
     """List recorded runs, newest first."""
-    from wfexec.commands.runs import list_runs
-
-    raise typer.Exit(_store_command(lambda: list_runs(store, status.value if status else None,
-                                                      format == OutputFormat.json)))
+    raise typer.Exit(_call(entrypoints.runs, **locals()))
 
 
 @app.command()
@@ -253,10 +182,7 @@ def show(
     store: Optional[Path] = STORE_OPTION,
 ):
     """Show a run: status, current node, pending question, last error, history with timings."""
-    from wfexec.commands.runs import show_run
-
-    raise typer.Exit(_store_command(lambda: show_run(store, run_id, with_state=state,
-                                                     as_json=format == OutputFormat.json)))
+    raise typer.Exit(_call(entrypoints.show, **locals()))
 
 
 @app.command()
@@ -265,19 +191,7 @@ def cancel(
     store: Optional[Path] = STORE_OPTION,
 ):
     """Cancel a run that is waiting or stopped, so it is never resumed."""
-    from wfexec.commands.runs import cancel_run
-
-    raise typer.Exit(_store_command(lambda: cancel_run(store, run_id)))
-
-
-def _store_command(body) -> int:
-    from wfexec.durable.store import StoreError
-
-    try:
-        return body()
-    except StoreError as exc:
-        typer.echo(exc.format(), err=True)
-        return exit_code_for(exc)
+    raise typer.Exit(_call(entrypoints.cancel, **locals()))
 
 
 # --------------------------------------------------------------------------- #
@@ -324,8 +238,7 @@ def types(
         _print_json([{"kind": s.kind, "name": s.name, "doc": s.doc, "parameters": s.params,
                       "required": list(s.required), "effects": list(s.effects), "idempotent": s.idempotent,
                       "source": s.source, "package": s.package} for r in registries for s in r.specs()])
-        _refuse_broken_plugins()
-        return
+        raise typer.Exit(entrypoints.refuse_broken_plugins())
     for registry in registries:
         typer.echo(f"{registry.kind}s:")
         for spec in registry.specs():
@@ -335,7 +248,7 @@ def types(
         for problem in registry.problems:
             typer.echo(f"  warning: {problem}", err=True)
     typer.echo("(* required)")
-    _refuse_broken_plugins()
+    raise typer.Exit(entrypoints.refuse_broken_plugins())
 
 
 # --------------------------------------------------------------------------- #
@@ -505,6 +418,51 @@ def new_skill(
     typer.echo(f"next: wfexec run {folder} --answers {folder}/answers.yaml", err=True)
 
 
+# --------------------------------------------------------------------------- #
+# The table `wfexec.launcher` parses the common command lines with, made from the declarations above.
+
+LEAN_COMMANDS = ("run", "resume", "validate", "states", "runs", "show", "cancel")
+LEAN_TABLE = Path(__file__).with_name("lean_table.json")
+
+
+def lean_table() -> dict:
+    """For each command in LEAN_COMMANDS: its arguments and options as typer declares them."""
+    import typing
+
+    import typer.main
+
+    def kind(annotation) -> dict:
+        inner = typing.get_args(annotation)[0] if typing.get_origin(annotation) in (list, List) else annotation
+        if isinstance(inner, type) and issubclass(inner, Enum):
+            return {"type": "choice", "choices": [member.value for member in inner]}
+        names = {str: "text", Path: "path", int: "int", float: "float", bool: "flag"}
+        return {"type": names[inner]}
+
+    group = typer.main.get_command(app)
+    table = {}
+    for name in LEAN_COMMANDS:
+        command = group.commands[name]  # type: ignore[attr-defined]  # a group's commands
+        arguments, options = [], {}
+        for param in command.params:
+            described = {"dest": param.name, **kind(param.type_descriptor.annotation)}
+            if isinstance(param.default, Enum):
+                described["default"] = param.default.value
+            else:
+                described["default"] = param.default
+            if param.param_type_name == "argument":
+                arguments.append({**described, "variadic": param.nargs == -1})
+                continue
+            described.update(multiple=param.multiple, envvar=param.envvar, min=param.min)
+            for opt in param.opts:
+                options[opt] = described
+        table[name] = {"arguments": arguments, "options": options}
+    return table
+
+
+def write_lean_table() -> None:
+    LEAN_TABLE.write_text(json.dumps(lean_table(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     from wfexec.system import signals
 
@@ -512,8 +470,7 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt as exc:
-        sys.stderr.write(f"interrupted ({exc})\n" if str(exc) else "interrupted\n")
-        sys.exit(exit_code_for(exc))
+        entrypoints.exit_interrupted(exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

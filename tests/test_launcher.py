@@ -1,0 +1,100 @@
+"""The `wfexec` command's fast path (wfexec/launcher.py): the command lines a skill runs once per question start
+without typer, and behave exactly as the typer app does. Every case runs the installed console script twice, with
+the fast path and with `WFEXEC_LEAN=0`, and compares exit code, stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, with_coverage
+
+QUICKSTART = str(ROOT / "skills" / "quickstart")
+WFEXEC = shutil.which("wfexec", path=str(Path(sys.executable).parent))
+pytestmark = pytest.mark.skipif(WFEXEC is None, reason="the wfexec console script is not installed beside python")
+RUN_ID = re.compile(r"\b0[0-9a-z]{14}\b")
+TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?")
+
+
+def _same_every_time(text: str) -> str:
+    return TIME.sub("TIME", RUN_ID.sub("RUN", text))
+
+
+def wfexec(args: list[str], cwd: Path, lean: bool, **env: str) -> tuple[int, str, str]:
+    environment = with_coverage({**os.environ, "WFEXEC_LEAN": "1" if lean else "0", "NO_COLOR": "1", **env})
+    environment.pop("WFEXEC_STORE", None)
+    environment.update(env)
+    done = subprocess.run([WFEXEC, *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=120)
+    return done.returncode, _same_every_time(done.stdout), _same_every_time(done.stderr)
+
+
+def test_the_table_is_what_the_typer_app_declares():
+    from wfexec.cli import LEAN_TABLE, lean_table
+
+    assert json.loads(LEAN_TABLE.read_text()) == json.loads(json.dumps(lean_table())), \
+        "wfexec/lean_table.json is stale: python -c 'from wfexec.cli import write_lean_table; write_lean_table()'"
+
+
+CASES = [
+    ["run", QUICKSTART, "--answer", "ask_mood=cheerful", "--ephemeral"],
+    ["run", QUICKSTART, "-a", "ask_mood=plain", "-i", "name=Ada", "--ephemeral", "--format", "json"],
+    ["run", QUICKSTART, "--answer=ask_mood=plain", "--input=name=Bo", "--ephemeral", "--trace"],
+    ["--debug", "run", QUICKSTART, "--ephemeral", "--non-interactive"],
+    ["run", QUICKSTART, "--ephemeral", "--max-steps", "1", "--answer", "ask_mood=plain"],
+    ["run", QUICKSTART, "--ephemeral", "--max-steps", "0"],            # below its minimum: typer's error
+    ["run", QUICKSTART, "--ephemeral", "--max-steps", "many"],         # not a number: typer's error
+    ["run", QUICKSTART, "--ephemeral", "--format", "yaml"],            # not a choice: typer's error
+    ["run", QUICKSTART, "--ephemeral", "--no-such-option"],
+    ["run"],
+    ["run", "--help"],
+    ["run", QUICKSTART, "extra-argument", "--ephemeral"],
+    ["validate", QUICKSTART, str(ROOT / "skills" / "triage")],
+    ["validate", "--strict", "--format", "json", QUICKSTART],
+    ["validate", "missing-folder"],
+    ["runs"],
+    ["runs", "--status", "waiting", "--format", "json"],
+    ["show", "nothing-like-it"],
+    ["cancel", "nothing-like-it"],
+    ["resume", "nothing-like-it", "--rerun", "--skip"],               # contradictory: typer's usage error
+    ["resume", "nothing-like-it", "--answer", "ask_mood=plain"],
+]
+
+
+@pytest.mark.parametrize("args", CASES, ids=lambda args: " ".join(a.replace(str(ROOT), "") for a in args)[:60])
+def test_the_fast_path_and_typer_give_the_same_result(args, tmp_path):
+    assert wfexec(args, tmp_path, lean=True) == wfexec(args, tmp_path, lean=False)
+
+
+def test_a_parked_run_resumes_the_same_way_on_both_paths(tmp_path):
+    for lean in (True, False):
+        store = tmp_path / f"runs-{lean}.db"
+        code, out, _ = wfexec(["run", QUICKSTART, "--store", str(store)], tmp_path, lean)
+        assert code == 3
+        with_store = ["--store", str(store)]
+        listed = subprocess.run([WFEXEC, "runs", "--format", "json", *with_store], capture_output=True, text=True)
+        [run_id] = [r["id"] for r in json.loads(listed.stdout)]
+        shown = subprocess.run([WFEXEC, "resume", run_id, "--answer", "ask_mood=cheerful", *with_store],
+                               cwd=tmp_path, capture_output=True, text=True,
+                               env={**os.environ, "WFEXEC_LEAN": "1" if lean else "0"})
+        assert (shown.returncode, shown.stdout) == (0, "Hello, world!\n  letters: 5\n"), shown.stderr
+
+
+def test_a_run_through_the_fast_path_imports_neither_typer_nor_what_it_does_not_use(tmp_path):
+    heavy = ("typer", "pydantic", "jsonschema", "asyncio", "urllib.request", "jinja2")
+    probe = ("import atexit, sys\n"
+             f"atexit.register(lambda: print('LOADED', sorted(m for m in {heavy!r} if m in sys.modules)))\n"
+             f"sys.argv = ['wfexec', 'run', {QUICKSTART!r}, '--answer', 'ask_mood=cheerful', '--ephemeral']\n"
+             "from wfexec.launcher import main\nmain()\n")
+    for _ in range(2):  # the second start finds its caches filled
+        done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Hello, world!" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "LOADED []"

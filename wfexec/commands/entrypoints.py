@@ -1,0 +1,168 @@
+"""The commands a skill calls once per question (run, resume, validate, states, runs, show, cancel), as plain
+functions of their parsed options that return the exit code.
+
+`wfexec.cli` declares each one's options with typer and calls it; `wfexec.launcher` calls it directly from
+argv for the common command lines, without importing typer, whose start-up costs more than a whole cached run.
+Parameter names are the typer parameters' names. A problem with the command line itself raises
+`CommandLineError`, which each front end reports in its own way.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from wfexec.exit_codes import exit_code_for
+
+
+class CommandLineError(ValueError):
+    """The options contradict each other: a usage error (exit 2), reported against `param_hint`."""
+
+    def __init__(self, message: str, param_hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.param_hint = param_hint
+
+
+def exit_interrupted(exc: KeyboardInterrupt) -> None:
+    """Ctrl-C, SIGTERM or SIGHUP stopped the command (the run, if any, said how to resume it)."""
+    sys.stderr.write(f"interrupted ({exc})\n" if str(exc) else "interrupted\n")
+    sys.exit(exit_code_for(exc))
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def refuse_broken_plugins() -> int:
+    """0, or exit 2 after naming each plugin's distribution and entry point when an installed plugin cannot be
+    used."""
+    from wfexec.types.registry import BrokenPlugins, check_plugins
+
+    try:
+        check_plugins()
+    except BrokenPlugins as exc:
+        print(exc.format(), file=sys.stderr)
+        return exit_code_for(exc)
+    return 0
+
+
+def interactive(non_interactive: bool) -> bool:
+    return not non_interactive and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def validate(paths: Sequence[Path], format: str = "text", strict: bool = False, debug: bool = False) -> int:
+    from dataclasses import replace
+
+    from wfexec.api import check_with_summary, resolve_workflow_path
+    from wfexec.language.diagnostics import ERROR, WARNING
+
+    refused = refuse_broken_plugins()
+    if refused:
+        return refused
+    everything = []
+    files = []
+    for path in paths:
+        checked = check_with_summary(path)
+        diagnostics = checked.diagnostics
+        if strict:
+            diagnostics = [d if d.severity == ERROR else replace(d, severity=ERROR) for d in diagnostics]
+        everything.extend(diagnostics)
+        shown = str(resolve_workflow_path(path))
+        if checked.summary is not None:
+            files.append({"file": shown, "summary": checked.summary.to_json()})
+        if format == "text":
+            for d in diagnostics:
+                print(d.format())
+            if not any(d.severity == ERROR for d in diagnostics):
+                warnings = sum(1 for d in diagnostics if d.severity == WARNING)
+                note = f" ({warnings} warning{'s' if warnings != 1 else ''})" if warnings else ""
+                print(f"{shown}: valid{note}", file=sys.stderr)
+            if checked.summary is not None:
+                print(f"{shown}: {checked.summary.line()}", file=sys.stderr)
+                for line in checked.summary.step_lines():
+                    print(line, file=sys.stderr)
+    errors = sum(1 for d in everything if d.severity == ERROR)
+    if format == "json":
+        print_json({"diagnostics": [d.to_json() for d in everything], "files": files})
+    elif errors:
+        print(f"{errors} error{'s' if errors != 1 else ''} in {len(paths)} file{'s' if len(paths) != 1 else ''}",
+              file=sys.stderr)
+    return exit_code_for("invalid" if errors else "completed")
+
+
+def run(path: Path, input: Sequence[str] = (), input_file: Path | None = None, set_: Sequence[str] = (),
+        answer: Sequence[str] = (), answers: Sequence[Path] = (), non_interactive: bool = False,
+        max_steps: int = 10_000, trace: bool = False, dry_run: bool = False, state_out: Path | None = None,
+        format: str = "text", store: Path | None = None, ephemeral: bool = False, backend: str | None = None,
+        record: Path | None = None, replay: Path | None = None, debug: bool = False) -> int:
+    from wfexec.commands.run import RunRequest, execute_run
+
+    request = RunRequest(path=path, inputs=list(input), input_file=input_file, overrides=list(set_),
+                         answers=list(answer), answer_files=list(answers), interactive=interactive(non_interactive),
+                         max_steps=max_steps, trace=trace, dry_run=dry_run, state_out=state_out,
+                         json_output=format == "json", debug=debug, store=store, ephemeral=ephemeral,
+                         backend=backend, record=record, replay=replay)
+    return execute_run(request)
+
+
+def resume(run_id: str, answer: Sequence[str] = (), answers: Sequence[Path] = (), non_interactive: bool = False,
+           rerun: bool = False, skip: bool = False, accept_changes: bool = False, max_steps: int = 10_000,
+           trace: bool = False, dry_run: bool = False, state_out: Path | None = None, format: str = "text",
+           store: Path | None = None, backend: str | None = None, record: Path | None = None,
+           replay: Path | None = None, debug: bool = False) -> int:
+    from wfexec.commands.run import RunRequest, execute_resume
+
+    if rerun and skip:
+        raise CommandLineError("--rerun and --skip exclude each other")
+    if dry_run:  # its placeholders would land in the recorded run's state and journal
+        raise CommandLineError("a recorded run cannot continue dry; `wfexec run WORKFLOW --dry-run` shows what a "
+                               "run would do", param_hint="--dry-run")
+    request = RunRequest(run_id=run_id, answers=list(answer), answer_files=list(answers),
+                         interactive=interactive(non_interactive), max_steps=max_steps, trace=trace,
+                         dry_run=dry_run, state_out=state_out, json_output=format == "json", debug=debug,
+                         store=store, rerun=rerun, skip=skip, accept_changes=accept_changes, backend=backend,
+                         record=record, replay=replay)
+    return execute_resume(request)
+
+
+def states(path: Path, input: str | None = None, start: str | None = None, budget_usd: float | None = None,
+           timeout: float | None = None, model: str | None = None, max_steps: int = 10_000, trace: bool = False,
+           format: str = "text", backend: str | None = None, record: Path | None = None,
+           replay: Path | None = None, debug: bool = False) -> int:
+    from wfexec.commands.run import execute_states
+
+    return execute_states(path, input=input, start=start, budget_usd=budget_usd, timeout=timeout, model=model,
+                          max_steps=max_steps, trace=trace, json_output=format == "json", backend=backend,
+                          record=record, replay=replay)
+
+
+def runs(status: str | None = None, format: str = "text", store: Path | None = None, debug: bool = False) -> int:
+    from wfexec.commands.runs import list_runs
+
+    return _store_command(lambda: list_runs(store, getattr(status, "value", status) or None, format == "json"))
+
+
+def show(run_id: str, state: bool = False, format: str = "text", store: Path | None = None,
+         debug: bool = False) -> int:
+    from wfexec.commands.runs import show_run
+
+    return _store_command(lambda: show_run(store, run_id, with_state=state, as_json=format == "json"))
+
+
+def cancel(run_id: str, store: Path | None = None, debug: bool = False) -> int:
+    from wfexec.commands.runs import cancel_run
+
+    return _store_command(lambda: cancel_run(store, run_id))
+
+
+def _store_command(body) -> int:
+    from wfexec.durable.store import StoreError
+
+    try:
+        return body()
+    except StoreError as exc:
+        print(exc.format(), file=sys.stderr)
+        return exit_code_for(exc)
