@@ -23,26 +23,37 @@ def resolve_workflow_path(path: str | os.PathLike) -> Path:
 def check(path: str | os.PathLike, document=None) -> tuple[Workflow | None, list[Diagnostic]]:
     """Compile the workflow at `path` (or its already loaded `document`), with every diagnostic.
     Raises `BrokenPlugins` when an installed plugin cannot be used."""
-    from wfexec.language.compiler import compile_document
-    from wfexec.language.loader import load_file
+    checked = check_with_summary(path, document)
+    return checked.workflow, checked.diagnostics
+
+
+def check_with_summary(path: str | os.PathLike, document=None):
+    """`Checked`: the workflow (None when invalid), every diagnostic in reading order, and the summary of how
+    many nodes run as code, ask a person, or go to the LLM (None when the file is not a workflow).
+
+    An unchanged workflow that had no errors comes from the compiled-workflow cache
+    (`wfexec.language.workflow_cache`). Raises `BrokenPlugins` when an installed plugin cannot be used."""
+    from dataclasses import replace
+
+    from wfexec.language import workflow_cache
     from wfexec.types.registry import check_plugins
 
     check_plugins()  # raises BrokenPlugins: a workflow cannot be checked against types that failed to register
-    workflow, diagnostics = compile_document(document or load_file(resolve_workflow_path(path)))
-    # In reading order, so a person can go down the file fixing them.
-    return workflow, sorted(diagnostics, key=lambda d: (d.file, d.line, d.column))
-
-
-def check_with_summary(path: str | os.PathLike):
-    """`Checked`: the workflow (None when invalid), every diagnostic in reading order, and the summary of how
-    many nodes run as code, ask a person, or go to the LLM (None when the file is not a workflow)."""
-    from dataclasses import replace
-
-    from wfexec.language.compiler import check_document
+    file = resolve_workflow_path(path)
+    cached = workflow_cache.load(file)
+    if cached is not None:
+        return cached
+    from wfexec.language.compiler import check_document, recording_lookups
     from wfexec.language.loader import load_file
 
-    checked = check_document(load_file(resolve_workflow_path(path)))
-    return replace(checked, diagnostics=sorted(checked.diagnostics, key=lambda d: (d.file, d.line, d.column)))
+    content = workflow_cache.workflow_bytes(file)
+    with recording_lookups() as looked:
+        checked = check_document(document or load_file(file))
+    # In reading order, so a person can go down the file fixing them.
+    checked = replace(checked, diagnostics=sorted(checked.diagnostics, key=lambda d: (d.file, d.line, d.column)))
+    if content is not None and checked.workflow is not None and not has_errors(checked.diagnostics):
+        workflow_cache.keep(file, content, checked, looked)
+    return checked
 
 
 def validate(path: str | os.PathLike) -> list[Diagnostic]:

@@ -144,15 +144,20 @@ def _console(request: RunRequest):
 
 
 def workflow_document(path):
-    """The loaded workflow file `wfexec run` was given, or None when the path is a states scope
-    instead: a folder with no workflow.yaml, a .zip, or a Raymond .yaml (`states:` and no `nodes:`)."""
+    """The loaded workflow file `wfexec run` was given (or its path, when it is in the compiled-workflow cache),
+    or None when the path is a states scope instead: a folder with no workflow.yaml, a .zip, or a Raymond .yaml
+    (`states:` and no `nodes:`)."""
     from wfexec.api import resolve_workflow_path
+    from wfexec.language import workflow_cache
     from wfexec.language.loader import load_file
 
     p = Path(path)
     if (p.is_dir() and not (p / "workflow.yaml").exists()) or p.suffix.lower() == ".zip":
         return None
-    document = load_file(resolve_workflow_path(p))
+    file = resolve_workflow_path(p)
+    if workflow_cache.load(file) is not None:
+        return file  # compiled before, so a workflow: `check` takes it from the cache again
+    document = load_file(file)
     data = document.data
     if isinstance(data, dict) and "states" in data and "nodes" not in data:
         return None
@@ -169,7 +174,7 @@ def execute_run(request: RunRequest) -> int:
                               timeout=None, model=None, max_steps=request.max_steps, trace=request.trace,
                               json_output=request.json_output, backend=request.backend, record=request.record,
                               replay=request.replay)
-    workflow = _load_or_report(request.path, document)
+    workflow = _load_or_report(request.path, None if isinstance(document, Path) else document)
     if workflow is None:
         return exit_code_for("invalid")
     try:

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from wfexec.language import schema
-from wfexec.language.documents import HOW_DOCUMENTS_RESOLVE, PLUGIN_ROOT_PREFIXES, find_document
+from wfexec.language.documents import HOW_DOCUMENTS_RESOLVE, PLUGIN_ROOT_PREFIXES, find_document, manifest_places
 from wfexec.language.diagnostics import Diagnostic, Reporter, format_yaml_path, has_errors
 from wfexec.language.expressions import Expression, ExpressionError, Template, compile_value, has_templates
 from wfexec.language.loader import Document, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.prose import Prose, is_prose
-from wfexec.language.summary import Summary, summarise
+from wfexec.language.summary import Checked, summarise
 from wfexec.nodes.base import node_type
 from wfexec.language.name_checks import check_names
 from wfexec.language.scalar_positions import offset_in, position_in_file
@@ -31,6 +32,22 @@ from wfexec.language.paths import PathError, parse_path
 from wfexec.language.inputs import input_schema_problems
 
 _CALL_META = ("type", "description")
+
+# Every place a compile looked for a file (imports, sub-workflows, documents, states folders), while a
+# `recording_lookups()` is open: what the compiled-workflow cache must find unchanged to reuse its result.
+_lookups: list[Path] | None = None
+
+
+@contextmanager
+def recording_lookups() -> Iterator[list[Path]]:
+    global _lookups
+    outer, _lookups = _lookups, []
+    try:
+        yield _lookups
+    finally:
+        if outer is not None:
+            outer.extend(_lookups)
+        _lookups = outer
 
 
 class Compiler:
@@ -146,6 +163,8 @@ class Compiler:
                        "wfexec checks it exists before the run")
             return None
         lookup = find_document(value, self.doc.path, folder=allow_dir)
+        if _lookups is not None:
+            _lookups.extend(lookup.looked + manifest_places(self.doc.path))
         if lookup.found is not None:
             owner = ".".join(str(part) for part in self.full(rel)[:2])
             self.documents.setdefault(owner, []).append(lookup.found)
@@ -249,19 +268,6 @@ def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | Non
     """Check and compile one loaded document. Returns (workflow or None, diagnostics)."""
     checked = check_document(doc, loading)
     return checked.workflow, checked.diagnostics
-
-
-@dataclass(frozen=True)
-class Checked:
-    workflow: Workflow | None          # None when there are errors
-    diagnostics: list[Diagnostic]
-    raw_nodes: dict | None = None      # None when the file could not be read as a workflow
-    nodes: dict | None = None          # the nodes that compiled
-
-    @property
-    def summary(self) -> Summary | None:
-        """How many nodes run as code, ask a person, or go to the LLM (worked out only when asked)."""
-        return summarise(self.raw_nodes, self.nodes or {}) if self.raw_nodes is not None else None
 
 
 def check_document(doc: Document, loading: tuple = ()) -> Checked:

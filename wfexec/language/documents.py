@@ -34,10 +34,16 @@ def plugin_root(workflow_path: str | Path) -> Path | None:
     given = os.environ.get(PLUGIN_ROOT_ENV)
     if given:
         return Path(given).expanduser()
-    for folder in Path(os.path.abspath(workflow_path)).parents:
-        if (folder / PLUGIN_MANIFEST).is_file():
-            return folder
+    for manifest in manifest_places(workflow_path):
+        if manifest.is_file():
+            return manifest.parent.parent
     return None
+
+
+def manifest_places(workflow_path: str | Path) -> tuple[Path, ...]:
+    """Where a plugin manifest would make a plugin root of, nearest first: one made there changes where
+    documents resolve."""
+    return tuple(folder / PLUGIN_MANIFEST for folder in Path(os.path.abspath(workflow_path)).parents)
 
 
 @dataclass(frozen=True)

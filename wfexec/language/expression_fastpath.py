@@ -37,6 +37,12 @@ class _Unsupported(Exception):
 def compile_fast(code: str, builtins: frozenset[str] = frozenset()) -> Callable[[Any], Any] | None:
     """A function of a Scope giving the value of `code`, or MISSING when the engine must answer; None when
     `code` is not a shape handled here."""
+    text = fast_source(code, builtins)
+    return None if text is None else fast_function(text)
+
+
+def fast_source(code: str, builtins: frozenset[str] = frozenset()) -> str | None:
+    """The Python source of `compile_fast`'s function (kept by the compiled-workflow cache), or None."""
     try:
         tokens = tokenize(code)
     except TokenError:
@@ -62,11 +68,15 @@ def compile_fast(code: str, builtins: frozenset[str] = frozenset()) -> Callable[
                   f"        return int(r) if r.is_integer() else r\n"
                   f"    if c is str or c is bool or r is None: return r\n"
                   f"    return MISSING\n")
-    text = f"def fast(scope):\n    st = scope.state; loc = scope.locals; ex = scope.extras\n{body}\n{ending}"
+    return f"def fast(scope):\n    st = scope.state; loc = scope.locals; ex = scope.extras\n{body}\n{ending}"
+
+
+def fast_function(text: str) -> Callable[[Any], Any]:
+    """The function `fast_source` wrote."""
     from wfexec.language.expressions import MISSING, truthy
 
     namespace = {"MISSING": MISSING, "truthy": truthy, "INF": float("inf"), "SAFE": _SAFE_INTEGER, "EMPTY": {}}
-    exec(compile(text, f"<fast path: {code[:40]}>", "exec"), namespace)  # noqa: S102 - our own generated code
+    exec(compile(text, "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
     fast: Callable[[Any], Any] = namespace["fast"]  # type: ignore[assignment]  # defined by the code above
     return fast
 

@@ -215,7 +215,8 @@ class Expression:
     `names` are the names it reads (what validation checks something writes); `program` says it is
     several statements whose value is the last one's."""
 
-    __slots__ = ("source", "code", "names", "program", "_reads", "_compiled", "_bound", "_fast", "_reads_clock")
+    __slots__ = ("source", "code", "names", "program", "_reads", "_compiled", "_bound", "_fast", "_fast_text",
+                 "_reads_clock")
 
     def __init__(self, source: str):
         self.source = source
@@ -259,9 +260,16 @@ class Expression:
         # Only an expression that can reach the clock asks the run for it, so a run records (and a replay
         # serves) a time only for the steps that read one. Reaching `Date` sideways counts too.
         self._reads_clock = bool(_CLOCK_NAMES & set(found.free)) or "this" in code or "constructor" in code
-        from wfexec.language.expression_fastpath import compile_fast
+        from wfexec.language.expression_fastpath import fast_function, fast_source
 
-        self._fast = None if self.program else compile_fast(code, builtins)
+        self._fast_text = None if self.program else fast_source(code, builtins)
+        self._fast = None if self._fast_text is None else fast_function(self._fast_text)
+
+    def __reduce__(self):
+        # What was checked and derived at load, without the engine's function (bound per engine on first use):
+        # a cached workflow builds its expressions again without the JavaScript engine.
+        return _restored_expression, (self.source, self.code, self.names, self.program, self._reads,
+                                      self._compiled, self._fast_text, self._reads_clock)
 
     @property
     def reads(self) -> dict[str, tuple[str, ...] | None]:
@@ -318,6 +326,21 @@ class Expression:
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
+
+
+def _restored_expression(source, code, names, program, reads, compiled, fast_text, reads_clock) -> Expression:
+    expression = Expression.__new__(Expression)
+    expression.source, expression.code, expression.names, expression.program = source, code, names, program
+    expression._reads, expression._compiled, expression._reads_clock = reads, compiled, reads_clock
+    expression._bound = None
+    expression._fast_text = fast_text
+    if fast_text is None:
+        expression._fast = None
+    else:
+        from wfexec.language.expression_fastpath import fast_function
+
+        expression._fast = fast_function(fast_text)
+    return expression
 
 
 def _interpolated_strings(code: str) -> str:

@@ -98,6 +98,9 @@ def _no_subworkflows(spec: Spec) -> tuple[Workflow, ...]:
 class NodeType:
     """Everything wfexec knows about one node type. Every consumer asks this, never the type's name."""
 
+    def __reduce__(self):  # a cached workflow names its node types; they are looked up when it is read
+        return node_type, (self.name,)
+
     name: str                                   # `type:` in YAML
     schema: Mapping[str, Any]                   # JSON Schema of its own fields: properties, required, oneOf/anyOf
     #                                             (TARGET, PRECONDITION, CONSEQUENCE stand for targets and calls)

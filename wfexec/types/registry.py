@@ -23,7 +23,7 @@ list of them. A plugin package needs nothing else:
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Iterable, Mapping
 
 from wfexec.errors import ActionFailed, WfexecError
@@ -68,6 +68,16 @@ class TypeSpec:
     example: dict | None = None
     source: str = "builtin"
     package: str = BUILTIN_PACKAGE  # the distribution whose entry point registered it
+
+    def __reduce__(self):
+        # A cached workflow names its types, looked up in the registry when it is read, with what a workflow
+        # changed of one (a call that asks the LLM gains the `llm` effect).
+        registered = _registries.get(self.kind)
+        spec = registered.get(self.name) if registered is not None else None
+        if spec is None:
+            return TypeSpec, tuple(getattr(self, f.name) for f in fields(self))
+        changes = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(spec, f.name)}
+        return registered_spec, (self.kind, self.name, changes)
 
     def parameter_schema(self) -> dict:
         """The JSON Schema an object of this type must satisfy (including `type`)."""
@@ -289,6 +299,13 @@ def load_registry(kind: str) -> Registry:
                 registry.register(replace(spec, package=dist))
     _registries[kind] = registry
     return registry
+
+
+def registered_spec(kind: str, name: str, changes: dict | None = None) -> TypeSpec:
+    spec = load_registry(kind).get(name)
+    if spec is None:
+        raise LookupError(f"no {kind} type '{name}' is registered")
+    return replace(spec, **changes) if changes else spec
 
 
 def preconditions() -> Registry:

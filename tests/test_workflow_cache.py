@@ -1,0 +1,207 @@
+"""The compiled-workflow cache (wfexec/language/workflow_cache.py, wfexec/system/cache.py): a second command on an
+unchanged workflow reuses the first one's compile; any edit to anything the workflow reads is noticed; a corrupt
+entry, an unwritable cache or a cache turned off change nothing but speed. Real `wfexec` processes, a real cache
+folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from conftest import with_coverage
+
+WORKFLOW = """
+name: cached
+version: 1
+start_node: greet
+imports: {words: words.yaml}
+nodes:
+  greet:
+    type: action
+    actions: [{type: set_state, field: computed.word, value: "${imports.words.greeting}"}]
+    on_success: agents
+  agents:
+    type: states
+    folder: flow
+    store_as: computed.said
+    on_success: child
+  child:
+    type: reference
+    workflow: child.yaml
+    next_node: done
+endings:
+  done: {type: success, message: "${computed.word} ${computed.said}"}
+"""
+CHILD = """
+name: child
+version: 1
+start_node: finish
+nodes:
+  finish: {type: action, actions: [{type: set_flag, flag: x}], on_success: ok}
+endings:
+  ok: {type: success, message: child done}
+"""
+
+
+def project(folder: Path) -> Path:
+    (folder / "flow").mkdir(parents=True)
+    (folder / "workflow.yaml").write_text(dedent(WORKFLOW))
+    (folder / "words.yaml").write_text("greeting: hello\n")
+    (folder / "child.yaml").write_text(dedent(CHILD))
+    (folder / "flow" / "START.sh").write_text("echo '<result>there</result>'\n")
+    return folder
+
+
+def wfexec(folder: Path, cache: Path | None, *args: str, **env: str):
+    environment = with_coverage({**os.environ, **env})
+    environment.pop("WFEXEC_NO_CACHE", None)
+    if cache is not None:
+        environment["WFEXEC_CACHE_DIR"] = str(cache)
+    environment.update(env)
+    return subprocess.run([sys.executable, "-m", "wfexec.cli", *args], cwd=folder, env=environment,
+                          capture_output=True, text=True, timeout=120)
+
+
+def entries(cache: Path) -> list[Path]:
+    return sorted((cache / "workflows").glob("*.bin")) if (cache / "workflows").is_dir() else []
+
+
+def test_the_second_run_uses_the_cached_compile_and_gives_the_same_result(tmp_path):
+    folder, cache = project(tmp_path / "p"), tmp_path / "cache"
+    first = wfexec(folder, cache, "run", ".", "--ephemeral", "--format", "json")
+    assert first.returncode == 0, first.stderr
+    [entry] = entries(cache)
+    stamp = entry.stat().st_mtime_ns
+    second = wfexec(folder, cache, "run", ".", "--ephemeral", "--format", "json")
+    assert second.returncode == 0, second.stderr
+    assert entries(cache) == [entry] and entry.stat().st_mtime_ns == stamp  # read, not written again
+    strip = lambda text: "\n".join(line for line in text.splitlines()  # noqa: E731 - what differs run to run
+                                    if '"at"' not in line and '"workflow_id"' not in line)
+    assert strip(second.stdout) == strip(first.stdout) and '"message": "hello there"' in second.stdout
+    assert wfexec(folder, cache, "validate", ".").stderr == wfexec(folder, None, "validate", ".",
+                                                                    WFEXEC_NO_CACHE="1").stderr
+
+
+@pytest.mark.parametrize("edit", ["workflow.yaml", "words.yaml", "child.yaml", "flow", "new plugin root"])
+def test_an_edit_to_anything_the_workflow_reads_is_not_served_from_the_cache(tmp_path, edit):
+    folder, cache = project(tmp_path / "p"), tmp_path / "cache"
+    assert wfexec(folder, cache, "run", ".", "--ephemeral").returncode == 0
+    if edit == "workflow.yaml":
+        (folder / edit).write_text(dedent(WORKFLOW).replace("${computed.said}", "${computed.said}!"))
+    elif edit == "words.yaml":
+        (folder / edit).write_text("greeting: bonjour\n")
+    elif edit == "child.yaml":
+        (folder / edit).write_text(dedent(CHILD).replace("on_success: ok", "on_success: nowhere"))
+    elif edit == "flow":
+        (folder / "flow" / "START.sh").unlink()  # the states folder has no START any more
+        (folder / "flow" / "BEGIN.sh").write_text("echo '<result>moved</result>'\n")
+    else:  # a plugin manifest above the workflow: imports now resolve from there first
+        (tmp_path / ".claude-plugin").mkdir()
+        (tmp_path / ".claude-plugin" / "plugin.json").write_text("{}")
+        (tmp_path / "words.yaml").write_text("greeting: howdy\n")
+    again = wfexec(folder, cache, "run", ".", "--ephemeral")
+    fresh = wfexec(folder, None, "run", ".", "--ephemeral", WFEXEC_NO_CACHE="1")
+    assert (again.returncode, again.stdout, again.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+    expected = {"workflow.yaml": "hello there!", "words.yaml": "bonjour there", "new plugin root": "howdy there"}
+    if edit in expected:
+        assert again.stdout.strip() == expected[edit]
+    if edit == "child.yaml":
+        assert again.returncode == 2 and "nowhere" in again.stderr
+    if edit == "flow":
+        assert again.returncode != 0
+
+
+def test_a_corrupt_or_truncated_entry_is_ignored_and_replaced(tmp_path):
+    folder, cache = project(tmp_path / "p"), tmp_path / "cache"
+    assert wfexec(folder, cache, "run", ".", "--ephemeral").returncode == 0
+    [entry] = entries(cache)
+    whole = entry.read_bytes()
+    for damaged in (whole[: len(whole) // 2], whole[:-1] + bytes([whole[-1] ^ 1]), b"", b"garbage"):
+        entry.write_bytes(damaged)
+        done = wfexec(folder, cache, "run", ".", "--ephemeral")
+        assert (done.returncode, done.stdout.strip()) == (0, "hello there"), done.stderr
+        assert entry.read_bytes() == whole  # rebuilt whole
+    assert "Traceback" not in done.stderr
+
+
+def test_an_unwritable_or_disabled_cache_changes_nothing_but_speed(tmp_path):
+    folder = project(tmp_path / "p")
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder would be")
+    done = wfexec(folder, blocked, "run", ".", "--ephemeral")
+    assert (done.returncode, done.stdout.strip()) == (0, "hello there"), done.stderr
+    off = tmp_path / "off"
+    done = wfexec(folder, off, "run", ".", "--ephemeral", WFEXEC_NO_CACHE="1")
+    assert done.returncode == 0 and not off.exists()
+
+
+def _shape(value, seen=None):
+    """Everything a compiled workflow holds, as plain data: what a cached copy must hold too."""
+    import dataclasses
+    import enum
+
+    from wfexec.language.expressions import Expression, Template
+    from wfexec.nodes.base import NodeType
+
+    seen = seen if seen is not None else set()
+    if isinstance(value, NodeType):
+        return ("node type", value.name)
+    if isinstance(value, Expression):
+        return ("expression", value.source, value.code, value.names, value.program, value.reads,
+                value._compiled, value._fast_text)
+    if isinstance(value, Template):
+        return ("template", value.source, _shape(value.parts, seen))
+    if callable(value) and not dataclasses.is_dataclass(value):
+        return ("callable", getattr(value, "__module__", ""), getattr(value, "__qualname__", repr(value)))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if id(value) in seen:
+            return ("seen", type(value).__name__)
+        seen.add(id(value))
+        return (type(value).__name__, tuple((f.name, _shape(getattr(value, f.name), seen))
+                                            for f in dataclasses.fields(value)))
+    if isinstance(value, dict):
+        return ("dict", tuple((_shape(k, seen), _shape(v, seen)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_shape(v, seen) for v in value))
+    if isinstance(value, (str, int, float, bool, type(None), Path, enum.Enum)):
+        return value
+    slots = getattr(type(value), "__slots__", None)
+    if slots:
+        return (type(value).__name__, tuple((s, _shape(getattr(value, s, None), seen)) for s in slots))
+    return (type(value).__name__, _shape(vars(value), seen))
+
+
+def _valid_workflows():
+    from conftest import ROOT
+
+    found = sorted(ROOT.glob("skills/*/workflow.yaml")) + [ROOT / "tests/workflows/valid/every_node/workflow.yaml"]
+    compat = Path(os.environ.get("WFEXEC_COMPAT", ROOT.parent / "shared" / "compat")) / "hiivmind-corpus"
+    if compat.is_dir():
+        found += sorted(compat.glob("*/skills/*/workflow.yaml")) + sorted(compat.glob("*/commands/*/workflow.yaml"))
+    return found
+
+
+def test_a_cached_compile_holds_exactly_what_a_fresh_one_does():
+    """Over the example skills and every real hiivmind workflow that loads without errors: the object read back
+    from the cache is the compiled workflow, field for field (the types' changed effects included)."""
+    import pickle
+
+    from wfexec.language.compiler import check_document
+    from wfexec.language.diagnostics import has_errors
+    from wfexec.language.loader import load_file
+
+    compared = 0
+    for path in _valid_workflows():
+        checked = check_document(load_file(path))
+        if checked.workflow is None or has_errors(checked.diagnostics):
+            continue
+        again = pickle.loads(pickle.dumps(checked))
+        assert _shape(again) == _shape(checked), path
+        assert again.summary == checked.summary, path
+        compared += 1
+    assert compared >= 5

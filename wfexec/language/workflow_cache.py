@@ -1,0 +1,113 @@
+"""The compiled-workflow cache: a workflow that loaded without errors is kept, compiled, in the user's cache
+(`wfexec.system.cache`), so the next command on the unchanged workflow skips reading YAML, the schema, the
+checks and the JavaScript engine's syntax checks.
+
+Why reusing it is safe:
+- The entry's key holds everything the result depends on besides the files: the wfexec version and the
+  modification times of its own modules (an edited checkout), the installed packages (plugins bring types), the
+  working directory (diagnostics name files relative to it), `$CLAUDE_PLUGIN_ROOT`, the path as given and the
+  SHA-256 of the workflow file.
+- The entry lists every other place the compile looked for a file (imports, sub-workflows, documents, states
+  folders, found or not) with a digest of what was there; one differing digest, a file now present that was
+  absent or the reverse, and the entry is not used. A folder's digest covers the names and contents of its files.
+- Only results without errors are kept: a workflow with errors is checked afresh each time.
+- The compiled objects are pickled by reference to the node types and registry types they use (looked up again
+  when read) and expressions keep only text (their JavaScript function is bound on first use), so nothing of
+  the previous process's engine or plugins is carried over. A stale or corrupt entry is a miss, never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+from wfexec.system import cache
+from wfexec.version import __version__
+
+_KIND = "workflows"
+
+
+def _own_code_stamp() -> str:
+    package = Path(__file__).resolve().parent.parent
+    newest = 0
+    for folder, _dirs, files in os.walk(package):
+        for name in files:
+            if name.endswith((".py", ".js", ".json")):
+                try:
+                    newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
+                except OSError:
+                    pass
+    return f"{__version__}\0{newest}"
+
+
+def _key(path: Path, content: bytes) -> bytes:
+    from wfexec.system.plugins import installed_fingerprint
+
+    parts = ["workflow 1", _own_code_stamp(), installed_fingerprint(), os.getcwd(),
+             os.environ.get("CLAUDE_PLUGIN_ROOT", ""), str(path), hashlib.sha256(content).hexdigest()]
+    return "\0".join(parts).encode()
+
+
+def digest(place: Path) -> str:
+    """What is at `place` now: a file's SHA-256, a folder's files (names and contents), or "missing"."""
+    try:
+        if place.is_dir():
+            whole = hashlib.sha256(b"folder\0")
+            for file in sorted(p for p in place.rglob("*") if p.is_file()):
+                whole.update(str(file.relative_to(place)).encode() + b"\0" + hashlib.sha256(file.read_bytes()).digest())
+            return whole.hexdigest()
+        return hashlib.sha256(place.read_bytes()).hexdigest()
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except (OSError, ValueError):
+        return "unreadable"
+
+
+def workflow_bytes(path: Path) -> bytes | None:
+    """The workflow file's bytes, when it is a regular file of a size the loader reads (never a FIFO, a device
+    or a huge file: the loader refuses those with a diagnostic)."""
+    import stat
+
+    from wfexec.language.loader import MAX_FILE_BYTES
+
+    try:
+        status = os.stat(path)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_FILE_BYTES:
+            return None
+        return path.read_bytes()
+    except (OSError, ValueError):
+        return None
+
+
+def load(path: Path) -> Any | None:
+    """The `Checked` result kept for the workflow file at `path`, when nothing it read has changed."""
+    content = workflow_bytes(path)
+    if content is None:
+        return None
+    payload = cache.load(_KIND, _key(path, content))
+    if payload is None:
+        return None
+    try:
+        looked, checked = pickle.loads(payload)
+        if any(digest(Path(place)) != was for place, was in looked):
+            return None
+        return pickle.loads(checked)
+    except Exception:  # noqa: BLE001 - an entry from another build or half a file: compile afresh
+        return None
+
+
+def keep(path: Path, content: bytes, checked: Any, looked: list[Path]) -> None:
+    """Keep a `Checked` result without errors, compiled from `content`, with the places its compile looked at."""
+    try:
+        if workflow_bytes(path) != content:
+            return  # edited while it compiled: the result belongs to neither version
+        compiled = pickle.dumps(checked, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - unreadable now, or a plugin's object that cannot be pickled: no entry
+        return
+    places = sorted({str(place) for place in looked})
+    payload = pickle.dumps(([(place, digest(Path(place))) for place in places], compiled),
+                           protocol=pickle.HIGHEST_PROTOCOL)
+    cache.store(_KIND, _key(path, content), payload)
