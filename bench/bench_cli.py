@@ -90,9 +90,11 @@ def main() -> None:
     def resume_next() -> list[str]:
         return [wfexec, "resume", parked.pop(), "--answer", "ask_mood=cheerful", "--store", str(store)]
 
+    cold_cache = work / "cold-cache"  # its own: emptying it leaves the other rows' entries alone
+
     def cold_refresh() -> list[str]:
-        shutil.rmtree(cache, ignore_errors=True)
-        return [wfexec, "validate", str(REFRESH)]
+        shutil.rmtree(cold_cache, ignore_errors=True)
+        return ["env", f"WFEXEC_CACHE_DIR={cold_cache}", wfexec, "validate", str(REFRESH)]
 
     rows = [
         ("--help", lambda: [wfexec, "--help"], 3, None),

@@ -101,3 +101,4 @@ def test_a_run_through_the_fast_path_imports_neither_typer_nor_what_it_does_not_
     assert done.returncode == 0, done.stderr
     assert "Hello, world!" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "LOADED []"
+

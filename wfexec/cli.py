@@ -471,6 +471,8 @@ def main() -> None:
         app()
     except KeyboardInterrupt as exc:
         entrypoints.exit_interrupted(exc)
+    except BrokenPipeError:
+        entrypoints.exit_on_closed_output()
 
 
 if __name__ == "__main__":  # pragma: no cover

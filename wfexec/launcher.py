@@ -144,4 +144,6 @@ def main() -> None:
         return
     except KeyboardInterrupt as exc:
         entrypoints.exit_interrupted(exc)
+    except BrokenPipeError:
+        entrypoints.exit_on_closed_output()
     sys.exit(code)

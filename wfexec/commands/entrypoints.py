@@ -32,6 +32,16 @@ def exit_interrupted(exc: KeyboardInterrupt) -> None:
     sys.exit(exit_code_for(exc))
 
 
+def exit_on_closed_output() -> None:
+    """The reader of stdout went away (`wfexec runs | head`): stop quietly with exit 1, as click does for the
+    commands typer runs."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's last flush at exit cannot fail again
+    sys.exit(1)
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 

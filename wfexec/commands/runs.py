@@ -46,16 +46,25 @@ def list_runs(path, status: str | None, as_json: bool, out=None) -> int:
     if not records:
         out.write("no runs" + (f" with status {status}" if status else "") + "\n")
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    header = ("id", "workflow", "status", "node", "steps", "started", "duration")
+    rows = [(r.id, r.workflow_name, r.shown_status, r.current_node or (f"→ {r.ending}" if r.ending else "-"),
+             str(r.steps), _when(r.created_at), _duration(r)) for r in records]
+    if out.isatty():
+        from rich.console import Console
+        from rich.table import Table
 
-    table = Table(box=None, pad_edge=False)
-    for column in ("id", "workflow", "status", "node", "steps", "started", "duration"):
-        table.add_column(column)
-    for r in records:
-        node = r.current_node or (f"→ {r.ending}" if r.ending else "-")
-        table.add_row(r.id, r.workflow_name, r.shown_status, node, str(r.steps), _when(r.created_at), _duration(r))
-    Console(file=out, soft_wrap=True, highlight=False).print(table)
+        table = Table(box=None, pad_edge=False)
+        for column in header:
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*row)
+        Console(file=out, soft_wrap=True, highlight=False).print(table)
+    else:
+        # For a pipe, one line a run and no wrapping, so grep and cut see whole rows (and rich's layout, which
+        # costs more than the rest of the command, is skipped).
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")
     return 0
 
 
