@@ -144,7 +144,7 @@ class DurableJournal(Journal):
         else:
             self.pending_changes.append(_NO_CHANGES)
         pending = len(self.pending_us)
-        if node.id in self.outside or pending >= FLUSH_STEPS or \
+        if node.id in self.outside or pending >= FLUSH_STEPS or run.options.commit_every_step or \
                 (pending % 32 == 0 and time.monotonic() - self.last_flush >= FLUSH_SECONDS):
             self.flush(run, entry["target"])
 

@@ -30,7 +30,8 @@ from wfexec.version import __version__
 _KIND = "workflows"
 
 
-def _own_code_stamp() -> str:
+def own_code_stamp() -> str:
+    """Changes with the wfexec version and with any edit to its own files (a checkout being worked on)."""
     package = Path(__file__).resolve().parent.parent
     newest = 0
     for folder, _dirs, files in os.walk(package):
@@ -46,7 +47,7 @@ def _own_code_stamp() -> str:
 def _key(path: Path, content: bytes) -> bytes:
     from wfexec.system.plugins import installed_fingerprint
 
-    parts = ["workflow 1", _own_code_stamp(), installed_fingerprint(), os.getcwd(),
+    parts = ["workflow 1", own_code_stamp(), installed_fingerprint(), os.getcwd(),
              os.environ.get("CLAUDE_PLUGIN_ROOT", ""), str(path), hashlib.sha256(content).hexdigest()]
     return "\0".join(parts).encode()
 
