@@ -8,10 +8,11 @@ a run error; 2 invalid workflow or command line; 3 waiting for an answer;
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -20,12 +21,19 @@ from wfexec.commands import entrypoints
 
 from wfexec.exit_codes import exit_code_for
 
+def _rich_help() -> Any:
+    """typer's boxed, coloured help at a terminal; click's plain text for a pipe, a program reading `--help` (and
+    without rich's Markdown renderer to import, a third of the command's start-up)."""
+    return "rich" if sys.stdout.isatty() and os.environ.get("TERM") != "dumb" else None
+
+
 app = typer.Typer(
     name="wfexec",
     help="Run YAML agent workflows deterministically: validate, run, inspect.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=_rich_help(),
 )
 
 
@@ -385,7 +393,7 @@ def docs(
         typer.echo(f"{target}: {'written' if changed else 'up to date'}", err=True)
 
 
-new_app = typer.Typer(help="Create things from templates.", no_args_is_help=True)
+new_app = typer.Typer(help="Create things from templates.", no_args_is_help=True, rich_markup_mode=_rich_help())
 app.add_typer(new_app, name="new")
 
 
