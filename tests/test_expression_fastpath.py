@@ -63,6 +63,7 @@ def combine(children):
         children.map(lambda c: f"!{c}"),
         children.map(lambda c: f"-{c}"),
         children.map(lambda c: f"({c})"),
+        children.map(lambda c: f"len({c})"),
     )
 
 
@@ -99,7 +100,8 @@ def test_the_fast_path_agrees_with_the_engine(source, scope):
 
 @pytest.mark.parametrize("source", [
     "count < input.limit", "count + 1", "computed.count < 10", "flags.ready && !flags.done", "a === 'b'",
-    "computed.user.name", "(x > 1 || y <= 2) && !z", "'step ' + n", "-n", "a !== null",
+    "computed.user.name", "(x > 1 || y <= 2) && !z", "'step ' + n", "-n", "a !== null", "len(name)",
+    "len(computed.items) > 0",
 ])
 def test_common_shapes_take_the_fast_path(source):
     assert Expression(source)._fast is not None

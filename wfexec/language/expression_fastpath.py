@@ -75,10 +75,23 @@ def fast_function(text: str) -> Callable[[Any], Any]:
     """The function `fast_source` wrote."""
     from wfexec.language.expressions import MISSING, truthy
 
-    namespace = {"MISSING": MISSING, "truthy": truthy, "INF": float("inf"), "SAFE": _SAFE_INTEGER, "EMPTY": {}}
+    namespace = {"MISSING": MISSING, "truthy": truthy, "INF": float("inf"), "SAFE": _SAFE_INTEGER, "EMPTY": {},
+                 "LEN": js_len}
     exec(compile(text, "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
     fast: Callable[[Any], Any] = namespace["fast"]  # type: ignore[assignment]  # defined by the code above
     return fast
+
+
+def js_len(value: Any) -> int:
+    """The prelude's `len(x)`: 0 for null and undefined, the keys of an object, the length of an array, a
+    string's length in UTF-16 code units as JavaScript counts it, and 0 for anything else."""
+    if value.__class__ is dict:
+        return len(value)
+    if value.__class__ is list:
+        return len(value)
+    if value.__class__ is str:
+        return len(value.encode("utf-16-le", "surrogatepass")) // 2
+    return 0
 
 
 # The static kind of a value in generated code: "raw" (read from the state, unchecked: it may be MISSING,
@@ -291,6 +304,13 @@ class _Writer:
             raise _Unsupported(text)
         if text in _LITERALS:
             return f"({_LITERALS[text]})", ("null" if text == "null" else "bool")
+        if text == "len" and self.peek() == "(":  # the prelude's helper: helpers are never state names
+            self.take()
+            argument, _kind = self.or_()
+            if self.peek() != ")":
+                raise _Unsupported("len with more than one argument")
+            self.take()
+            return f"LEN({argument})", "num"
         if text in _RESERVED_NAMES or text in self.builtins or text in KEYWORDS or not text.isidentifier() \
                 or not text.isascii():
             raise _Unsupported("a global or keyword")
