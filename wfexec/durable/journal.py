@@ -35,6 +35,9 @@ from wfexec.system import subprocesses
 OUTSIDE_EFFECTS = frozenset(EFFECTS) - {"display"}  # what a crash may leave half done
 FLUSH_STEPS = 1024
 FLUSH_SECONDS = 0.5
+# A durable run keeps this many of its latest steps in `state["history"]`: the journal has every one (`wfexec
+# show`), so a run of a million steps needs no more memory than one of a thousand.
+HISTORY_WINDOW = 1000
 
 
 # One encoder for every row: json.dumps with options builds a new one per call.
@@ -103,7 +106,8 @@ class DurableJournal(Journal):
 
     Between commits it keeps only what the history entries do not already
     hold: each step's changes and duration. The entries themselves are in
-    `state["history"]`, and never change once appended.
+    `state["history"]`, and never change once appended; once committed, all
+    but the last HISTORY_WINDOW of them leave memory.
     """
 
     def __init__(self, store: Store, run_id: str, workflow: Workflow, steps_done: int):
@@ -176,6 +180,9 @@ class DurableJournal(Journal):
         self.pending_changes = []
         self.pending_us = []
         self.last_flush = time.monotonic()
+        history = run.state["history"]
+        if len(history) > HISTORY_WINDOW:
+            del history[:-HISTORY_WINDOW]  # in place: the run loop holds this list
 
 
 @dataclass
@@ -308,9 +315,9 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
     try:
         workflow = workflow_loader(record.workflow_path)
         steps_done, state = store.snapshot(run_id)
-        journal_rows = store.journal(run_id)
-        state["history"] = [{k: row[k] for k in ("node", "type", "outcome", "target", "at")} for row in journal_rows]
-        completed = {row["node"] for row in journal_rows}
+        state["history"] = [{k: row[k] for k in ("node", "type", "outcome", "target", "at")}
+                            for row in store.journal_tail(run_id, HISTORY_WINDOW)]
+        completed = store.journal_nodes(run_id)
         notes: list[str] = []
         changed = node_hashes(workflow) != record.node_hashes
         if changed:

@@ -391,6 +391,25 @@ class Store:
         row = self.db.execute("SELECT step, state FROM snapshots WHERE run_id = ?", (run_id,)).fetchone()
         return row[0], json.loads(row[1])
 
+    def journal_tail(self, run_id: str, count: int) -> builtins.list[dict]:
+        """The last `count` steps of the journal (at most), oldest first, without reading the rest."""
+        keys = ("step", "node", "type", "outcome", "target", "at", "changes")
+        tail: builtins.list[dict] = []
+        rows = self.db.execute("SELECT steps FROM journal WHERE run_id = ? ORDER BY first_step DESC", (run_id,))
+        for row in rows:
+            batch = [{**dict(zip(keys, step)), "duration_ms": step[7] / 1000} for step in json.loads(row[0])]
+            tail[:0] = batch
+            if len(tail) >= count:
+                break
+        return tail[-count:] if count else []
+
+    def journal_nodes(self, run_id: str) -> set[str]:
+        """Every node that completed a step, read a batch at a time."""
+        nodes: set[str] = set()
+        for row in self.db.execute("SELECT steps FROM journal WHERE run_id = ?", (run_id,)):
+            nodes.update(step[1] for step in json.loads(row[0]))
+        return nodes
+
     def journal(self, run_id: str) -> builtins.list[dict]:  # builtins: `list` here is Store.list
         rows = self.db.execute("SELECT steps FROM journal WHERE run_id = ? ORDER BY first_step", (run_id,))
         keys = ("step", "node", "type", "outcome", "target", "at", "changes")
