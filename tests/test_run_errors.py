@@ -90,6 +90,16 @@ MISTAKES = {
             type: action
             on_success: done
         """,
+    "state path that is a list": """
+        name: m
+        version: 1
+        start_node: bad
+        nodes:
+          bad:
+            actions: [{type: set_state, field: "${ ['computed', 'x'] }", value: 1}]
+            type: action
+            on_success: done
+        """,
     "options_from_state not a list": """
         name: m
         version: 1

@@ -209,13 +209,16 @@ def _finite(value: Any) -> Any:
 # --------------------------------------------------------------------------- #
 # Expressions.
 
+_NOT_BUILT = object()  # an expression's fast-path function, before its first evaluation
+
+
 class Expression:
     """A compiled expression. `evaluate(scope)` returns its value.
 
     `names` are the names it reads (what validation checks something writes); `program` says it is
     several statements whose value is the last one's."""
 
-    __slots__ = ("source", "code", "names", "program", "_reads", "_compiled", "_bound", "_fast", "_fast_text",
+    __slots__ = ("source", "code", "names", "program", "_reads", "_compiled", "_bound", "_fast_fn", "_fast_text",
                  "_reads_clock")
 
     def __init__(self, source: str):
@@ -260,10 +263,21 @@ class Expression:
         # Only an expression that can reach the clock asks the run for it, so a run records (and a replay
         # serves) a time only for the steps that read one. Reaching `Date` sideways counts too.
         self._reads_clock = bool(_CLOCK_NAMES & set(found.free)) or "this" in code or "constructor" in code
-        from wfexec.language.expression_fastpath import fast_function, fast_source
+        from wfexec.language.expression_fastpath import fast_source
 
         self._fast_text = None if self.program else fast_source(code, builtins)
-        self._fast = None if self._fast_text is None else fast_function(self._fast_text)
+        # Compiled on the first evaluation: `validate` never evaluates, and compiling costs more than writing.
+        self._fast_fn: Any = _NOT_BUILT if self._fast_text is not None else None
+
+    @property
+    def _fast(self):
+        """The fast path's function (None: the engine answers everything)."""
+        if self._fast_fn is _NOT_BUILT:
+            from wfexec.language.expression_fastpath import fast_function
+
+            assert self._fast_text is not None  # _NOT_BUILT only stands for a function there is text for
+            self._fast_fn = fast_function(self._fast_text)
+        return self._fast_fn
 
     def __reduce__(self):
         # What was checked and derived at load, without the engine's function (bound per engine on first use):
@@ -297,7 +311,9 @@ class Expression:
         return _dumps(values) if values else ""
 
     def evaluate(self, scope: Scope) -> Any:
-        fast = self._fast
+        fast = self._fast_fn
+        if fast is _NOT_BUILT:
+            fast = self._fast
         if fast is not None:
             try:
                 result = fast(scope)
@@ -334,12 +350,7 @@ def _restored_expression(source, code, names, program, reads, compiled, fast_tex
     expression._reads, expression._compiled, expression._reads_clock = reads, compiled, reads_clock
     expression._bound = None
     expression._fast_text = fast_text
-    if fast_text is None:
-        expression._fast = None
-    else:
-        from wfexec.language.expression_fastpath import fast_function
-
-        expression._fast = fast_function(fast_text)
+    expression._fast_fn = _NOT_BUILT if fast_text is not None else None
     return expression
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # annotations only: the language layer sits below node and re
 ENDING_TYPES = ("success", "failure", "error", "cancelled")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Where:
     """Where a piece of a workflow was written."""
 
@@ -33,7 +33,7 @@ class Where:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Call:
     """One precondition or consequence as written in the workflow, compiled."""
 
@@ -79,7 +79,7 @@ def _brief(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Node:
     """Fields every node has; each node type's module adds its own compiled fields in `spec`."""
 
@@ -93,7 +93,7 @@ class Node:
     idempotent: bool | None = None  # None: decided by what the node runs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ending:
     id: str
     type: str
@@ -105,7 +105,7 @@ class Ending:
     where: Where | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Workflow:
     name: str
     version: str

@@ -14,7 +14,7 @@ SCHEMA = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Action:
     actions: tuple
     on_success: object

@@ -38,7 +38,7 @@ SCHEMA = {
 DEFAULT_AUDIT_OUTPUT = "computed.audit_results"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Conditional:
     condition: object
     on_true: object

@@ -39,7 +39,7 @@ SCHEMA = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reference:
     doc: Any                 # Path of the document, or None
     section: Any

@@ -53,7 +53,7 @@ SCHEMA = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class States:
     folder: Any              # Path or None
     inline: dict | None

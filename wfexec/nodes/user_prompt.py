@@ -75,20 +75,20 @@ OTHER = "other"
 SELECTED = "selected"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Option:
     id: str
     label: Any          # str | Template
     description: Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Handler:
     consequences: tuple
     next_node: Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UserPrompt:
     question: Any
     header: Any

@@ -20,7 +20,7 @@ SCHEMA = {
 ERRORS_PATH = ("computed", "validation_errors")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ValidationGate:
     validations: tuple
     on_valid: object

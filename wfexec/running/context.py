@@ -51,7 +51,7 @@ class CallContext:
     def node(self) -> Node | None:
         return self.run.current
 
-    def path(self, text: str) -> StatePath:
+    def path(self, text: Any) -> StatePath:
         """A state path given as a parameter; raises ActionFailed when malformed."""
         if not isinstance(text, str):  # a `${}` that gave a number, a function, nothing...
             raise ActionFailed(f"a state path must be text such as computed.x, not {type(text).__name__ if text is not None else 'null'}")
@@ -65,7 +65,8 @@ class CallContext:
         return get_path(self.run.state, parts, default)
 
     def set(self, path: str | StatePath, value: Any) -> None:
-        parts = path if isinstance(path, tuple) else self.path(path)
+        parts = path if isinstance(path, tuple) else \
+            (_path_cache.get(path) if isinstance(path, str) else None) or self.path(path)
         try:
             self.run.write(parts, value)
         except PathError as exc:
