@@ -562,3 +562,21 @@ def test_a_long_durable_run_keeps_a_window_of_its_history_and_the_journal_keeps_
     assert len(history) == HISTORY_WINDOW and history[-1]["target"] == "done"
     shown = json.loads(cli("show", result.run_id, "--format", "json", "--store", tmp_path / "runs.db").stdout)
     assert len(shown["journal"]) == 3001 and [h["node"] for h in shown["journal"][:3]] == ["check", "step", "check"]
+
+
+def test_runs_lists_the_newest_fifty_and_says_how_many_more_there_are(tmp_path):
+    from wfexec.durable.store import Store
+
+    store = Store(tmp_path / "runs.db")
+    with store.transaction():
+        ids = [store.create_run(workflow_path="w.yaml", workflow_name="w", workflow_hash="0", node_hashes={},
+                                inputs={}, state={}, start_node="a") for _ in range(60)]
+    store.close()
+    listed = wfexec_cli("runs", "--store", tmp_path / "runs.db")
+    rows = listed.stdout.splitlines()[1:]
+    assert len(rows) == 50 and rows[0].split()[0] == max(ids)
+    assert "the newest 50 of 60 runs; --limit N lists more (0: all)" in listed.stderr
+    every = wfexec_cli("runs", "--store", tmp_path / "runs.db", "--limit", "0")
+    assert len(every.stdout.splitlines()) == 61 and every.stderr == ""
+    few = json.loads(wfexec_cli("runs", "--store", tmp_path / "runs.db", "--limit", "5", "--format", "json").stdout)
+    assert [r["id"] for r in few] == sorted(ids, reverse=True)[:5]

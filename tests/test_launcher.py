@@ -63,6 +63,8 @@ CASES = [
     ["validate", "missing-folder"],
     ["runs"],
     ["runs", "--status", "waiting", "--format", "json"],
+    ["runs", "--limit", "0"],
+    ["runs", "--limit", "-1"],                                           # below its minimum: typer's error
     ["show", "nothing-like-it"],
     ["cancel", "nothing-like-it"],
     ["resume", "nothing-like-it", "--rerun", "--skip"],               # contradictory: typer's usage error

@@ -175,6 +175,7 @@ class RunStatus(str, Enum):
 @app.command()
 def runs(
     status: Optional[RunStatus] = typer.Option(None, "--status", help="Only runs with this status."),
+    limit: int = typer.Option(50, "--limit", min=0, metavar="N", help="List the newest N runs (0: all of them)."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     store: Optional[Path] = STORE_OPTION,
 ):

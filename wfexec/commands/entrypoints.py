@@ -149,10 +149,12 @@ def states(path: Path, input: str | None = None, start: str | None = None, budge
                           record=record, replay=replay)
 
 
-def runs(status: str | None = None, format: str = "text", store: Path | None = None, debug: bool = False) -> int:
+def runs(status: str | None = None, limit: int = 50, format: str = "text", store: Path | None = None,
+         debug: bool = False) -> int:
     from wfexec.commands.runs import list_runs
 
-    return _store_command(lambda: list_runs(store, getattr(status, "value", status) or None, format == "json"))
+    return _store_command(lambda: list_runs(store, getattr(status, "value", status) or None, format == "json",
+                                            limit=limit))
 
 
 def show(run_id: str, state: bool = False, format: str = "text", store: Path | None = None,

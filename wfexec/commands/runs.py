@@ -30,16 +30,22 @@ def _duration(record) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
-def list_runs(path, status: str | None, as_json: bool, out=None) -> int:
+def list_runs(path, status: str | None, as_json: bool, out=None, limit: int = 50) -> int:
+    """The newest `limit` runs (0: all), and on stderr how many more there are."""
     out = out or sys.stdout  # not a default argument: that would be the sys.stdout of import time, not the caller's
     store = _existing_store(path)
+    total = 0
     if store is None:
         records = []
     else:
         try:
-            records = store.list(status)
+            records = store.list(status, limit=limit or -1)
+            total = store.count(status) if limit and len(records) == limit else len(records)
         finally:
             store.close()
+    if total > len(records):
+        sys.stderr.write(f"the newest {len(records):,} of {total:,} runs" + (f" with status {status}" if status else "")
+                         + "; --limit N lists more (0: all)\n")
     if as_json:
         out.write(json.dumps([r.to_json() for r in records], indent=2, default=str) + "\n")
         return 0

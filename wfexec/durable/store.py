@@ -311,7 +311,15 @@ class Store:
             raise StoreError(f"no run '{run_id}' in {self.path}", "`wfexec runs` lists them")
         return RunRecord.from_row(row)
 
+    def count(self, status: str | None = None) -> int:
+        if status == "interrupted":  # stored as running: each one's process must be looked at
+            return len(self.list("interrupted", -1))
+        if status:
+            return self.db.execute("SELECT count(*) FROM runs WHERE status = ?", (status,)).fetchone()[0]
+        return self.db.execute("SELECT count(*) FROM runs").fetchone()[0]
+
     def list(self, status: str | None = None, limit: int = 50) -> list[RunRecord]:
+        """The newest `limit` runs (-1: all)."""
         if status == "interrupted":  # stored as running; its process is gone
             return [r for r in self.list("running", limit) if r.shown_status == "interrupted"]
         if status:
