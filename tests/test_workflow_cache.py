@@ -76,10 +76,10 @@ def test_the_second_run_uses_the_cached_compile_and_gives_the_same_result(tmp_pa
     first = wfexec(folder, cache, "run", ".", "--ephemeral", "--format", "json")
     assert first.returncode == 0, first.stderr
     [entry] = entries(cache)
-    stamp = entry.stat().st_mtime_ns
+    stamp = entry.stat().st_ino
     second = wfexec(folder, cache, "run", ".", "--ephemeral", "--format", "json")
     assert second.returncode == 0, second.stderr
-    assert entries(cache) == [entry] and entry.stat().st_mtime_ns == stamp  # read, not written again
+    assert entries(cache) == [entry] and entry.stat().st_ino == stamp  # read, not written again
     strip = lambda text: "\n".join(line for line in text.splitlines()  # noqa: E731 - what differs run to run
                                     if '"at"' not in line and '"workflow_id"' not in line)
     assert strip(second.stdout) == strip(first.stdout) and '"message": "hello there"' in second.stdout
@@ -205,3 +205,18 @@ def test_a_cached_compile_holds_exactly_what_a_fresh_one_does():
         assert again.summary == checked.summary, path
         compared += 1
     assert compared >= 5
+
+
+def test_the_cache_keeps_a_bounded_number_of_entries_and_the_recently_used_ones(tmp_path, monkeypatch):
+    from wfexec.system import cache
+
+    monkeypatch.setenv("WFEXEC_CACHE_DIR", str(tmp_path / "cache"))
+    cache.store("things", b"favourite", b"kept")
+    for index in range(cache.MAX_ENTRIES + 40):
+        cache.store("things", f"entry {index}".encode(), b"x")
+        if index % 50 == 0:
+            assert cache.load("things", b"favourite") == b"kept"  # used again and again
+    left = list((tmp_path / "cache" / "things").glob("*.bin"))
+    assert len(left) <= cache.MAX_ENTRIES
+    assert cache.load("things", b"favourite") == b"kept"
+    assert cache.load("things", b"entry 0") is None  # the oldest went first

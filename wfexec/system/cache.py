@@ -19,6 +19,8 @@ from pathlib import Path
 CACHE_VARIABLE = "WFEXEC_CACHE_DIR"
 NO_CACHE_VARIABLE = "WFEXEC_NO_CACHE"
 _MAGIC = b"wfexec-cache 1\n"
+# Entries kept per kind: past it, a write removes the least recently used quarter (a hit marks an entry used).
+MAX_ENTRIES = 256
 
 
 def cache_dir() -> Path | None:
@@ -57,6 +59,10 @@ def load(kind: str, key: bytes) -> bytes | None:
     payload = data[header_end:]
     if key_line != digest + b"\n" or sum_line != hashlib.sha256(payload).hexdigest().encode() + b"\n":
         return None
+    try:
+        os.utime(path)  # used now: the last to be evicted
+    except OSError:
+        pass
     return payload
 
 
@@ -73,8 +79,23 @@ def store(kind: str, key: bytes, payload: bytes) -> None:
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         temporary.write_bytes(data)
         os.replace(temporary, path)
+        _evict(path.parent)
     except OSError:
         try:
             temporary.unlink()
         except (OSError, UnboundLocalError):
             pass
+
+
+def _evict(folder: Path) -> None:
+    """Keep at most MAX_ENTRIES entries in `folder`, dropping the least recently used first."""
+    entries = [entry for entry in os.scandir(folder) if entry.name.endswith(".bin")]
+    if len(entries) <= MAX_ENTRIES:
+        return
+    entries.sort(key=lambda entry: entry.stat().st_mtime_ns)
+    for entry in entries[:len(entries) - MAX_ENTRIES * 3 // 4]:
+        try:
+            os.unlink(entry.path)
+        except OSError:  # another process removed it first
+            pass
+
