@@ -92,7 +92,8 @@ def test_a_parked_run_resumes_the_same_way_on_both_paths(tmp_path):
 
 
 def test_a_run_through_the_fast_path_imports_neither_typer_nor_what_it_does_not_use(tmp_path):
-    heavy = ("typer", "pydantic", "jsonschema", "asyncio", "urllib.request", "jinja2")
+    heavy = ("typer", "pydantic", "jsonschema", "asyncio", "urllib.request", "jinja2", "subprocess", "socket",
+             "quickjs")
     probe = ("import atexit, sys\n"
              f"atexit.register(lambda: print('LOADED', sorted(m for m in {heavy!r} if m in sys.modules)))\n"
              f"sys.argv = ['wfexec', 'run', {QUICKSTART!r}, '--answer', 'ask_mood=cheerful', '--ephemeral']\n"

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from wfexec.system import signals
+
+if TYPE_CHECKING:  # imported where a program starts: a run without one never pays for it
+    import subprocess
 
 RUN_TAG_VARIABLE = "WFEXEC_RUN"
 # How long output is still read after a program exited while a background child it left holds its pipes.
@@ -50,6 +53,8 @@ def _tell_watchdog(message: str) -> None:
     global _watchdog
     if not hasattr(os, "killpg"):  # pragma: no cover - Windows has no process groups of this kind
         return
+    import subprocess
+
     with _watchdog_lock:
         try:
             if _watchdog is None or _watchdog.poll() is not None:
@@ -64,6 +69,8 @@ def _tell_watchdog(message: str) -> None:
 
 def start(argv, *, env: dict | None = None, **options) -> subprocess.Popen:
     """subprocess.Popen in a new process group, tagged with the run and known to the watchdog."""
+    import subprocess
+
     if run_tag is not None:
         env = {**(os.environ if env is None else env), RUN_TAG_VARIABLE: run_tag}
     process = None

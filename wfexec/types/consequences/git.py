@@ -9,12 +9,15 @@ default 300 s) after which git and every helper it started are killed.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wfexec.system.files import guarded_path
 from wfexec.system.subprocesses import done_with, kill_group, start
 from wfexec.types.registry import ActionFailed, TypeList
+
+if TYPE_CHECKING:  # imported where git starts: a run without git never pays for it
+    import subprocess
 
 TYPES = TypeList()
 
@@ -53,6 +56,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def _run_git(args: list[str], *, cwd: Path, timeout: float, ceiling: Path | None = None, where: str = "") -> str:
     """Run `git args...` in `cwd` and return its stdout; raise ActionFailed on any failure."""
+    import subprocess
+
     command = "`git " + " ".join(a for a in args if a != "--quiet") + "`" + (f" in '{where}'" if where else "")
     try:
         # A session of its own: no terminal to prompt on, and one signal stops git with

@@ -18,13 +18,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wfexec.language.documents import find_document
 from wfexec.language.expressions import Template, to_text
@@ -32,6 +31,9 @@ from wfexec.types.consequences.inline_code import STDIN, code_word, env_split_st
 from wfexec.types.registry import ActionFailed, TypeList
 from wfexec.system import progress
 from wfexec.system.subprocesses import EXIT_GRACE_SECONDS, done_with, kill_group, start
+
+if TYPE_CHECKING:  # imported where a command starts: a run without one never pays for it
+    import subprocess
 
 TYPES = TypeList()
 
@@ -303,6 +305,8 @@ def _shown(argv: list[str], limit: int = 120) -> str:
 
 
 def _start(argv: list[str], cwd: Path, env: dict, has_input: bool) -> subprocess.Popen:
+    import subprocess
+
     try:
         return start(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if has_input else subprocess.DEVNULL,
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
@@ -355,6 +359,8 @@ def _feed(process: subprocess.Popen, text: str) -> None:
 
 
 def _execute(argv: list[str], params, ctx) -> Completed:
+    import subprocess
+
     cwd = _working_directory(params, ctx)
     env = _environment(params, ctx)
     timeout = _timeout(params)

@@ -26,13 +26,15 @@ import io
 import json
 import os
 import shlex
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wfexec.language.expressions import to_text
 from wfexec.system.files import guarded_path, write_atomic
 from wfexec.types.registry import ActionFailed, TypeList
+
+if TYPE_CHECKING:  # datetime is imported where a log is written: most runs have none
+    from datetime import datetime
 
 TYPES = TypeList()
 
@@ -63,10 +65,14 @@ DIRECTORY = {"type": "string", "description": "the log folder (default data/logs
 # -- finding the log ------------------------------------------------------------
 
 def now() -> str:
+    from datetime import datetime, timezone
+
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _parse_time(text: Any) -> datetime | None:
+    from datetime import datetime
+
     try:
         return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
     except ValueError:
@@ -445,6 +451,8 @@ def _log_name(log: dict, shape: str) -> str:
 
 def _stamp(log: dict, shape: str) -> str:
     """The log's start time as a file name part; the same on every re-run, so a rewrite hits the same file."""
+    from datetime import datetime, timezone
+
     start = _parse_time((log.get("execution") or {}).get("start_time")) or datetime.now(timezone.utc)
     return start.strftime("%Y-%m-%d-%H%M%S" if shape == SEED else "%Y-%m-%d_%H-%M-%S")
 

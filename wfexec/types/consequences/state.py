@@ -6,10 +6,14 @@ import copy
 import hashlib
 import json
 import re
-from datetime import datetime, timezone
+
+from typing import TYPE_CHECKING
 
 from wfexec.language.expressions import truthy
 from wfexec.types.registry import ActionFailed, TypeList
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 TYPES = TypeList()
 
@@ -128,6 +132,8 @@ def format_time(now: datetime, fmt: str | None) -> str:
                    ["store_as"], paths=("store_as",), idempotent=False)
 def set_timestamp(params, ctx):
     """Store the current UTC time: ISO-8601, or `format` (moment.js tokens or strftime)."""
+    from datetime import datetime, timezone
+
     ctx.set(params["store_as"], format_time(datetime.now(timezone.utc), params.get("format")))
 
 

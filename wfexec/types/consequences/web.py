@@ -6,7 +6,6 @@ Fetching uses the standard library only (urllib), http and https only, with a
 
 from __future__ import annotations
 
-import socket
 import time
 from functools import lru_cache
 from urllib.parse import urljoin, urlparse
@@ -109,6 +108,7 @@ def _response_data(response, status: int, url: str, timeout: float, deadline: fl
 
 def fetch(url: str, timeout: float) -> dict:
     """GET `url`: {status, content, url, headers}, whatever the status; _FetchError without a response."""
+    import socket
     import urllib.error
     import urllib.request
     from http.client import HTTPException

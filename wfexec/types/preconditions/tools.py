@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 
 from wfexec.types.registry import ActionFailed, TypeList
 
@@ -45,6 +44,8 @@ def _padded(version: tuple, length: int) -> tuple:
 
 
 def _version_at_least(path: str, min_version: str) -> bool:
+    import subprocess
+
     wanted = version_tuple(min_version)
     try:
         done = subprocess.run([path, "--version"], capture_output=True, text=True, errors="replace",
@@ -61,6 +62,8 @@ def _version_at_least(path: str, min_version: str) -> bool:
 def _answers(path: str, args: list[str] | None) -> bool:
     if args is None:
         return True
+    import subprocess
+
     try:
         return subprocess.run([path, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, timeout=CHECK_TIMEOUT).returncode == 0

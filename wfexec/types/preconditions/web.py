@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from urllib.parse import urlparse
 
 from wfexec.types.registry import TypeList
@@ -50,6 +49,8 @@ def network_available(params, ctx):
     target = params.get("target", "https://github.com")
     parsed = urlparse(target if "://" in target else f"tcp://{target}")
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    import socket
+
     try:
         with socket.create_connection((parsed.hostname or "", port), timeout=params.get("timeout", 5)):
             return True
