@@ -6,8 +6,8 @@
 
 - `after-commit N`: the transaction that journals step N has committed; the process dies at the next statement
   it starts (nothing after step N is durable: the next step's in-flight mark, or the final status).
-- `mid-commit N`: the journal row holding step N and the snapshot are written inside the transaction, and the
-  process dies as it issues COMMIT: the store must come back as it was before that transaction.
+- `mid-commit N`: the process dies as it commits the journal row holding step N (at its COMMIT, or as the row's
+  INSERT starts when that statement is a transaction of its own): the store must come back as it was before.
 
 How: every SQLite connection the process opens gets a trace callback (`sqlite3.Connection.set_trace_callback`
 sees each statement, with its bound values, as it starts). The product has no test-only branch for this;
@@ -58,24 +58,36 @@ def install_before_statement(pattern: str, count: int) -> None:
 
 def install(point: str, step: int) -> None:
     journaled: list[tuple[int, int]] = []  # (first, last) steps written in the open transaction
-    armed = False
+    in_transaction = False
+    armed_after: str | None = None  # the statement that committed step N: the process dies at the next one
 
     def trace(statement: str) -> None:
-        nonlocal armed
-        if armed:
+        nonlocal in_transaction, armed_after
+        # A trigger's statements are traced with the text of the statement that fired them: still that one.
+        if armed_after is not None and statement != armed_after:
             _die()
         match = JOURNAL_INSERT.match(statement)
         if match:
-            journaled.append((int(match.group(1)), int(match.group(2))))
+            holds_step = int(match.group(1)) <= step <= int(match.group(2))
+            if in_transaction:
+                journaled.append((int(match.group(1)), int(match.group(2))))
+            elif holds_step:  # a row committed on its own: the statement is the transaction
+                if point == "mid-commit":
+                    _die()
+                armed_after = statement
+        elif statement.startswith("BEGIN"):
+            in_transaction = True
         elif statement == "ROLLBACK":
+            in_transaction = False
             journaled.clear()
         elif statement == "COMMIT":
+            in_transaction = False
             holds_step = any(first <= step <= last for first, last in journaled)
             journaled.clear()
             if holds_step:
                 if point == "mid-commit":
                     _die()
-                armed = True
+                armed_after = statement
 
     _trace_every_connection(trace)
 

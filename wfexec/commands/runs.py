@@ -108,7 +108,9 @@ def show_run(path, run_id: str, *, with_state: bool, as_json: bool, out=None) ->
     if journal:
         lines.append("  history:")
         for row in journal:
-            changed = ", ".join(row["changes"]) if row["changes"] else ""
+            changed = ", ".join([*(row["changes"] or ()),
+                                 *(f"{path} +{len(items)}" for path, items in row.get("appended", {}).items()),
+                                 *(f"{path} removed" for path in row.get("removed", ()))])
             lines.append(f"    {row['step']:>4}  {row['node']} ({row['type']}) → {row['target']}"
                          f"  {row['duration_ms']:.1f} ms" + (f"  [{changed}]" if changed else ""))
     out.write("\n".join(lines) + "\n")

@@ -27,8 +27,9 @@ from typing import Any
 from wfexec.running.engine import EntryGateFailed, InternalError, Journal, Options, Run, RunError, RunStopped
 from wfexec.language.model import Node, Workflow
 from wfexec.running.prompts import NeedsAnswer
-from wfexec.language.paths import format_path, get_path, parse_path, set_path
-from wfexec.durable.store import FINISHED, Store, StoreError, StoreWriteError, ending_status
+from wfexec.language.paths import parse_path, set_path
+from wfexec.durable.changes import record as record_changes
+from wfexec.durable.store import FINISHED, Replayed, Store, StoreError, StoreWriteError, ending_status
 from wfexec.types.registry import EFFECTS
 from wfexec.system import subprocesses
 
@@ -42,21 +43,13 @@ HISTORY_WINDOW = 1000
 
 # One encoder for every row: json.dumps with options builds a new one per call.
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
-_path_text: dict[tuple, str] = {}
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 _clock_ns = time.perf_counter_ns
 _NO_CHANGES: dict = {}  # shared: rows are encoded, never changed
-
-
-def _frozen(value: Any) -> Any:
-    return json.loads(_dumps(value))
-
-
-def _format_cached(path: tuple) -> str:
-    text = _path_text.get(path)
-    if text is None:
-        text = _path_text[path] = format_path(path)
-    return text
+# A full snapshot of the state is written once the journal rows since the last one add up to its size (and
+# to at least this much): a commit then costs what the step changed, whatever the state's size, resume
+# replays at most about a snapshot's worth of changes, and the snapshots cost at most as much as the rows.
+SNAPSHOT_MIN_BYTES = 64 * 1024
 
 
 def node_hashes(workflow: Workflow) -> dict[str, str]:
@@ -110,12 +103,17 @@ class DurableJournal(Journal):
     but the last HISTORY_WINDOW of them leave memory.
     """
 
-    def __init__(self, store: Store, run_id: str, workflow: Workflow, steps_done: int):
+    def __init__(self, store: Store, run_id: str, workflow: Workflow, steps_done: int,
+                 replayed: Replayed | None = None):
         self.store = store
         self.run_id = run_id
         self.step = steps_done
         self.pending_changes: list = []
+        self.pending_extra: list = []  # per step: None, or (appended, removed) when it has either
         self.pending_us: list = []
+        # Bytes of the last snapshot, and of the journal rows written since (see SNAPSHOT_MIN_BYTES).
+        self.snapshot_bytes = replayed.snapshot_bytes if replayed else 0
+        self.since_snapshot = replayed.replayed_bytes if replayed else 0
         self.last_flush = time.monotonic()
         self.started = 0
         # Nodes whose saved state is cleared with the next commit: in the transaction that journals the node's
@@ -134,22 +132,22 @@ class DurableJournal(Journal):
         # Whole microseconds: an int encodes several times faster than a float.
         self.pending_us.append((_clock_ns() - self.started) // 1000)
         self.step += 1
-        changed = run.changed
-        if changed:
-            state = run.state
-            changes = {}
-            for path in changed:
-                value = get_path(state, path)
-                # A later step may change a mapping or list in place: keep what it is now.
-                changes[_path_text.get(path) or _format_cached(path)] = \
-                    value if value.__class__ in _IMMUTABLE else _frozen(value)
+        changed, appended = run.changed, run.appended
+        if changed or appended:
+            sets, appends, removed = record_changes(run.state, changed, appended)
             changed.clear()
-            self.pending_changes.append(changes)
+            appended.clear()
+            self.pending_changes.append(sets)
+            self.pending_extra.append((appends, removed) if appends or removed else None)
         else:
             self.pending_changes.append(_NO_CHANGES)
+            self.pending_extra.append(None)
         pending = len(self.pending_us)
-        if node.id in self.outside or pending >= FLUSH_STEPS or run.options.commit_every_step or \
-                (pending % 32 == 0 and time.monotonic() - self.last_flush >= FLUSH_SECONDS):
+        # Committing every step, a step that changed nothing and touched nothing outside (a conditional) is
+        # committed with the next one: resume would run it again with the same result.
+        changed_state = self.pending_changes[-1] is not _NO_CHANGES or self.pending_extra[-1] is not None
+        if node.id in self.outside or pending >= FLUSH_STEPS or (run.options.commit_every_step and changed_state) \
+                or (pending % 32 == 0 and time.monotonic() - self.last_flush >= FLUSH_SECONDS):
             self.flush(run, entry["target"])
 
     def save_node_state(self, node_id: str, data: dict | None) -> None:
@@ -173,11 +171,24 @@ class DurableJournal(Journal):
             return
         entries = run.state["history"][-count:]
         first = self.step - count + 1
-        steps = [(first + i, e["node"], e["type"], e["outcome"], e["target"], e["at"], changes, us)
-                 for i, (e, changes, us) in enumerate(zip(entries, self.pending_changes, self.pending_us))]
-        self.store.commit_steps(self.run_id, steps, state_for_snapshot(run.state), self.step, current_node,
-                                cleared_nodes=sorted(cleared))
+        steps = []
+        for i, (e, changes, extra, us) in enumerate(zip(entries, self.pending_changes, self.pending_extra,
+                                                        self.pending_us)):
+            row = [first + i, e["node"], e["type"], e["outcome"], e["target"], e["at"], changes, us]
+            if extra is not None:
+                row.extend(extra)
+            steps.append(row)
+        snapshot = None
+        if self.since_snapshot >= max(SNAPSHOT_MIN_BYTES, self.snapshot_bytes):
+            snapshot = state_for_snapshot(run.state)
+        written = self.store.commit_steps(self.run_id, steps, current_node, snapshot=snapshot,
+                                          cleared_nodes=sorted(cleared))
+        if snapshot is not None:
+            self.snapshot_bytes, self.since_snapshot = written.snapshot_bytes, 0
+        else:
+            self.since_snapshot += written.row_bytes
         self.pending_changes = []
+        self.pending_extra = []
         self.pending_us = []
         self.last_flush = time.monotonic()
         history = run.state["history"]
@@ -314,7 +325,8 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
     subprocesses.run_tag = run_id
     try:
         workflow = workflow_loader(record.workflow_path)
-        steps_done, state = store.snapshot(run_id)
+        replayed = store.replay(run_id)
+        steps_done, state = replayed.step, replayed.state
         state["history"] = [{k: row[k] for k in ("node", "type", "outcome", "target", "at")}
                             for row in store.journal_tail(run_id, HISTORY_WINDOW)]
         completed = store.journal_nodes(run_id)
@@ -335,7 +347,7 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
             raise ResumeRefused(f"run {run_id} stopped at '{start}', which the workflow no longer has",
                                 "restore the node, or start a new run")
         run = Run(workflow, io=io, options=options, inputs=record.inputs, state=state, budget=[steps_done])
-        journal = DurableJournal(store, run_id, workflow, steps_done)
+        journal = DurableJournal(store, run_id, workflow, steps_done, replayed)
         run.journal = journal
         if record.in_flight:
             start = _settle_in_flight(store, run, journal, workflow, record, choices, notes) or start

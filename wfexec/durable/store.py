@@ -9,15 +9,18 @@ Tables:
 - `runs`: one row per run: workflow, status, current node, the step in flight,
   a pending question, the ending, who is driving it (pid lease).
 - `journal`: append-only, one row per commit holding the steps it committed
-  (one step for a step with outside effects, up to a few hundred for steps that
+  (one step for a step with outside effects, up to a thousand for steps that
   only change state: a row per step would cost more than the steps). Each step
-  is `[step, node, type, outcome, target, at, changes, duration_us]`, where
-  *changes* are the values of the state paths it wrote (first two path
-  segments, e.g. `computed.sha`), not a copy of the state. That keeps a
-  10,000-step run's journal small however large the state grows.
-- `snapshots`: the latest state of each run (without `history`, which is the
-  journal itself), replaced in the same transaction as the journal rows it
-  follows. Resume reads the snapshot and rebuilds history from the journal.
+  is `[step, node, type, outcome, target, at, changes, duration_us]`, then
+  `appended, removed` when it has either (wfexec.durable.changes): what the
+  step changed, never a copy of the state. Inserting a row also moves its
+  run's step count and current node on (a trigger), so a commit of state-only
+  steps is one statement.
+- `snapshots`: a full state of each run (without `history`, which is the
+  journal itself) as of a step, rewritten now and then, in the same
+  transaction as a journal row (wfexec.durable.journal decides when). The
+  state after any commit is that snapshot with the journal rows after it
+  replayed (`Store.replay`); resume rebuilds history from the journal.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from pathlib import Path
 from wfexec.errors import WfexecError
 
 APP_ID = "wfexec"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DEFAULT_STORE = Path(".wfexec") / "runs.db"
 
 MIGRATIONS = {
@@ -83,6 +86,14 @@ MIGRATIONS = {
         data TEXT NOT NULL,
         PRIMARY KEY (run_id, node)
     ) WITHOUT ROWID;
+    """,
+    3: """
+    ALTER TABLE journal ADD COLUMN current_node TEXT;
+    CREATE TRIGGER journal_moves_run_on AFTER INSERT ON journal BEGIN
+        UPDATE runs SET steps = NEW.last_step, current_node = NEW.current_node, in_flight = NULL,
+                        updated_at = (julianday('now') - 2440587.5) * 86400.0
+        WHERE id = NEW.run_id;
+    END;
     """,
 }
 
@@ -270,9 +281,13 @@ class Store:
                                  f"knows {SCHEMA_VERSION})", "upgrade wfexec")
             for number in range(version + 1, SCHEMA_VERSION + 1):
                 # executescript would commit on its own; statements one by one stay in this transaction.
-                for statement in MIGRATIONS[number].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
+                statement = ""
+                for piece in MIGRATIONS[number].split(";"):
+                    statement += piece + ";"
+                    if sqlite3.complete_statement(statement):  # not a `;` inside a trigger's body
+                        if statement.strip(" \n;"):
+                            db.execute(statement)
+                        statement = ""
             db.execute("INSERT OR REPLACE INTO wfexec_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             db.execute("INSERT OR REPLACE INTO wfexec_meta VALUES ('app', ?)", (APP_ID,))
             db.execute("COMMIT")
@@ -348,28 +363,44 @@ class Store:
         return _Transaction(self.db, self.path)
 
     # -- steps --------------------------------------------------------------
-    def mark_in_flight(self, run_id: str, step: int, node: str, state: dict | None = None,
-                       started_at: float | None = None) -> None:
+    def _write(self, sql: str, values: Sequence[Any]) -> None:
+        """One statement, committed on its own (SQLite makes a single statement a transaction): a third of the
+        calls of BEGIN … COMMIT around it."""
+        with self._lock:
+            if self.db.in_transaction:
+                self.db.execute(sql, values)
+                return
+            try:
+                self.db.execute(sql, values)
+            except sqlite3.OperationalError as exc:
+                raise _Transaction(self.db, self.path).write_error(exc) from None
+
+    def mark_in_flight(self, run_id: str, step: int, node: str, started_at: float | None = None) -> None:
         """Record that a step with outside effects is starting (committed before it starts)."""
         started_at = time.time() if started_at is None else started_at
-        with self.transaction():
-            self.db.execute("UPDATE runs SET in_flight = ?, current_node = ?, updated_at = ? WHERE id = ?",
-                            (_dumps({"step": step, "node": node, "started_at": started_at}), node, time.time(),
-                             run_id))
+        self._write("UPDATE runs SET in_flight = ?, current_node = ?, updated_at = ? WHERE id = ?",
+                    (_dumps({"step": step, "node": node, "started_at": started_at}), node, time.time(), run_id))
 
-    def commit_steps(self, run_id: str, steps: Sequence[Sequence[Any]], state: dict, step_count: int,
-                     current_node: str, cleared_nodes: Sequence[str] = ()) -> None:
-        """Journal steps and the state after the last of them, in one transaction; the saved state of
-        `cleared_nodes` (nodes those steps finished) goes in the same one."""
+    def commit_steps(self, run_id: str, steps: Sequence[Sequence[Any]], current_node: str, *,
+                     snapshot: dict | None = None, cleared_nodes: Sequence[str] = ()) -> "Written":
+        """Journal steps (the run's step count and current node follow), with a full snapshot of the state
+        after them when given, and clear the saved state of `cleared_nodes` (nodes those steps finished): all
+        in one transaction."""
+        row = _dumps(steps)
+        insert = ("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?, ?)",
+                  (run_id, steps[0][0], steps[-1][0], row, current_node))
+        if snapshot is None and not cleared_nodes:
+            self._write(*insert)
+            return Written(len(row), 0)
+        state = _dumps(snapshot) if snapshot is not None else ""
         with self._lock, self.transaction():
             for node in cleared_nodes:
                 self.db.execute("DELETE FROM node_states WHERE run_id = ? AND node = ?", (run_id, node))
-            self.db.execute("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?)",
-                            (run_id, steps[0][0], steps[-1][0], _dumps(steps)))
-            self.db.execute("UPDATE snapshots SET step = ?, state = ? WHERE run_id = ?",
-                            (step_count, _dumps(state), run_id))
-            self.db.execute("UPDATE runs SET steps = ?, current_node = ?, in_flight = NULL, updated_at = ? "
-                            "WHERE id = ?", (step_count, current_node, time.time(), run_id))
+            self.db.execute(*insert)
+            if snapshot is not None:
+                self.db.execute("UPDATE snapshots SET step = ?, state = ? WHERE run_id = ?",
+                                (steps[-1][0], state, run_id))
+        return Written(len(row), len(state))
 
     def set_status(self, run_id: str, status: str, **fields) -> None:
         assert status in STATUSES, status
@@ -380,8 +411,7 @@ class Store:
             if key in columns and columns[key] is not None and not isinstance(columns[key], str):
                 columns[key] = _dumps(columns[key])
         assignments = ", ".join(f"{k} = ?" for k in columns)
-        with self.transaction():
-            self.db.execute(f"UPDATE runs SET {assignments} WHERE id = ?", (*columns.values(), run_id))
+        self._write(f"UPDATE runs SET {assignments} WHERE id = ?", (*columns.values(), run_id))
 
     def save_node_state(self, run_id: str, node: str, data: dict | None) -> None:
         """What a long-running node (a `states` node's agents) needs to continue after a crash; None clears it."""
@@ -395,18 +425,32 @@ class Store:
         row = self.db.execute("SELECT data FROM node_states WHERE run_id = ? AND node = ?", (run_id, node)).fetchone()
         return json.loads(row[0]) if row else None
 
+    def replay(self, run_id: str) -> "Replayed":
+        """The run's state after its last commit: the latest snapshot, with the journal rows after it replayed."""
+        from wfexec.durable.changes import replay
+
+        step, text = self.db.execute("SELECT step, state FROM snapshots WHERE run_id = ?", (run_id,)).fetchone()
+        state = json.loads(text)
+        replayed = 0
+        for last_step, steps in self.db.execute("SELECT last_step, steps FROM journal WHERE run_id = ? AND "
+                                                "first_step > ? ORDER BY first_step", (run_id, step)):
+            replayed += len(steps)
+            for row in json.loads(steps):
+                replay(state, *row[6:7], *row[8:10])
+            step = last_step
+        return Replayed(step, state, len(text), replayed)
+
     def snapshot(self, run_id: str) -> tuple[int, dict]:
-        row = self.db.execute("SELECT step, state FROM snapshots WHERE run_id = ?", (run_id,)).fetchone()
-        return row[0], json.loads(row[1])
+        """(steps done, state) after the run's last commit."""
+        replayed = self.replay(run_id)
+        return replayed.step, replayed.state
 
     def journal_tail(self, run_id: str, count: int) -> builtins.list[dict]:
         """The last `count` steps of the journal (at most), oldest first, without reading the rest."""
-        keys = ("step", "node", "type", "outcome", "target", "at", "changes")
         tail: builtins.list[dict] = []
         rows = self.db.execute("SELECT steps FROM journal WHERE run_id = ? ORDER BY first_step DESC", (run_id,))
         for row in rows:
-            batch = [{**dict(zip(keys, step)), "duration_ms": step[7] / 1000} for step in json.loads(row[0])]
-            tail[:0] = batch
+            tail[:0] = [_journal_entry(step) for step in json.loads(row[0])]
             if len(tail) >= count:
                 break
         return tail[-count:] if count else []
@@ -420,9 +464,40 @@ class Store:
 
     def journal(self, run_id: str) -> builtins.list[dict]:  # builtins: `list` here is Store.list
         rows = self.db.execute("SELECT steps FROM journal WHERE run_id = ? ORDER BY first_step", (run_id,))
-        keys = ("step", "node", "type", "outcome", "target", "at", "changes")
-        return [{**dict(zip(keys, step)), "duration_ms": step[7] / 1000}
-                for row in rows for step in json.loads(row[0])]
+        return [_journal_entry(step) for row in rows for step in json.loads(row[0])]
+
+
+_ENTRY_KEYS = ("step", "node", "type", "outcome", "target", "at", "changes")
+
+
+def _journal_entry(step: list) -> dict:
+    """A journal step as `show` and the API give it: `appended` and `removed` only when it has them."""
+    entry = {**dict(zip(_ENTRY_KEYS, step)), "duration_ms": step[7] / 1000}
+    if len(step) > 8:
+        if step[8]:
+            entry["appended"] = step[8]
+        if step[9]:
+            entry["removed"] = step[9]
+    return entry
+
+
+@dataclass
+class Written:
+    """The bytes one commit wrote: its journal row, and the snapshot when it wrote one (else 0)."""
+
+    row_bytes: int
+    snapshot_bytes: int
+
+
+@dataclass
+class Replayed:
+    """A run's state rebuilt from its store: the steps it covers, and the bytes of snapshot and of journal
+    rows it took (what the next snapshot is weighed against)."""
+
+    step: int
+    state: dict
+    snapshot_bytes: int
+    replayed_bytes: int
 
 
 class _Transaction:
@@ -442,7 +517,7 @@ class _Transaction:
             try:
                 self.db.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
-                raise self._write_error(exc) from None
+                raise self.write_error(exc) from None
             self.outer = True
         return self.db
 
@@ -461,10 +536,10 @@ class _Transaction:
             except sqlite3.Error:  # already rolled back by SQLite: nothing of the transaction is in the file
                 pass
         if isinstance(value, sqlite3.OperationalError):
-            raise self._write_error(value) from None
+            raise self.write_error(value) from None
         return False
 
-    def _write_error(self, exc: sqlite3.OperationalError) -> StoreWriteError:
+    def write_error(self, exc: sqlite3.OperationalError) -> StoreWriteError:
         return StoreWriteError(f"the run store {self.path} could not be written ({exc}); the run stopped after "
                                "its last commit",
                                "make room on the disk (or raise the file-size limit, `ulimit -f`), then continue "

@@ -98,35 +98,54 @@ def has_path(state: Any, parts: StatePath) -> bool:
 
 
 def set_path(state: dict, parts: StatePath, value: Any) -> None:
-    """Set a value, creating missing mappings on the way. Raises PathError when a
-    segment crosses something that is not a mapping or list."""
-    node = state
-    for i, part in enumerate(parts[:-1]):
-        nxt = parts[i + 1]
+    """Set a value, creating missing mappings on the way. Raises PathError when a segment crosses something
+    that is not a mapping or list; then the state is left as it was (no mapping made on the way stays)."""
+    node: Any = state
+    last = len(parts) - 1
+    i = 0
+    while i < last:  # through what exists
+        part = parts[i]
         if isinstance(part, int):
             if not isinstance(node, list) or not -len(node) <= part < len(node):
                 raise PathError(f"`{format_path(parts[:i + 1])}` is not an existing list item")
             child = node[part]
-            if child is None:
-                child = [] if isinstance(nxt, int) else {}
-                node[part] = child
         else:
             if not isinstance(node, dict):
                 raise PathError(f"`{format_path(parts[:i])}` is not a mapping, cannot set `{format_path(parts)}`")
             child = node.get(part)
-            if child is None:
-                child = {}
-                node[part] = child
+        if child is None:
+            break
         node = child
-    last = parts[-1]
-    if isinstance(last, int):
-        if not isinstance(node, list) or not -len(node) <= last < len(node):
+        i += 1
+    if i < last:  # the rest is made as mappings, so it can hold no list index
+        for j in range(i + 1, last + 1):
+            if isinstance(parts[j], int):
+                raise PathError(f"`{format_path(parts[:j + 1])}` is not an existing list item")
+        for part in parts[i:last]:
+            child = {}
+            node[part] = child
+            node = child
+    tail = parts[last]
+    if isinstance(tail, int):
+        if not isinstance(node, list) or not -len(node) <= tail < len(node):
             raise PathError(f"`{format_path(parts)}` is not an existing list item")
-        node[last] = value
+        node[tail] = value
     else:
         if not isinstance(node, dict):
             raise PathError(f"`{format_path(parts[:-1])}` is not a mapping, cannot set `{format_path(parts)}`")
-        node[last] = value
+        node[tail] = value
+
+
+def absolute_path(state: Any, parts: StatePath) -> StatePath:
+    """`parts` with each negative list index counted from the start instead, as the lists in `state` are now."""
+    out: list = []
+    node = state
+    for part in parts:
+        if isinstance(part, int) and part < 0 and isinstance(node, list):
+            part += len(node)
+        out.append(part)
+        node = get_path(node, (part,))
+    return tuple(out)
 
 
 def delete_path(state: dict, parts: StatePath) -> None:

@@ -72,9 +72,18 @@ class CallContext:
         except PathError as exc:
             raise ActionFailed(str(exc)) from None
 
+    def append(self, path: str | StatePath, value: Any) -> None:
+        """Append `value` to the list at `path`, in place (a missing or null one becomes a new list)."""
+        parts = path if isinstance(path, tuple) else self.path(path)
+        try:
+            self.run.append(parts, value)
+        except PathError as exc:
+            raise ActionFailed(str(exc)) from None
+
     def replace_state(self, new_state: Mapping[str, Any]) -> None:
-        """Swap the whole state for another (rollback); every key counts as changed."""
+        """Swap the whole state for another (rollback); every key, kept, new or gone, counts as changed."""
         state = self.run.state
+        self.run.changed.update(dict.fromkeys((key,) for key in state))
         state.clear()
         state.update(new_state)
         self.run.changed.update(dict.fromkeys((key,) for key in state))

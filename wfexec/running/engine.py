@@ -24,7 +24,7 @@ from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.running.io import Io
 from wfexec.running.prompts import Answer, AnswerError, Answers, NeedsAnswer, match_answer
 from wfexec.types.registry import ActionFailed
-from wfexec.language.paths import PathError, set_path
+from wfexec.language.paths import PathError, absolute_path, format_path, get_path, set_path
 from wfexec.running.state import new_state
 
 DEFAULT_MAX_STEPS = 10_000
@@ -138,9 +138,11 @@ class Run:
         self.clock_served = False  # an expression of this step has read the clock (recorded, or replayed)
         self.scope = Scope(self.state, self.extras, clock=self.step_clock)
         self.journal = journal
-        # State paths (first two segments) written since the journal last looked: the
-        # durable store records these as the step's changes instead of diffing state.
+        # State paths (first two segments) written since the journal last looked, and how many items were
+        # appended in place to the list at each path: the durable store records these as the step's changes
+        # instead of diffing state (wfexec.durable.changes).
         self.changed: dict[tuple, None] = {}  # an ordered set: the journal lists them as written
+        self.appended: dict[tuple, int] = {}
         self.current: Node | None = None
         self.visits: dict[str, int] = {}
         # Sub-workflows share one step budget with their caller: [steps used].
@@ -158,8 +160,24 @@ class Run:
     def write(self, path: tuple, value: Any) -> None:
         """Set a state path (raises PathError), noting it for the journal. State never shares structure
         with the workflow or with itself, so lists and mappings are copied."""
+        key = path[:2]
+        if key[-1].__class__ is int and key[-1] < 0:
+            key = absolute_path(self.state, key)
         set_path(self.state, path, copy.deepcopy(value) if isinstance(value, (dict, list)) else value)
-        self.changed[path[:2]] = None
+        self.changed[key] = None
+
+    def append(self, path: tuple, value: Any) -> None:
+        """Append to the list at a path in place (raises PathError when it holds something else; a missing or
+        null one becomes a new list): the journal records the item, not the whole list again."""
+        target = get_path(self.state, path)
+        if target is None:
+            self.write(path, [value])
+            return
+        if not isinstance(target, list):
+            raise PathError(f"`{format_path(path)}` holds {type(target).__name__}, not a list; cannot append")
+        target.append(copy.deepcopy(value) if isinstance(value, (dict, list)) else value)
+        path = absolute_path(self.state, path)
+        self.appended[path] = self.appended.get(path, 0) + 1
 
     def set(self, path: tuple, value: Any) -> None:
         try:

@@ -41,12 +41,7 @@ def set_state(params, ctx):
 @TYPES.consequence("append_state", {"field": FIELD, "value": {}}, ["field", "value"], paths=("field",))
 def append_state(params, ctx):
     """Append `value` to the list at `field` (created when missing)."""
-    current = ctx.get(params["field"])
-    if current is None:
-        current = []
-    elif not isinstance(current, list):
-        raise ActionFailed(f"`{params['field']}` holds {type(current).__name__}, not a list; cannot append")
-    ctx.set(params["field"], current + [params["value"]])
+    ctx.append(params["field"], params["value"])
 
 
 @TYPES.consequence("clear_state", {"field": FIELD}, ["field"], paths=("field",))
