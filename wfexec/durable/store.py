@@ -40,6 +40,9 @@ from wfexec.errors import WfexecError
 
 APP_ID = "wfexec"
 SCHEMA_VERSION = 3
+# Read as they are by the commands that only read (schema 3 added a column and a trigger, nothing schema 2
+# readers need); anything that writes upgrades the store first.
+READS_SCHEMAS = (2, 3)
 DEFAULT_STORE = Path(".wfexec") / "runs.db"
 
 MIGRATIONS = {
@@ -220,7 +223,7 @@ class Store:
             raise StoreError(f"{path} cannot be read as a run store: {exc}",
                              "check that it exists and can be read, or pass --store with another path") from None
         version = int(row[0]) if row else 0
-        if version != SCHEMA_VERSION:
+        if version not in READS_SCHEMAS:
             db.close()
             how = "upgrade wfexec" if version > SCHEMA_VERSION else "any wfexec command that writes (run, resume) " \
                                                                   "upgrades it"
