@@ -7,6 +7,10 @@ The loop is bench_engine's: test `count < limit`, then `count = count + 1` and
 `label = "step <count>"`. Reported both ways: committing every
 step (as LangGraph's durability "sync" does; bar >= 20x it) and with state-only steps committed in batches (the
 default; bar >= 0.5x wfexec in memory).
+
+Committing every step, each iteration is one commit on both sides: LangGraph checkpoints its one node, whose
+conditional edge is part of it; wfexec commits the action step, and its conditional step, which changes nothing,
+goes with that commit (wfexec.durable.journal). Both journal every change of state before the next step starts.
 """
 
 from __future__ import annotations

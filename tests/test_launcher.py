@@ -93,7 +93,10 @@ def test_a_parked_run_resumes_the_same_way_on_both_paths(tmp_path):
 
 def test_a_run_through_the_fast_path_imports_neither_typer_nor_what_it_does_not_use(tmp_path):
     heavy = ("typer", "pydantic", "jsonschema", "asyncio", "urllib.request", "jinja2", "subprocess", "socket",
-             "quickjs")
+             "quickjs", "tempfile",
+             # node and registry types the quickstart does not call: a cached workflow imports only its own
+             "wfexec.nodes.states", "wfexec.nodes.reference", "wfexec.types.consequences.corpus",
+             "wfexec.types.consequences.process", "wfexec.types.preconditions.files")
     probe = ("import atexit, sys\n"
              f"atexit.register(lambda: print('LOADED', sorted(m for m in {heavy!r} if m in sys.modules)))\n"
              f"sys.argv = ['wfexec', 'run', {QUICKSTART!r}, '--answer', 'ask_mood=cheerful', '--ephemeral']\n"

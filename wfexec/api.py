@@ -38,11 +38,13 @@ def check_with_summary(path: str | os.PathLike, document=None):
     from wfexec.language import workflow_cache
     from wfexec.types.registry import check_plugins
 
-    check_plugins()  # raises BrokenPlugins: a workflow cannot be checked against types that failed to register
     file = resolve_workflow_path(path)
     cached = workflow_cache.load(file)
     if cached is not None:
+        # Kept only when every plugin registered, and keyed by the installed plugins: still true, so the
+        # registries need not be loaded (a cached workflow imports just the types it calls).
         return cached
+    check_plugins()  # raises BrokenPlugins: a workflow cannot be checked against types that failed to register
     from wfexec.language.compiler import check_document, recording_lookups
     from wfexec.language.loader import load_file
 

@@ -7,7 +7,10 @@ When steps are committed:
   never repeated for a step that completed, and the one step in flight when
   the process died is the only one resume may run again (it asks first when
   the step is not idempotent);
-- steps that only change state are committed in batches (every
+- with `Options.commit_every_step`, every step that changed state is committed
+  before the next one starts; a step that changed nothing (a conditional)
+  goes with the next commit, since running it again gives the same result;
+- otherwise steps that only change state are committed in batches (every
   `FLUSH_STEPS` steps or `FLUSH_SECONDS`, and before any effect, question or
   stop). If the process dies between two batches, resume re-runs those steps
   from the last snapshot: they read and write only state, so running them

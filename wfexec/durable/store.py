@@ -28,7 +28,6 @@ from __future__ import annotations
 import builtins
 import json
 import os
-import socket
 import sqlite3
 import threading
 import time
@@ -134,8 +133,12 @@ def new_run_id() -> str:
 _dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
+def _hostname() -> str:
+    return os.uname().nodename  # what socket.gethostname() says, without importing socket
+
+
 def lease_holder() -> str:
-    return f"{os.getpid()}@{socket.gethostname()}"
+    return f"{os.getpid()}@{_hostname()}"
 
 
 def _lease_alive(lease: str | None) -> bool:
@@ -143,7 +146,7 @@ def _lease_alive(lease: str | None) -> bool:
     if not lease:
         return False
     pid_text, _, host = lease.partition("@")
-    if host != socket.gethostname():
+    if host != _hostname():
         return True  # another machine: we cannot tell, so we do not steal it
     try:
         os.kill(int(pid_text), 0)

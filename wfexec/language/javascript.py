@@ -26,7 +26,6 @@ import math
 import re
 import threading
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from wfexec.language.js_source import TokenError, tokenize
@@ -152,6 +151,8 @@ class Engine:
         self.functions: dict[str, Any] = {}
         self._object = quickjs.Object
         self._stack_overflow = quickjs.StackOverflow
+        from importlib import resources  # with tempfile, shutil and the compressors: only for an engine
+
         here = resources.files("wfexec.language")
         self.context.eval(here.joinpath("vendor").joinpath("js-yaml.min.js").read_text())
         self.context.eval(here.joinpath("prelude.js").read_text())

@@ -98,8 +98,9 @@ def _no_subworkflows(spec: Spec) -> tuple[Workflow, ...]:
 class NodeType:
     """Everything wfexec knows about one node type. Every consumer asks this, never the type's name."""
 
-    def __reduce__(self):  # a cached workflow names its node types; they are looked up when it is read
-        return node_type, (self.name,)
+    def __reduce__(self):
+        # A cached workflow names each node type by its module, so reading it imports the node types it uses.
+        return defined_node_type, (getattr(self.execute, "__module__", None), self.name)
 
     name: str                                   # `type:` in YAML
     schema: Mapping[str, Any]                   # JSON Schema of its own fields: properties, required, oneOf/anyOf
@@ -194,6 +195,24 @@ def node_types() -> NodeTypes:
 
 def node_type(name: str) -> NodeType:
     return node_types()[name]
+
+
+def defined_node_type(module: str | None, name: str) -> NodeType:
+    """A node type read back from a cached workflow: the one its module defines, else the one registered."""
+    import sys
+
+    loaded = sys.modules.get(module) if module else None
+    if loaded is None and module:
+        from importlib import import_module
+
+        try:
+            loaded = import_module(module)
+        except ImportError:
+            loaded = None
+    for value in vars(loaded).values() if loaded is not None else ():
+        if isinstance(value, NodeType) and value.name == name:
+            return value
+    return node_type(name)
 
 
 def _builtin_points() -> list[Point]:

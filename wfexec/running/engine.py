@@ -61,8 +61,8 @@ class Options:
     # An embedder's own way to answer questions: ask(question) -> option id, label or free text
     # (None: no answer, the run parks). Asked after the given answers, before the terminal.
     ask: Callable[[Any], Any] | None = None
-    # A durable run commits every step, state-only ones too, as LangGraph's durability "sync" does (slower;
-    # by default state-only steps are committed in batches, see wfexec.durable.journal).
+    # A durable run commits every step that changes state, state-only ones too, as LangGraph's durability
+    # "sync" does (slower; by default state-only steps are committed in batches, see wfexec.durable.journal).
     commit_every_step: bool = False
 
 

@@ -70,14 +70,20 @@ class TypeSpec:
     package: str = BUILTIN_PACKAGE  # the distribution whose entry point registered it
 
     def __reduce__(self):
-        # A cached workflow names its types, looked up in the registry when it is read, with what a workflow
-        # changed of one (a call that asks the LLM gains the `llm` effect).
-        registered = _registries.get(self.kind)
-        spec = registered.get(self.name) if registered is not None else None
+        # A cached workflow names each type by the module that defines it (so reading it imports that module,
+        # not every type there is), with what the registry or a workflow changed of it (the package a plugin
+        # came from; a call that asks the LLM gains the `llm` effect). The cache's key holds the installed
+        # plugins, so the module named is still the one the registry would pick.
+        module = getattr(self.handler, "__module__", None)
+        spec = _spec_in_module(module, self.kind, self.name) if module else None
         if spec is None:
-            return TypeSpec, tuple(getattr(self, f.name) for f in fields(self))
+            registered = _registries.get(self.kind)
+            spec = registered.get(self.name) if registered is not None else None
+            if spec is None:
+                return TypeSpec, tuple(getattr(self, f.name) for f in fields(self))
+            module = None
         changes = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(spec, f.name)}
-        return registered_spec, (self.kind, self.name, changes)
+        return defined_spec, (module, self.kind, self.name, changes)
 
     def parameter_schema(self) -> dict:
         """The JSON Schema an object of this type must satisfy (including `type`)."""
@@ -301,8 +307,30 @@ def load_registry(kind: str) -> Registry:
     return registry
 
 
-def registered_spec(kind: str, name: str, changes: dict | None = None) -> TypeSpec:
-    spec = load_registry(kind).get(name)
+def _spec_in_module(module: str, kind: str, name: str) -> TypeSpec | None:
+    """The type `name` as the module `module` defines it (in its TYPES), or None."""
+    import sys
+
+    loaded = sys.modules.get(module)
+    if loaded is None:
+        from importlib import import_module
+
+        try:
+            loaded = import_module(module)
+        except ImportError:
+            return None
+    try:
+        specs = _specs_from(loaded)
+    except TypeError:  # no TYPES: the types are listed elsewhere
+        return None
+    return next((spec for spec in specs if spec.kind == kind and spec.name == name), None)
+
+
+def defined_spec(module: str | None, kind: str, name: str, changes: dict | None = None) -> TypeSpec:
+    """A type read back from a cached workflow: from its module when one is named, else from the registry."""
+    spec = _spec_in_module(module, kind, name) if module else None
+    if spec is None:
+        spec = load_registry(kind).get(name)
     if spec is None:
         raise LookupError(f"no {kind} type '{name}' is registered")
     return replace(spec, **changes) if changes else spec

@@ -1,7 +1,17 @@
 """Built-in consequence types, grouped by domain. Registered through the
-`wfexec.consequences` entry point like any plugin."""
+`wfexec.consequences` entry point like any plugin.
 
-from wfexec.types.consequences import control, corpus, display, files, git, intent, llm, process, runlog, state, tools, web
+`TYPES` is made on first use: a cached workflow imports only the domains whose types it calls."""
 
-TYPES = [*state.TYPES, *control.TYPES, *files.TYPES, *process.TYPES, *git.TYPES, *web.TYPES, *display.TYPES, *runlog.TYPES,
-         *intent.TYPES, *llm.TYPES, *corpus.TYPES, *tools.TYPES]
+from importlib import import_module
+
+DOMAINS = ("state", "control", "files", "process", "git", "web", "display", "runlog", "intent", "llm", "corpus",
+           "tools")
+
+
+def __getattr__(name: str):
+    if name != "TYPES":
+        raise AttributeError(name)
+    types = [spec for domain in DOMAINS for spec in import_module(f"{__name__}.{domain}").TYPES]
+    globals()["TYPES"] = types
+    return types

@@ -1,6 +1,16 @@
 """Built-in precondition types, grouped by domain. Registered through the
-`wfexec.preconditions` entry point like any plugin."""
+`wfexec.preconditions` entry point like any plugin.
 
-from wfexec.types.preconditions import composite, corpus, environment, files, runlog, state, tools, web
+`TYPES` is made on first use: a cached workflow imports only the domains whose types it calls."""
 
-TYPES = [*state.TYPES, *files.TYPES, *environment.TYPES, *tools.TYPES, *web.TYPES, *composite.TYPES, *corpus.TYPES, *runlog.TYPES]
+from importlib import import_module
+
+DOMAINS = ("state", "files", "environment", "tools", "web", "composite", "corpus", "runlog")
+
+
+def __getattr__(name: str):
+    if name != "TYPES":
+        raise AttributeError(name)
+    types = [spec for domain in DOMAINS for spec in import_module(f"{__name__}.{domain}").TYPES]
+    globals()["TYPES"] = types
+    return types
