@@ -56,7 +56,10 @@ CASES = [
     ["run", QUICKSTART, "--ephemeral", "--format", "yaml"],            # not a choice: typer's error
     ["run", QUICKSTART, "--ephemeral", "--no-such-option"],
     ["run"],
-    ["run", "--help"],
+    ["run", "--help"],                                                 # printed from the table
+    ["--help"],
+    ["states", "--help"],
+    ["validate", "--help", "--strict"],                                # not only --help: typer's
     ["run", QUICKSTART, "extra-argument", "--ephemeral"],
     ["validate", QUICKSTART, str(ROOT / "skills" / "triage")],
     ["validate", "--strict", "--format", "json", QUICKSTART],
@@ -75,6 +78,13 @@ CASES = [
 @pytest.mark.parametrize("args", CASES, ids=lambda args: " ".join(a.replace(str(ROOT), "") for a in args)[:60])
 def test_the_fast_path_and_typer_give_the_same_result(args, tmp_path):
     assert wfexec(args, tmp_path, lean=True) == wfexec(args, tmp_path, lean=False)
+
+
+def test_help_for_a_narrow_pipe_is_left_to_click(tmp_path):
+    """The table holds help 80 columns wide: $COLUMNS below that makes click wrap it narrower."""
+    narrow = wfexec(["--help"], tmp_path, lean=True, COLUMNS="60")
+    assert narrow == wfexec(["--help"], tmp_path, lean=False, COLUMNS="60")
+    assert narrow != wfexec(["--help"], tmp_path, lean=True)
 
 
 def test_a_parked_run_resumes_the_same_way_on_both_paths(tmp_path):

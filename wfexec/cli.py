@@ -465,7 +465,23 @@ def lean_table() -> dict:
             for opt in param.opts:
                 options[opt] = described
         table[name] = {"arguments": arguments, "options": options}
+    table["--help"] = piped_help()
     return table
+
+
+def piped_help() -> dict[str, str]:
+    """What `wfexec --help` and `wfexec COMMAND --help` (for LEAN_COMMANDS) print to a pipe, keyed by the
+    words before `--help`: click's plain text, 80 columns wide, as a process that is not at a terminal gets it."""
+    import subprocess
+
+    environment = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    printed = {}
+    for words in ([], *([name] for name in LEAN_COMMANDS)):
+        done = subprocess.run([sys.executable, "-c", "import sys; from wfexec.cli import app; "
+                               "app(args=sys.argv[1:], prog_name='wfexec')", *words, "--help"],
+                              capture_output=True, text=True, env=environment, check=True)
+        printed[" ".join(words)] = done.stdout
+    return printed
 
 
 def write_lean_table() -> None:

@@ -4,9 +4,10 @@ A Claude skill starts `wfexec run`/`resume` once per question, and typer (with t
 parameter's converter from) costs more CPU than a whole run of a cached workflow. So the common command lines of
 the commands in `lean_table.json` are parsed here, from that table, and their plain functions
 (`wfexec.commands.entrypoints`) are called without importing typer. Anything the table does not cover exactly
-(help, a mistake in the command line, an unknown option, the other commands) goes to the typer app in
+(help at a terminal, a mistake in the command line, an unknown option, the other commands) goes to the typer app in
 `wfexec.cli`, which stays the one declaration of every option: the table is made from it
-(`wfexec.cli.write_lean_table`), and a test fails when the two differ.
+(`wfexec.cli.write_lean_table`), and a test fails when the two differ. The table also holds what `--help`
+prints to a pipe, which is printed from there.
 
 `WFEXEC_LEAN=0` sends every command line to typer.
 """
@@ -122,10 +123,35 @@ def _convert(value: str, option: dict) -> Any:
     return number
 
 
+def piped_help(argv: list[str]) -> str | None:
+    """The text `wfexec [COMMAND] --help` prints to a pipe, from the table, when that is what is asked: click
+    wraps it to 80 columns there, unless $COLUMNS says fewer. At a terminal, typer draws it."""
+    if not argv or argv[-1] != "--help" or len(argv) > 2 or sys.stdout.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    if columns and not (columns.isdigit() and int(columns) >= 80):
+        return None
+    try:
+        return json.loads(_TABLE.read_text(encoding="utf-8"))["--help"].get(" ".join(argv[:-1]))
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def main() -> None:
     from wfexec.system import signals
 
-    parsed = None if os.environ.get(LEAN_VARIABLE) == "0" else parse(sys.argv[1:])
+    lean = os.environ.get(LEAN_VARIABLE) != "0"
+    text = piped_help(sys.argv[1:]) if lean else None
+    if text is not None:
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            from wfexec.commands import entrypoints
+
+            entrypoints.exit_on_closed_output()
+        sys.exit(0)
+    parsed = parse(sys.argv[1:]) if lean else None
     if parsed is None:
         from wfexec.cli import main as typer_main
 

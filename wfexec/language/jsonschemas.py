@@ -54,28 +54,36 @@ class SchemaCheck:
 
 
 def _fast_validator(schema: dict) -> Callable[[Any], Any]:
-    """fastjsonschema's validator for `schema`. Generating its code costs more than loading a cached workflow,
-    so the code is kept in the user's cache, keyed by the schema and the fastjsonschema version."""
+    """fastjsonschema's validator for `schema`. Generating its code, and compiling that, costs more than loading
+    a cached workflow, so the compiled code is kept in the user's cache, keyed by the schema, the fastjsonschema
+    version and the Python bytecode it is in."""
     import json
+    import marshal
     import re
+    import sys
 
     import fastjsonschema
 
     from wfexec.system import cache
 
-    key = f"fastjsonschema {fastjsonschema.VERSION}\0{json.dumps(schema, sort_keys=True, default=repr)}".encode()
+    key = (f"fastjsonschema {fastjsonschema.VERSION} {sys.implementation.cache_tag}\0"
+           f"{json.dumps(schema, sort_keys=True, default=repr)}").encode()
     cached = cache.load("validators", key)
     if cached is not None:
-        code = cached.decode()
+        root_name, _, compiled = cached.partition(b"\0")
+        code = marshal.loads(compiled)
+        name = root_name.decode()
     else:
-        code = fastjsonschema.compile_to_code(schema)
-        cache.store("validators", key, code.encode())
-    root = re.search(r"^def (\w+)\(data", code, re.MULTILINE)  # the schema's own function comes first
-    if root is None:
-        return fastjsonschema.compile(schema)
+        source = fastjsonschema.compile_to_code(schema)
+        root = re.search(r"^def (\w+)\(data", source, re.MULTILINE)  # the schema's own function comes first
+        if root is None:
+            return fastjsonschema.compile(schema)
+        name = root.group(1)
+        code = compile(source, "<fastjsonschema validator>", "exec")
+        cache.store("validators", key, name.encode() + b"\0" + marshal.dumps(code))
     namespace: dict[str, Any] = {}
-    exec(compile(code, "<fastjsonschema validator>", "exec"), namespace)  # noqa: S102 - fastjsonschema's code
-    return namespace[root.group(1)]
+    exec(code, namespace)  # noqa: S102 - fastjsonschema's code
+    return namespace[name]
 
 
 def schema_error(schema: Any) -> Any:
