@@ -140,3 +140,25 @@ endings:
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()[0] == "3"
         assert db.execute("SELECT steps, status FROM runs").fetchone() == (1, "completed")
+
+
+def test_a_killed_run_shows_the_progress_of_its_last_commit(tmp_path):
+    """Committing steps writes only their journal row: `runs` and `show` read the run's progress from there."""
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    (tmp_path / "workflow.yaml").write_text(LARGE_STATE_EFFECTS)
+    store = tmp_path / "runs.db"
+    killed = subprocess.run([sys.executable, str(ROOT / "tests" / "crashpoint.py"), "after-commit", "9", "--",
+                             "run", "workflow.yaml", "--store", str(store)], cwd=tmp_path, capture_output=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    [listed] = json.loads(cli("runs", "--format", "json", "--store", store).stdout)
+    journal = json.loads(cli("show", listed["id"], "--format", "json", "--store", store).stdout)["journal"]
+    assert listed["status"] == "interrupted" and listed["in_flight"] is None
+    assert (listed["steps"], listed["current_node"]) == (journal[-1]["step"], journal[-1]["target"])
+    assert listed["steps"] >= 9
+    resumed = cli("resume", listed["id"], "--store", store, cwd=tmp_path)
+    assert (resumed.returncode, resumed.stdout.strip()) == (0, "150 steps"), resumed.stderr

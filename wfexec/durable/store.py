@@ -13,9 +13,9 @@ Tables:
   only change state: a row per step would cost more than the steps). Each step
   is `[step, node, type, outcome, target, at, changes, duration_us]`, then
   `appended, removed` when it has either (wfexec.durable.changes): what the
-  step changed, never a copy of the state. Inserting a row also moves its
-  run's step count and current node on (a trigger), so a commit of state-only
-  steps is one statement.
+  step changed, never a copy of the state. A row also holds the run's current
+  node after it and when it was committed: the last row is the run's progress
+  (`RunRecord.from_row`), so a commit of state-only steps is one statement.
 - `snapshots`: a full state of each run (without `history`, which is the
   journal itself) as of a step, rewritten now and then, in the same
   transaction as a journal row (wfexec.durable.journal decides when). The
@@ -91,13 +91,17 @@ MIGRATIONS = {
     """,
     3: """
     ALTER TABLE journal ADD COLUMN current_node TEXT;
-    CREATE TRIGGER journal_moves_run_on AFTER INSERT ON journal BEGIN
-        UPDATE runs SET steps = NEW.last_step, current_node = NEW.current_node, in_flight = NULL,
-                        updated_at = (julianday('now') - 2440587.5) * 86400.0
-        WHERE id = NEW.run_id;
-    END;
+    ALTER TABLE journal ADD COLUMN committed_at REAL;
     """,
 }
+
+# A run as `get` and `list` read it: its row, and its journal's last row, which is newer than the row's
+# progress columns while the run goes (see RunRecord.from_row).
+_SELECT_RUNS = ("SELECT runs.*, j.last_step AS journal_step, j.current_node AS journal_node, "
+                "j.committed_at AS journal_at FROM runs LEFT JOIN journal j ON j.run_id = runs.id AND "
+                "j.first_step = (SELECT max(first_step) FROM journal WHERE run_id = runs.id)")
+# Schema 2 kept the progress in the runs row itself.
+_SELECT_RUNS_2 = "SELECT runs.*, NULL AS journal_step, NULL AS journal_node, NULL AS journal_at FROM runs"
 
 STATUSES = ("running", "waiting", "completed", "failed", "stopped", "cancelled")
 FINISHED = ("completed", "failed", "cancelled")
@@ -181,9 +185,22 @@ class RunRecord:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> "RunRecord":
+        """A run from `_SELECT_RUNS`. Committing steps writes only their journal row (one statement), so the
+        journal's last row is the run's progress: its step count, its current node while it goes, the time of
+        its last commit, and whether the step marked in flight has ended since."""
         data = dict(row)
+        journal_step, journal_node, journal_at = data.pop("journal_step"), data.pop("journal_node"), \
+            data.pop("journal_at")
         for key in ("node_hashes", "in_flight", "pending_question", "result", "inputs"):
             data[key] = json.loads(data[key]) if data[key] else ({} if key in ("node_hashes", "inputs") else None)
+        if journal_step is not None and journal_step >= data["steps"]:
+            data["steps"] = journal_step
+            if data["status"] not in FINISHED and journal_node is not None:
+                data["current_node"] = journal_node
+            if journal_at is not None and journal_at > data["updated_at"]:
+                data["updated_at"] = journal_at
+            if data["in_flight"] and data["in_flight"]["step"] <= journal_step:
+                data["in_flight"] = None
         return cls(**data)
 
     @property
@@ -207,6 +224,7 @@ class Store:
         self.readonly = readonly
         # A states node's agents report from the event loop's worker threads too.
         self._lock = threading.RLock()
+        self._select_runs = _SELECT_RUNS
         self.db = self._open_readonly() if readonly else self._open()
 
     def _open_readonly(self) -> sqlite3.Connection:
@@ -226,6 +244,8 @@ class Store:
             raise StoreError(f"{path} cannot be read as a run store: {exc}",
                              "check that it exists and can be read, or pass --store with another path") from None
         version = int(row[0]) if row else 0
+        if version < 3:
+            self._select_runs = _SELECT_RUNS_2
         if version not in READS_SCHEMAS:
             db.close()
             how = "upgrade wfexec" if version > SCHEMA_VERSION else "any wfexec command that writes (run, resume) " \
@@ -322,9 +342,10 @@ class Store:
         return run_id
 
     def get(self, run_id: str) -> RunRecord:
-        row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = self.db.execute(f"{self._select_runs} WHERE runs.id = ?", (run_id,)).fetchone()
         if row is None:
-            matches = self.db.execute("SELECT * FROM runs WHERE id LIKE ? ORDER BY id", (run_id + "%",)).fetchall()
+            matches = self.db.execute(f"{self._select_runs} WHERE runs.id LIKE ? ORDER BY runs.id",
+                                      (run_id + "%",)).fetchall()
             if len(matches) == 1:
                 return RunRecord.from_row(matches[0])
             if len(matches) > 1:
@@ -344,9 +365,10 @@ class Store:
         if status == "interrupted":  # stored as running; its process is gone
             return [r for r in self.list("running", limit) if r.shown_status == "interrupted"]
         if status:
-            rows = self.db.execute("SELECT * FROM runs WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit))
+            rows = self.db.execute(f"{self._select_runs} WHERE runs.status = ? ORDER BY runs.id DESC LIMIT ?",
+                                   (status, limit))
         else:
-            rows = self.db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,))
+            rows = self.db.execute(f"{self._select_runs} ORDER BY runs.id DESC LIMIT ?", (limit,))
         return [RunRecord.from_row(r) for r in rows]
 
     def acquire(self, run_id: str) -> None:
@@ -393,8 +415,8 @@ class Store:
         after them when given, and clear the saved state of `cleared_nodes` (nodes those steps finished): all
         in one transaction."""
         row = _dumps(steps)
-        insert = ("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?, ?)",
-                  (run_id, steps[0][0], steps[-1][0], row, current_node))
+        insert = ("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?, ?, ?)",
+                  (run_id, steps[0][0], steps[-1][0], row, current_node, time.time()))
         if snapshot is None and not cleared_nodes:
             self._write(*insert)
             return Written(len(row), 0)
@@ -417,7 +439,9 @@ class Store:
             if key in columns and columns[key] is not None and not isinstance(columns[key], str):
                 columns[key] = _dumps(columns[key])
         assignments = ", ".join(f"{k} = ?" for k in columns)
-        self._write(f"UPDATE runs SET {assignments} WHERE id = ?", (*columns.values(), run_id))
+        # The row catches up with the journal at each change of status, for whoever reads it alone.
+        self._write(f"UPDATE runs SET {assignments}, steps = coalesce((SELECT max(last_step) FROM journal "
+                    "WHERE run_id = ?), steps) WHERE id = ?", (*columns.values(), run_id, run_id))
 
     def save_node_state(self, run_id: str, node: str, data: dict | None) -> None:
         """What a long-running node (a `states` node's agents) needs to continue after a crash; None clears it."""
