@@ -448,7 +448,7 @@ def lean_table() -> dict:
         return {"type": names[inner]}
 
     group = typer.main.get_command(app)
-    table = {}
+    table: dict[str, Any] = {}
     for name in LEAN_COMMANDS:
         command = group.commands[name]  # type: ignore[attr-defined]  # a group's commands
         arguments, options = [], {}
