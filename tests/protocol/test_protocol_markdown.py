@@ -36,7 +36,10 @@ def test_item33_no_tag_then_a_tag_after_one_reminder(tmp_path):
     result, quiet = run_folder(folder, backend=backend, trace=True)
     assert result.result == "n"
     assert [r.attempt for r in backend.requests] == [1, 2]
-    assert backend.requests[1].prompt.startswith("Do the thing.\n\n---\nREMINDER:")
+    # Raymond's GenerateReminderPrompt, appended to the body as it is
+    assert backend.requests[1].prompt == (
+        "Do the thing.\n---\nREMINDER: Emit exactly one of these tags (target names are literal, not placeholders):"
+        "\n\n1. <goto>NEXT</goto>\n2. <result>...</result>\n\nEmit exactly one of the above tags.\n---")
     assert "<goto>NEXT</goto>" in backend.requests[1].prompt
     assert backend.requests[1].session_id == "s1"  # the reminder resumes the session the failed turn made
     assert "re-prompting with a reminder (1/3)" in quiet.errors
@@ -128,7 +131,8 @@ def test_item41_template_values(tmp_path):
     backend = ScriptedBackend("<result>x</result>")
     result, _ = run_folder(folder, backend=backend, input="I")
     assert backend.requests[0].prompt == (f"wf={result.workflow_id} agent=main in=I old=I "
-                                          "task={{task_folder}} ask={{ask_id}}")
+                                          f"task={folder.resolve()}/.wfexec/tasks/{result.workflow_id}/main "
+                                          "ask={{ask_id}}")
 
 
 def test_item42_unknown_frontmatter_field_warns_and_runs(tmp_path):

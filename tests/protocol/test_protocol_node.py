@@ -112,13 +112,13 @@ def test_no_backend_stops_even_with_on_failure(write_workflow, tmp_path):
 
 
 def test_inline_states_files_and_objects(write_workflow, tmp_path):
-    node = {"states": {"START.sh": "echo \"<goto input=\\\"$RAYMOND_STATE_DIR\\\">ASK</goto>\"\n",
+    node = {"states": {"START.sh": "echo \"<goto input=\\\"$PWD\\\">ASK</goto>\"\n",
                        "ASK": {"prompt": "Dir is {{input}}.", "model": "haiku"}},
             "store_as": "computed.out", "on_success": "done"}
     backend = ScriptedBackend("<result>ok</result>")
     result, _ = run_workflow(write_workflow, tmp_path, node, backend=backend)
     assert result.state["computed"]["out"] == "ok"
-    assert backend.requests[0].prompt == f"Dir is {tmp_path.resolve()}."  # inline states live with the workflow
+    assert backend.requests[0].prompt == f"Dir is {tmp_path.resolve()}."  # scripts run in the node's directory
     assert backend.requests[0].model == "haiku"
 
 

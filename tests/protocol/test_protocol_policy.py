@@ -122,13 +122,9 @@ def test_item31_implicit_eligibility():
 def test_item32_reminder_text():
     policy = policy_of({"tag": "goto", "target": "NEXT.md"}, {"tag": "result"},
                        {"tag": "call", "target": "C.md", "return": 'say "hi"'})
-    text = reminder(policy)
-    assert text.startswith("\n\n---\nREMINDER: Emit exactly one of these tags (target names are literal, "
-                           "not placeholders):\n")
-    assert "1. <goto>NEXT.md</goto>" in text
-    assert "2. <result>...</result>" in text
-    assert "3. <call return='say \"hi\"'>C.md</call>" in text
-    assert text.endswith("Emit exactly one of the above tags.\n---")
+    assert reminder(policy) == ("\n---\nREMINDER: Emit exactly one of these tags (target names are literal, "
+                                "not placeholders):\n\n1. <goto>NEXT.md</goto>\n2. <result>...</result>\n"
+                                "3. <call return='say \"hi\"'>C.md</call>\n\nEmit exactly one of the above tags.\n---")
     assert render_entry({"tag": "result", "payload": "YES"}) == "<result>YES</result>"
     assert render_entry({"tag": "ask", "next": "N.md"}) == '<ask next="N.md">[human-facing prompt here]</ask>'
     assert render_entry({"tag": "goto"}) == "<goto>TARGET</goto>"

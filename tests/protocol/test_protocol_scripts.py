@@ -5,10 +5,9 @@ reference/raymond-state-protocol.md §4, and the scripted end-to-end fixtures of
 Skipped or changed, with the reason:
 - 46 (debug files on disk): wfexec keeps each script's stdout/stderr in the run's records and shows them
   with --trace (tested below) instead of writing a debug folder.
-- 47: RAYMOND_TASK_FOLDER is absent (no task folders in wfexec). RAYMOND_STATE_DIR and RAYMOND_STATE_FILE
-  are *present*: the seed documents (000, 001) define them and issue 4 requires them, although Raymond
-  later removed them. RAYMOND_INPUT is set only for a non-empty input (reference §6 lists Raymond setting
-  it when empty as an issue not to copy); the old name RAYMOND_RESULT carries the same value.
+- 47: as Raymond: RAYMOND_TASK_FOLDER always, RAYMOND_INPUT whenever there is an input (an empty one
+  included), no RAYMOND_STATE_DIR or RAYMOND_STATE_FILE (issue 14; the seed documents' names, which issue 4
+  had kept). The seeds' RAYMOND_RESULT still carries the input's value.
 - 75 (limit errors, retries, pausing): wfexec has no paused agents; a script error ends the node (routed
   to on_failure, see test_protocol_node.py). The fatal-error half is tested here.
 
@@ -28,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 import time
 
 import pytest
@@ -81,7 +81,7 @@ def test_raymond_yaml_scope_end_to_end(tmp_path):
     """Item 52: a YAML-scope script is written out and run with the same variables; <print> from stderr too."""
     result, quiet = run_folder(FIXTURES / "raymond.yaml", cwd=tmp_path)
     assert result.exit_code == 0, result.to_json()
-    assert result.result.startswith("counted 42 in ") and result.result.endswith("COUNT.sh")
+    assert result.result == "counted 42 in main"
     assert quiet.printed.splitlines() == ["starting main", "counting from 42"]
 
 
@@ -169,12 +169,44 @@ def test_items47_48_environment(tmp_path, monkeypatch):
     main, main_unset = read_env(tmp_path / "env-main.txt")
     assert main["RAYMOND_WORKFLOW_ID"] == result.workflow_id
     assert main["RAYMOND_AGENT_ID"] == "main"
-    assert main["RAYMOND_STATE_DIR"] == str(folder.resolve())
-    assert main["RAYMOND_STATE_FILE"] == str(folder.resolve() / "START.sh")
+    assert main["RAYMOND_TASK_FOLDER"] == str(tmp_path.resolve() / ".wfexec" / "tasks" / result.workflow_id / "main")
     assert main["RAYMOND_INPUT"] == main["RAYMOND_RESULT"] == "first"
-    assert {"RAYMOND_TASK_FOLDER", "CLAUDECODE", "item"} <= main_unset
+    # Raymond's tests assert these two are absent
+    assert {"RAYMOND_STATE_DIR", "RAYMOND_STATE_FILE", "CLAUDECODE", "item"} <= main_unset
     worker, _ = read_env(tmp_path / "env-main_w1.txt")
     assert worker["item"] == "apple" and worker["RAYMOND_INPUT"] == "for the worker"
+    assert worker["RAYMOND_TASK_FOLDER"].endswith("/main_w1") and Path(worker["RAYMOND_TASK_FOLDER"]).is_dir()
+
+
+def test_item47_an_empty_result_is_an_input_and_sets_RAYMOND_INPUT(tmp_path):
+    folder = write_states(tmp_path / "s", {
+        "START.sh": "echo '<call return=\"AFTER\">CALLEE</call>'\n",
+        "CALLEE.sh": "echo '<result></result>'\n",
+        "AFTER.sh": 'echo "<result>[${RAYMOND_INPUT-unset}]</result>"\n',
+    })
+    result, _ = run_folder(folder, cwd=tmp_path)
+    assert result.result == "[]"
+
+
+def test_task_folders_new_on_reset_inherited_on_fork_and_restored_on_return(tmp_path):
+    """{{task_folder}} / RAYMOND_TASK_FOLDER: an agent's own, a new one after <reset task="new">, the parent's
+    after <fork task="inherit">, and the caller's again after a callee's <result>."""
+    folder = write_states(tmp_path / "s", {
+        "START.sh": 'echo "start $RAYMOND_TASK_FOLDER" >> log.txt\n'
+                    "echo '<fork next=\"RESET\" task=\"inherit\">SHARE</fork>'\n",
+        "SHARE.sh": 'echo "share $RAYMOND_TASK_FOLDER" >> log.txt; echo \'<result>s</result>\'\n',
+        "RESET.sh": "echo '<reset task=\"new\">CALLER</reset>'\n",
+        "CALLER.sh": 'echo "caller $RAYMOND_TASK_FOLDER" >> log.txt; echo \'<function return="BACK">SUB</function>\'\n',
+        "SUB.sh": "echo '<reset task=\"new\">SUB2</reset>'\n",
+        "SUB2.sh": 'echo "sub $RAYMOND_TASK_FOLDER" >> log.txt; echo \'<result>r</result>\'\n',
+        "BACK.sh": 'echo "back $RAYMOND_TASK_FOLDER" >> log.txt; echo \'<result>done</result>\'\n',
+    })
+    result, _ = run_folder(folder, cwd=tmp_path)
+    assert result.exit_code == 0, result.error
+    root = tmp_path.resolve() / ".wfexec" / "tasks" / result.workflow_id
+    seen = dict(line.split(" ", 1) for line in (tmp_path / "log.txt").read_text().splitlines())
+    assert seen == {"start": f"{root}/main", "share": f"{root}/main", "caller": f"{root}/main_task1",
+                    "sub": f"{root}/main_task2", "back": f"{root}/main_task1"}
 
 
 def test_item49_scripts_run_in_the_agent_directory_never_the_scope(tmp_path):

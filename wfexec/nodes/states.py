@@ -69,7 +69,7 @@ class States:
     on_result: dict
     on_success: Any
     on_failure: Any
-    base_dir: Any = None     # the workflow's folder: RAYMOND_STATE_DIR of inline states
+    base_dir: Any = None     # the workflow's folder, where inline states are read from
     label: str = ""          # how messages name the scope
 
 

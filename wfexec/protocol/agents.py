@@ -9,6 +9,9 @@
 | fork W next=N | parent → N | parent keeps | parent keeps | parent keeps | worker: `input` |
 | result P | pop → frame state, or the agent ends | frame's | pop | frame's | P |
 
+Each agent also has a task folder (`{{task_folder}}`, `RAYMOND_TASK_FOLDER`): its own id's, a new one after
+`<reset task="new">`, its parent's after `<fork task="inherit">`; a frame keeps the caller's.
+
 Everything here is plain data (dataclasses with `to_dict`/`from_dict`) so that a
 durable run can store the agents, their stacks, sessions and fork counters and
 pick them up again. Transitions are pure: `apply` returns new agents and never
@@ -64,10 +67,12 @@ class Frame:
     state: str                      # the resolved return state
     session_id: str | None = None   # the caller's session, resumed on return
     cwd: str = ""                   # the caller's working directory ("" = the node's)
+    task: str = ""                  # the caller's task folder ("" = its own id's)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Frame":
-        return cls(state=data["state"], session_id=data.get("session_id"), cwd=data.get("cwd", ""))
+        return cls(state=data["state"], session_id=data.get("session_id"), cwd=data.get("cwd", ""),
+                   task=data.get("task", ""))
 
 
 @dataclass
@@ -83,6 +88,14 @@ class Agent:
     status: str = "active"                      # active | ended
     result: str | None = None                   # the payload of its final <result>
     steps: int = 0                              # states it has run
+    # Its task folder, named under the run's task root ("" = its own id); `<reset task="new">` counts up
+    # and moves it to `<id>_task<N>`, `<fork task="inherit">` shares the parent's.
+    task: str = ""
+    task_count: int = 0
+
+    @property
+    def task_name(self) -> str:
+        return self.task or self.id
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -186,11 +199,19 @@ def apply_one(agent: Agent, t: Transition, counters: dict, base_cwd: str) -> tup
                             "<fork cd=...>")
     if tag == "goto":
         return _moved(agent, t.target, input=_input(t)), []
+    task = _task(t)
     if tag == "reset":
         cwd = resolve_cd(t.attributes["cd"], agent.cwd, base_cwd) if t.attributes.get("cd") else agent.cwd
-        return _moved(agent, t.target, input=_input(t), session_id=None, branch_from=None, cwd=cwd), []
+        if task == "inherit":
+            raise ProtocolError('<reset task="inherit"> means nothing: a reset keeps its task folder unless '
+                                'task="new"', 'drop the attribute, or write task="new" for a new folder')
+        folder = {"task_count": agent.task_count + 1, "task": f"{agent.id}_task{agent.task_count + 1}"} \
+            if task == "new" else {}
+        return _moved(agent, t.target, input=_input(t), session_id=None, branch_from=None, cwd=cwd, **folder), []
+    if task and tag != "fork":
+        raise ProtocolError(f"`task` is not allowed on <{tag}>", "only <reset> and <fork> choose a task folder")
     if tag in ("call", "function"):
-        frame = Frame(state=_required(t, "return"), session_id=agent.session_id, cwd=agent.cwd)
+        frame = Frame(state=_required(t, "return"), session_id=agent.session_id, cwd=agent.cwd, task=agent.task)
         moved = _moved(agent, t.target, input=_input(t), session_id=None,
                        branch_from=agent.session_id if tag == "call" else None)
         moved.stack.append(frame)
@@ -203,10 +224,19 @@ def apply_one(agent: Agent, t: Transition, counters: dict, base_cwd: str) -> tup
             return _moved(agent, agent.state, status="ended", result=t.payload, branch_from=None), []
         frame = agent.stack[-1]
         moved = _moved(agent, frame.state, input=t.payload, session_id=frame.session_id, branch_from=None,
-                       cwd=frame.cwd)
+                       cwd=frame.cwd, task=frame.task or agent.task)
         moved.stack.pop()
         return moved, []
     raise ProtocolError(f"<{tag}> is not a transition wfexec knows")
+
+
+def _task(t: Transition) -> str:
+    """The `task` attribute: "", `new` or `inherit`."""
+    task = t.attributes.get("task", "")
+    if task not in ("", "new", "inherit"):
+        raise ProtocolError(f'<{t.tag} task="{task}">: `task` is `new` or `inherit`',
+                            'task="new" gives a new task folder; on <fork>, task="inherit" shares the parent\'s')
+    return task
 
 
 def _required(t: Transition, name: str) -> str:
@@ -227,8 +257,9 @@ def _worker(parent: Agent, t: Transition, counters: dict, base_cwd: str) -> Agen
             "pass data under another name (e.g. TARGET_DIR=...); PATH, BASH_ENV, ENV, LD_*, PYTHON*, GIT_* and the "
             "like are never taken from a tag")
     cwd = resolve_cd(t.attributes["cd"], parent.cwd, base_cwd) if t.attributes.get("cd") else ""
+    task = parent.task_name if _task(t) == "inherit" else ""
     return Agent(id=worker_id(parent.id, t.target, counters), state=t.target, cwd=cwd, input=_input(t),
-                 fork_attributes=attributes or None)
+                 fork_attributes=attributes or None, task=task)
 
 
 def describe(agents: Sequence[Agent]) -> list[dict[str, Any]]:

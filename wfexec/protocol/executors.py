@@ -113,20 +113,20 @@ def _group_consistent(transitions: list[Transition], verb: str) -> None:
 
 # -- scripts ----------------------------------------------------------------------------
 
-def script_env(orch: "Orchestrator", agent: "Agent", state_file: str) -> dict:
+def script_env(orch: "Orchestrator", agent: "Agent") -> dict:
+    """Raymond's environment: the RAYMOND_* variables (RAYMOND_INPUT whenever there is an input, empty
+    included), and a worker's fork attributes in its first state."""
     env = dict(orch.base_env)
+    for name in ("RAYMOND_INPUT", "RAYMOND_RESULT", "RAYMOND_STATE_DIR", "RAYMOND_STATE_FILE"):
+        env.pop(name, None)  # from an outer run: never this state's
     if agent.fork_attributes:  # refused names never get here from a tag; a store written before the rule may hold them
         env.update({k: v for k, v in agent.fork_attributes.items() if not refused_environment_name(k)})
     env["RAYMOND_WORKFLOW_ID"] = orch.workflow_id
     env["RAYMOND_AGENT_ID"] = agent.id
-    env["RAYMOND_STATE_DIR"] = str(orch.scope.state_dir)
-    env["RAYMOND_STATE_FILE"] = state_file
-    if agent.input:
+    env["RAYMOND_TASK_FOLDER"] = orch.task_folder(agent)
+    if agent.input is not None:
         env["RAYMOND_INPUT"] = agent.input
-        env["RAYMOND_RESULT"] = agent.input  # the pre-2026 name
-    else:
-        env.pop("RAYMOND_INPUT", None)
-        env.pop("RAYMOND_RESULT", None)
+        env["RAYMOND_RESULT"] = agent.input  # the name the seed documents use
     return env
 
 
@@ -166,7 +166,7 @@ async def run_script_state(orch: "Orchestrator", agent: "Agent") -> StepResult:
     progress.running(f"{agent.id}: {name}")
     try:
         output = await run_process([orch.bash, str(path)], cwd=orch.agent_cwd(agent),
-                                   env=script_env(orch, agent, str(path)), timeout=timeout,
+                                   env=script_env(orch, agent), timeout=timeout,
                                    on_stdout=on_stdout, on_stderr=on_stderr, spawn_in_thread=orch.concurrent())
     except ProcessTimeout as exc:
         orch.keep_record(agent, "script", stdout=exc.stdout, stderr=exc.stderr, exit_code=None)
@@ -222,8 +222,8 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
     if orch.backend is None:
         raise BackendMissing(f"{where} is an LLM state, and no LLM backend is configured",
                              "run with --backend claude (or command:PROGRAM, or --replay CASSETTE)")
-    values = template_values(workflow_id=orch.workflow_id, agent_id=agent.id, input=agent.input,
-                             fork_attributes=agent.fork_attributes)
+    values = template_values(workflow_id=orch.workflow_id, agent_id=agent.id, task_folder=orch.task_folder(agent),
+                             input=agent.input, fork_attributes=agent.fork_attributes)
     prompt = render(body, values)
     model = (policy.model if policy else None) or orch.model
     effort = (policy.effort if policy else None) or orch.effort

@@ -89,6 +89,13 @@ class Orchestrator:
     def agent_cwd(self, agent: Agent) -> str:
         return agent.cwd or self.base_cwd
 
+    def task_folder(self, agent: Agent) -> str:
+        """The agent's task folder, made before its state runs: `.wfexec/tasks/<workflow id>/<task>` under the
+        node's working directory."""
+        folder = Path(self.base_cwd, ".wfexec", "tasks", self.workflow_id, agent.task_name)
+        folder.mkdir(parents=True, exist_ok=True)
+        return str(folder)
+
     def concurrent(self) -> bool:
         """More than one agent is running: starting programs from threads lets their starts overlap."""
         return len(self._tasks) > 1

@@ -201,10 +201,11 @@ def _entry_matches(entry: dict, transition: Transition) -> bool:
 # -- the reminder ----------------------------------------------------------------
 
 def render_entry(entry: dict) -> str:
+    """One allowed transition as the reminder shows it (Raymond's GenerateReminderPrompt, key for key)."""
     tag = entry.get("tag", "")
-    attributes = "".join(f" {k}={_quote(entry[k])}" for k in sorted(entry) if k not in ("tag", "target", "payload"))
+    attributes = "".join(f" {k}={_quote(str(entry[k]))}" for k in sorted(entry) if k not in ("tag", "target"))
     if tag == "result":
-        return f"<result{attributes}>{entry.get('payload', '...')}</result>"
+        return f"<result>{entry['payload']}</result>" if "payload" in entry else "<result>...</result>"
     if tag == "ask":
         return f"<ask{attributes}>[human-facing prompt here]</ask>"
     return f"<{tag}{attributes}>{entry.get('target') or 'TARGET'}</{tag}>"
@@ -216,7 +217,7 @@ def _quote(value: str) -> str:
 
 def reminder(policy: Policy) -> str:
     """The block appended to the prompt when a state's output broke its policy (Raymond's exact format)."""
-    lines = ["", "", "---", "REMINDER: Emit exactly one of these tags (target names are literal, not placeholders):"]
+    lines = ["", "---", "REMINDER: Emit exactly one of these tags (target names are literal, not placeholders):", ""]
     lines += [f"{n}. {render_entry(entry)}" for n, entry in enumerate(policy.allowed, 1)]
-    lines += ["Emit exactly one of the above tags.", "---"]
+    lines += ["", "Emit exactly one of the above tags.", "---"]
     return "\n".join(lines)

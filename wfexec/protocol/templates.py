@@ -24,12 +24,13 @@ def render(text: str, values: Mapping[str, str]) -> str:
     return _PLACEHOLDER.sub(value_of, text)
 
 
-def template_values(*, workflow_id: str, agent_id: str, input: str | None,
+def template_values(*, workflow_id: str, agent_id: str, task_folder: str, input: str | None,
                     fork_attributes: Mapping[str, str] | None) -> dict[str, str]:
     """The names a state can use: fork attributes first, so they cannot hide the built-ins."""
     values = dict(fork_attributes or {})
     values["workflow_id"] = workflow_id
     values["agent_id"] = agent_id
+    values["task_folder"] = task_folder
     if input is not None:
         values["input"] = input
         values["result"] = input  # the pre-2026 name (seed documents) for the same value
