@@ -154,11 +154,17 @@ def states(
     max_steps: int = typer.Option(10_000, "--max-steps", min=1, metavar="N", help="Stop after this many states."),
     trace: bool = typer.Option(False, "--trace", help="Print each state, tag and script output to stderr."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
+    answer: List[str] = typer.Option([], "--answer", "-a", metavar="AGENT=TEXT",
+                                     help="Answer an agent's <ask> (repeatable)."),
+    non_interactive: bool = typer.Option(False, "--non-interactive",
+                                         help="Never prompt; an <ask> without an answer exits 3."),
+    store: Optional[Path] = STORE_OPTION,
+    ephemeral: bool = typer.Option(False, "--ephemeral", help="Do not record the run in the store (no resume)."),
     backend: Optional[str] = BACKEND_OPTION,
     record: Optional[Path] = RECORD_OPTION,
     replay: Optional[Path] = REPLAY_OPTION,
 ):
-    """Run a folder of md/sh states on its own, without a workflow.yaml."""
+    """Run a folder of md/sh states on its own, recorded like a run (resume, show, cancel)."""
     raise typer.Exit(_call(entrypoints.states, **locals()))
 
 

@@ -17,7 +17,7 @@ import pytest
 from protocol_support import ScriptedBackend, run_folder, write_states
 
 from wfexec.backends import create_backend
-from wfexec.backends.base import BackendError, BackendUnavailable, LLMRequest, run_sync
+from wfexec.backends.base import BackendError, BackendUnavailable, LLMRequest, UsageLimitReached, run_sync
 from wfexec.backends.claude import ClaudeBackend
 from wfexec.backends.command import CommandBackend
 from wfexec.backends.replay import RecordingBackend, ReplayBackend, ReplayDiverged, dump_cassette, load_cassette
@@ -144,15 +144,29 @@ def test_claude_options_and_large_prompts_on_stdin(tmp_path, fake_claude):
 @pytest.mark.parametrize("reply,message", [
     ({"result": "boom", "is_error": True, "subtype": "error_during_execution"}, "claude reported an error"),
     ({"result": "", "exit": 1, "stderr": "API down"}, "claude exited with status 1: API down"),
-    ({"result": "You've hit your limit · resets 3pm (America/Chicago)"}, "claude hit a usage limit"),
+    ({"result": "You've hit your limit · resets 3pm (America/Chicago)", "is_error": True}, "claude hit a usage limit"),
     ({"raw": "", "exit": 1, "stderr": "Claude AI usage limit: out of extra usage"}, "claude hit a usage limit"),
     ({"raw": "not json"}, "printed no JSON result object"),
+    ({"result": "", "exit": 1,
+      "stderr": "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons"},
+     "refuses --dangerously-skip-permissions to the root user"),
 ])
 def test_claude_failures(fake_claude, reply, message):
     set_replies, _ = fake_claude
     set_replies([reply])
-    with pytest.raises(BackendError, match=message):
+    with pytest.raises(BackendError, match=message) as raised:
         ClaudeBackend().complete("hi")
+    if "usage limit" in message:
+        assert isinstance(raised.value, UsageLimitReached)
+    if "root" in message:  # every call would fail alike: the run stops and says how to fix it
+        assert isinstance(raised.value, BackendUnavailable) and "IS_SANDBOX=1" in raised.value.hint
+
+
+def test_a_reply_that_mentions_a_limit_is_a_reply(fake_claude):
+    """Only a result marked as an error (or a failed command) is a usage limit; the words alone are not."""
+    set_replies, _ = fake_claude
+    set_replies([{"result": "Docs: when you hit your limit, wait. <result>ok</result>"}])
+    assert "hit your limit" in ClaudeBackend().complete("hi")
 
 
 def test_claude_accepts_a_verbose_message_list(fake_claude):

@@ -142,12 +142,13 @@ def test_item42_unknown_frontmatter_field_warns_and_runs(tmp_path):
     assert "warning: START.md: unknown frontmatter field colour" in quiet.errors
 
 
-def test_item43_a_backend_failure_is_an_error_naming_the_state(tmp_path):
+def test_item43_a_backend_failure_names_the_state_and_pauses_its_agent_after_three_attempts(tmp_path):
     folder = folder_of(tmp_path, START_md="Go.")
     backend = create_backend("command:false")
     result, _ = run_folder(folder, backend=backend)
-    assert result.error == "main: START.md: the LLM backend failed: `false` exited with status 1"
-    assert result.exit_code == 1
+    assert result.error == ("main paused at START.md: main: START.md: the LLM backend failed: `false` exited with "
+                            "status 1 (failed 3 times in a row)")
+    assert result.exit_code == 4  # stopped: resume runs the state again
 
 
 def test_item57_render_prompt():

@@ -109,7 +109,9 @@ def test_item44_script_goto_keeps_the_session_and_costs_nothing(tmp_path):
     ("echo '<goto>MISSING</goto>'", "main: START.sh <goto>MISSING</goto>: state 'MISSING' not found"),
     ("echo '<goto>../etc/passwd</goto>'", "main: START.sh: <goto> target '../etc/passwd' contains a path separator"),
     ("echo '<call>A</call>'", "main: START.sh: <call> needs a `return` attribute"),
-    ("echo '<ask next=\"A\">Why?</ask>'", "main: START.sh printed <ask>, a Raymond tag wfexec does not support"),
+    ("echo '<call-workflow return=\"A\">other/</call-workflow>'",
+     "main: START.sh printed <call-workflow>, a Raymond tag wfexec does not support"),
+    ("echo '<ask>Why?</ask>'", "main: START.sh: <ask> needs a non-empty `next` attribute"),
     ("echo '<goto cd=\"/tmp\">A</goto>'", "main: START.sh: `cd` is not allowed on <goto>"),
 ])
 def test_item45_script_errors_are_fatal_and_say_who_what_and_which_rule(tmp_path, script, message):

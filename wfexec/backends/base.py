@@ -24,6 +24,10 @@ class BackendError(WfexecError):
     """One call failed: the program exited non-zero, the reply was malformed, a usage limit was hit."""
 
 
+class UsageLimitReached(BackendError):
+    """The backend refused the call because the account's usage limit is reached (it says until when)."""
+
+
 class BackendUnavailable(BackendError):
     """The backend cannot be used at all; retrying or routing elsewhere will not help."""
 

@@ -25,13 +25,14 @@ import json
 import os
 from typing import Sequence
 
-from wfexec.backends.base import Backend, BackendError, BackendUnavailable, LLMReply, LLMRequest
+from wfexec.backends.base import Backend, BackendError, BackendUnavailable, LLMReply, LLMRequest, UsageLimitReached
 from wfexec.system import progress
 
 DEFAULT_MODEL = "sonnet"
 DISALLOWED_TOOLS = "EnterPlanMode,ExitPlanMode,AskUserQuestion,NotebookEdit"
 PROMPT_ON_ARGV_LIMIT = 100_000  # bytes; Linux refuses one argument over 128 KiB
 USAGE_LIMIT_MARKERS = ("hit your limit", "out of extra usage")
+ROOT_REFUSAL = "--dangerously-skip-permissions cannot be used with root/sudo privileges"
 # Accepted spellings of "no permission prompts at all".
 BYPASS = ("bypass", "bypassPermissions", "dangerously-skip-permissions", "skip")
 
@@ -120,11 +121,25 @@ def _activity(line: str) -> str:
     return "thinking"
 
 
+def _says_usage_limit(text: str) -> bool:
+    lowered = text.lower()
+    return any(marker in lowered for marker in USAGE_LIMIT_MARKERS)
+
+
 def parse_reply(stdout: str, stderr: str, returncode: int) -> LLMReply:
     result = _result_object(stdout)
-    text_seen = (result.get("result") if isinstance(result, dict) else "") or ""
-    if any(marker in (str(text_seen) + stderr).lower() for marker in USAGE_LIMIT_MARKERS):
-        raise BackendError(f"claude hit a usage limit: {(str(text_seen) or stderr).strip()[:300]}")
+    text_seen = str((result.get("result") if isinstance(result, dict) else "") or "")
+    # A limit only when Claude says it failed: a reply that merely mentions "hit your limit" is a reply.
+    errored = isinstance(result, dict) and bool(result.get("is_error"))
+    if (errored and _says_usage_limit(text_seen)) or (returncode != 0 and _says_usage_limit(text_seen + stderr)):
+        raise UsageLimitReached(f"claude hit a usage limit: {(text_seen or stderr).strip()[:300]}")
+    if returncode != 0 and ROOT_REFUSAL in stderr:
+        # Every call would fail the same way: say why, once, instead of failing each .md state.
+        raise BackendUnavailable(
+            "Claude Code refuses --dangerously-skip-permissions to the root user unless the environment says it "
+            "is a sandbox (IS_SANDBOX=1)",
+            "in a container or VM, set IS_SANDBOX=1; otherwise run wfexec as a normal user, or use "
+            "--backend claude:permission_mode=acceptEdits")
     if returncode != 0:
         detail = (stderr.strip() or str(text_seen).strip() or stdout.strip())[-1000:]
         raise BackendError(f"claude exited with status {returncode}: {detail}")

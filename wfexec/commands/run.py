@@ -161,6 +161,11 @@ def workflow_document(path):
     data = document.data
     if isinstance(data, dict) and "states" in data and "nodes" not in data:
         return None
+    if p.is_dir() and isinstance(data, dict) and "nodes" not in data and "start_node" not in data:
+        from wfexec.commands.states import raymond_manifest
+
+        if raymond_manifest(p) is not None:  # Raymond's workflow.yaml, describing the states beside it
+            return None
     return document
 
 
@@ -173,7 +178,8 @@ def execute_run(request: RunRequest) -> int:
         return execute_states(request.path, input=" ".join(request.inputs) or None, start=None, budget_usd=None,
                               timeout=None, model=None, max_steps=request.max_steps, trace=request.trace,
                               json_output=request.json_output, backend=request.backend, record=request.record,
-                              replay=request.replay)
+                              replay=request.replay, answers=request.answers, interactive=request.interactive,
+                              store=request.store, ephemeral=request.ephemeral, debug=request.debug)
     workflow = _load_or_report(request.path, None if isinstance(document, Path) else document)
     if workflow is None:
         return exit_code_for("invalid")
@@ -286,15 +292,19 @@ def _report_driven(request, driven, io) -> int:
 def _report_waiting(request, question, run_id) -> int:
     ids = ", ".join(c.id for c in question.choices)
     other = " (or free text)" if question.allow_other else ""
+    key = question.key
     if request.json_output:
-        _print_json({"status": "waiting", "run_id": run_id, "node": question.node, "question": question.text,
+        _print_json({"status": "waiting", "run_id": run_id, "node": question.node, "answer_key": key,
+                     "question": question.text,
                      "options": [{"id": c.id, "label": c.label, "description": c.description}
                                  for c in question.choices], "allow_other": question.allow_other})
-    how = (f"wfexec resume {run_id} --answer {question.node}=<option id>" if run_id else
-           f"wfexec run {request.path} --answer {question.node}=<option id>")
-    _error(f"waiting: node '{question.node}' asks: {question.text}\n"
-           f"  options: {ids}{other}\n"
-           f"  answer with: {how}")
+    value = "<option id>" if question.choices else "<text>"
+    how = (f"wfexec resume {run_id} --answer {key}={value}" if run_id else
+           f"wfexec run {request.path} --answer {key}={value}")
+    who = f"agent '{key}' of node '{question.node}'" if question.asker else f"node '{question.node}'"
+    _error(f"waiting: {who} asks: {question.text}\n"
+           + (f"  options: {ids}{other}\n" if question.choices else "")
+           + f"  answer with: {how}")
     return exit_code_for("waiting")
 
 
@@ -336,26 +346,33 @@ def print_ending(result, io) -> None:
 
 
 def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps, trace, json_output, backend,
-                   record, replay) -> int:
-    """`wfexec states PATH`: a states folder run on its own."""
-    from wfexec.running.console import Console
-    from wfexec.commands.states import run_states_path
+                   record, replay, answers=(), interactive=False, store=None, ephemeral=False, debug=False) -> int:
+    """`wfexec states PATH`: the states folder as a one-node workflow (`states_workflow`), run like any other,
+    so it is recorded in the store: an `<ask>` parks it (exit 3), paused agents stop it (exit 4), and `runs`,
+    `show`, `resume` and `cancel` work on it."""
+    import tempfile
 
-    try:
-        chosen = _backend(backend, record, replay)
-    except ValueError as exc:
-        _error(f"error: {exc}")
+    from wfexec.commands.states import states_workflow
+    from wfexec.durable.store import store_location
+    from wfexec.protocol.errors import ScopeError
+
+    if budget_usd is not None and budget_usd < 0:
+        _error("error: a budget cannot be negative")
         return exit_code_for("invalid")
-    io = Console(out=sys.stderr if json_output else sys.stdout, trace=trace)
+    scratch = tempfile.TemporaryDirectory(prefix="wfexec-states-") if ephemeral else None
+    into = Path(scratch.name) if scratch else store_location(store).parent / "states"
     try:
-        result = run_states_path(path, input=input, backend=chosen, budget_usd=budget_usd, io=io, trace=trace,
-                                 start=start, timeout=timeout, model=model, max_steps=max_steps)
-    except KeyboardInterrupt as exc:
-        return report_error(exc)
-    if json_output:
-        _print_json(result.to_json())
-    elif result.error:
-        _error(result.message())
-    else:
-        io.print(result.message())
-    return result.exit_code
+        try:
+            workflow = states_workflow(path, into, start=start, with_input=input is not None,
+                                       budget_usd=budget_usd, timeout=timeout, model=model)
+        except ScopeError as exc:
+            _error(exc.format())
+            return exit_code_for("invalid")
+        request = RunRequest(path=workflow, inputs=[f"input={input}"] if input is not None else [],
+                             answers=list(answers), interactive=interactive, max_steps=max_steps, trace=trace,
+                             json_output=json_output, debug=debug, store=store, ephemeral=ephemeral,
+                             backend=backend, record=record, replay=replay)
+        return execute_run(request)
+    finally:
+        if scratch is not None:
+            scratch.cleanup()

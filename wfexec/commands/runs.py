@@ -101,8 +101,10 @@ def show_run(path, run_id: str, *, with_state: bool, as_json: bool, out=None) ->
     if record.pending_question:
         q = record.pending_question
         options = ", ".join(o["id"] for o in q["options"]) + (" or free text" if q.get("allow_other") else "")
-        lines.append(f"  waiting: '{q['node']}' asks: {q['question']} ({options})")
-        lines.append(f"    answer with: wfexec resume {record.id} --answer {q['node']}=<option id>")
+        key = q.get("key") or q["node"]
+        lines.append(f"  waiting: '{key}' asks: {q['question']}" + (f" ({options})" if q["options"] else ""))
+        lines.append(f"    answer with: wfexec resume {record.id} --answer {key}="
+                     f"{'<option id>' if q['options'] else '<text>'}")
     if record.last_error:
         lines.append(f"  last error: {record.last_error}")
     if journal:

@@ -72,8 +72,10 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
                     budget_usd: float | None = None, cwd: str | os.PathLike | None = None, io: Console | None = None,
                     trace: bool = False, start: str | None = None, timeout: float | None = None,
                     model: str | None = None, effort: str | None = None,
-                    max_steps: int = DEFAULT_MAX_STEPS) -> StatesRunResult:
-    """Run a states folder to its end. Never raises for a user error: the result says what happened."""
+                    max_steps: int = DEFAULT_MAX_STEPS, answers: dict[str, str] | None = None) -> StatesRunResult:
+    """Run a states folder in this process, unrecorded (`wfexec states` records its runs: `execute_states`).
+    An `<ask>` takes its answer from `answers` (agent id → text), else the result is `waiting`; agents paused by
+    failures make it `stopped`. Never raises for a user error: the result says what happened."""
     from wfexec.protocol.orchestrator import Orchestrator
 
     io = io or Console(trace=trace)
@@ -102,6 +104,12 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
         with io.status_line():
             progress.at_node(scope_path.name)  # the scripts and LLM turns report themselves, agent included
             outcome = orchestrator.run(start=start or named_start, input=input)
+            while outcome.asking and (answers or {}).get(outcome.asking[0].id) is not None:
+                from wfexec.protocol.agents import answered
+
+                asking = outcome.asking[0]
+                outcome.state.put(answered(asking, (answers or {})[asking.id]))
+                outcome = orchestrator.run(state=outcome.state)
     except ScopeError as exc:
         return StatesRunResult("invalid", error=exc.message, hint=exc.hint,
                                workflow_id=orchestrator.workflow_id)
@@ -113,5 +121,80 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
         return StatesRunResult("failed", error=exc.message, hint=exc.hint,
                                cost_usd=orchestrator.budget.spent, steps=orchestrator.steps,
                                workflow_id=orchestrator.workflow_id)
+    if outcome.asking or outcome.paused:
+        if outcome.asking:
+            agent = outcome.asking[0]
+            status, error, hint = "waiting", f"{agent.id} asks: {agent.ask_prompt}", \
+                f"answer with --answer {agent.id}=TEXT"
+        else:
+            status = "stopped"
+            error = "; ".join(f"{a.id} paused at {a.state}: {a.error}" for a in outcome.paused)
+            hint = "fix the cause, then run again (`wfexec states` records its runs, so they can be resumed)"
+        return StatesRunResult(status, error=error, hint=hint, cost_usd=outcome.cost_usd, steps=outcome.steps,
+                               workflow_id=outcome.workflow_id, outcome=outcome)
     return StatesRunResult("completed", result=outcome.result, forks=outcome.forks, cost_usd=outcome.cost_usd,
                            steps=outcome.steps, workflow_id=outcome.workflow_id, outcome=outcome)
+
+
+def raymond_manifest(folder: Path) -> dict | None:
+    """The Raymond manifest (`workflow.yaml` beside the states: name, description, default_budget, backend…) of a
+    states folder, or None when `folder/workflow.yaml` is a wfexec workflow (it has `nodes:` or `start_node:`) or
+    the folder has no entry state."""
+    from wfexec.language.loader import load_file
+    from wfexec.protocol.scopes import entry_point
+
+    manifest = folder / "workflow.yaml"
+    if not manifest.is_file():
+        return None
+    data = load_file(manifest).data
+    if not isinstance(data, dict) or "nodes" in data or "start_node" in data:
+        return None
+    try:
+        entry_point(open_scope(folder, str(folder)))
+    except ScopeError:
+        return None
+    return dict(data)
+
+
+def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, with_input: bool,
+                    budget_usd: float | None, timeout: float | None, model: str | None) -> Path:
+    """A workflow of one `states` node running PATH, written into `into` (named by its content, so the same
+    command line finds the same file): what `wfexec states` runs, so that its run is recorded and resumed like
+    any other. Raises ScopeError when PATH is not a states folder."""
+    import hashlib
+    import json
+
+    scope_path, named_start = split_path(path)
+    open_scope(scope_path, str(scope_path))  # a missing or malformed folder is reported against what was given
+    folder = scope_path.resolve()
+    manifest = raymond_manifest(folder) if folder.is_dir() else None
+    node: dict[str, Any] = {"type": "states", "folder": str(folder)}
+    if start or named_start:
+        node["start"] = start or named_start
+    if with_input:  # the text goes in as the workflow's input: a `${` in it stays text
+        node["input"] = "${input.input}"
+    budget = budget_usd if budget_usd is not None else (manifest or {}).get("default_budget")
+    for key, value in (("budget_usd", budget), ("timeout", timeout), ("model", model)):
+        if value is not None:
+            node[key] = value
+    # No on_failure: a failed state is the run's error (stderr, exit 1), as it was before runs were recorded.
+    node.update({"store_as": "computed.result", "on_success": "done"})
+    name = str((manifest or {}).get("id") or folder.stem or "states")
+    workflow = {
+        "name": name, "version": "1",
+        "description": f"`wfexec states {path}`: the states at {folder}, run as a one-node workflow",
+        "start_node": "agents",
+        **({"input_schema": {"input": {"type": "string", "required": True}}} if with_input else {}),
+        "nodes": {"agents": node},
+        "endings": {"done": {"type": "success", "message": "${computed.result}"}},
+    }
+    text = "# Written by wfexec: what `wfexec states` runs (and `wfexec resume` reads again).\n" + \
+        json.dumps(workflow, indent=2, ensure_ascii=False) + "\n"
+    into.mkdir(parents=True, exist_ok=True)
+    target = into / f"{''.join(c if c.isalnum() or c in '-_' else '-' for c in name)[:40]}-" \
+                    f"{hashlib.sha256(text.encode()).hexdigest()[:12]}.yaml"
+    if not target.exists():
+        from wfexec.system.files import write_atomic
+
+        write_atomic(target, text)
+    return target

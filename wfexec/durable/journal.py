@@ -226,8 +226,10 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: 
             journal.flush(run, current)
     except NeedsAnswer as waiting:
         question = waiting.question
-        store.set_status(run_id, "waiting", current_node=question.node, pending_question={
-            "node": question.node, "question": question.text, "header": question.header,
+        # Parked, not cut off: a node that asks runs again from its start once answered (NodeType.execute's
+        # contract), so the mark of a step in flight goes.
+        store.set_status(run_id, "waiting", current_node=question.node, in_flight=None, pending_question={
+            "node": question.node, "key": question.key, "question": question.text, "header": question.header,
             "options": [{"id": c.id, "label": c.label, "description": c.description} for c in question.choices],
             "allow_other": question.allow_other})
         return Driven(run_id, "waiting", question=question)

@@ -72,6 +72,12 @@ class Question:
     choices: tuple[Choice, ...]
     allow_other: bool
     dynamic: bool
+    asker: str = ""  # who asks, when not the node itself (an agent of a `states` node): the name to answer
+
+    @property
+    def key(self) -> str:
+        """The name `--answer KEY=…` answers this question by."""
+        return self.asker or self.node
 
 
 def _no_calls(spec: Spec) -> tuple[Call, ...]:

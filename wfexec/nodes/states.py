@@ -194,6 +194,10 @@ def execute(node, run) -> Outcome:
         else:
             run.io.trace(f"states: running {scope.describe()} in {cwd}")
             outcome = orchestrator.run(start=spec.start, input=first_input)
+        while outcome.asking:
+            outcome = orchestrator.run(state=_answer(node, run, outcome))
+        if outcome.paused:
+            _stop_paused(node, run, outcome)
         run.save_node_state(node.id, None)
     except StopRun as exc:
         if not exc.routable:
@@ -202,6 +206,31 @@ def execute(node, run) -> Outcome:
     except ProtocolError as exc:
         return _failed(node, run, exc, orchestrator, stop=False)
     return _succeeded(node, run, outcome)
+
+
+def _answer(node, run, outcome):
+    """The agents once the first asking one has its answer (`run.ask`: given with --answer AGENT=TEXT, asked at
+    the terminal, or the run parks there with the agents saved, exit 3)."""
+    from wfexec.nodes.base import Question
+    from wfexec.protocol.agents import answered
+
+    agent = outcome.asking[0]
+    question = Question(node=node.id, text=agent.ask_prompt or "", header=f"{node.id}: {agent.id}", choices=(),
+                        allow_other=True, dynamic=False, asker=agent.id)
+    answer = run.ask(question)
+    state = outcome.state
+    state.put(answered(agent, answer.choice.id if answer.choice is not None else answer.text))
+    run.save_node_state(node.id, state.to_dict())
+    return state
+
+
+def _stop_paused(node, run, outcome) -> None:
+    """Agents paused by failures or a usage limit: the run stops (exit 4), its agents kept for resume."""
+    reasons = "; ".join(f"{agent.id} at {agent.state}: {agent.error}" for agent in outcome.paused)
+    count = len(outcome.paused)
+    run.stop(node, f"{count} agent{'s' if count > 1 else ''} paused ({reasons})",
+             "fix the cause (or wait for the usage limit to reset), then `wfexec resume RUN`: paused agents run "
+             "their state again")
 
 
 def _working_directory(text: Any, run) -> Path:

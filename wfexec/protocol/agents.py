@@ -8,6 +8,7 @@
 | function T return=R | T | fresh | push | kept | `input` attribute |
 | fork W next=N | parent → N | parent keeps | parent keeps | parent keeps | worker: `input` |
 | result P | pop → frame state, or the agent ends | frame's | pop | frame's | P |
+| ask N (question) | kept, the agent `asking`; once answered: N | kept | kept | kept | the answer |
 
 Each agent also has a task folder (`{{task_folder}}`, `RAYMOND_TASK_FOLDER`): its own id's, a new one after
 `<reset task="new">`, its parent's after `<fork task="inherit">`; a frame keeps the caller's.
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Sequence
 
@@ -85,8 +87,15 @@ class Agent:
     input: str | None = None                    # `{{input}}` / RAYMOND_INPUT of the next state only
     fork_attributes: dict | None = None         # a worker's first state only
     branch_from: str | None = None              # a <call>'s caller session, branched on the next LLM turn
-    status: str = "active"                      # active | ended
+    status: str = "active"                      # active | ended | asking | paused
     result: str | None = None                   # the payload of its final <result>
+    # An <ask>: the question, the state the answer goes to, and its id ({{ask_id}} of that state).
+    ask_prompt: str | None = None
+    ask_next: str | None = None
+    ask_id: str | None = None
+    pending_ask_id: str | None = None           # {{ask_id}} of the state that got the answer, that state only
+    retries: int = 0                            # failed attempts at its current state in a row
+    error: str | None = None                    # why it is paused
     steps: int = 0                              # states it has run
     # Its task folder, named under the run's task root ("" = its own id); `<reset task="new">` counts up
     # and moves it to `<id>_task<N>`, `<fork task="inherit">` shares the parent's.
@@ -186,9 +195,26 @@ def apply(agent: Agent, transitions: Sequence[Transition], counters: dict, base_
 
 
 def _moved(agent: Agent, state: str, **changes) -> Agent:
-    """A copy at `state`, with the one-state fields (input, fork attributes) cleared."""
+    """A copy at `state`, with the one-state fields (input, fork attributes, the answered ask's id) cleared."""
     return replace(agent, state=state, stack=list(agent.stack), input=changes.pop("input", None), fork_attributes=None,
-                   **changes)
+                   pending_ask_id=None, retries=0, **changes)
+
+
+def answered(agent: Agent, answer: str) -> Agent:
+    """An asking agent once a person answered: at its ask's `next`, with the answer as `{{input}}`."""
+    assert agent.status == "asking" and agent.ask_next is not None
+    return replace(agent, status="active", state=agent.ask_next, input=answer, pending_ask_id=agent.ask_id,
+                   ask_prompt=None, ask_next=None, ask_id=None, fork_attributes=None, retries=0)
+
+
+def paused(agent: Agent, error: str) -> Agent:
+    """The agent stops where it is until the run is resumed (its state runs again then)."""
+    return replace(agent, status="paused", error=error)
+
+
+def reactivated(agent: Agent) -> Agent:
+    """A paused agent on resume: active again, its count of failures started afresh."""
+    return replace(agent, status="active", error=None, retries=0) if agent.status == "paused" else agent
 
 
 def apply_one(agent: Agent, t: Transition, counters: dict, base_cwd: str) -> tuple[Agent, list[Agent]]:
@@ -199,6 +225,11 @@ def apply_one(agent: Agent, t: Transition, counters: dict, base_cwd: str) -> tup
                             "<fork cd=...>")
     if tag == "goto":
         return _moved(agent, t.target, input=_input(t)), []
+    if tag == "ask":
+        # Where it is, session and stack kept, until the answer comes (`answered`).
+        return replace(agent, status="asking", ask_prompt=t.payload.strip(), ask_next=t.target,
+                       ask_id=f"ask_{agent.id}_{time.time_ns()}", input=None, fork_attributes=None,
+                       pending_ask_id=None, retries=0), []
     task = _task(t)
     if tag == "reset":
         cwd = resolve_cd(t.attributes["cd"], agent.cwd, base_cwd) if t.attributes.get("cd") else agent.cwd

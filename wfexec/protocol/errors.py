@@ -39,3 +39,13 @@ class BackendMissing(StopRun):
 
 class StepLimit(StopRun):
     """More protocol states ran than the run's step budget allows."""
+
+
+class Retryable(ProtocolError):
+    """A state could not be run this time (its prompt file is missing, the LLM backend failed or went
+    silent): tried again, and after MAX_ATTEMPTS failures in a row its agent is paused (reference §1.16)."""
+
+
+class UsageLimit(ProtocolError):
+    """The LLM backend said the account's usage limit is reached: the agent is paused at once, and the run
+    waits for the reset time when the message gives one."""

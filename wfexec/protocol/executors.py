@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from wfexec.system import progress
-from wfexec.backends.base import BackendError, BackendUnavailable, LLMRequest, invoke_backend
+from wfexec.backends.base import BackendError, BackendUnavailable, LLMRequest, UsageLimitReached, invoke_backend
 from wfexec.protocol.agents import refused_environment_name
-from wfexec.protocol.errors import BackendMissing, ProtocolError, StopRun
+from wfexec.protocol.errors import BackendMissing, ProtocolError, Retryable, StopRun, UsageLimit
 from wfexec.protocol.policy import (MAX_INVOCATIONS, Policy, PolicyError, check_transition, implicit_entry, implicit_transition,
                      parse_frontmatter, reminder)
 from wfexec.protocol.processes import ProcessStartError, ProcessTimeout, run_process
@@ -62,9 +62,8 @@ def check_transitions(orch: "Orchestrator", transitions: list[Transition], *, sc
     unsupported = [t for t in transitions if t.tag in UNSUPPORTED_TAGS]
     if unsupported:
         tag = unsupported[0].tag
-        why = ("wfexec asks people through user_prompt nodes" if tag == "ask"
-               else "wfexec composes workflows through reference nodes")
-        raise OutputProblem(f"{verb} <{tag}>, a Raymond tag wfexec does not support ({why})")
+        raise OutputProblem(f"{verb} <{tag}>, a Raymond tag wfexec does not support (wfexec composes workflows "
+                            "through reference nodes)")
     if len(transitions) > 1:
         _check_fork_group(transitions, verb, script)
     return [_resolved(orch, t) for t in transitions]
@@ -210,8 +209,8 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
     where = f"{agent.id}: {name}"
     try:
         text = orch.scope.read_text(name)
-    except ProtocolError as exc:
-        raise ProtocolError(f"{agent.id}: {exc.message}", exc.hint) from None
+    except ProtocolError as exc:  # deleted or unreadable for now: tried again, then the agent is paused
+        raise Retryable(f"{agent.id}: {exc.message}", exc.hint) from None
     try:
         policy, body = parse_frontmatter(text)
     except PolicyError as exc:
@@ -223,7 +222,7 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
         raise BackendMissing(f"{where} is an LLM state, and no LLM backend is configured",
                              "run with --backend claude (or command:PROGRAM, or --replay CASSETTE)")
     values = template_values(workflow_id=orch.workflow_id, agent_id=agent.id, task_folder=orch.task_folder(agent),
-                             input=agent.input, fork_attributes=agent.fork_attributes)
+                             input=agent.input, fork_attributes=agent.fork_attributes, ask_id=agent.pending_ask_id)
     prompt = render(body, values)
     model = (policy.model if policy else None) or orch.model
     effort = (policy.effort if policy else None) or orch.effort
@@ -268,13 +267,16 @@ async def _invoke(orch: "Orchestrator", request: LLMRequest, where: str):
     try:
         return await invoke_backend(orch.backend, request)
     except BackendUnavailable as exc:
-        raise StopRun(f"{where}: the LLM backend cannot be used: {exc}") from None
-    except BackendError as exc:
-        raise ProtocolError(f"{where}: the LLM backend failed: {exc}") from None
+        raise StopRun(f"{where}: the LLM backend cannot be used: {exc.message}", exc.hint) from None
+    except UsageLimitReached as exc:
+        raise UsageLimit(f"{where}: {exc.message}", "the run waits for the limit's reset time when it says one; "
+                         "otherwise resume once it has passed") from None
+    except BackendError as exc:  # tried again, then the agent is paused
+        raise Retryable(f"{where}: the LLM backend failed: {exc}") from None
     except ProtocolError:
         raise
     except Exception as exc:  # a backend is a program or a service: it can fail in many ways
-        raise ProtocolError(f"{where}: the LLM backend failed: {type(exc).__name__}: {exc}") from None
+        raise Retryable(f"{where}: the LLM backend failed: {type(exc).__name__}: {exc}") from None
 
 
 def decide(orch: "Orchestrator", agent: "Agent", policy: Policy | None, text: str, values: dict) -> list[Transition]:

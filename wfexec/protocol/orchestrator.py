@@ -20,15 +20,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from wfexec.protocol.agents import MAIN, Agent, AgentsState, apply
+from wfexec.protocol.agents import MAIN, Agent, AgentsState, apply, paused, reactivated
 from wfexec.protocol.budget import CostBudget
-from wfexec.protocol.errors import ProtocolError, ScopeError
+from wfexec.protocol.errors import ProtocolError, Retryable, ScopeError, UsageLimit
+from wfexec.protocol.limits import limit_wait
 from wfexec.protocol.executors import StepResult, base_environment, run_markdown_state, run_script_state
 from wfexec.protocol.scopes import ResolveError, ScriptFiles, StateScope, entry_point, resolve_state, state_kind
 
 if TYPE_CHECKING:
     from wfexec.running.io import Io
 
+MAX_ATTEMPTS = 3  # failed attempts at one state in a row before its agent is paused (Raymond's MaxRetries)
 KEEP_OUTPUT = 64 * 1024
 KEEP_RECORDS = 1000  # a long polling loop keeps its latest states, not all of them
 
@@ -49,6 +51,16 @@ class StatesOutcome:
         return {"result": self.result, "forks": self.forks, "cost_usd": self.cost_usd, "steps": self.steps,
                 "workflow_id": self.workflow_id}
 
+    @property
+    def asking(self) -> list[Agent]:
+        """Agents waiting for a person's answer: the run stopped starting states until one comes."""
+        return [a for a in self.state.agents if a.status == "asking"]
+
+    @property
+    def paused(self) -> list[Agent]:
+        """Agents stopped by repeated failures or a usage limit: they run their state again on resume."""
+        return [a for a in self.state.agents if a.status == "paused"]
+
 
 def new_workflow_id() -> str:
     return "workflow_" + datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
@@ -60,7 +72,8 @@ class Orchestrator:
                  timeout: float | None = None, timeout_source: str = "the node's `timeout`",
                  model: str | None = None, effort: str | None = None, workflow_id: str | None = None,
                  on_step: Callable[[Agent], None] | None = None,
-                 on_checkpoint: Callable[[dict], None] | None = None, keep_records: bool = True):
+                 on_checkpoint: Callable[[dict], None] | None = None, keep_records: bool = True,
+                 sleep: Callable[[float], Any] = asyncio.sleep):
         self.scope = scope
         self.backend = backend
         self.io = io
@@ -74,6 +87,8 @@ class Orchestrator:
         self.on_step = on_step
         self.on_checkpoint = on_checkpoint
         self.keep_records = keep_records
+        self.sleep = sleep  # how a usage-limit wait waits
+        self.quiescing = False  # an agent asks: no agent starts another state until the answer comes
         self.files = ScriptFiles()
         self.base_env = base_environment()
         # Found once: a script state never depends on a PATH lookup (nor on a PATH the scripts change).
@@ -177,7 +192,30 @@ class Orchestrator:
             self.budget.spent = state.total_cost_usd
             # Resumed: the states that ran before the stop count too, as they do for the cost.
             self.steps = sum(agent.steps for agent in state.agents)
+            for agent in state.agents:  # resuming is what a paused agent waits for
+                state.put(reactivated(agent))
         self.state = state
+        self.quiescing = False
+        try:
+            while True:
+                await self._run_active(state)
+                wait = None if self.quiescing else limit_wait([a.error or "" for a in state.agents
+                                                               if a.status == "paused"])
+                if wait is None:
+                    break
+                self.io.error(f"states: every agent left is paused by a usage limit; waiting {wait / 60:.0f} min "
+                              "for it to reset (Ctrl-C stops; `wfexec resume` goes on later)")
+                await self.sleep(wait)
+                for agent in state.agents:
+                    state.put(reactivated(agent))
+        finally:
+            self.files.cleanup()
+        main = next((a for a in state.agents if a.id == MAIN), None)
+        forks = [{"agent": a, "result": state.agent(a).result} for a in self.ended if a != MAIN]
+        return StatesOutcome(result=main.result if main else None, forks=forks, cost_usd=self.budget.spent,
+                             steps=self.steps, workflow_id=self.workflow_id, state=state, records=self.records)
+
+    async def _run_active(self, state: AgentsState) -> None:
         self._tasks = set()
         self._finished = asyncio.get_running_loop().create_future()
         try:
@@ -187,11 +225,6 @@ class Orchestrator:
                 await self._finished
         finally:
             await _cancel_all(self._tasks)
-            self.files.cleanup()
-        main = next((a for a in state.agents if a.id == MAIN), None)
-        forks = [{"agent": a, "result": state.agent(a).result} for a in self.ended if a != MAIN]
-        return StatesOutcome(result=main.result if main else None, forks=forks, cost_usd=self.budget.spent,
-                             steps=self.steps, workflow_id=self.workflow_id, state=state, records=self.records)
 
     # One task per agent, running its states one after another: a state hands over to the next without a
     # trip through a central loop. The first error of any agent ends the run (and cancels the others).
@@ -215,13 +248,33 @@ class Orchestrator:
         assert state is not None  # run() sets it before any agent starts
         while True:
             agent = state.agent(agent_id)
-            if agent.status != "active":
+            if agent.status != "active" or self.quiescing:
                 return
-            step = await self._step(agent)
-            self._advance(agent, step)
+            try:
+                step = await self._step(agent)
+            except Retryable as exc:
+                self._failed_attempt(agent, exc)
+            except UsageLimit as exc:
+                self._pause(agent, exc.message)
+            else:
+                self._advance(agent, step)
             state.total_cost_usd = self.budget.spent
             if self.on_checkpoint is not None:
                 self.on_checkpoint(state.to_dict())
+
+    def _failed_attempt(self, agent: Agent, error: Retryable) -> None:
+        attempts = agent.retries + 1
+        if attempts >= MAX_ATTEMPTS:
+            self._pause(agent, f"{error.message} (failed {attempts} times in a row)")
+            return
+        self.io.error(f"warning: {error.message}; trying again ({attempts}/{MAX_ATTEMPTS - 1} retries)")
+        assert self.state is not None
+        self.state.put(replace(agent, retries=attempts))
+
+    def _pause(self, agent: Agent, why: str) -> None:
+        assert self.state is not None
+        self.state.put(paused(agent, why))
+        self.io.error(f"states: {agent.id} paused at {agent.state}: {why}")
 
     async def _step(self, agent: Agent) -> StepResult:
         self.steps += 1
@@ -252,6 +305,8 @@ class Orchestrator:
             self._spawn(worker.id)
         if moved.status == "ended":
             self.ended.append(moved.id)
+        elif moved.status == "asking":
+            self.quiescing = True  # the others finish the state they are in, then wait with it
         if self.io.tracing:
             self.trace(_describe_move(before, moved, workers, step))
 
@@ -259,6 +314,8 @@ class Orchestrator:
 def _describe_move(before: Agent, after: Agent, workers: list, step: StepResult) -> str:
     tags = "+".join(t.tag for t in step.transitions)
     cost = f", ${step.cost_usd:.4f}" if step.cost_usd else ""
+    if after.status == "asking":
+        return f"{before.id}: {before.state} asks a person (the answer goes to {after.ask_next})"
     if after.status == "ended":
         payload = after.result if len(after.result or "") <= 60 else (after.result or "")[:57] + "..."
         return f"{before.id}: {before.state} → ended with <result>{payload}</result>{cost}"

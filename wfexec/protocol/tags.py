@@ -1,5 +1,5 @@
 """Transition tags in a state's output: `<goto>`, `<reset>`, `<call>`, `<function>`,
-`<fork>`, `<result>`; and `<print>`, which is output for the user, not a transition.
+`<fork>`, `<result>`, `<ask>`; and `<print>`, which is output for the user, not a transition.
 
 Rules (reference §1.3, with DESIGN §4's word boundary): a tag may sit anywhere
 in the text; the name must be followed by whitespace or `>` (so `<gotox>` is
@@ -10,9 +10,8 @@ skipped. A target is the trimmed content and must be a state name: empty
 targets and targets holding `/` or `\\` are errors. A `<result>` payload is the
 raw content.
 
-Raymond's `<ask>` and cross-workflow tags are recognised only to be refused
-with a clear message: wfexec asks humans through `user_prompt` nodes and
-composes workflows through `reference` nodes.
+An `<ask next="STATE">question</ask>` parks the agent until a person answers (its target is `next`, its
+payload the question). Raymond's cross-workflow tags are recognised only to be refused with a clear message.
 """
 
 from __future__ import annotations
@@ -22,8 +21,8 @@ from dataclasses import dataclass, field
 
 from wfexec.errors import WfexecError
 
-TRANSITION_TAGS = ("goto", "reset", "call", "function", "fork", "result")
-UNSUPPORTED_TAGS = ("call-workflow", "function-workflow", "fork-workflow", "reset-workflow", "ask")
+TRANSITION_TAGS = ("goto", "reset", "call", "function", "fork", "result", "ask")
+UNSUPPORTED_TAGS = ("call-workflow", "function-workflow", "fork-workflow", "reset-workflow")
 # Longer names first so that the alternation never stops at a prefix.
 _ALL = sorted(TRANSITION_TAGS + UNSUPPORTED_TAGS, key=len, reverse=True)
 _OPEN = re.compile(r"<(" + "|".join(re.escape(n) for n in _ALL) + r")(?=[\s>])([^>]*)>")
@@ -46,7 +45,7 @@ class Transition:
     def show(self) -> str:
         """The tag as it would be written (for messages and traces)."""
         attrs = "".join(f' {k}="{v}"' for k, v in self.attributes.items())
-        body = self.payload if self.tag == "result" else self.target
+        body = self.payload if self.tag in ("result", "ask") else self.target
         if len(body) > 40:
             body = body[:37] + "..."
         return f"<{self.tag}{attrs}>{body}</{self.tag}>"
@@ -85,6 +84,13 @@ def parse_transitions(text: str) -> list[Transition]:
 def _build(name: str, attributes: dict, content: str) -> Transition:
     if name == "result":
         return Transition("result", "", attributes, content)
+    if name == "ask":  # the body is the question for a person; `next` is where the answer goes
+        following = attributes.get("next", "")
+        if not following:
+            raise TagError('<ask> needs a non-empty `next` attribute: the state that gets the answer',
+                           'write e.g. <ask next="REVIEW">Which option?</ask>')
+        check_state_name(following, "<ask> next")
+        return Transition("ask", following, attributes, content)
     if name in UNSUPPORTED_TAGS:
         return Transition(name, content.strip(), attributes, content)
     target = content.strip()

@@ -25,12 +25,14 @@ def render(text: str, values: Mapping[str, str]) -> str:
 
 
 def template_values(*, workflow_id: str, agent_id: str, task_folder: str, input: str | None,
-                    fork_attributes: Mapping[str, str] | None) -> dict[str, str]:
+                    fork_attributes: Mapping[str, str] | None, ask_id: str | None = None) -> dict[str, str]:
     """The names a state can use: fork attributes first, so they cannot hide the built-ins."""
     values = dict(fork_attributes or {})
     values["workflow_id"] = workflow_id
     values["agent_id"] = agent_id
     values["task_folder"] = task_folder
+    if ask_id is not None:  # the state an answer went to, only
+        values["ask_id"] = ask_id
     if input is not None:
         values["input"] = input
         values["result"] = input  # the pre-2026 name (seed documents) for the same value

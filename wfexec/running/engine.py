@@ -250,7 +250,7 @@ class Run:
         """An answer: given up front, else from the embedder's `ask`, else from the person at the
         terminal; with none of them the run parks (NeedsAnswer)."""
         options = self.options
-        given = options.answers.take(question.node)
+        given = options.answers.take(question.key)
         source = "given"
         if given is None and options.ask is not None:
             given, source = options.ask(question), "ask"
@@ -262,13 +262,13 @@ class Run:
             answer = given if isinstance(given, Answer) else match_answer(question, given)
         except AnswerError as exc:
             self.fail(self.current, str(exc), "answer with one of the option ids, e.g. "
-                      f"--answer {question.node}={question.choices[0].id if question.choices else 'TEXT'}")
+                      f"--answer {question.key}={question.choices[0].id if question.choices else 'TEXT'}")
         if source != "terminal":
             shown = answer.choice.id if answer.choice else repr(answer.text)
-            self.io.trace(f"Answer: {question.node} = {shown} ({source})")
+            self.io.trace(f"Answer: {question.key} = {shown} ({source})")
         record = getattr(self.options.backend, "record_answer", None)
         if record is not None:  # --record keeps the person's answers beside the LLM's replies
-            record(question.node, answer.choice.id if answer.choice else answer.text)
+            record(question.key, answer.choice.id if answer.choice else answer.text)
         return answer
 
     def judge(self, prompt: str, purpose: str) -> str:

@@ -120,13 +120,11 @@ def ask_terminal(question: Question) -> Answer:
         choices.append(questionary.Choice(title="Other…", value=_OTHER_CHOICE,
                                           description="type your own answer"))
     title = f"[{question.header}] {question.text}" if question.header else question.text
-    if choices:
-        picked = questionary.select(title, choices=choices).unsafe_ask()
-    else:
-        picked = _OTHER_CHOICE
+    if not question.choices:  # free text only (an agent's <ask>): no menu with one entry
+        return Answer(None, questionary.text(title).unsafe_ask(), "terminal")
+    picked = questionary.select(title, choices=choices).unsafe_ask()
     if picked == _OTHER_CHOICE:
-        text = questionary.text(question.text if not choices else "Your answer:").unsafe_ask()
-        return Answer(None, text, "terminal")
+        return Answer(None, questionary.text("Your answer:").unsafe_ask(), "terminal")
     for choice in question.choices:
         if choice.id == picked:
             return Answer(choice, source="terminal")
