@@ -109,8 +109,6 @@ def test_item44_script_goto_keeps_the_session_and_costs_nothing(tmp_path):
     ("echo '<goto>MISSING</goto>'", "main: START.sh <goto>MISSING</goto>: state 'MISSING' not found"),
     ("echo '<goto>../etc/passwd</goto>'", "main: START.sh: <goto> target '../etc/passwd' contains a path separator"),
     ("echo '<call>A</call>'", "main: START.sh: <call> needs a `return` attribute"),
-    ("echo '<call-workflow return=\"A\">other/</call-workflow>'",
-     "main: START.sh printed <call-workflow>, a Raymond tag wfexec does not support"),
     ("echo '<ask>Why?</ask>'", "main: START.sh: <ask> needs a non-empty `next` attribute"),
     ("echo '<goto cd=\"/tmp\">A</goto>'", "main: START.sh: `cd` is not allowed on <goto>"),
 ])

@@ -34,12 +34,14 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Sequence
 
 from wfexec.protocol.errors import ProtocolError
-from wfexec.protocol.tags import Transition
+from wfexec.protocol.tags import WORKFLOW_TAGS, Transition
 
 MAIN = "main"
+FORK_TAGS = ("fork", "fork-workflow")
+MAX_DEPTH = 4  # nested call-workflow / function-workflow calls, as in Raymond
 # Attributes a fork consumes itself; every other one reaches the worker's first state.
 FORK_OWN_ATTRIBUTES = ("next", "cd", "input", "task")
-CD_TAGS = ("fork", "reset")
+CD_TAGS = ("fork", "reset", "fork-workflow", "reset-workflow", "function-workflow", "call-workflow")
 
 # A fork's other attributes become environment variables of the worker's
 # scripts. Tags come from an LLM or a script's output, so a name that changes
@@ -70,11 +72,13 @@ class Frame:
     session_id: str | None = None   # the caller's session, resumed on return
     cwd: str = ""                   # the caller's working directory ("" = the node's)
     task: str = ""                  # the caller's task folder ("" = its own id's)
+    scope: str = ""                 # the caller's states folder ("" = the node's)
+    depth: int = 0                  # the caller's cross-workflow nesting depth
 
     @classmethod
     def from_dict(cls, data: dict) -> "Frame":
         return cls(state=data["state"], session_id=data.get("session_id"), cwd=data.get("cwd", ""),
-                   task=data.get("task", ""))
+                   task=data.get("task", ""), scope=data.get("scope", ""), depth=data.get("depth", 0))
 
 
 @dataclass
@@ -101,6 +105,10 @@ class Agent:
     # and moves it to `<id>_task<N>`, `<fork task="inherit">` shares the parent's.
     task: str = ""
     task_count: int = 0
+    # The states folder it runs in ("" = the node's), changed by the cross-workflow tags, and how many
+    # call-workflow / function-workflow calls deep it is.
+    scope: str = ""
+    depth: int = 0
 
     @property
     def task_name(self) -> str:
@@ -185,19 +193,21 @@ def apply(agent: Agent, transitions: Sequence[Transition], counters: dict, base_
     if len(transitions) == 1:
         return apply_one(agent, transitions[0], counters, base_cwd)
     # In a group, a <goto> may be the continuation, so a fork there needs no `next` of its own.
-    workers = [_worker(agent, t, counters, base_cwd) for t in transitions if t.tag == "fork"]
+    workers = [_worker(agent, t, counters, base_cwd) for t in transitions if t.tag in FORK_TAGS]
     goto = next((t for t in transitions if t.tag == "goto"), None)
     if goto is not None and "cd" in goto.attributes:
         raise ProtocolError("`cd` is not allowed on <goto>", "give each worker its directory with <fork cd=...>")
-    continuation = goto.target if goto else next(t for t in transitions if t.tag == "fork").attributes["next"]
+    continuation = goto.target if goto else next(t.attributes["next"] for t in transitions
+                                                 if t.tag in FORK_TAGS and t.attributes.get("next"))
     moved = _moved(agent, continuation, input=_input(goto) if goto else None)
     return moved, workers
 
 
 def _moved(agent: Agent, state: str, **changes) -> Agent:
     """A copy at `state`, with the one-state fields (input, fork attributes, the answered ask's id) cleared."""
-    return replace(agent, state=state, stack=list(agent.stack), input=changes.pop("input", None), fork_attributes=None,
-                   pending_ask_id=None, retries=0, **changes)
+    stack = changes.pop("stack", None)
+    return replace(agent, state=state, stack=list(agent.stack) if stack is None else stack,
+                   input=changes.pop("input", None), fork_attributes=None, pending_ask_id=None, retries=0, **changes)
 
 
 def answered(agent: Agent, answer: str) -> Agent:
@@ -239,10 +249,13 @@ def apply_one(agent: Agent, t: Transition, counters: dict, base_cwd: str) -> tup
         folder = {"task_count": agent.task_count + 1, "task": f"{agent.id}_task{agent.task_count + 1}"} \
             if task == "new" else {}
         return _moved(agent, t.target, input=_input(t), session_id=None, branch_from=None, cwd=cwd, **folder), []
+    if tag in WORKFLOW_TAGS:
+        return _cross_workflow(agent, t, counters, base_cwd, task)
     if task and tag != "fork":
         raise ProtocolError(f"`task` is not allowed on <{tag}>", "only <reset> and <fork> choose a task folder")
     if tag in ("call", "function"):
-        frame = Frame(state=_required(t, "return"), session_id=agent.session_id, cwd=agent.cwd, task=agent.task)
+        frame = Frame(state=_required(t, "return"), session_id=agent.session_id, cwd=agent.cwd, task=agent.task,
+                      scope=agent.scope, depth=agent.depth)
         moved = _moved(agent, t.target, input=_input(t), session_id=None,
                        branch_from=agent.session_id if tag == "call" else None)
         moved.stack.append(frame)
@@ -255,10 +268,43 @@ def apply_one(agent: Agent, t: Transition, counters: dict, base_cwd: str) -> tup
             return _moved(agent, agent.state, status="ended", result=t.payload, branch_from=None), []
         frame = agent.stack[-1]
         moved = _moved(agent, frame.state, input=t.payload, session_id=frame.session_id, branch_from=None,
-                       cwd=frame.cwd, task=frame.task or agent.task)
+                       cwd=frame.cwd, task=frame.task or agent.task, scope=frame.scope, depth=frame.depth)
         moved.stack.pop()
         return moved, []
     raise ProtocolError(f"<{tag}> is not a transition wfexec knows")
+
+
+def _cross_workflow(agent: Agent, t: Transition, counters: dict, base_cwd: str, task: str
+                    ) -> tuple[Agent, list[Agent]]:
+    """The four `-workflow` tags: like reset, call, function and fork, into another states folder (t.scope,
+    starting at t.target). Raymond's ProtocolErrors here pause the agent instead of ending the run."""
+    tag = t.tag
+    if task == "inherit" and tag == "reset-workflow":
+        raise ProtocolError('<reset-workflow task="inherit"> means nothing', 'drop it, or write task="new"')
+    if tag == "fork-workflow":
+        return _moved(agent, _required(t, "next")), [_worker(agent, t, counters, base_cwd)]
+    if tag == "reset-workflow":
+        cwd = resolve_cd(t.attributes["cd"], agent.cwd, base_cwd) if t.attributes.get("cd") else agent.cwd
+        folder = {"task_count": agent.task_count + 1, "task": f"{agent.id}_task{agent.task_count + 1}"} \
+            if task == "new" else {}
+        return _moved(agent, t.target, input=_input(t), session_id=None, branch_from=None, cwd=cwd, scope=t.scope,
+                      depth=0, stack=[], **folder), []
+    if task:
+        raise ProtocolError(f"`task` is not allowed on <{tag}>",
+                            "only <reset>, <fork> and their -workflow forms choose a task folder")
+    if tag == "call-workflow" and "cd" in t.attributes:
+        raise ProtocolError("<call-workflow> takes no `cd`: the called workflow continues the caller's session, "
+                            "which belongs to its directory", "use <function-workflow cd=...> for a fresh session")
+    if agent.depth >= MAX_DEPTH:
+        raise ProtocolError(f"<{tag}> would nest workflows more than {MAX_DEPTH} deep",
+                            "return from a called workflow before calling another, or use <reset-workflow>")
+    frame = Frame(state=_required(t, "return"), session_id=agent.session_id, cwd=agent.cwd, task=agent.task,
+                  scope=agent.scope, depth=agent.depth)
+    cwd = resolve_cd(t.attributes["cd"], agent.cwd, base_cwd) if t.attributes.get("cd") else agent.cwd
+    moved = _moved(agent, t.target, input=_input(t), session_id=None, cwd=cwd, scope=t.scope, depth=agent.depth + 1,
+                   branch_from=agent.session_id if tag == "call-workflow" else None)
+    moved.stack.append(frame)
+    return moved, []
 
 
 def _task(t: Transition) -> str:
@@ -287,10 +333,15 @@ def _worker(parent: Agent, t: Transition, counters: dict, base_cwd: str) -> Agen
             "programs start, and fork attributes become its environment variables",
             "pass data under another name (e.g. TARGET_DIR=...); PATH, BASH_ENV, ENV, LD_*, PYTHON*, GIT_* and the "
             "like are never taken from a tag")
-    cwd = resolve_cd(t.attributes["cd"], parent.cwd, base_cwd) if t.attributes.get("cd") else ""
     task = parent.task_name if _task(t) == "inherit" else ""
+    if t.tag == "fork-workflow":  # a workflow of its own, in the caller's directory unless `cd` says otherwise
+        cwd = resolve_cd(t.attributes["cd"], parent.cwd, base_cwd) if t.attributes.get("cd") else parent.cwd
+        counters[parent.id] = counters.get(parent.id, 0) + 1
+        return Agent(id=f"{parent.id}_{t.abbrev}{counters[parent.id]}", state=t.target, cwd=cwd, input=_input(t),
+                     task=task, scope=t.scope, depth=parent.depth)
+    cwd = resolve_cd(t.attributes["cd"], parent.cwd, base_cwd) if t.attributes.get("cd") else ""
     return Agent(id=worker_id(parent.id, t.target, counters), state=t.target, cwd=cwd, input=_input(t),
-                 fork_attributes=attributes or None, task=task)
+                 fork_attributes=attributes or None, task=task, scope=parent.scope, depth=parent.depth)
 
 
 def describe(agents: Sequence[Agent]) -> list[dict[str, Any]]:

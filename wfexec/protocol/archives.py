@@ -38,7 +38,9 @@ def open_zip(path: Path, label: str) -> ZipScope:
                 files[name] = archive.read(member).decode("utf-8", errors="replace")
     except zipfile.BadZipFile as exc:
         raise ScopeError(f"{label} is not a readable zip archive: {exc}") from None
-    return ZipScope(f"{label}{layout}", path.resolve().parent, files)
+    scope = ZipScope(f"{label}{layout}", path.resolve().parent, files)
+    scope.location = path.resolve()
+    return scope
 
 
 def _check_zip_hash(path: Path, label: str) -> None:

@@ -49,3 +49,8 @@ class Retryable(ProtocolError):
 class UsageLimit(ProtocolError):
     """The LLM backend said the account's usage limit is reached: the agent is paused at once, and the run
     waits for the reset time when the message gives one."""
+
+
+class WorkflowUnreachable(ProtocolError):
+    """A cross-workflow tag names a workflow that cannot be used (missing, malformed, nested too deep): its
+    agent is paused, as Raymond does, and the others go on."""

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING
 
 from wfexec.system import progress
 from wfexec.backends.base import BackendError, BackendUnavailable, LLMRequest, UsageLimitReached, invoke_backend
-from wfexec.protocol.agents import refused_environment_name
-from wfexec.protocol.errors import BackendMissing, ProtocolError, Retryable, StopRun, UsageLimit
+from wfexec.protocol.agents import FORK_TAGS, refused_environment_name
+from wfexec.protocol.errors import BackendMissing, ProtocolError, Retryable, StopRun, UsageLimit, WorkflowUnreachable
 from wfexec.protocol.policy import (MAX_INVOCATIONS, Policy, PolicyError, check_transition, implicit_entry, implicit_transition,
                      parse_frontmatter, reminder)
 from wfexec.protocol.processes import ProcessStartError, ProcessTimeout, run_process
-from wfexec.protocol.scopes import ResolveError, resolve_state
-from wfexec.protocol.tags import UNSUPPORTED_TAGS, PrintScanner, TagError, Transition, extract_prints, parse_transitions
+from wfexec.protocol.scopes import ResolveError, StateScope, resolve_state
+from wfexec.protocol.workflows import resolve_workflow
+from wfexec.protocol.tags import WORKFLOW_TAGS, PrintScanner, TagError, Transition, extract_prints, parse_transitions
 from wfexec.protocol.templates import render, template_values
 
 if TYPE_CHECKING:
@@ -56,25 +57,22 @@ def _tag_list(transitions: list[Transition]) -> str:
     return ", ".join(f"<{t.tag}>" for t in transitions)
 
 
-def check_transitions(orch: "Orchestrator", transitions: list[Transition], *, script: bool) -> list[Transition]:
-    """Resolve targets; enforce 'exactly one' (or one valid multi-fork group). Raises OutputProblem."""
+def check_transitions(orch: "Orchestrator", agent: "Agent", transitions: list[Transition], *,
+                      script: bool) -> list[Transition]:
+    """Resolve targets in the agent's scope; enforce 'exactly one' (or one valid multi-fork group). Raises
+    OutputProblem, or WorkflowUnreachable for a cross-workflow tag whose workflow cannot be used."""
     verb = "printed" if script else "replied with"
-    unsupported = [t for t in transitions if t.tag in UNSUPPORTED_TAGS]
-    if unsupported:
-        tag = unsupported[0].tag
-        raise OutputProblem(f"{verb} <{tag}>, a Raymond tag wfexec does not support (wfexec composes workflows "
-                            "through reference nodes)")
     if len(transitions) > 1:
         _check_fork_group(transitions, verb, script)
-    return [_resolved(orch, t) for t in transitions]
+    return [_resolved(orch.scope_for(agent), t) for t in transitions]
 
 
 def _check_fork_group(transitions: list[Transition], verb: str, script: bool) -> None:
     rule = "a script must print exactly one" if script else "a state must emit exactly one"
     tags = {t.tag for t in transitions}
-    forks = [t for t in transitions if t.tag == "fork"]
+    forks = [t for t in transitions if t.tag in FORK_TAGS]
     gotos = [t for t in transitions if t.tag == "goto"]
-    if not forks or not tags <= {"fork", "goto"}:
+    if not forks or not tags <= {*FORK_TAGS, "goto"}:
         raise OutputProblem(f"{verb} {len(transitions)} transition tags ({_tag_list(transitions)}); {rule} "
                             "(several tags are allowed only as <fork>s, with at most one <goto>)")
     if len(gotos) > 1:
@@ -88,14 +86,21 @@ def _check_fork_group(transitions: list[Transition], verb: str, script: bool) ->
         raise OutputProblem(f"{verb} forks with no `next` and no <goto>; say where this agent continues")
 
 
-def _resolved(orch: "Orchestrator", t: Transition) -> Transition:
-    scope = orch.scope
+def _resolved(scope: StateScope, t: Transition) -> Transition:
+    """Targets, `return` and `next` as state files of `scope` (the emitting agent's); a cross-workflow tag's
+    target as the other workflow's scope and first state."""
     try:
-        target = resolve_state(scope, t.target) if t.tag != "result" else ""
         attributes = t.attributes
         for key in ("return", "next"):
             if attributes.get(key):
                 attributes = {**attributes, key: resolve_state(scope, attributes[key])}
+        if t.tag in WORKFLOW_TAGS:
+            try:
+                where = resolve_workflow(t.target, scope)
+            except ProtocolError as exc:
+                raise WorkflowUnreachable(f"{t.show()}: {exc.message}", exc.hint) from None
+            return replace(t, target=where.entry, attributes=attributes, scope=where.scope, abbrev=where.abbrev)
+        target = resolve_state(scope, t.target) if t.tag != "result" else ""
     except ResolveError as exc:
         raise OutputProblem(f"{t.show()}: {exc.message}" + (f" ({exc.hint})" if exc.hint else "")) from None
     return replace(t, target=target, attributes=attributes)
@@ -103,7 +108,7 @@ def _resolved(orch: "Orchestrator", t: Transition) -> Transition:
 
 def _group_consistent(transitions: list[Transition], verb: str) -> None:
     """After resolution: a goto beside forks must go where the forks' `next` goes."""
-    nexts = {t.attributes.get("next") for t in transitions if t.tag == "fork" and t.attributes.get("next")}
+    nexts = {t.attributes.get("next") for t in transitions if t.tag in FORK_TAGS and t.attributes.get("next")}
     gotos = [t.target for t in transitions if t.tag == "goto"]
     if gotos and nexts and gotos[0] not in nexts:
         raise OutputProblem(f"{verb} <goto>{gotos[0]}</goto> beside forks whose `next` is {nexts.pop()}; "
@@ -129,9 +134,10 @@ def script_env(orch: "Orchestrator", agent: "Agent") -> dict:
     return env
 
 
-def state_timeout(orch: "Orchestrator", name: str, default: float | None = DEFAULT_TIMEOUT) -> tuple[float | None, str]:
+def state_timeout(orch: "Orchestrator", agent: "Agent", name: str,
+                  default: float | None = DEFAULT_TIMEOUT) -> tuple[float | None, str]:
     """(seconds without output before giving up, or None; where that number comes from)."""
-    per_state = orch.scope.timeout(name)
+    per_state = orch.scope_for(agent).timeout(name)
     if per_state is not None:
         seconds, source = per_state
     elif orch.timeout is not None:
@@ -144,8 +150,8 @@ def state_timeout(orch: "Orchestrator", name: str, default: float | None = DEFAU
 async def run_script_state(orch: "Orchestrator", agent: "Agent") -> StepResult:
     name = agent.state
     where = f"{agent.id}: {name}"
-    path = orch.scope.script_path(name, orch.files)
-    timeout, source = state_timeout(orch, name)
+    path = orch.scope_for(agent).script_path(name, orch.files)
+    timeout, source = state_timeout(orch, agent, name)
     printer = orch.printer(agent)
     out_prints, err_prints = PrintScanner(), PrintScanner()
     # --trace: each line of the script's output as it comes, not once it ended
@@ -184,7 +190,7 @@ async def run_script_state(orch: "Orchestrator", agent: "Agent") -> StepResult:
             hint = ("a tag on stderr does not count: echo it to stdout" if parse_transitions(output.stderr)
                     else "end it with e.g. echo '<result>done</result>'")
             raise ProtocolError(f"{where} printed no transition tag; a script must print exactly one", hint)
-        resolved = check_transitions(orch, transitions, script=True)
+        resolved = check_transitions(orch, agent, transitions, script=True)
         _group_consistent(resolved, "printed")
     except TagError as exc:
         raise ProtocolError(f"{where}: {exc}") from None
@@ -208,7 +214,7 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
     name = agent.state
     where = f"{agent.id}: {name}"
     try:
-        text = orch.scope.read_text(name)
+        text = orch.scope_for(agent).read_text(name)
     except ProtocolError as exc:  # deleted or unreadable for now: tried again, then the agent is paused
         raise Retryable(f"{agent.id}: {exc.message}", exc.hint) from None
     try:
@@ -227,7 +233,7 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
     model = (policy.model if policy else None) or orch.model
     effort = (policy.effort if policy else None) or orch.effort
     # An LLM turn in JSON mode prints nothing until it is done: only a timeout someone wrote applies to it.
-    timeout, _ = state_timeout(orch, name, default=None)
+    timeout, _ = state_timeout(orch, agent, name, default=None)
     session = agent.session_id
     resume, branch = (agent.branch_from, True) if agent.branch_from else (session, False)
     turn_prompt, cost, problems = prompt, 0.0, []
@@ -289,10 +295,11 @@ def decide(orch: "Orchestrator", agent: "Agent", policy: Policy | None, text: st
         if entry is not None:
             return [_implicit(orch, agent, entry, values)]
         raise OutputProblem("has no transition tag; a state must emit exactly one")
-    resolved = check_transitions(orch, transitions, script=False)
+    resolved = check_transitions(orch, agent, transitions, script=False)
     _group_consistent(resolved, "replied with")
-    for transition in resolved:
-        problem = check_transition(policy, transition)
+    for written, transition in zip(transitions, resolved):
+        # A cross-workflow tag's policy target is the path as written, not the state it resolves to.
+        problem = check_transition(policy, written if written.tag in WORKFLOW_TAGS else transition)
         if problem:
             raise OutputProblem(f"breaks the state's policy: {problem}")
     return [replace(t, payload=t.payload.strip()) if t.tag == "result" else t for t in resolved]
@@ -304,7 +311,7 @@ def _implicit(orch: "Orchestrator", agent: "Agent", entry: dict, values: dict) -
         transition = replace(transition, attributes={**transition.attributes,
                                                      "input": render(transition.attributes["input"], values)})
     try:
-        (resolved,) = check_transitions(orch, [transition], script=False)
+        (resolved,) = check_transitions(orch, agent, [transition], script=False)
     except OutputProblem as exc:
         raise ProtocolError(f"{agent.id}: {agent.state}: its implicit transition {exc}",
                             "fix the target in allowed_transitions") from None

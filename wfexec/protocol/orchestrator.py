@@ -22,10 +22,13 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from wfexec.protocol.agents import MAIN, Agent, AgentsState, apply, paused, reactivated
 from wfexec.protocol.budget import CostBudget
-from wfexec.protocol.errors import ProtocolError, Retryable, ScopeError, UsageLimit
+from wfexec.protocol.errors import ProtocolError, Retryable, ScopeError, UsageLimit, WorkflowUnreachable
 from wfexec.protocol.limits import limit_wait
 from wfexec.protocol.executors import StepResult, base_environment, run_markdown_state, run_script_state
-from wfexec.protocol.scopes import ResolveError, ScriptFiles, StateScope, entry_point, resolve_state, state_kind
+from wfexec.protocol.scopes import (ResolveError, ScriptFiles, StateScope, entry_point, open_scope, resolve_state,
+                                    state_kind)
+from wfexec.protocol.tags import WORKFLOW_TAGS
+from wfexec.protocol.templates import render, template_values
 
 if TYPE_CHECKING:
     from wfexec.running.io import Io
@@ -90,6 +93,7 @@ class Orchestrator:
         self.sleep = sleep  # how a usage-limit wait waits
         self.quiescing = False  # an agent asks: no agent starts another state until the answer comes
         self.files = ScriptFiles()
+        self._scopes: dict[str, StateScope] = {}
         self.base_env = base_environment()
         # Found once: a script state never depends on a PATH lookup (nor on a PATH the scripts change).
         self.bash = shutil.which("bash") or "bash"
@@ -103,6 +107,16 @@ class Orchestrator:
     # -- what executors use -------------------------------------------------------------
     def agent_cwd(self, agent: Agent) -> str:
         return agent.cwd or self.base_cwd
+
+    def scope_for(self, agent: Agent) -> StateScope:
+        """The states folder the agent runs in: the node's, or the one a cross-workflow tag took it to (each
+        opened once per run)."""
+        if not agent.scope:
+            return self.scope
+        scope = self._scopes.get(agent.scope)
+        if scope is None:
+            scope = self._scopes[agent.scope] = open_scope(agent.scope, agent.scope)
+        return scope
 
     def task_folder(self, agent: Agent) -> str:
         """The agent's task folder, made before its state runs: `.wfexec/tasks/<workflow id>/<task>` under the
@@ -252,15 +266,23 @@ class Orchestrator:
                 return
             try:
                 step = await self._step(agent)
+                self._advance(agent, step)
             except Retryable as exc:
                 self._failed_attempt(agent, exc)
-            except UsageLimit as exc:
+            except (UsageLimit, WorkflowUnreachable) as exc:
                 self._pause(agent, exc.message)
-            else:
-                self._advance(agent, step)
             state.total_cost_usd = self.budget.spent
             if self.on_checkpoint is not None:
                 self.on_checkpoint(state.to_dict())
+
+    def _render_input(self, agent: Agent, t):
+        """A cross-workflow tag's `input` gets the emitting state's `{{…}}` values (Raymond renders it there only)."""
+        text = t.attributes.get("input")
+        if not text:
+            return t
+        values = template_values(workflow_id=self.workflow_id, agent_id=agent.id, task_folder=self.task_folder(agent),
+                                 input=agent.input, fork_attributes=agent.fork_attributes)
+        return replace(t, attributes={**t.attributes, "input": render(text, values)})
 
     def _failed_attempt(self, agent: Agent, error: Retryable) -> None:
         attempts = agent.retries + 1
@@ -295,10 +317,12 @@ class Orchestrator:
         agent = replace(agent, steps=agent.steps + 1)
         state = self.state
         assert state is not None  # run() sets it before any agent starts
+        transitions = [self._render_input(agent, t) if t.tag in WORKFLOW_TAGS else t for t in step.transitions]
         try:
-            moved, workers = apply(agent, step.transitions, state.fork_counters, self.base_cwd)
+            moved, workers = apply(agent, transitions, state.fork_counters, self.base_cwd)
         except ProtocolError as exc:
-            raise ProtocolError(f"{agent.id}: {agent.state}: {exc.message}", exc.hint) from None
+            error = WorkflowUnreachable if any(t.tag in WORKFLOW_TAGS for t in transitions) else ProtocolError
+            raise error(f"{agent.id}: {agent.state}: {exc.message}", exc.hint) from None
         state.put(moved)
         for worker in workers:
             state.put(worker)

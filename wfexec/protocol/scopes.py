@@ -74,6 +74,9 @@ class StateScope:
         self.label = label
         self.state_dir = state_dir
         self.warnings: list[str] = []
+        # The path that names the scope (its folder, .zip or .yaml): what agents in it are said to be in, and
+        # what a cross-workflow tag's relative path starts from (`wfexec.protocol.workflows`).
+        self.location: Path = state_dir
 
     def has(self, name: str) -> bool:
         raise NotImplementedError

@@ -11,7 +11,8 @@ targets and targets holding `/` or `\\` are errors. A `<result>` payload is the
 raw content.
 
 An `<ask next="STATE">question</ask>` parks the agent until a person answers (its target is `next`, its
-payload the question). Raymond's cross-workflow tags are recognised only to be refused with a clear message.
+payload the question). The cross-workflow tags (`<call-workflow>` & co.) name another states folder by path
+(`wfexec.protocol.workflows`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from dataclasses import dataclass, field
 
 from wfexec.errors import WfexecError
 
-TRANSITION_TAGS = ("goto", "reset", "call", "function", "fork", "result", "ask")
-UNSUPPORTED_TAGS = ("call-workflow", "function-workflow", "fork-workflow", "reset-workflow")
+TRANSITION_TAGS = ("goto", "reset", "call", "function", "fork", "result", "ask",
+                   "call-workflow", "function-workflow", "fork-workflow", "reset-workflow")
+WORKFLOW_TAGS = ("call-workflow", "function-workflow", "fork-workflow", "reset-workflow")
+UNSUPPORTED_TAGS: tuple[str, ...] = ()
 # Longer names first so that the alternation never stops at a prefix.
 _ALL = sorted(TRANSITION_TAGS + UNSUPPORTED_TAGS, key=len, reverse=True)
 _OPEN = re.compile(r"<(" + "|".join(re.escape(n) for n in _ALL) + r")(?=[\s>])([^>]*)>")
@@ -41,6 +44,10 @@ class Transition:
     target: str = ""
     attributes: dict = field(default_factory=dict)
     payload: str = ""
+    # A cross-workflow tag once resolved: the scope it goes to (its target is then that scope's first state),
+    # and the short name its worker ids use.
+    scope: str = ""
+    abbrev: str = ""
 
     def show(self) -> str:
         """The tag as it would be written (for messages and traces)."""
@@ -91,8 +98,11 @@ def _build(name: str, attributes: dict, content: str) -> Transition:
                            'write e.g. <ask next="REVIEW">Which option?</ask>')
         check_state_name(following, "<ask> next")
         return Transition("ask", following, attributes, content)
-    if name in UNSUPPORTED_TAGS:
-        return Transition(name, content.strip(), attributes, content)
+    if name in WORKFLOW_TAGS:  # a path to another states folder: separators are the point
+        target = content.strip()
+        if not target:
+            raise TagError(f"<{name}> has an empty target; write the folder, .zip or .yaml of the workflow")
+        return Transition(name, target, attributes, "")
     target = content.strip()
     if not target:
         raise TagError(f"<{name}> has an empty target; write the state to go to between the tags")

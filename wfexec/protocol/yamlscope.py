@@ -40,6 +40,7 @@ def open_yaml(path: Path, label: str) -> YamlScope:
         raise ScopeError(f"{label} has no states (`states:` must be a non-empty mapping)", hint)
     files, timeouts, warnings = _virtual_states(states, label, objects_only=True)
     scope = YamlScope(label, path.resolve().parent, files, timeouts)
+    scope.location = path.resolve()
     scope.warnings = warnings
     return scope
 
