@@ -74,9 +74,26 @@ def validate(paths: Sequence[Path], format: str = "text", strict: bool = False, 
         return refused
     everything = []
     files = []
+    from wfexec.commands.states import lint_diagnostics, node_lint_diagnostics
+
     for path in paths:
+        linted = lint_diagnostics(path)
+        if linted is not None:  # a states folder: Raymond's lint is its check
+            if strict:
+                linted = [replace(d, severity=ERROR) for d in linted]
+            everything.extend(linted)
+            if format == "text":
+                for d in linted:
+                    print(f"{d.file}: {d.severity}: {d.message}" + (f" — {d.hint}" if d.hint else ""))
+                if not any(d.severity == ERROR for d in linted):
+                    warnings = sum(1 for d in linted if d.severity == WARNING)
+                    note = f" ({warnings} warning{'s' if warnings != 1 else ''})" if warnings else ""
+                    print(f"{path}: valid states{note}", file=sys.stderr)
+            continue
         checked = check_with_summary(path)
         diagnostics = checked.diagnostics
+        if checked.workflow is not None:
+            diagnostics = diagnostics + node_lint_diagnostics(checked.workflow)
         if strict:
             diagnostics = [d if d.severity == ERROR else replace(d, severity=ERROR) for d in diagnostics]
         everything.extend(diagnostics)

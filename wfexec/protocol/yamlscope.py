@@ -121,3 +121,15 @@ def _state_object(name: str, value: dict, label: str, warnings: list) -> list[tu
     if prompt.startswith("---\n"):
         prompt = "---\n---\n" + prompt  # an empty frontmatter, so the prompt's own `---` stays text
     return [(f"{name}.md", prompt)]
+
+
+def state_unknown_fields(path: Path) -> dict[str, list[str]]:
+    """For each state of a Raymond YAML file, the keys it has that no state field is (lint's unknown-field)."""
+    from wfexec.language.loader import load_file
+
+    data = load_file(path).data
+    states = data.get("states") if isinstance(data, dict) else None
+    if not isinstance(states, dict):
+        return {}
+    return {str(name): [str(k) for k in value if k not in _STATE_FIELDS]
+            for name, value in states.items() if isinstance(value, dict) and any(k not in _STATE_FIELDS for k in value)}
