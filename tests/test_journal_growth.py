@@ -138,7 +138,7 @@ endings:
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "kept then b"
     with sqlite3.connect(store) as db:
-        assert db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()[0] == "3"
+        assert db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()[0] == "4"
         assert db.execute("SELECT steps, status FROM runs").fetchone() == (1, "completed")
 
 

@@ -193,6 +193,8 @@ def runs(
 def show(
     run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of it)."),
     state: bool = typer.Option(False, "--state", help="Also print the run's state as YAML."),
+    agent: Optional[str] = typer.Option(None, "--agent", metavar="NAME",
+                                        help="Print what a states agent was sent and replied, state by state."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     store: Optional[Path] = STORE_OPTION,
 ):
@@ -319,24 +321,36 @@ class GraphFormat(str, Enum):
 
 @app.command()
 def graph(
-    path: Path = typer.Argument(..., help="A workflow.yaml file or a skill folder containing one."),
+    path: Path = typer.Argument(..., help="A workflow.yaml, a skill folder containing one, or a states folder."),
     format: GraphFormat = typer.Option(GraphFormat.mermaid, "--format", help="mermaid, dot, or svg/png (needs Graphviz)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write here instead of stdout."),
 ):
-    """Draw a workflow: node shapes by type, edges by branch, endings coloured by type."""
+    """Draw a workflow (node shapes by type, edges by branch, endings coloured by type) or a states folder."""
     from wfexec.api import load
+    from wfexec.commands.run import workflow_document
     from wfexec.language.diagnostics import WorkflowError
-    from wfexec.outputs.graph import GraphvizFailed, GraphvizMissing, render, to_dot, to_mermaid
+    from wfexec.outputs.graph import GraphvizFailed, GraphvizMissing, dot_of, mermaid_of, picture, render
 
-    try:
-        workflow = load(path)
-    except WorkflowError as exc:
-        _print_workflow_errors(exc, path)
-        raise typer.Exit(exit_code_for(exc))
-    if format == GraphFormat.mermaid:
-        data: bytes = to_mermaid(workflow).encode("utf-8")
+    if workflow_document(path) is None:  # a states folder, .zip or Raymond .yaml
+        from wfexec.outputs.states_graph import states_picture
+        from wfexec.protocol.errors import ScopeError
+        from wfexec.protocol.scopes import open_scope
+
+        try:
+            drawn = states_picture(open_scope(path, str(path)), Path(path).name)
+        except ScopeError as exc:
+            typer.echo(exc.format(), err=True)
+            raise typer.Exit(exit_code_for("invalid"))
     else:
-        data = to_dot(workflow).encode("utf-8")
+        try:
+            drawn = picture(load(path))
+        except WorkflowError as exc:
+            _print_workflow_errors(exc, path)
+            raise typer.Exit(exit_code_for(exc))
+    if format == GraphFormat.mermaid:
+        data: bytes = mermaid_of(drawn).encode("utf-8")
+    else:
+        data = dot_of(drawn).encode("utf-8")
     if format in (GraphFormat.svg, GraphFormat.png):
         try:
             data = render(data.decode("utf-8"), format.value)

@@ -112,3 +112,16 @@ def test_a_missing_workflow_or_a_cd_on_call_workflow_pauses_the_agent(tmp_path):
         flow = write_states(tmp_path / "flow", {"START.sh": f"echo '{tag}'\n"})
         result, _ = run_folder(flow, cwd=tmp_path)
         assert result.status == "stopped" and message in result.error, result.error
+
+
+def test_a_zip_or_yaml_caller_reaches_paths_from_beside_itself(tmp_path):
+    """Raymond's reset_workflow_zip_caller: in `caller.zip`, `../target/` is `target/` beside the archive (a zip or
+    YAML scope counts as the folder of its name)."""
+    with zipfile.ZipFile(tmp_path / "caller.zip", "w") as archive:
+        archive.writestr("START.sh", "echo '<reset-workflow input=\"zipped\">../target/</reset-workflow>'\n")
+    (tmp_path / "caller.yaml").write_text(
+        "states:\n  START:\n    sh: |\n      echo '<reset-workflow input=\"yamled\">../target/</reset-workflow>'\n")
+    write_states(tmp_path / "target", {"START.sh": echo_result("target got $RAYMOND_INPUT")})
+    for caller, said in (("caller.zip", "zipped"), ("caller.yaml", "yamled")):
+        result, _ = run_folder(tmp_path / caller, cwd=tmp_path)
+        assert (result.status, result.result) == ("completed", f"target got {said}"), result.error

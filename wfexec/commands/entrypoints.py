@@ -176,10 +176,12 @@ def runs(status: str | None = None, limit: int = 50, format: str = "text", store
                                             limit=limit))
 
 
-def show(run_id: str, state: bool = False, format: str = "text", store: Path | None = None,
-         debug: bool = False) -> int:
-    from wfexec.commands.runs import show_run
+def show(run_id: str, state: bool = False, agent: str | None = None, format: str = "text",
+         store: Path | None = None, debug: bool = False) -> int:
+    from wfexec.commands.runs import show_agent, show_run
 
+    if agent is not None:
+        return _store_command(lambda: show_agent(store, run_id, agent, as_json=format == "json"))
     return _store_command(lambda: show_run(store, run_id, with_state=state, as_json=format == "json"))
 
 

@@ -364,7 +364,7 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
     try:
         try:
             workflow = states_workflow(path, into, start=start, with_input=input is not None,
-                                       budget_usd=budget_usd, timeout=timeout, model=model)
+                                       budget_usd=budget_usd, timeout=timeout, model=model, warn=_error)
         except ScopeError as exc:
             _error(exc.format())
             return exit_code_for("invalid")

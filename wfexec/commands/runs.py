@@ -74,6 +74,45 @@ def list_runs(path, status: str | None, as_json: bool, out=None, limit: int = 50
     return 0
 
 
+def show_agent(path, run_id: str, agent: str, *, as_json: bool, out=None) -> int:
+    """What one agent of a run's states nodes was sent and got, state by state (Raymond's debug files)."""
+    out = out or sys.stdout
+    store = _existing_store(path, run_id)
+    try:
+        record = store.get(run_id)
+        records = store.transcript(record.id, agent)
+        agents = sorted({r["agent"] for r in store.transcript(record.id)}) if not records else []
+    finally:
+        store.close()
+    if not records:
+        known = ", ".join(agents) or "none: it ran no states node, or none that reached an agent's state"
+        raise StoreError(f"run {record.id} has no agent '{agent}' (agents: {known})",
+                         "`wfexec show RUN --agent NAME` with one of them")
+    if as_json:
+        out.write(json.dumps({"run_id": record.id, "agent": agent, "states": records}, indent=2, default=str) + "\n")
+        return 0
+    lines = [f"run {record.id}: agent {agent}, {len(records)} state{'s' if len(records) != 1 else ''}"]
+    for number, r in enumerate(records, 1):
+        lines.append(f"── {number}. {r['state']} ({r['kind']}, node {r['node']})")
+        if r["kind"] == "markdown":
+            extra = f", attempt {r['attempt']}" if r.get("attempt", 1) > 1 else ""
+            lines += ["sent:", _indented(r.get("prompt", "")),
+                      f"received (${r.get('cost_usd') or 0:.4f}, session {r.get('session_id') or '-'}{extra}):",
+                      _indented(r.get("reply", ""))]
+        else:
+            lines.append(f"exit status {r.get('exit_code')}" +
+                         (f", {r['seconds']:.1f} s" if isinstance(r.get("seconds"), (int, float)) else ""))
+            for stream in ("stdout", "stderr"):
+                if r.get(stream):
+                    lines += [f"{stream}:", _indented(r[stream])]
+    out.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _indented(text: str) -> str:
+    return "\n".join("    " + line for line in (text or "").rstrip("\n").splitlines()) or "    (nothing)"
+
+
 def show_run(path, run_id: str, *, with_state: bool, as_json: bool, out=None) -> int:
     out = out or sys.stdout
     store = _existing_store(path, run_id)

@@ -156,8 +156,20 @@ def raymond_manifest(folder: Path) -> dict | None:
     return dict(data)
 
 
+def manifest_warnings(manifest: dict | None) -> list[str]:
+    """What a Raymond manifest asks for that wfexec does not do (a backend other than Claude Code)."""
+    backend = (manifest or {}).get("backend")
+    name = backend if isinstance(backend, str) else backend.get("name") if isinstance(backend, dict) else None
+    if backend is None or (name == "claude" and not (isinstance(backend, dict) and set(backend) - {"name"})):
+        return []
+    return [f"warning: the workflow's manifest asks for the {name or 'given'!s} backend"
+            f"{' with options' if isinstance(backend, dict) and set(backend) - {'name'} else ''}, which wfexec does "
+            "not have; its .md states use --backend (claude, command:PROGRAM or replay:FILE)"]
+
+
 def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, with_input: bool,
-                    budget_usd: float | None, timeout: float | None, model: str | None) -> Path:
+                    budget_usd: float | None, timeout: float | None, model: str | None,
+                    warn=None) -> Path:
     """A workflow of one `states` node running PATH, written into `into` (named by its content, so the same
     command line finds the same file): what `wfexec states` runs, so that its run is recorded and resumed like
     any other. Raises ScopeError when PATH is not a states folder."""
@@ -168,6 +180,9 @@ def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, w
     open_scope(scope_path, str(scope_path))  # a missing or malformed folder is reported against what was given
     folder = scope_path.resolve()
     manifest = raymond_manifest(folder) if folder.is_dir() else None
+    for text in manifest_warnings(manifest):
+        if warn is not None:
+            warn(text)
     node: dict[str, Any] = {"type": "states", "folder": str(folder)}
     if start or named_start:
         node["start"] = start or named_start

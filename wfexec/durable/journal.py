@@ -160,6 +160,9 @@ class DurableJournal(Journal):
         self.cleared_nodes.discard(node_id)
         self.store.save_node_state(self.run_id, node_id, data)
 
+    def record_transcript(self, node_id: str, agent: str, record: dict) -> None:
+        self.store.add_transcript(self.run_id, node_id, agent, record)
+
     def node_state(self, node_id: str) -> dict | None:
         if node_id in self.cleared_nodes:
             return None

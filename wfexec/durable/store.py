@@ -38,10 +38,10 @@ from pathlib import Path
 from wfexec.errors import WfexecError
 
 APP_ID = "wfexec"
-SCHEMA_VERSION = 3
-# Read as they are by the commands that only read (schema 3 added a column and a trigger, nothing schema 2
-# readers need); anything that writes upgrades the store first.
-READS_SCHEMAS = (2, 3)
+SCHEMA_VERSION = 4
+# Read as they are by the commands that only read (schemas 3 and 4 added columns and a table that older stores
+# simply lack); anything that writes upgrades the store first.
+READS_SCHEMAS = (2, 3, 4)
 DEFAULT_STORE = Path(".wfexec") / "runs.db"
 
 MIGRATIONS = {
@@ -92,6 +92,16 @@ MIGRATIONS = {
     3: """
     ALTER TABLE journal ADD COLUMN current_node TEXT;
     ALTER TABLE journal ADD COLUMN committed_at REAL;
+    """,
+    4: """
+    CREATE TABLE transcripts (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        seq INTEGER NOT NULL,
+        node TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    ) WITHOUT ROWID;
     """,
 }
 
@@ -225,6 +235,7 @@ class Store:
         # A states node's agents report from the event loop's worker threads too.
         self._lock = threading.RLock()
         self._select_runs = _SELECT_RUNS
+        self.schema = SCHEMA_VERSION  # of a store opened read-only: what its file says
         self.db = self._open_readonly() if readonly else self._open()
 
     def _open_readonly(self) -> sqlite3.Connection:
@@ -244,6 +255,7 @@ class Store:
             raise StoreError(f"{path} cannot be read as a run store: {exc}",
                              "check that it exists and can be read, or pass --store with another path") from None
         version = int(row[0]) if row else 0
+        self.schema = version
         if version < 3:
             self._select_runs = _SELECT_RUNS_2
         if version not in READS_SCHEMAS:
@@ -450,6 +462,20 @@ class Store:
                 self.db.execute("DELETE FROM node_states WHERE run_id = ? AND node = ?", (run_id, node))
             else:
                 self.db.execute("INSERT OR REPLACE INTO node_states VALUES (?, ?, ?)", (run_id, node, _dumps(data)))
+
+    def add_transcript(self, run_id: str, node: str, agent: str, record: dict) -> None:
+        """One agent state's record (what was sent and received), after the run's others."""
+        self._write("INSERT INTO transcripts SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ? FROM transcripts "
+                    "WHERE run_id = ?", (run_id, node, agent, _dumps(record), run_id))
+
+    def transcript(self, run_id: str, agent: str | None = None) -> builtins.list[dict]:
+        """The run's agent records in order (only `agent`'s when given), each with its node and agent."""
+        if self.schema < 4:  # an older store, read as it is: it kept none
+            return []
+        rows = self.db.execute("SELECT node, agent, record FROM transcripts WHERE run_id = ?" +
+                               (" AND agent = ?" if agent else "") + " ORDER BY seq",
+                               (run_id, agent) if agent else (run_id,))
+        return [{"node": node, "agent": who, **json.loads(record)} for node, who, record in rows]
 
     def node_state(self, run_id: str, node: str) -> dict | None:
         row = self.db.execute("SELECT data FROM node_states WHERE run_id = ? AND node = ?", (run_id, node)).fetchone()

@@ -184,7 +184,8 @@ def execute(node, run) -> Outcome:
         orchestrator = Orchestrator(
             scope, backend=_backend(node, run), io=run.io, cwd=cwd, budget_usd=spec.budget_usd,
             timeout=spec.timeout, timeout_source=f"node '{node.id}' `timeout`", model=spec.model, effort=spec.effort,
-            on_step=_step_counter(run), on_checkpoint=lambda agents: run.save_node_state(node.id, agents))
+            on_step=_step_counter(run), on_checkpoint=lambda agents: run.save_node_state(node.id, agents),
+            on_record=lambda agent, record: run.record_transcript(node.id, agent, record))
         saved = run.node_state(node.id)
         if saved is not None:
             from wfexec.protocol.agents import AgentsState

@@ -137,7 +137,10 @@ def _mermaid_text(text: str) -> str:
 
 
 def to_mermaid(workflow: Workflow) -> str:
-    pic = picture(workflow)
+    return mermaid_of(picture(workflow))
+
+
+def mermaid_of(pic: Picture) -> str:
     ids = _mermaid_ids(pic)
     start_id, computed_id = ids[("marker", START)], ids[("marker", COMPUTED)]
     lines = ["flowchart TD", f'    {start_id}(("start"))']
@@ -202,7 +205,10 @@ def _dot_marker_ids(pic: Picture) -> tuple[str, str]:
 
 
 def to_dot(workflow: Workflow) -> str:
-    pic = picture(workflow)
+    return dot_of(picture(workflow))
+
+
+def dot_of(pic: Picture) -> str:
     start_id, computed_id = _dot_marker_ids(pic)
     fill, stroke, colour = MARKER_COLOURS
     lines = [

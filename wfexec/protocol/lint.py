@@ -98,6 +98,13 @@ def _parse(scope: StateScope, name: str) -> _Parsed:
     return _Parsed(_tags(body), policy, None, body)
 
 
+def state_transitions(scope: StateScope) -> dict[str, list[Transition]]:
+    """For each `.md`/`.sh` state, the transitions it may take, as lint reads them (its policy, else the tags in
+    its text)."""
+    return {name: _parse(scope, name).transitions for name in sorted(scope.names())
+            if extension(name) in (MARKDOWN, _SCRIPT)}
+
+
 def lint_scope(scope: StateScope, start: str | None = None) -> list[Finding]:
     """Every finding for the states in `scope`, errors first, then by file and check (Raymond's order). With
     `start` (a states node's), that state is where runs begin and the entry point is not looked for."""

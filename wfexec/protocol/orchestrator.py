@@ -76,6 +76,7 @@ class Orchestrator:
                  model: str | None = None, effort: str | None = None, workflow_id: str | None = None,
                  on_step: Callable[[Agent], None] | None = None,
                  on_checkpoint: Callable[[dict], None] | None = None, keep_records: bool = True,
+                 on_record: Callable[[str, dict], None] | None = None,
                  sleep: Callable[[float], Any] = asyncio.sleep):
         self.scope = scope
         self.backend = backend
@@ -90,6 +91,7 @@ class Orchestrator:
         self.on_step = on_step
         self.on_checkpoint = on_checkpoint
         self.keep_records = keep_records
+        self.on_record = on_record  # (agent id, record): a durable run keeps every one (`show --agent`)
         self.sleep = sleep  # how a usage-limit wait waits
         self.quiescing = False  # an agent asks: no agent starts another state until the answer comes
         self.files = ScriptFiles()
@@ -166,6 +168,8 @@ class Orchestrator:
             value = record.get(key)
             if isinstance(value, str) and len(value) > KEEP_OUTPUT:
                 record[key] = value[:KEEP_OUTPUT] + "\n…(cut)"
+        if self.on_record is not None:
+            self.on_record(agent.id, {k: v for k, v in record.items() if k != "agent"})
         if self.keep_records:
             self.records.append(record)
             if len(self.records) > KEEP_RECORDS:

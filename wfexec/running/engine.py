@@ -115,6 +115,9 @@ class Journal:
     def node_state(self, node_id: str) -> dict | None:
         return None
 
+    def record_transcript(self, node_id: str, agent: str, record: dict) -> None:
+        pass
+
 
 class Run:
     """One execution of a compiled workflow."""
@@ -244,6 +247,12 @@ class Run:
 
     def node_state(self, node_id: str) -> dict | None:
         return self.journal.node_state(node_id) if self.journal is not None else None
+
+    def record_transcript(self, node_id: str, agent: str, record: dict) -> None:
+        """Keep what one agent state of a node sent and got (a prompt and its reply, a script's output), for
+        `wfexec show RUN --agent NAME`."""
+        if self.journal is not None:
+            self.journal.record_transcript(node_id, agent, record)
 
     # -- questions and judgement -------------------------------------------
     def ask(self, question) -> Answer:
