@@ -225,6 +225,8 @@ def lint_diagnostics(path: str | os.PathLike) -> list | None:
     p = Path(path)
     if p.is_file() and extension(p.name) in KNOWN:
         p = p.parent
+    if p.is_dir() and not any(extension(n) in KNOWN for n in os.listdir(p)):
+        return None  # no states here either: the workflow check says what is missing
     try:
         if workflow_document(p) is not None:
             return None

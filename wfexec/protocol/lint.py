@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from wfexec.protocol.errors import ProtocolError
 from wfexec.protocol.policy import Policy, PolicyError, implicit_entry, parse_frontmatter
-from wfexec.protocol.scopes import MARKDOWN, ENTRY_POINTS, StateScope, extension, resolve_state
+from wfexec.protocol.scopes import MARKDOWN, StateScope, entry_point, extension
 from wfexec.protocol.tags import WORKFLOW_TAGS, TagError, Transition, parse_transitions
 
 ERROR, WARNING = "error", "warning"
@@ -128,20 +128,15 @@ def lint_scope(scope: StateScope, start: str | None = None) -> list[Finding]:
 
 
 def _entry_state(scope: StateScope, add) -> str | None:
-    found = []
-    for name in ENTRY_POINTS:
-        try:
-            found.append(resolve_state(scope, name))
-        except ProtocolError:
-            continue
-    if len(found) > 1:
-        add(ERROR, "", "ambiguous entry point: both 1_START and START exist; remove one", "ambiguous-entry-point")
+    try:
+        return _stem(entry_point(scope))  # wfexec's rule: Raymond's, and a `start.md` in any letter case
+    except ProtocolError as exc:
+        if "ambiguous" in exc.message:
+            add(ERROR, "", "ambiguous entry point: both 1_START and START exist; remove one", "ambiguous-entry-point")
+        else:
+            add(ERROR, "", "no entry point found: the workflow must contain 1_START or START (.md or .sh)",
+                "no-entry-point")
         return None
-    if not found:
-        add(ERROR, "", "no entry point found: the workflow must contain 1_START or START (.md or .sh)",
-            "no-entry-point")
-        return None
-    return _stem(found[0])
 
 
 def _file_checks(name: str, parsed: _Parsed, known: set[str], seen_ambiguous: set[str], add) -> None:
