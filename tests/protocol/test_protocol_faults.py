@@ -236,3 +236,14 @@ def test_a_killed_states_run_resumes_where_it_stopped(tmp_path):
     assert (resumed.returncode, resumed.stdout) == (0, "finished\n"), resumed.stderr
     # START ran once: the agents saved after it came back; SLOW, cut off, ran again.
     assert (tmp_path / "done.txt").read_text().split() == ["one", "slow", "slow-again", "last"]
+
+
+def test_item77_forks_that_make_no_multi_fork_pause_the_prompts_agent(tmp_path):
+    folder = write_states(tmp_path / "s", {"START.md": "Split the work.", "A.md": "a", "B.md": "b",
+                                           "C1.md": "c1", "C2.md": "c2"})
+    for reply, problem in (('<fork next="C1">A</fork><fork next="C2">B</fork>', "different `next` values"),
+                           ("<fork>A</fork><fork>B</fork>", "no `next` and no <goto>"),
+                           ('<fork next="C1">A</fork><result>x</result>', "2 transition tags")):
+        result, _ = run_folder(folder, backend=ScriptedBackend(reply))
+        assert result.status == "stopped" and problem in result.error, result.error
+        assert result.outcome.state.agent("main").status == "paused"

@@ -8,10 +8,11 @@ Changed or skipped, with the reason:
   test_protocol_node.py).
 - 38 (model precedence): frontmatter > node `model` > backend default (`sonnet` for claude); the command
   line part is the lead's (`--backend claude:model=…`). Tested here and with the fake claude executable.
-- 41: `{{task_folder}}` and `{{ask_id}}` do not exist in wfexec (no task folders, no `<ask>`); they stay
-  literal. `{{workflow_id}}` and `{{agent_id}}` are tested.
-- 43: a missing prompt file is an error (no retries in wfexec); usage-limit detection is tested in
-  test_protocol_backends.py with the fake claude.
+- 41: `{{workflow_id}}`, `{{agent_id}}` and `{{task_folder}}` are tested here; `{{ask_id}}` in
+  test_protocol_faults.py.
+- 43: a failed backend call names the state and, after three attempts, pauses its agent (here); an unreadable
+  prompt file and usage limits in test_protocol_faults.py, limit detection with the fake claude in
+  test_protocol_backends.py.
 """
 
 from __future__ import annotations

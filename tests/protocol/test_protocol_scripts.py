@@ -3,24 +3,20 @@ reference/raymond-state-protocol.md §4, and the scripted end-to-end fixtures of
 (goto, result, reset, call/return, a fork with several workers).
 
 Skipped or changed, with the reason:
-- 46 (debug files on disk): wfexec keeps each script's stdout/stderr in the run's records and shows them
-  with --trace (tested below) instead of writing a debug folder.
+- 46 (debug files on disk): wfexec keeps each state's output in the run store's transcripts instead of a debug
+  folder: `wfexec show RUN --agent NAME` prints them (test_protocol_visibility.py), `--trace` streams them.
 - 47: as Raymond: RAYMOND_TASK_FOLDER always, RAYMOND_INPUT whenever there is an input (an empty one
   included), no RAYMOND_STATE_DIR or RAYMOND_STATE_FILE (issue 14; the seed documents' names, which issue 4
   had kept). The seeds' RAYMOND_RESULT still carries the input's value.
-- 75 (limit errors, retries, pausing): wfexec has no paused agents; a script error ends the node (routed
-  to on_failure, see test_protocol_node.py). The fatal-error half is tested here.
+- 75, 76, 90 (retries, paused agents, the usage-limit wait) and 68, 80, 81 (`<ask>`): test_protocol_faults.py;
+  69 and 84 (cross-workflow tags): test_protocol_cross_workflow.py; 89 (lint): test_protocol_lint.py. The
+  fatal-error half of 75 is tested here.
 
 Other items of the "Orchestrator and run lifecycle" section and after, covered or skipped:
 - 70, 71, 72, 74, 78 (test_protocol_markdown.py), 79, 83 are tested here; 73 and 77 (prompts) in
-  test_protocol_markdown.py; 77's multi-fork rules for scripts here (a violation is fatal: wfexec has no
-  paused agents).
-- 76 (all agents paused), 80 and 81 (`--on-ask`), 90 (usage-limit wait): no pausing and no `<ask>` in
-  wfexec; a usage limit is an error (test_protocol_backends.py).
-- 82 (crash recovery through the state file): durable runs are DESIGN §5 (the agents' state is plain data,
-  test_protocol_agents.py); the cancellation half (scripts are killed) is tested here.
-- 84 (reset-workflow), 89 (`ray lint`): cross-workflow tags and the lint command are not part of wfexec;
-  the load-time checks of a states node (entry point, start state, YAML scope) are in test_protocol_node.py.
+  test_protocol_markdown.py and test_protocol_faults.py; 77's multi-fork rules for scripts here (a script's
+  violation is fatal: Raymond has no multi-fork from scripts at all).
+- 80: `--on-ask=reject` is a deliberate difference: an `<ask>` always parks the run (README).
 """
 
 from __future__ import annotations

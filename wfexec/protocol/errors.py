@@ -51,6 +51,14 @@ class UsageLimit(ProtocolError):
     waits for the reset time when the message gives one."""
 
 
-class WorkflowUnreachable(ProtocolError):
-    """A cross-workflow tag names a workflow that cannot be used (missing, malformed, nested too deep): its
-    agent is paused, as Raymond does, and the others go on."""
+class PausesAgent(ProtocolError):
+    """What Raymond answers by pausing the one agent (the others go on; resume runs its state again)."""
+
+
+class WorkflowUnreachable(PausesAgent):
+    """A cross-workflow tag names a workflow that cannot be used (missing, malformed, nested too deep)."""
+
+
+class ForkGroupInvalid(PausesAgent):
+    """A prompt's reply holds forks that do not make one multi-fork (no continuation, `next` values that
+    differ, a tag that is not a fork or goto among them)."""

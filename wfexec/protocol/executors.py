@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from wfexec.system import progress
 from wfexec.backends.base import BackendError, BackendUnavailable, LLMRequest, UsageLimitReached, invoke_backend
 from wfexec.protocol.agents import FORK_TAGS, refused_environment_name
-from wfexec.protocol.errors import BackendMissing, ProtocolError, Retryable, StopRun, UsageLimit, WorkflowUnreachable
+from wfexec.protocol.errors import (BackendMissing, ForkGroupInvalid, ProtocolError, Retryable, StopRun, UsageLimit,
+                                    WorkflowUnreachable)
 from wfexec.protocol.policy import (MAX_INVOCATIONS, Policy, PolicyError, check_transition, implicit_entry, implicit_transition,
                      parse_frontmatter, reminder)
 from wfexec.protocol.processes import ProcessStartError, ProcessTimeout, run_process
@@ -51,6 +52,10 @@ class OutputProblem(Exception):
     """The output's transitions break a rule a reminder can fix (only prompts with a policy get one)."""
 
 
+class ForkGroupProblem(OutputProblem):
+    """Forks that do not make one multi-fork: a prompt's agent is paused for it (Raymond's item 77)."""
+
+
 # -- checking transitions -------------------------------------------------------------
 
 def _tag_list(transitions: list[Transition]) -> str:
@@ -73,17 +78,17 @@ def _check_fork_group(transitions: list[Transition], verb: str, script: bool) ->
     forks = [t for t in transitions if t.tag in FORK_TAGS]
     gotos = [t for t in transitions if t.tag == "goto"]
     if not forks or not tags <= {*FORK_TAGS, "goto"}:
-        raise OutputProblem(f"{verb} {len(transitions)} transition tags ({_tag_list(transitions)}); {rule} "
+        raise (ForkGroupProblem if forks else OutputProblem)(f"{verb} {len(transitions)} transition tags ({_tag_list(transitions)}); {rule} "
                             "(several tags are allowed only as <fork>s, with at most one <goto>)")
     if len(gotos) > 1:
-        raise OutputProblem(f"{verb} {len(gotos)} <goto> tags beside its forks; at most one <goto> may say where "
+        raise ForkGroupProblem(f"{verb} {len(gotos)} <goto> tags beside its forks; at most one <goto> may say where "
                             "to continue")
     nexts = {f.attributes["next"] for f in forks if f.attributes.get("next")}
     if len(nexts) > 1:
-        raise OutputProblem(f"{verb} forks with different `next` values ({', '.join(sorted(nexts))}); all forks "
+        raise ForkGroupProblem(f"{verb} forks with different `next` values ({', '.join(sorted(nexts))}); all forks "
                             "must continue at the same state")
     if not nexts and not gotos:
-        raise OutputProblem(f"{verb} forks with no `next` and no <goto>; say where this agent continues")
+        raise ForkGroupProblem(f"{verb} forks with no `next` and no <goto>; say where this agent continues")
 
 
 def _resolved(scope: StateScope, t: Transition) -> Transition:
@@ -111,7 +116,7 @@ def _group_consistent(transitions: list[Transition], verb: str) -> None:
     nexts = {t.attributes.get("next") for t in transitions if t.tag in FORK_TAGS and t.attributes.get("next")}
     gotos = [t.target for t in transitions if t.tag == "goto"]
     if gotos and nexts and gotos[0] not in nexts:
-        raise OutputProblem(f"{verb} <goto>{gotos[0]}</goto> beside forks whose `next` is {nexts.pop()}; "
+        raise ForkGroupProblem(f"{verb} <goto>{gotos[0]}</goto> beside forks whose `next` is {nexts.pop()}; "
                             "they must agree")
 
 
@@ -255,6 +260,9 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
             transitions = decide(orch, agent, policy, reply.text, values)
         except TagError as exc:
             raise ProtocolError(f"{where}: {exc}") from None
+        except ForkGroupProblem as problem:
+            raise ForkGroupInvalid(f"{where}: the reply {problem}",
+                                   "fix the prompt's forks, then `wfexec resume RUN` runs the state again") from None
         except OutputProblem as problem:
             if policy is None or not policy.has_rules:
                 raise ProtocolError(f"{where}: the reply {problem}",

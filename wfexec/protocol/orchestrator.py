@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from wfexec.protocol.agents import MAIN, Agent, AgentsState, apply, paused, reactivated
 from wfexec.protocol.budget import CostBudget
-from wfexec.protocol.errors import ProtocolError, Retryable, ScopeError, UsageLimit, WorkflowUnreachable
+from wfexec.protocol.errors import PausesAgent, ProtocolError, Retryable, ScopeError, UsageLimit, WorkflowUnreachable
 from wfexec.protocol.limits import limit_wait
 from wfexec.protocol.executors import StepResult, base_environment, run_markdown_state, run_script_state
 from wfexec.protocol.scopes import (ResolveError, ScriptFiles, StateScope, entry_point, open_scope, resolve_state,
@@ -273,7 +273,7 @@ class Orchestrator:
                 self._advance(agent, step)
             except Retryable as exc:
                 self._failed_attempt(agent, exc)
-            except (UsageLimit, WorkflowUnreachable) as exc:
+            except (UsageLimit, PausesAgent) as exc:
                 self._pause(agent, exc.message)
             state.total_cost_usd = self.budget.spent
             if self.on_checkpoint is not None:
