@@ -18,49 +18,35 @@ import tempfile
 import time
 from pathlib import Path
 
-EFFECT_LOOP = """
-name: state-size
+def loop(name: str, initial_state: str, action: str) -> str:
+    """A workflow doing `action` `input.limit` times, then ending with the count."""
+    return f"""
+name: {name}
 version: 1
 start_node: check
-initial_state: {count: 0}
+initial_state: {initial_state}
 input_schema:
-  limit: {type: integer, required: true}
+  limit: {{type: integer, required: true}}
 nodes:
   check:
     type: conditional
-    condition: {type: evaluate_expression, expression: "count < input.limit"}
-    branches: {true: step, false: done}
+    condition: {{type: evaluate_expression, expression: "count < input.limit"}}
+    branches: {{true: step, false: done}}
   step:
     type: action
     actions:
-      - {type: write_file, path: tick.txt, content: "${count}"}
-      - {type: compute, expression: "count + 1", store_as: count}
+      - {action}
+      - {{type: compute, expression: "count + 1", store_as: count}}
     on_success: check
 endings:
-  done: {type: success, message: "${count}"}
+  done: {{type: success, message: "${{count}}"}}
 """
 
-APPEND_LOOP = """
-name: appends
-version: 1
-start_node: check
-initial_state: {count: 0, items: []}
-input_schema:
-  limit: {type: integer, required: true}
-nodes:
-  check:
-    type: conditional
-    condition: {type: evaluate_expression, expression: "count < input.limit"}
-    branches: {true: step, false: done}
-  step:
-    type: action
-    actions:
-      - {type: append_state, field: items, value: {n: "${count}", text: "an item of the list, about sixty bytes"}}
-      - {type: compute, expression: "count + 1", store_as: count}
-    on_success: check
-endings:
-  done: {type: success, message: "${count}"}
-"""
+
+EFFECT_LOOP = loop("state-size", "{count: 0}", '{type: write_file, path: tick.txt, content: "${count}"}')
+APPEND_LOOP = loop("appends", "{count: 0, items: []}",
+                   '{type: append_state, field: items, value: {n: "${count}", '
+                   'text: "an item of the list, about sixty bytes"}}')
 
 LARGE_STATE = {"computed.records": [{"id": i, "name": f"record {i}", "tags": ["alpha", "beta"],
                                      "text": "x" * 40} for i in range(10_000)]}
