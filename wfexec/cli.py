@@ -203,6 +203,16 @@ def show(
 
 
 @app.command()
+def mcp(
+    store: Optional[Path] = STORE_OPTION,
+):
+    """Serve wfexec's commands as MCP tools over stdio (`claude mcp add wfexec -- wfexec mcp`)."""
+    from wfexec.mcp_server import serve
+
+    raise typer.Exit(serve(store))
+
+
+@app.command()
 def cancel(
     run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of it)."),
     store: Optional[Path] = STORE_OPTION,

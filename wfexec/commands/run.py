@@ -274,6 +274,27 @@ def _resume(request, io, options) -> int:
     return _report_driven(request, driven, io)
 
 
+def question_json(question, run_id) -> dict:
+    return {"status": "waiting", "run_id": run_id, "node": question.node, "answer_key": question.key,
+            "question": question.text, "header": question.header,
+            "options": [{"id": c.id, "label": c.label, "description": c.description} for c in question.choices],
+            "allow_other": question.allow_other}
+
+
+def driven_json(driven) -> dict:
+    """How a run's process ended, as `--format json` and the MCP tools give it: the ending, the question it
+    waits on, or the error."""
+    from wfexec.durable.store import ending_status
+
+    if driven.status == "waiting":
+        return question_json(driven.question, driven.run_id)
+    if driven.result is not None:
+        return {"status": ending_status(driven.result.type), "run_id": driven.run_id, **driven.result.to_json()}
+    error = driven.error
+    return {"status": driven.status, "run_id": driven.run_id, "error": error.message,
+            **{key: value for key, value in error.to_json().items() if key not in ("message", "error")}}
+
+
 def _report_driven(request, driven, io) -> int:
     if driven.status == "waiting":
         return _report_waiting(request, driven.question, driven.run_id)
@@ -284,8 +305,7 @@ def _report_driven(request, driven, io) -> int:
     if driven.status == "stopped":
         _error(f"run {driven.run_id} stopped; continue it with: wfexec resume {driven.run_id}")
     if request.json_output:
-        _print_json({"status": driven.status, "run_id": driven.run_id, "error": error.message,
-                     **{key: value for key, value in error.to_json().items() if key not in ("message", "error")}})
+        _print_json(driven_json(driven))
     return code
 
 
@@ -294,10 +314,7 @@ def _report_waiting(request, question, run_id) -> int:
     other = " (or free text)" if question.allow_other else ""
     key = question.key
     if request.json_output:
-        _print_json({"status": "waiting", "run_id": run_id, "node": question.node, "answer_key": key,
-                     "question": question.text,
-                     "options": [{"id": c.id, "label": c.label, "description": c.description}
-                                 for c in question.choices], "allow_other": question.allow_other})
+        _print_json(question_json(question, run_id))
     value = "<option id>" if question.choices else "<text>"
     how = (f"wfexec resume {run_id} --answer {key}={value}" if run_id else
            f"wfexec run {request.path} --answer {key}={value}")

@@ -83,21 +83,32 @@ def workflow_bytes(path: Path) -> bytes | None:
         return None
 
 
-def load(path: Path) -> Any | None:
-    """The `Checked` result kept for the workflow file at `path`, when nothing it read has changed."""
+def load(path: Path, memory: dict | None = None) -> Any | None:
+    """The `Checked` result kept for the workflow file at `path`, when nothing it read has changed. A long-lived
+    process (`wfexec mcp`) passes a `memory` dict: what it read is kept there, unpickled, so the next call needs
+    only the file digests (and the workflow's expressions stay compiled)."""
     content = workflow_bytes(path)
     if content is None:
         return None
-    payload = cache.load(_KIND, _key(path, content))
+    key = _key(path, content)
+    if memory is not None and key in memory:
+        looked, checked = memory[key]
+        if all(digest(Path(place)) == was for place, was in looked):
+            return checked
+        del memory[key]
+    payload = cache.load(_KIND, key)
     if payload is None:
         return None
     try:
-        looked, checked = pickle.loads(payload)
+        looked, compiled = pickle.loads(payload)
         if any(digest(Path(place)) != was for place, was in looked):
             return None
-        return pickle.loads(checked)
+        checked = pickle.loads(compiled)
     except Exception:  # noqa: BLE001 - an entry from another build or half a file: compile afresh
         return None
+    if memory is not None:
+        memory[key] = (looked, checked)
+    return checked
 
 
 def keep(path: Path, content: bytes, checked: Any, looked: list[Path]) -> None:

@@ -1,0 +1,97 @@
+"""`wfexec mcp`: the SDK's own client, against the server started as a subprocess over stdio, drives a workflow
+to its question, answers it and reaches the ending; the other tools and the resources answer as documented."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import ROOT, with_coverage, wfexec_in_process as cli
+
+mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip install 'wfexec[mcp]')")
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+QUICKSTART = str(ROOT / "skills" / "quickstart")
+
+
+def with_server(tmp_path, body):
+    """Run `body(session)` against `wfexec mcp` started in tmp_path; returns what it returns."""
+    environment = with_coverage({k: v for k, v in os.environ.items() if k != "WFEXEC_STORE"})
+    params = StdioServerParameters(command=sys.executable, args=["-m", "wfexec.cli", "mcp"], cwd=str(tmp_path),
+                                   env=environment)
+
+    async def main():
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await body(session)
+
+    return asyncio.run(main())
+
+
+def test_a_workflow_is_driven_to_its_question_answered_and_ended(tmp_path):
+    async def body(session):
+        tools = sorted(tool.name for tool in (await session.list_tools()).tools)
+        waiting = (await session.call_tool("run", {"path": QUICKSTART, "inputs": {"name": "Ada"}})).structured_content
+        ended = (await session.call_tool("answer", {"run_id": waiting["run_id"],
+                                                    "answers": {waiting["answer_key"]: "cheerful"}})).structured_content
+        state = await session.read_resource(f"wfexec://runs/{waiting['run_id']}/state")
+        graph = await session.read_resource(f"wfexec://runs/{waiting['run_id']}/graph")
+        return tools, waiting, ended, json.loads(state.contents[0].text), graph.contents[0].text
+
+    tools, waiting, ended, state, graph = with_server(tmp_path, body)
+    assert tools == ["answer", "cancel", "resume", "run", "runs", "show", "validate"]
+    assert (waiting["status"], waiting["answer_key"], waiting["question"]) == ("waiting", "ask_mood",
+                                                                                "How should I greet Ada?")
+    assert [option["id"] for option in waiting["options"]] == ["cheerful", "plain"]
+    assert (ended["status"], ended["ending"], ended["message"]) == ("completed", "done", "Hello, Ada!")
+    assert state["computed"]["greeting"] == "Hello, Ada!"
+    assert graph.startswith("flowchart TD") and "ask_mood" in graph
+    # The CLI sees the same store: the run is recorded where the server was started.
+    listed = json.loads(cli("runs", "--format", "json", "--store", tmp_path / ".wfexec" / "runs.db").stdout)
+    assert [(r["id"], r["status"]) for r in listed] == [(waiting["run_id"], "completed")]
+
+
+def test_validate_runs_show_and_cancel_answer_with_data(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: broken\nversion: 1\nstart_node: nowhere\nnodes: {}\n")
+
+    async def body(session):
+        good = (await session.call_tool("validate", {"path": QUICKSTART})).structured_content
+        bad = (await session.call_tool("validate", {"path": str(broken)})).structured_content
+        refused = (await session.call_tool("run", {"path": str(broken)})).structured_content
+        parked = (await session.call_tool("run", {"path": QUICKSTART})).structured_content
+        listed = (await session.call_tool("runs", {})).structured_content
+        shown = (await session.call_tool("show", {"run_id": parked["run_id"]})).structured_content
+        cancelled = (await session.call_tool("cancel", {"run_id": parked["run_id"]})).structured_content
+        again = (await session.call_tool("cancel", {"run_id": parked["run_id"]})).structured_content
+        unknown = (await session.call_tool("show", {"run_id": "nope"})).structured_content
+        return good, bad, refused, parked, listed, shown, cancelled, again, unknown
+
+    good, bad, refused, parked, listed, shown, cancelled, again, unknown = with_server(tmp_path, body)
+    assert good["valid"] and good["summary"]["nodes"] == 4
+    assert not bad["valid"] and any("nowhere" in d["message"] for d in bad["diagnostics"])
+    assert refused["status"] == "invalid" and refused["diagnostics"]
+    assert listed["total"] == 1 and listed["runs"][0]["status"] == "waiting"
+    assert shown["pending_question"]["node"] == "ask_mood"
+    assert cancelled == {"status": "cancelled", "run_id": parked["run_id"]}
+    assert again["status"] == "invalid" and "already finished" in again["error"]
+    assert "no run 'nope'" in unknown["error"]
+
+
+def test_without_the_sdk_the_command_says_what_to_install(tmp_path):
+    """What a user without the extra sees (the SDK hidden from the child process)."""
+    blocker = tmp_path / "sitecustomize.py"
+    blocker.write_text("import sys\nsys.modules['mcp'] = None\n")
+    environment = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "wfexec.cli", "mcp"], capture_output=True, text=True,
+                          env=environment, stdin=subprocess.DEVNULL, timeout=60)
+    assert done.returncode == 2
+    assert "pip install 'wfexec[mcp]'" in done.stderr
