@@ -109,14 +109,17 @@ def test_committed_skill_md_passes_the_agent_skills_validator(folder):
 
 
 @pytest.mark.parametrize("folder", SKILL_DIRS, ids=SKILL_IDS)
-def test_committed_skill_md_links_to_the_generated_reference(folder):
+def test_committed_skill_md_is_short_and_links_nothing_outside_its_folder(folder):
+    """A skill is copied and installed on its own: nothing it points at may lie outside its folder. SKILL.md,
+    loaded whenever the skill triggers, stays small; the by-hand rules are in without-wfexec.md beside it."""
     text = (folder / "SKILL.md").read_text(encoding="utf-8")
-    links = re.findall(r"\]\(([^)#]+\.md)\)", text)
-    assert {Path(link).name for link in links} >= {"schema.md", "execution.md", "preconditions.md",
-                                                     "consequences.md"}
-    for link in links:
-        assert not os.path.isabs(link)
-        assert (folder / link).resolve().is_file(), link
+    assert len(text.encode()) < 4000
+    assert "`without-wfexec.md`" in text and (folder / "without-wfexec.md").is_file()
+    for name in ("SKILL.md", "without-wfexec.md"):
+        written = (folder / name).read_text(encoding="utf-8")
+        assert "../" not in written and "$SKILL_DIR" not in written
+        for link in re.findall(r"\]\(([^)#]+)\)", written):
+            assert not os.path.isabs(link) and (folder / link).resolve().is_relative_to(folder.resolve()), link
 
 
 def test_release_checklist_tools_follow_what_the_workflow_does():
@@ -130,7 +133,8 @@ def test_the_generated_run_instructions_work_as_written(cli, tmp_path):
     text = (SKILLS / "quickstart" / "SKILL.md").read_text(encoding="utf-8")
     run_line = re.search(r"^wfexec run .*$", text, flags=re.M).group(0)
     resume_line = re.search(r"^wfexec resume .*$", text, flags=re.M).group(0)
-    env = dict(os.environ, SKILL_DIR=str(SKILLS / "quickstart"))
+    # Claude Code sets CLAUDE_SKILL_DIR; the store is in the (here private) home folder.
+    env = dict(os.environ, CLAUDE_SKILL_DIR=str(SKILLS / "quickstart"), HOME=str(tmp_path / "home"))
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
 
     def bash(command: str):
@@ -141,11 +145,15 @@ def test_the_generated_run_instructions_work_as_written(cli, tmp_path):
     assert first.returncode == 3, first.stderr
     waiting = json.loads(first.stdout)
     assert (waiting["status"], waiting["node"]) == ("waiting", "ask_mood")
-    resume = (resume_line.replace("<run_id>", waiting["run_id"]).replace("<node>", waiting["node"])
+    resume = (resume_line.replace("<run_id>", waiting["run_id"]).replace("<answer_key>", waiting["answer_key"])
               .replace("<option id>", waiting["options"][0]["id"]))
-    second = bash(resume)
+    elsewhere = tmp_path / "another-folder"
+    elsewhere.mkdir()
+    second = subprocess.run(["bash", "-c", resume], cwd=elsewhere, env=env, capture_output=True, text=True,
+                            timeout=60)  # resumed from another folder: the store is the user's
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout)["message"] == "Hello, world!"
+    assert (tmp_path / "home" / ".local" / "state" / "wfexec" / "runs.db").is_file()
 
 
 # -- frontmatter ---------------------------------------------------------------------
@@ -201,8 +209,9 @@ def test_a_sub_workflows_effects_count_too(cli, tmp_path):
     assert generate(cli, folder).returncode == 0
     text = (folder / "SKILL.md").read_text(encoding="utf-8")
     assert frontmatter(text)["allowed-tools"] == "Bash Read"
-    assert "`call` runs `inner.yaml`" in text
-    assert "#### `action`" in text  # the sub-workflow's node types are explained too
+    fallback = (folder / "without-wfexec.md").read_text(encoding="utf-8")
+    assert "`call` runs `inner.yaml`" in fallback
+    assert "### `action`" in fallback  # the sub-workflow's node types are explained too
 
 
 def test_awkward_descriptions_survive_the_frontmatter(cli, tmp_path):
@@ -260,17 +269,20 @@ def test_body_tells_how_to_run_answer_and_read_the_result(cli, tmp_path):
     folder = make_skill(tmp_path)
     generate(cli, folder)
     text = (folder / "SKILL.md").read_text(encoding="utf-8")
-    run = section(text, "## Run it with wfexec")
-    assert 'wfexec run "$SKILL_DIR/workflow.yaml" --non-interactive --format json' in run
-    assert "| `ask` | Greet ${who}? | `yes_please` (Yes, please), `decline` (No) |" in run
-    assert "wfexec resume <run_id> --answer <node>=<option id>" in run
-    for code in range(5):
-        assert re.search(rf"^\| {code} \| ", run, flags=re.M)
+    run = section(text, "## Run it")
+    assert "pip install 'wfexec[mcp]'" in run and '`{"path": "${CLAUDE_SKILL_DIR}"}`' in run
+    assert 'wfexec run "${CLAUDE_SKILL_DIR}" --non-interactive --format json --store' in run
+    questions = section(text, "## Questions")
+    assert "| `ask` | Greet ${who}? | `yes_please` (Yes, please), `decline` (No) |" in questions
+    assert "wfexec resume <run_id> --answer <answer_key>=<option id>" in questions
+    assert "`answer` tool" in questions
+    assert "`message`" in section(text, "## The result")
 
 
 def test_required_inputs_appear_in_the_command(cli):
     text = (SKILLS / "release-checklist" / "SKILL.md").read_text(encoding="utf-8")
-    assert re.search(r'^wfexec run "\$SKILL_DIR/workflow.yaml" .*--input "version=<version>"$', text, flags=re.M)
+    assert re.search(r'^wfexec run "\$\{CLAUDE_SKILL_DIR\}" .*--input "version=<version>"$', text, flags=re.M)
+    assert '"inputs": {"version": …}' in text
     assert '--input "repo=' not in text  # it has a default
     assert "| `version` | string | yes |" in text
 
@@ -281,29 +293,29 @@ def test_fallback_holds_this_workflows_start_state_endings_and_graph(cli, tmp_pa
 
     folder = make_skill(tmp_path)
     generate(cli, folder)
-    text = (folder / "SKILL.md").read_text(encoding="utf-8")
-    fallback = section(text, "## Without wfexec")
-    state_block = re.search(r"```yaml\n(.*?)```", section(fallback, "### 1. Start"), flags=re.S).group(1)
+    fallback = (folder / "without-wfexec.md").read_text(encoding="utf-8")
+    state_block = re.search(r"```yaml\n(.*?)```", section(fallback, "## 1. Start"), flags=re.S).group(1)
     assert yaml.safe_load(state_block) == {"flags": {"polite": False}, "computed": {}, "user_responses": {},
                                            "history": [], "checkpoints": {}, "who": "world"}
     assert "This workflow has no entry preconditions." in fallback
     assert "Start at `ask`." in fallback
-    nodes = section(fallback, "### 3. Nodes")
-    assert "#### `action`" in nodes and "#### `user_prompt`" in nodes
-    assert "#### `conditional`" not in nodes and "#### `states`" not in nodes  # only the types it uses
-    endings = section(fallback, "### 5. Endings")
+    nodes = section(fallback, "## 3. Nodes")
+    assert "### `action`" in nodes and "### `user_prompt`" in nodes
+    assert "### `conditional`" not in nodes and "### `states`" not in nodes  # only the types it uses
+    endings = section(fallback, "## 5. Endings")
     assert "| `done` | success | ${computed.greeting} |  |" in endings
     assert "| `failed` | error | ${computed.last_error} | suggestion: Try again; retry_node: ask |" in endings
     mermaid = re.search(r"```mermaid\n(.*?)```", fallback, flags=re.S).group(1)
     assert mermaid == to_mermaid(wfexec.load(folder))
-    types = section(fallback, "### 4. Templates, state and types")
+    types = section(fallback, "## 4. Templates, state and types")
     assert "| consequence | `set_state` |" in types
 
 
 def test_entry_preconditions_are_listed_with_their_messages(cli):
-    text = (SKILLS / "release-checklist" / "SKILL.md").read_text(encoding="utf-8")
+    text = (SKILLS / "release-checklist" / "without-wfexec.md").read_text(encoding="utf-8")
     assert '- `tool_available(tool=git)`; when false: "git is not installed or not on PATH"' in text
-    assert frontmatter(text)["compatibility"].endswith("needs git on PATH")
+    skill = (SKILLS / "release-checklist" / "SKILL.md").read_text(encoding="utf-8")
+    assert frontmatter(skill)["compatibility"].endswith("needs git on PATH")
 
 
 # -- determinism, writing, --check ------------------------------------------------------
@@ -365,8 +377,8 @@ def test_keep_blocks_survive_regeneration(cli, tmp_path):
     text = skill.read_text(encoding="utf-8")
     assert "Says hi" in text and "Says hello" not in text
     assert f"{KEEP_OPEN}\nAsk the user's name first.\n## Not a heading\n{KEEP_CLOSE}" in text
-    assert text.index("# hello") < text.index("Ask the user's name first.") < text.index("## Run it with wfexec")
-    result = section(text, "### The result")
+    assert text.index("# hello") < text.index("Ask the user's name first.") < text.index("## Run it")
+    result = section(text, "## The result")
     assert f"{KEEP_OPEN}\nAlso post the greeting in chat.\n{KEEP_CLOSE}" in result
     assert generate(cli, folder, "--check").returncode == 0
     assert skills_ref.validate(folder) == []
@@ -378,8 +390,8 @@ def test_a_keep_block_whose_section_is_gone_moves_to_the_end(cli, tmp_path):
     folder = make_skill(tmp_path)
     generate(cli, folder)
     skill = folder / "SKILL.md"
-    edit(skill, "\n### The result", f"\n{KEEP_OPEN}\nPrefer option yes_please.\n{KEEP_CLOSE}\n\n### The result")
-    assert "Prefer option yes_please." in section(skill.read_text(encoding="utf-8"), "### Questions")
+    edit(skill, "\n## The result", f"\n{KEEP_OPEN}\nPrefer option yes_please.\n{KEEP_CLOSE}\n\n## The result")
+    assert "Prefer option yes_please." in section(skill.read_text(encoding="utf-8"), "## Questions")
     # The workflow stops asking: the Questions section disappears, the note must not.
     workflow = folder / "workflow.yaml"
     doc = yaml.safe_load(workflow.read_text(encoding="utf-8"))
@@ -390,7 +402,7 @@ def test_a_keep_block_whose_section_is_gone_moves_to_the_end(cli, tmp_path):
     workflow.write_text(json.dumps(doc), encoding="utf-8")
     assert generate(cli, folder).returncode == 0
     text = skill.read_text(encoding="utf-8")
-    assert "### Questions" not in text
+    assert "## Questions" not in text
     assert text.rstrip().endswith(f"{KEEP_OPEN}\nPrefer option yes_please.\n{KEEP_CLOSE}")
 
 

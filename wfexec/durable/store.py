@@ -603,7 +603,7 @@ class _Transaction:
 
 def store_location(path: str | os.PathLike | None = None) -> Path:
     """Where the store is: `path`, else $WFEXEC_STORE, else .wfexec/runs.db under the current directory."""
-    return Path(path or os.environ.get("WFEXEC_STORE") or DEFAULT_STORE)
+    return Path(path or os.environ.get("WFEXEC_STORE") or DEFAULT_STORE).expanduser()
 
 
 def open_store(path: str | os.PathLike | None = None, *, readonly: bool = False) -> Store:
