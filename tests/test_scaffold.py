@@ -16,7 +16,8 @@ def test_new_skill_validates_runs_and_has_its_skill_md(tmp_path):
     done = wfexec_cli("new", "skill", "hello-world", "--dir", tmp_path / "skills")
     assert done.returncode == 0, done.stderr
     folder = tmp_path / "skills" / "hello-world"
-    assert sorted(p.name for p in folder.iterdir()) == ["SKILL.md", "answers.yaml", "workflow.yaml"]
+    assert sorted(p.name for p in folder.iterdir()) == ["SKILL.md", "answers.yaml", "without-wfexec.md",
+                                                        "workflow.yaml"]
     assert f"wfexec run {folder.as_posix()} --answers {folder.as_posix()}/answers.yaml" in done.stderr
 
     validated = wfexec_cli("validate", "--strict", "--format", "json", folder)
@@ -39,10 +40,16 @@ def test_the_schema_comment_points_at_the_nearest_schema(cli, tmp_path):
     assert first == "# yaml-language-server: $schema=../../schemas/workflow.schema.json"
 
 
-def test_without_a_schema_file_the_comment_names_the_published_schema(cli, tmp_path):
-    assert cli("new", "skill", "far", "--dir", tmp_path / "elsewhere").returncode == 0
+def test_without_a_schema_file_one_is_written_and_the_comment_points_at_it(cli, tmp_path):
+    """A URL would need a server: editors and check-jsonschema read the file the comment names."""
+    project = tmp_path / "project"
+    project.mkdir()
+    assert cli("new", "skill", "far", "--dir", tmp_path / "elsewhere", cwd=project).returncode == 0
     first = (tmp_path / "elsewhere" / "far" / "workflow.yaml").read_text(encoding="utf-8").splitlines()[0]
-    assert first == f"# yaml-language-server: $schema={SCHEMA_URL}"
+    assert first == "# yaml-language-server: $schema=../../project/schemas/workflow.schema.json"
+    written = (tmp_path / "elsewhere" / "far" / first.split("=", 1)[1]).resolve()
+    assert written == (project / "schemas" / "workflow.schema.json").resolve()
+    assert json.loads(written.read_text())["$id"] == SCHEMA_URL
 
 
 def test_an_existing_folder_is_never_overwritten(cli, tmp_path):

@@ -228,16 +228,9 @@ def schema(
     plugins: bool = typer.Option(False, "--plugins", help="Also include the types of installed plugins."),
 ):
     """Print the workflow JSON Schema, with every built-in (and with --plugins, plugin) type's parameters."""
-    from wfexec.types.registry import BUILTIN_PACKAGE, Registry, consequences, preconditions
-    from wfexec.language.schema import published_schema
+    from wfexec.outputs.scaffold import published_schema_text
 
-    def published(registry):
-        if plugins:
-            return registry
-        return Registry(registry.kind, [s for s in registry.specs() if s.package == BUILTIN_PACKAGE])
-
-    text = json.dumps(published_schema(published(preconditions()), published(consequences())),
-                      indent=2, ensure_ascii=False) + "\n"
+    text = published_schema_text(plugins)
     if output:
         from wfexec.system.files import write_atomic
 

@@ -26,7 +26,8 @@ _X_KEYS: dict[str, dict] = {"^x-": {}}
 TOP_LEVEL = {
     "type": "object",
     "properties": {
-        "$schema": {"type": "string"},
+        "$schema": {"type": "string",
+                    "description": "accepted and ignored (editors read the `# yaml-language-server` comment)"},
         "name": {"type": "string", "minLength": 1, "description": "The workflow's name (usually the skill folder's)."},
         "version": {"type": ["string", "number"], "description": "The workflow's own version."},
         "description": {"type": "string", "description": "What the workflow does; becomes the skill description."},
@@ -34,8 +35,11 @@ TOP_LEVEL = {
         "entry_preconditions": {"type": "array", "items": {"$ref": "#/$defs/precondition"},
                                 "description": "Checked before the run starts; a failure stops it."},
         "initial_state": {"type": "object", "description": "State the run starts with.",
-                          "properties": {"flags": {"type": "object"}, "computed": {"type": "object"},
-                                         "user_responses": {"type": "object"}}},
+                          "properties": {
+                              "flags": {"type": "object", "description": "flag name → true/false (`flags.<name>`)"},
+                              "computed": {"type": "object", "description": "values the steps compute and read"},
+                              "user_responses": {"type": "object",
+                                                 "description": "answers to questions, by node id"}}},
         "imports": {"type": "object", "additionalProperties": {"type": "string"},
                     "description": "alias → relative YAML file, readable as imports.<alias>."},
         "input_schema": {"type": "object", "description": "inputs the workflow takes: name → a JSON Schema for it "
@@ -57,20 +61,26 @@ TOP_LEVEL = {
 ENDING = {
     "type": "object",
     "properties": {
-        "type": {"enum": ["success", "failure", "error", "cancelled"]},
-        "message": {"type": "string"},
-        "details": {"type": "string"},
-        "category": {"type": "string"},
-        "summary": {"type": "object", "additionalProperties": {}},
-        "recovery": {"oneOf": [
+        "type": {"enum": ["success", "failure", "error", "cancelled"],
+                 "description": "`success` (exit code 0), `failure`, `error` or `cancelled` (exit code 1)"},
+        "message": {"type": "string",
+                    "description": "the line shown when the run ends (templates rendered with the final state)"},
+        "details": {"type": "string", "description": "more text shown under the message"},
+        "category": {"type": "string", "description": "a free label for tools (e.g. the kind of failure)"},
+        "summary": {"type": "object", "additionalProperties": {},
+                    "description": "label → value, shown one per line under the message"},
+        "recovery": {"description": "what to do next: a sentence, a skill name, or "
+                                    "`{suggestion, related_skill, retry_node}`", "oneOf": [
             {"type": "string"},
-            {"type": "object", "properties": {"suggestion": {"type": "string"}, "related_skill": {"type": "string"},
-                                              "retry_node": {"type": "string"}},
+            {"type": "object", "properties": {
+                "suggestion": {"type": "string", "description": "what the person could do"},
+                "related_skill": {"type": "string", "description": "a skill that helps (shown as /name)"},
+                "retry_node": {"type": "string", "description": "the node a retry starts from"}},
              "patternProperties": _X_KEYS, "additionalProperties": False},
         ]},
-        "output": {},
-        "delegate": {"type": "object"},
-        "description": {"type": "string"},
+        "output": {"description": "values returned to a calling workflow and printed by `--format json`"},
+        "delegate": {"type": "object", "description": "accepted for blueprint-lib v3 workflows; not acted on"},
+        "description": {"type": "string", "description": "what the ending means (documentation only)"},
     },
     "required": ["type", "message"],
     "patternProperties": _X_KEYS,
@@ -80,8 +90,8 @@ ENDING = {
 def common_node_properties(type_names: Iterable[str]) -> dict:
     """The fields every node has; `type` is one of `type_names`."""
     return {
-        "type": {"enum": sorted(type_names)},
-        "description": {"type": "string"},
+        "type": {"enum": sorted(type_names), "description": "the node type: what the node does"},
+        "description": {"type": "string", "description": "what the node is for (documentation only)"},
         "max_visits": {"type": "integer", "minimum": 1,
                        "description": "stop the run when the node is entered more often"},
         "idempotent": {"type": "boolean", "description": "false: resume asks before running the node again"},
@@ -112,10 +122,16 @@ def allow_x_keys(schema: Any) -> Any:
 
 def node_schema(node_type: str) -> dict:
     kinds = node_types()
-    own = kinds[node_type].schema
+    kind = kinds[node_type]
+    own = kind.schema
+    notes = kind.field_notes or {}
+    properties = {name: ({**field, "description": notes[name]}
+                         if isinstance(field, dict) and "description" not in field and name in notes else field)
+                  for name, field in own.get("properties", {}).items()}
     schema = {
         "type": "object",
-        "properties": {**common_node_properties(kinds), **own.get("properties", {})},
+        "description": kind.doc.strip().splitlines()[0] if kind.doc else node_type,
+        "properties": {**common_node_properties(kinds), **properties},
         "required": ["type", *own.get("required", [])],
         "patternProperties": _X_KEYS,
         "additionalProperties": False,
@@ -132,7 +148,7 @@ def _dispatch(kind_defs: dict, discriminator_enum: Iterable[str], description: s
         "type": "object",
         "description": description,
         "required": ["type"],
-        "properties": {"type": {"enum": sorted(discriminator_enum)}},
+        "properties": {"type": {"enum": sorted(discriminator_enum), "description": "which one: " + description}},
         "allOf": [{"if": {"properties": {"type": {"const": name}}, "required": ["type"]},
                    "then": {"$ref": ref}} for name, ref in kind_defs.items()],
     }

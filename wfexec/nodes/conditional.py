@@ -25,9 +25,10 @@ SCHEMA = {
             "oneOf": [
                 {"type": "boolean"},
                 {"type": "object", "additionalProperties": False, "properties": {
-                    "enabled": {"type": "boolean"},
-                    "output": {"type": "string"},
-                    "messages": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "enabled": {"type": "boolean", "description": "check every condition and record each result"},
+                    "output": {"type": "string", "description": "the state path the results are stored at"},
+                    "messages": {"type": "object", "additionalProperties": {"type": "string"},
+                                 "description": "condition → the message kept when it is false"},
                 }},
             ],
         },
@@ -118,6 +119,11 @@ def check(node, raw: dict, report) -> None:
     branches = raw.get("branches")
     if not isinstance(branches, dict) or "true" not in branches:
         return
+    if "on_true" not in branches and "on_false" not in branches:
+        report.warning(("nodes", node.id, "branches", "true"), "branch-yaml11",
+                       f"`branches` of '{node.id}' has `true:`/`false:` keys, which YAML 1.1 tools (check-jsonschema, "
+                       "yaml-language-server) read as booleans and then flag", "write `on_true:`/`on_false:`, "
+                       "which mean the same to wfexec and to every YAML reader", at_key=True)
     for key in ("on_true", "on_false"):
         if key in branches:
             report.error(("nodes", node.id, "branches", key), "branch-spelling",

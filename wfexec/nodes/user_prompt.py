@@ -28,16 +28,18 @@ TYPE = "user_prompt"
 _OPTION = {
     "type": "object",
     "properties": {
-        "id": {"type": ["string", "integer", "boolean"]},
-        "label": {"type": "string"},
-        "description": {"type": "string"},
+        "id": {"type": ["string", "integer", "boolean"], "description": "the answer's id (what --answer gives)"},
+        "label": {"type": "string", "description": "what the person sees"},
+        "description": {"type": "string", "description": "a line under the label"},
     },
     "required": ["id", "label"],
     "additionalProperties": False,
 }
 _MAPPING = {
     "type": "object",
-    "properties": {"id": {"type": "string"}, "label": {"type": "string"}, "description": {"type": "string"}},
+    "properties": {"id": {"type": "string", "description": "a template for each option's id (`${item...}`)"},
+                   "label": {"type": "string", "description": "a template for each option's label"},
+                   "description": {"type": "string", "description": "a template for each option's description"}},
     "required": ["label"],
     "additionalProperties": False,
 }
@@ -46,12 +48,13 @@ SCHEMA = {
         "prompt": {
             "type": "object",
             "properties": {
-                "question": {"type": "string"},
-                "header": {"type": "string"},
-                "options": {"type": "array", "items": _OPTION},
-                "options_from_state": {"type": "string"},
-                "option_mapping": _MAPPING,
-                "option_template": _MAPPING,
+                "question": {"type": "string", "description": "what is asked (templates rendered)"},
+                "header": {"type": "string", "description": "a short title above the question"},
+                "options": {"type": "array", "items": _OPTION, "description": "the answers to choose from"},
+                "options_from_state": {"type": "string",
+                                       "description": "a state path to a list: one option per item"},
+                "option_mapping": {**_MAPPING, "description": "how an item of options_from_state becomes an option"},
+                "option_template": {**_MAPPING, "description": "the same as option_mapping (v3 name)"},
             },
             "required": ["question"],
             "additionalProperties": False,
@@ -62,7 +65,9 @@ SCHEMA = {
             "minProperties": 1,
             "additionalProperties": {
                 "type": "object",
-                "properties": {"consequence": CONSEQUENCES, "consequences": CONSEQUENCES, "next_node": TARGET},
+                "properties": {"consequence": {**CONSEQUENCES, "description": "actions run for this answer"},
+                               "consequences": {**CONSEQUENCES, "description": "actions run for this answer"},
+                               "next_node": TARGET},
                 "required": ["next_node"],
                 "additionalProperties": False,
             },

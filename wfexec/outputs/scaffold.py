@@ -17,16 +17,36 @@ from wfexec.outputs.skillgen import SkillError, name_problem, suggest_name
 SCHEMA_FILE = Path("schemas") / "workflow.schema.json"
 
 
+def published_schema_text(plugins: bool = False) -> str:
+    """The workflow JSON Schema as `wfexec schema` prints it: the built-in types (and the plugins' with `plugins`)."""
+    import json
+
+    from wfexec.language.schema import published_schema
+    from wfexec.types.registry import BUILTIN_PACKAGE, Registry, consequences, preconditions
+
+    def published(registry):
+        if plugins:
+            return registry
+        return Registry(registry.kind, [s for s in registry.specs() if s.package == BUILTIN_PACKAGE])
+
+    return json.dumps(published_schema(published(preconditions()), published(consequences())), indent=2,
+                      ensure_ascii=False) + "\n"
+
+
 def schema_reference(folder: Path) -> str:
-    """The published schema for the editor comment: relative to the nearest `schemas/workflow.schema.json`
-    above the folder, else the schema's URL."""
-    from wfexec.language.schema import SCHEMA_ID
+    """The schema for the editor comment, as a path relative to the folder: the nearest
+    `schemas/workflow.schema.json` above it, else one written into `schemas/` of the current directory (a
+    URL would need a server, and editors and check-jsonschema read a file)."""
+    from wfexec.system.files import write_atomic
 
     here = folder.resolve()
     for parent in here.parents:
         if (parent / SCHEMA_FILE).is_file():
             return Path(os.path.relpath(parent / SCHEMA_FILE, here)).as_posix()
-    return SCHEMA_ID
+    written = Path.cwd() / SCHEMA_FILE
+    written.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(written, published_schema_text())
+    return Path(os.path.relpath(written, here)).as_posix()
 
 
 def new_skill(name: str, directory: str | os.PathLike = "skills") -> list[Path]:
@@ -56,7 +76,7 @@ def new_skill(name: str, directory: str | os.PathLike = "skills") -> list[Path]:
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # made by us a moment ago: leave nothing half-done
         raise
-    return [workflow, answers, skill]
+    return [workflow, answers, skill, folder / skillgen.FALLBACK_FILE]
 
 
 def _exists(folder: Path) -> SkillError:

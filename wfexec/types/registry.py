@@ -87,10 +87,15 @@ class TypeSpec:
 
     def parameter_schema(self) -> dict:
         """The JSON Schema an object of this type must satisfy (including `type`)."""
-        properties: dict[str, Any] = {"type": {"const": self.name}, "description": {"type": "string"}}
+        properties: dict[str, Any] = {
+            "type": {"const": self.name, "description": f"the {self.kind} type: {one_line(self.doc)}"},
+            "description": {"type": "string", "description": "what this call is for (documentation only)"}}
         if self.kind == PRECONDITION:
-            properties["error_message"] = {"type": "string"}
+            properties["error_message"] = {"type": "string", "description": "what to say when the check is false"}
         for name, schema in self.params.items():
+            if isinstance(schema, dict) and "description" not in schema:
+                note = PARAM_NOTES.get((self.name, name)) or PARAM_NOTES.get(name)
+                schema = {**schema, "description": note} if note else schema
             properties[name] = _allow_template(schema) if name not in self.raw else schema
         schema = {
             "type": "object",
@@ -103,6 +108,66 @@ class TypeSpec:
         if self.alternatives:
             schema["anyOf"] = [{"required": [name]} for name in self.alternatives]
         return schema
+
+
+def one_line(doc: str) -> str:
+    return " ".join((doc or "").split("\n\n")[0].split())
+
+
+# What a parameter means where its type does not say (editors show it on hover): by name, or by (type, name).
+PARAM_NOTES: dict[Any, str] = {
+    "value": "the value (a `${...}` alone keeps its type)",
+    "args": "the operation's arguments, as a mapping",
+    "message": "the text (templates rendered)",
+    "input": "the text to read (templates rendered)",
+    "conditions": "the preconditions to combine",
+    "operation": "which operation to run",
+    "level": "debug, info, warning or error",
+    "aspect": "what to check",
+    "flag": "a flag name (`flags.<name>`)",
+    "name": "the checkpoint's name",
+    "content": "what to show or hash",
+    "title": "a heading shown above it",
+    "format": "how to show it (text, markdown, json, table…)",
+    "expression": "a JavaScript expression over the state",
+    "timeout": "seconds to wait at most",
+    "prompt": "what the agent is asked to do",
+    "node": "the node id it is about",
+    "source_id": "the corpus source it is about",
+    "event_type": "what kind of event (free text)",
+    "error_type": "what kind of error (free text)",
+    "recoverable": "whether the run can go on after it",
+    "context": "more data to keep with it",
+    "data": "the event's data",
+    "strategy": "how old entries are dropped",
+    "outcome": "how the run ended (success, failure…)",
+    "check": "what to check about the path",
+    "capability": "the capability to look for",
+    "module": "a Python module name",
+    "operator": "how to compare (equals, not_equals, greater_than, contains…)",
+    "min": "the count must be above this",
+    "max": "the count must be below this",
+    "count": "the count must equal this",
+    "subagent_type": "the kind of agent to start",
+    "set_flag": "a flag to set to the result (`flags.<name>`)",
+    "workflow_version": "the workflow's version, for the log",
+    "skill_name": "the skill's name, for the log",
+    "plugin_name": "the plugin's name, for the log",
+    "entries_added": "how many index entries were added",
+    "entries_removed": "how many index entries were removed",
+    "keywords_preserved": "whether the index's keywords were kept",
+    "indexed_sha": "the commit the index was built from",
+    "upstream_sha": "the upstream commit now",
+    "indexed_hash": "the content hash the index was built from",
+    "current_hash": "the content hash now",
+    "commits_behind": "how many commits the index is behind",
+    "include_node_history": "whether the log holds every node's step",
+    "include_events": "whether the log holds the logged events",
+    ("append_state", "value"): "the item to append (a `${...}` alone keeps its type)",
+    ("merge_state", "value"): "the mapping to merge in",
+    ("set_flag", "value"): "the flag's value (default true)",
+    ("display_table", "title"): "a heading above the table",
+}
 
 
 TEMPLATE_PATTERN = r"^\s*\$\{.*\}\s*$"

@@ -244,7 +244,8 @@ def read_config(params, ctx):
 
 
 SPEC = {"type": "object", "required": ["id", "type"],
-        "properties": {"id": {"type": "string"}, "type": {"type": "string"}},
+        "properties": {"id": {"type": "string", "description": "the source's id, unique in the corpus"},
+                       "type": {"type": "string", "description": "git, local, web, llms-txt or generated-docs"}},
         "description": "the new sources[] entry: id, type (git, local, web, llms-txt, generated-docs) and its fields"}
 
 

@@ -27,7 +27,8 @@ def directory_exists(params, ctx):
 @TYPES.precondition("path_check", {
     "path": PATH,
     "check": {"enum": ["exists", "is_file", "is_directory", "contains_text"]},
-    "args": {"type": "object", "properties": {"pattern": {"type": "string"}}, "additionalProperties": False},
+    "args": {"type": "object", "properties": {"pattern": {"type": "string", "description": "a glob the path must match"}},
+             "additionalProperties": False},
 }, ["path"], effects=("files",))
 def path_check(params, ctx):
     """v3: `check` a path: exists (default), is_file, is_directory, contains_text (args.pattern)."""

@@ -7,7 +7,7 @@ from wfexec.types.registry import ActionFailed, TypeList
 
 TYPES = TypeList()
 
-LEVEL = {"enum": ["trace", "debug", "info", "warn", "error"]}
+LEVEL = {"enum": ["trace", "debug", "info", "warn", "error"], "description": "the lowest level that is logged"}
 ASPECTS = ("initialized", "finalized", "level_enabled")
 
 

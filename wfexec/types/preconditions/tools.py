@@ -97,7 +97,9 @@ def tool_available(params, ctx):
 @TYPES.precondition("tool_check", {
     "tool": TOOL,
     "capability": {"enum": list(CAPABILITIES)},
-    "args": {"type": "object", "properties": {"min_version": {"type": "string"}}, "additionalProperties": False},
+    "args": {"type": "object", "properties": {"min_version": {"type": "string",
+                                                            "description": "the lowest version accepted, e.g. 2.30"}},
+             "additionalProperties": False},
 }, ["tool"], effects=("process", "network"))
 def tool_check(params, ctx):
     """v3: `tool` is available, its --version is at least args.min_version, it is authenticated, or its daemon is ready."""
