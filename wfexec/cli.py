@@ -31,7 +31,7 @@ app = typer.Typer(
     name="wfexec",
     help="Run YAML agent workflows deterministically: validate, run, inspect.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=_rich_help(),
 )
@@ -247,13 +247,17 @@ class Kind(str, Enum):
 
 @app.command()
 def types(
+    name: Optional[str] = typer.Argument(None, metavar="[NAME]", help="Show this one type in full."),
     kind: Kind = typer.Option(Kind.all, "--kind", help="precondition, consequence or all."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
 ):
-    """List every registered precondition and consequence type, and the package each comes from."""
+    """List every registered precondition and consequence type; with NAME, one type's parameters, effects and
+    an example."""
     from wfexec.types.registry import consequences, preconditions
 
     registries = [r for r in (preconditions(), consequences()) if kind in (Kind.all, r.kind)]
+    if name is not None:
+        raise typer.Exit(_show_type(name, registries, format == OutputFormat.json))
     if format == OutputFormat.json:
         _print_json([{"kind": s.kind, "name": s.name, "doc": s.doc, "parameters": s.params,
                       "required": list(s.required), "effects": list(s.effects), "idempotent": s.idempotent,
@@ -273,6 +277,52 @@ def types(
 
 # --------------------------------------------------------------------------- #
 # Skills, pictures and the language reference: wfexec.outputs.skillgen, wfexec.outputs.graph, wfexec.outputs.docgen, wfexec.outputs.scaffold.
+
+def _show_type(name: str, registries: list, as_json: bool) -> int:
+    from wfexec.language.diagnostics import did_you_mean
+    from wfexec.outputs.docgen import type_context, yaml_block
+
+    found = [(r.kind, r.get(name)) for r in registries if r.get(name) is not None]
+    if not found:
+        names = [n for r in registries for n in r.names()]
+        typer.echo(f"error: no type '{name}' — " + (did_you_mean(name, names) or "`wfexec types` lists them"),
+                   err=True)
+        return exit_code_for("invalid")
+    shown = []
+    for kind, spec in found:  # a name may be both a precondition and a consequence
+        entry = type_context(kind, [spec])["types"][0]
+        shown.append({"kind": kind, **entry, "package": spec.package})
+        if as_json:
+            continue
+        typer.echo(f"{kind} {spec.name}  (from {spec.package})\n  {entry['doc']}\n")
+        if entry["params"]:
+            width = max(len(p["name"]) for p in entry["params"]) + 1
+            typer.echo("parameters (* required):")
+            for p in entry["params"]:
+                mark = "*" if p["required"] else " "
+                typer.echo(f"  {p['name'] + mark:<{width}}  {p['type']}  {p['description']}".rstrip())
+        else:
+            typer.echo("no parameters")
+        typer.echo(f"effects: {', '.join(entry['effects']) or 'none'}; idempotent: "
+                   f"{'yes' if entry['idempotent'] else 'no'}\nexample:\n" +
+                   "\n".join("  " + line for line in yaml_block(entry["example"]).splitlines()))
+    if as_json:
+        _print_json(shown)
+    return 0
+
+
+def _picture_despite_errors(path):
+    """The picture of a workflow with errors (graph.picture_with_errors), or None when it is not one at all."""
+    from wfexec.api import check_with_summary, resolve_workflow_path
+    from wfexec.language.loader import load_file
+    from wfexec.outputs.graph import picture_with_errors
+
+    checked = check_with_summary(path)
+    data = load_file(resolve_workflow_path(path)).data
+    if checked.raw_nodes is None or not isinstance(data, dict):
+        return None
+    return picture_with_errors(checked, data)
+
 
 def _print_workflow_errors(error, path) -> None:
     for diagnostic in error.diagnostics:
@@ -348,8 +398,12 @@ def graph(
         try:
             drawn = picture(load(path))
         except WorkflowError as exc:
+            drawn = _picture_despite_errors(path)
             _print_workflow_errors(exc, path)
-            raise typer.Exit(exit_code_for(exc))
+            if drawn is None:
+                raise typer.Exit(exit_code_for(exc))
+            typer.echo(f"{path}: drawn as far as it goes; nodes that did not compile and targets that do not exist "
+                       "are marked", err=True)
     if format == GraphFormat.mermaid:
         data: bytes = mermaid_of(drawn).encode("utf-8")
     else:

@@ -23,7 +23,7 @@ from wfexec.language.loader import Document, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.prose import Prose, is_prose
 from wfexec.language.summary import Checked, summarise
-from wfexec.nodes.base import node_type
+from wfexec.nodes.base import node_type, node_types
 from wfexec.language.name_checks import check_names
 from wfexec.language.scalar_positions import offset_in, position_in_file
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
@@ -270,6 +270,32 @@ def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | Non
     return checked.workflow, checked.diagnostics
 
 
+def _check_calls_inside(c: "Compiler", raw: Any) -> None:
+    """The preconditions and consequences of a node whose own fields are wrong, checked where its type's schema
+    puts them (a field that is a call, a list of calls, or holds them further down)."""
+    from wfexec.nodes.base import CONSEQUENCE as CONSEQUENCE_REF, PRECONDITION as PRECONDITION_REF
+
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str) or raw["type"] not in node_types():
+        return
+
+    def walk(value: Any, fragment: Any, rel: tuple) -> None:
+        if not isinstance(fragment, dict):
+            return
+        if fragment == PRECONDITION_REF or fragment == CONSEQUENCE_REF:
+            if isinstance(value, dict):
+                c.call(value, rel, PRECONDITION if fragment == PRECONDITION_REF else CONSEQUENCE)
+            return
+        if isinstance(value, list) and isinstance(fragment.get("items"), dict):
+            for index, item in enumerate(value):
+                walk(item, fragment["items"], rel + (index,))
+        elif isinstance(value, dict):
+            for name, item in value.items():
+                sub = (fragment.get("properties") or {}).get(name, fragment.get("additionalProperties"))
+                walk(item, sub, rel + (name,))
+
+    walk(raw, node_types()[raw["type"]].schema, ())
+
+
 def check_document(doc: Document, loading: tuple = ()) -> Checked:
     """Check and compile one loaded document, and say how much of it runs as code.
 
@@ -302,6 +328,10 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
     nodes: dict[str, Node] = {}
     for node_id, raw in (data.get("nodes") or {}).items() if isinstance(data.get("nodes"), dict) else ():
         if not schema.check_node(node_id, raw, c.report):
+            # Its calls are still checked, so one pass reports every error in the file.
+            c.prefix = ("nodes", node_id)
+            _check_calls_inside(c, raw)
+            c.prefix = ()
             continue
         c.prefix = ("nodes", node_id)
         kind = node_type(raw["type"])

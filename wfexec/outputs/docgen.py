@@ -225,7 +225,7 @@ def type_context(kind: str, specs: list) -> dict:
             kind_note = _param_kind(spec, name)
             params.append({"name": name, "type": type_of(schema) + (f" ({kind_note})" if kind_note else ""),
                            "required": name in spec.required,
-                           "description": (schema.get("description", "") if isinstance(schema, dict) else "")})
+                           "description": spec.param_description(name)})
         entries.append({"name": spec.name, "doc": spec.doc, "params": params, "effects": list(spec.effects),
                         "idempotent": spec.idempotent, "source": None if _is_builtin(spec) else spec.source,
                         "example": [example_for(spec)]})

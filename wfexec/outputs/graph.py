@@ -58,6 +58,62 @@ class Picture:
     edges: list
     unreachable: set = field(default_factory=set)
     has_computed: bool = False
+    broken: dict = field(default_factory=dict)  # node id → why it is drawn broken ("error", "missing")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What drawing a node needs of its kind (the drawing attributes of a NodeType)."""
+
+    name: str
+    mermaid_shape: tuple
+    dot_shape: str
+
+
+MISSING = Shape("missing", ("[", "]"), "shape=box")
+BROKEN_COLOURS = ("#fdecea", "#dc3545", "#721c24")
+
+
+def picture_with_errors(checked, data: dict) -> Picture:
+    """A workflow with errors, drawn as far as it goes: the nodes that compiled with their edges, the nodes that
+    did not (marked "error"), and each edge to a node or ending that does not exist (marked "missing")."""
+    from wfexec.nodes.base import node_types
+
+    kinds = node_types()
+    compiled = checked.nodes or {}
+    nodes: dict = {}
+    broken: dict = {}
+    for node_id, raw in (checked.raw_nodes or {}).items():
+        node_id = str(node_id)
+        if node_id in compiled:
+            nodes[node_id] = compiled[node_id].kind
+        else:
+            kind = raw.get("type") if isinstance(raw, dict) else None
+            nodes[node_id] = kinds[kind] if isinstance(kind, str) and kind in kinds else MISSING
+            broken[node_id] = "error"
+    raw_endings = data.get("endings") if isinstance(data.get("endings"), dict) else {}
+    endings = {str(k): (v.get("type") if isinstance(v, dict) and isinstance(v.get("type"), str) else "error")
+               for k, v in raw_endings.items()}
+    grouped: dict[tuple, list[str]] = {}
+    for node_id, node in compiled.items():
+        for label, target in node.kind.targets(node.spec):
+            if target is None:
+                continue
+            if isinstance(target, Template):
+                grouped.setdefault((node_id, COMPUTED, "computed"), []).append(f"{label}: {target.source}")
+                continue
+            target = str(target)
+            if target not in nodes and target not in endings:
+                nodes[target] = MISSING
+                broken[target] = "missing"
+            grouped.setdefault((node_id, target, "broken" if target in broken else "branch"), []).append(str(label))
+    start = data.get("start_node") if isinstance(data.get("start_node"), str) else ""
+    if start and start not in nodes and start not in endings:
+        nodes[start] = MISSING
+        broken[start] = "missing"
+    edges = [Edge(source, target, tuple(labels), kind) for (source, target, kind), labels in grouped.items()]
+    return Picture(name=str(data.get("name", "")), start=start, nodes=nodes, endings=endings, edges=edges,
+                   has_computed=any(edge.kind == "computed" for edge in edges), broken=broken)
 
 
 def picture(workflow: Workflow) -> Picture:
@@ -146,7 +202,8 @@ def mermaid_of(pic: Picture) -> str:
     lines = ["flowchart TD", f'    {start_id}(("start"))']
     for node_id, kind in pic.nodes.items():
         opening, closing = kind.mermaid_shape
-        label = node_id + (" (unreachable)" if node_id in pic.unreachable else "")
+        label = node_id + (" (unreachable)" if node_id in pic.unreachable else "") + \
+            (f" ({pic.broken[node_id]})" if node_id in pic.broken else "")
         lines.append(f'    {ids[node_id]}{opening}"{_mermaid_text(label)}"{closing}')
     for ending_id in pic.endings:
         opening, closing = MERMAID_ENDING
@@ -154,7 +211,8 @@ def mermaid_of(pic: Picture) -> str:
         lines.append(f'    {ids[ending_id]}{opening}"{_mermaid_text(label)}"{closing}')
     if pic.has_computed:
         lines.append(f'    {computed_id}[/"computed"\\]')
-    lines.append(f"    {start_id} --> {ids[pic.start]}")
+    if pic.start:
+        lines.append(f"    {start_id} --> {ids[pic.start]}")
     for edge in pic.edges:
         arrow = "-->" if edge.kind == "branch" else "-.->"
         target = computed_id if edge.kind == "computed" else ids[edge.target]
@@ -169,6 +227,8 @@ def _mermaid_classes(pic: Picture, ids: dict) -> list[str]:
     for ending_type, (fill, stroke, colour) in ENDING_COLOURS.items():
         lines.append(f"    classDef {ending_type} fill:{fill},stroke:{stroke},color:{colour}")
     lines.append("    classDef unreachable stroke-dasharray:4 3,opacity:0.5")
+    fill, stroke, colour = BROKEN_COLOURS
+    lines.append(f"    classDef broken fill:{fill},stroke:{stroke},color:{colour},stroke-dasharray:4 3")
     fill, stroke, colour = MARKER_COLOURS
     lines.append(f"    classDef marker fill:{fill},stroke:{stroke},color:{colour}")
     members: dict[str, list[str]] = {}
@@ -177,9 +237,11 @@ def _mermaid_classes(pic: Picture, ids: dict) -> list[str]:
     for name in [*pic.nodes, *pic.endings]:
         if name in pic.unreachable:
             members.setdefault("unreachable", []).append(ids[name])
+        if name in pic.broken:
+            members.setdefault("broken", []).append(ids[name])
     markers = [ids[("marker", START)]] + ([ids[("marker", COMPUTED)]] if pic.has_computed else [])
     members["marker"] = markers
-    for class_name in [*ENDING_COLOURS, "unreachable", "marker"]:
+    for class_name in [*ENDING_COLOURS, "unreachable", "broken", "marker"]:
         if members.get(class_name):
             lines.append(f"    class {','.join(members[class_name])} {class_name}")
     return lines
@@ -224,6 +286,10 @@ def dot_of(pic: Picture) -> str:
         if node_id in pic.unreachable:
             attributes += ['style=dashed', 'color="#999999"', 'fontcolor="#999999"',
                            f"xlabel={_dot_quote('unreachable')}"]
+        if node_id in pic.broken:
+            fill, stroke, colour = BROKEN_COLOURS
+            attributes += ['style="filled,dashed"', f'fillcolor="{fill}"', f'color="{stroke}"',
+                           f'fontcolor="{colour}"', f"xlabel={_dot_quote(pic.broken[node_id])}"]
         lines.append(f"    {_dot_quote(node_id)} [{', '.join(attributes)}];")
     for ending_id, ending_type in pic.endings.items():
         fill, stroke, colour = ENDING_COLOURS.get(ending_type, MARKER_COLOURS)
@@ -236,12 +302,15 @@ def dot_of(pic: Picture) -> str:
         fill, stroke, colour = MARKER_COLOURS
         lines.append(f'    {_dot_quote(computed_id)} [label="computed", shape=note, style="filled,dashed", '
                      f'fillcolor="{fill}", color="{stroke}", fontcolor="{colour}"];')
-    lines.append(f"    {_dot_quote(start_id)} -> {_dot_quote(pic.start)};")
+    if pic.start:
+        lines.append(f"    {_dot_quote(start_id)} -> {_dot_quote(pic.start)};")
     for edge in pic.edges:
         target = computed_id if edge.kind == "computed" else edge.target
         attributes = [f"label={_dot_quote(', '.join(edge.labels))}"]
         if edge.kind != "branch":
             attributes.append("style=dashed")
+        if edge.kind == "broken":
+            attributes.append(f'color="{BROKEN_COLOURS[1]}"')
         lines.append(f"    {_dot_quote(edge.source)} -> {_dot_quote(target)} [{', '.join(attributes)}];")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -6,23 +6,13 @@ policy, else the tags written in its text, a script's echoed tags."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
-from wfexec.outputs.graph import Edge, Picture
+from wfexec.outputs.graph import Edge, Picture, Shape
 from wfexec.protocol.lint import state_transitions
 from wfexec.protocol.scopes import ENTRY_POINTS, StateScope, extension
 from wfexec.protocol.tags import WORKFLOW_TAGS
 
 RESULT = "result"
-
-
-@dataclass(frozen=True)
-class Shape:
-    """What the drawing needs of a node's kind (a NodeType's drawing attributes)."""
-
-    name: str
-    mermaid_shape: tuple
-    dot_shape: str
 
 
 PROMPT = Shape("prompt (.md)", ("[", "]"), "shape=box")

@@ -85,6 +85,13 @@ class TypeSpec:
         changes = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(spec, f.name)}
         return defined_spec, (module, self.kind, self.name, changes)
 
+    def param_description(self, name: str) -> str:
+        """What a parameter means: its schema's description, else PARAM_NOTES' for this type or that name."""
+        schema = self.params.get(name)
+        if isinstance(schema, dict) and schema.get("description"):
+            return schema["description"]
+        return PARAM_NOTES.get((self.name, name)) or PARAM_NOTES.get(name) or ""
+
     def parameter_schema(self) -> dict:
         """The JSON Schema an object of this type must satisfy (including `type`)."""
         properties: dict[str, Any] = {
@@ -93,9 +100,8 @@ class TypeSpec:
         if self.kind == PRECONDITION:
             properties["error_message"] = {"type": "string", "description": "what to say when the check is false"}
         for name, schema in self.params.items():
-            if isinstance(schema, dict) and "description" not in schema:
-                note = PARAM_NOTES.get((self.name, name)) or PARAM_NOTES.get(name)
-                schema = {**schema, "description": note} if note else schema
+            if isinstance(schema, dict) and "description" not in schema and self.param_description(name):
+                schema = {**schema, "description": self.param_description(name)}
             properties[name] = _allow_template(schema) if name not in self.raw else schema
         schema = {
             "type": "object",
