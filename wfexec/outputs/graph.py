@@ -91,7 +91,7 @@ def picture_with_errors(checked, data: dict) -> Picture:
             kind = raw.get("type") if isinstance(raw, dict) else None
             nodes[node_id] = kinds[kind] if isinstance(kind, str) and kind in kinds else MISSING
             broken[node_id] = "error"
-    raw_endings = data.get("endings") if isinstance(data.get("endings"), dict) else {}
+    raw_endings: dict = data["endings"] if isinstance(data.get("endings"), dict) else {}
     endings = {str(k): (v.get("type") if isinstance(v, dict) and isinstance(v.get("type"), str) else "error")
                for k, v in raw_endings.items()}
     grouped: dict[tuple, list[str]] = {}
@@ -107,7 +107,7 @@ def picture_with_errors(checked, data: dict) -> Picture:
                 nodes[target] = MISSING
                 broken[target] = "missing"
             grouped.setdefault((node_id, target, "broken" if target in broken else "branch"), []).append(str(label))
-    start = data.get("start_node") if isinstance(data.get("start_node"), str) else ""
+    start: str = data["start_node"] if isinstance(data.get("start_node"), str) else ""
     if start and start not in nodes and start not in endings:
         nodes[start] = MISSING
         broken[start] = "missing"
