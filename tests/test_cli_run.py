@@ -113,7 +113,7 @@ def test_state_out_trace_and_set(cli, tmp_path):
     assert [h["node"] for h in state["history"]] == ["ask_mood", "count_letters", "pick_style"]
     assert "[WORKFLOW] Node: count_letters (action)" in done.stderr
     assert "[WORKFLOW] Condition: flag_set(flag=cheerful) = false" in done.stderr
-    assert "[WORKFLOW] → false: done" in done.stderr
+    assert "[WORKFLOW] → on_false: done" in done.stderr
 
 
 def test_bad_command_line_values_exit_2(cli):

@@ -79,8 +79,8 @@ def test_release_checklist_in_mermaid(cli):
     assert shapes["done"] == '(["done"])'                    # ending
     found = edges(text)
     assert ("_start", "-->", "", "check_repo") in found
-    assert ("check_repo", "-->", "true", "inspect") in found
-    assert ("check_repo", "-->", "false", "not_a_repo") in found
+    assert ("check_repo", "-->", "on_true", "inspect") in found
+    assert ("check_repo", "-->", "on_false", "not_a_repo") in found
     assert ("inspect", "-->", "on_failure", "failed") in found
     assert ("ready", "-->", "on_invalid", "not_ready") in found
     assert ("confirm", "-->", "tag, notes_only, other", "write_notes") in found  # option ids, one arrow
@@ -149,11 +149,17 @@ def test_output_file_and_determinism(tmp_path):
     assert mermaid(wfexec_cli, SKILLS / "triage") == mermaid(wfexec_cli, SKILLS / "triage" / "workflow.yaml")
 
 
-def test_an_invalid_workflow_is_not_drawn(cli, tmp_path):
+def test_a_workflow_with_errors_is_drawn_as_far_as_it_goes(cli, tmp_path):
     broken = dict(ODD, start_node="nowhere")
     done = cli("graph", write(tmp_path, broken))
-    assert done.returncode == 2
-    assert "nowhere" in done.stderr and done.stdout == ""
+    assert done.returncode == 0
+    assert "nowhere" in done.stderr and '_start --> nowhere' in done.stdout and 'nowhere["nowhere (missing)"]' in done.stdout
+
+
+def test_a_file_that_is_no_workflow_is_not_drawn(cli, tmp_path):
+    (tmp_path / "workflow.yaml").write_text("- just\n- a list\n")
+    done = cli("graph", tmp_path / "workflow.yaml")
+    assert done.returncode == 2 and done.stdout == ""
 
 
 # -- DOT -----------------------------------------------------------------------------
@@ -166,7 +172,7 @@ def test_dot_has_shapes_labels_and_colours(cli):
     assert re.search(r'^    "check_repo" \[shape=diamond, label="check_repo"', text, flags=re.M)
     assert re.search(r'^    "ready" \[shape=hexagon,', text, flags=re.M)
     assert re.search(r'^    "confirm" \[shape=parallelogram,', text, flags=re.M)
-    assert '    "check_repo" -> "inspect" [label="true"];' in text
+    assert '    "check_repo" -> "inspect" [label="on_true"];' in text
     assert '    "confirm" -> "write_notes" [label="tag, notes_only, other"];' in text
     assert re.search(r'^    "done" \[shape=box, style="rounded,filled", fillcolor="#d4edda"', text, flags=re.M)
     assert re.search(r'^    "failed" \[.*fillcolor="#f8d7da"', text, flags=re.M)
