@@ -342,6 +342,8 @@ def _report_result(request, result, io, run_id) -> int:
 def print_ending(result, io) -> None:
     from wfexec.language.expressions import to_text
 
+    if result.silent:
+        return
     if result.type == "success":
         io.print(result.message)
         for key, value in result.summary.items():

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from wfexec.language import schema
+from wfexec.language import schema, v8
 from wfexec.language.documents import HOW_DOCUMENTS_RESOLVE, PLUGIN_ROOT_PREFIXES, find_document, manifest_places
 from wfexec.language.diagnostics import Diagnostic, Reporter, format_yaml_path, has_errors
 from wfexec.language.expressions import Expression, ExpressionError, Template, compile_value, has_templates
@@ -318,7 +318,12 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
     if doc.data is None and diagnostics:
         return Checked(None, diagnostics)
     path = Path(doc.path)
+    v8_problems: list = []
+    if v8.is_v8(doc.data):  # blueprint-lib v4–v8: rewritten into this shape, positions moved along
+        doc, v8_problems = v8.normalize(doc)
     c = Compiler(doc, path.parent, loading or (path.resolve(),))
+    for where, code, message, hint in v8_problems:
+        c.report.error(where, code, message, hint, at_key=True)
     data = doc.data
     if not schema.check_top_level(data, c.report):
         if not isinstance(data, dict):
@@ -354,6 +359,9 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
             details=c.value(raw.get("details"), ("details",)),
             summary={str(k): c.value(v, ("summary", k)) for k, v in (raw.get("summary") or {}).items()},
             recovery=c.value(recovery, ("recovery",)), output=c.value(raw.get("output"), ("output",)),
+            consequences=tuple(c.calls(raw.get("consequences"), ("consequences",), CONSEQUENCE))
+            if raw.get("consequences") else (),
+            silent=isinstance(raw.get("behavior"), dict) and raw["behavior"].get("type") == "silent",
             where=c.where())
     c.prefix = ()
 

@@ -102,6 +102,8 @@ class Ending:
     summary: Mapping[str, Any] = field(default_factory=dict)
     recovery: Any = None            # str | {suggestion, related_skill, retry_node}
     output: Any = None              # compiled value returned to a caller
+    consequences: tuple = ()        # v8: run when the ending is reached (best effort: a failure is only reported)
+    silent: bool = False            # v8 `behavior: {type: silent}`: the message is not printed
     where: Where | None = None
 
 

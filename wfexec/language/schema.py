@@ -80,6 +80,14 @@ ENDING = {
         ]},
         "output": {"description": "values returned to a calling workflow and printed by `--format json`"},
         "delegate": {"type": "object", "description": "accepted for blueprint-lib v3 workflows; not acted on"},
+        "consequences": {"type": "array", "items": {"$ref": "#/$defs/consequence"},
+                         "description": "v8: run when the run reaches this ending (a failure is reported, and the run "
+                                        "ends all the same)"},
+        "behavior": {"type": "object", "required": ["type"],
+                     "properties": {"type": {"enum": ["silent", "delegate"],
+                                             "description": "silent: the message is not printed; delegate: "
+                                                            "accepted, not acted on"}},
+                     "description": "v8: what happens besides ending (`restart` is not supported yet)"},
         "description": {"type": "string", "description": "what the ending means (documentation only)"},
     },
     "required": ["type", "message"],

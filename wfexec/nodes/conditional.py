@@ -21,6 +21,7 @@ SCHEMA = {
             "additionalProperties": False,
             "oneOf": [{"required": ["true", "false"]}, {"required": ["on_true", "on_false"]}],
         },
+        "on_unknown": {**TARGET, "description": "v8: where to go when the condition cannot be evaluated"},
         "audit": {
             "oneOf": [
                 {"type": "boolean"},
@@ -48,6 +49,7 @@ class Conditional:
     false_label: str
     audit_output: tuple | None
     audit_messages: dict
+    on_unknown: object = None
 
 
 def compile(node_id, raw, c):
@@ -69,11 +71,13 @@ def compile(node_id, raw, c):
         false_label=false_key,
         audit_output=audit_output,
         audit_messages=messages,
+        on_unknown=c.target(raw["on_unknown"], ("on_unknown",)) if raw.get("on_unknown") is not None else None,
     )
 
 
 def targets(spec):
-    return [(spec.true_label, spec.on_true), (spec.false_label, spec.on_false)]
+    unknown = [("on_unknown", spec.on_unknown)] if spec.on_unknown is not None else []
+    return [(spec.true_label, spec.on_true), (spec.false_label, spec.on_false), *unknown]
 
 
 def calls(spec):
@@ -81,11 +85,17 @@ def calls(spec):
 
 
 def execute(node, run) -> Outcome:
+    from wfexec.errors import WfexecError
+
     spec = node.spec
-    if spec.audit_output is not None:
-        result = _audit(spec, run)
-    else:
-        result = run.check(spec.condition)
+    try:
+        result = _audit(spec, run) if spec.audit_output is not None else run.check(spec.condition)
+    except WfexecError as exc:
+        if spec.on_unknown is None or exc.outcome == "stopped":  # a step budget is no unknown condition
+            raise
+        # Three-valued (v8): a condition that cannot be evaluated is unknown, and routes there.
+        run.keep_error(exc.message, exc.hint)
+        return Outcome(spec.on_unknown, {"branch": "unknown", "error": exc.message}, "on_unknown")
     if result:
         return Outcome(spec.on_true, {"branch": "true"}, spec.true_label)
     return Outcome(spec.on_false, {"branch": "false"}, spec.false_label)

@@ -80,6 +80,7 @@ class Result:
     state: dict
     steps: int
     run_id: str | None = None  # the durable run's id (wfexec.run with a store); not part of to_json
+    silent: bool = False  # v8 `behavior: silent`: the command prints no message; not part of to_json
 
     def to_json(self) -> dict:
         return {"ending": self.ending, "type": self.type, "message": self.message, "details": self.details,
@@ -426,6 +427,11 @@ class Run:
         return target
 
     def finish(self, ending: Ending) -> Result:
+        for call in ending.consequences:  # v8: best effort, the run ends at this ending whatever they do
+            try:
+                self.apply(call)
+            except (ActionFailed, RunError) as exc:
+                self.io.error(f"warning: ending '{ending.id}': {call.type} failed: {exc.message}")
         scope = self.scope
         try:
             message = to_text(render_value(ending.message, scope))
@@ -436,7 +442,7 @@ class Run:
         except ExpressionError as exc:
             raise RunError(f"ending '{ending.id}': {exc.message}", exc.hint, ending.where) from None
         return Result(ending=ending.id, type=ending.type, message=message, details=details, summary=summary,
-                      recovery=recovery, output=output, state=self.state, steps=self.steps)
+                      recovery=recovery, output=output, state=self.state, steps=self.steps, silent=ending.silent)
 
 
 def run_workflow(workflow: Workflow, *, io: Io, options: Options | None = None,

@@ -1,0 +1,153 @@
+"""Blueprint-lib v8 workflows, first part (issue 16): recognised by shape and read as written — ending nodes,
+`consequences:`, flat and three-valued conditionals, `default_error`, the condition and handler shorthands — with
+diagnostics at what the author wrote. Fixtures of our own for the behaviours of blueprint-lib's
+`tests/fixtures/workflows`, `endings` and their negative cases."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import wfexec_in_process as cli
+
+V8 = """\
+name: v8-demo
+version: "1.0.0"
+description: A v8 workflow.
+start_node: ack
+default_error: error_generic
+nodes:
+  ack:
+    type: action
+    consequences:
+      - {type: set_state, field: computed.count, value: 2}
+    on_success: check
+  check:
+    type: conditional
+    condition: "computed.count > 1"
+    on_true: both
+    on_false: low
+  both:
+    type: conditional
+    condition: {all: ["computed.count > 0", {type: state_check, field: computed.count, operator: equals, value: 2}]}
+    on_true: ask
+    on_false: low
+  ask:
+    type: user_prompt
+    prompt:
+      question: Ship it?
+      header: Ship
+      options:
+        - {id: yes_ship, label: "Yes"}
+        - {id: no_wait, label: "No"}
+    on_response:
+      yes_ship: done
+      no_wait:
+        consequences: [{type: set_state, field: computed.waited, value: true}]
+        next_node: quiet
+  low:
+    type: ending
+    outcome: indeterminate
+    message: "Low: ${computed.count}"
+  done:
+    type: ending
+    outcome: success
+    message: "Shipped ${computed.count}."
+    consequences:
+      - {type: set_state, field: computed.shipped, value: true}
+  quiet:
+    type: ending
+    outcome: cancelled
+    message: "Not shown."
+    behavior: {type: silent}
+  error_generic:
+    type: ending
+    outcome: error
+    message: "Error: ${computed.last_error}"
+"""
+
+
+def write(tmp_path, text):
+    (tmp_path / "workflow.yaml").write_text(text)
+    return tmp_path / "workflow.yaml"
+
+
+def run_json(tmp_path, *args):
+    done = cli("run", "workflow.yaml", "--ephemeral", "--format", "json", *args, cwd=tmp_path)
+    return done, json.loads(done.stdout)
+
+
+def test_a_v8_workflow_validates_and_runs_as_written(tmp_path):
+    write(tmp_path, V8)
+    checked = cli("validate", "workflow.yaml", "--format", "json", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout
+    done, result = run_json(tmp_path, "--answer", "ask=yes_ship")
+    assert (done.returncode, result["ending"], result["message"]) == (0, "done", "Shipped 2.")
+    assert result["state"]["computed"]["shipped"] is True  # the ending's consequences ran
+
+
+def test_a_silent_ending_prints_no_message_and_handler_consequences_run(tmp_path):
+    write(tmp_path, V8)
+    done = cli("run", "workflow.yaml", "--ephemeral", "--answer", "ask=no_wait", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")  # cancelled: exit 1, and silent
+    _, result = run_json(tmp_path, "--answer", "ask=no_wait")
+    assert result["ending"] == "quiet" and result["state"]["computed"]["waited"] is True
+
+
+def test_indeterminate_is_a_failure_in_its_own_category(tmp_path):
+    write(tmp_path, V8.replace("value: 2}\n    on_success", "value: 0}\n    on_success"))
+    done, result = run_json(tmp_path)
+    assert (done.returncode, result["ending"], result["type"]) == (1, "low", "failure")
+    assert result["message"] == "Low: 0"
+
+
+def test_a_condition_that_cannot_be_evaluated_goes_to_default_error(tmp_path):
+    write(tmp_path, V8.replace('condition: "computed.count > 1"', 'condition: "computed.missing.deep > 1"'))
+    done, result = run_json(tmp_path)
+    assert (result["ending"], result["type"]) == ("error_generic", "error")
+    assert "cannot read property 'deep'" in result["message"]
+    assert result["state"]["history"][1]["outcome"]["branch"] == "unknown"
+
+
+def test_an_explicit_on_unknown_wins_over_default_error(tmp_path):
+    text = V8.replace('condition: "computed.count > 1"', 'condition: "computed.missing.deep > 1"').replace(
+        "    on_false: low\n  both:", "    on_false: low\n    on_unknown: low\n  both:")
+    write(tmp_path, text)
+    _, result = run_json(tmp_path)
+    assert result["ending"] == "low"
+
+
+def test_an_action_without_on_failure_fails_to_default_error(tmp_path):
+    text = V8.replace("      - {type: set_state, field: computed.count, value: 2}",
+                      "      - {type: read_file, path: missing.txt, store_as: computed.text}")
+    write(tmp_path, text)
+    _, result = run_json(tmp_path)
+    assert result["ending"] == "error_generic" and "missing.txt" in result["message"]
+
+
+@pytest.mark.parametrize("change, at, words", [
+    # an `endings:` block beside ending nodes
+    (lambda t: t + "endings:\n  other: {type: success, message: x}\n", "endings:", "writes its endings as nodes"),
+    # an ending without an outcome
+    (lambda t: t.replace("    outcome: cancelled\n", ""), "  quiet:", "ending node 'quiet' has no `outcome`"),
+    # an outcome v8 does not have
+    (lambda t: t.replace("outcome: cancelled", "outcome: postponed"), "    outcome: postponed",
+     "`outcome` 'postponed' is not one of success, failure, error, cancelled, indeterminate"),
+    # routing fields on an ending
+    (lambda t: t.replace("    behavior: {type: silent}", "    on_success: done"), "    on_success: done",
+     "unknown field 'on_success'"),
+])
+def test_malformed_v8_endings_are_errors_at_the_line_written(tmp_path, change, at, words):
+    text = change(V8)
+    write(tmp_path, text)
+    line = text.splitlines().index(at) + 1
+    done = cli("validate", "workflow.yaml", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 2
+    errors = [d for d in json.loads(done.stdout)["diagnostics"] if d["severity"] == "error"]
+    assert any(words in d["message"] and d["line"] == line for d in errors), errors
+
+
+def test_the_seed_and_v3_formats_are_untouched(tmp_path):
+    done = cli("run", "skills/quickstart", "--ephemeral", "--answer", "ask_mood=plain")
+    assert done.returncode == 0 and done.stdout.startswith("Hello, world")

@@ -1,0 +1,151 @@
+"""Blueprint-lib v4–v8 workflows, read as they are written: rewritten at load into the shape the compiler knows,
+with every source position moved along, so a diagnostic points at what the author wrote.
+
+A v8 file names no library version; it is recognised by its shape: a node of `type: ending`, or a top-level
+`default_error`. What the rewrite does:
+
+| v8 | as compiled |
+|---|---|
+| a node `type: ending` with `outcome` | an entry of `endings:` with `type` (`indeterminate` → `failure`, category `indeterminate`) |
+| `consequences:` of an action, a handler's `consequences:` | `actions:`, `consequence:` |
+| flat `on_true`/`on_false` of a conditional | `branches: {on_true, on_false}` |
+| a condition written as a string, or `{all|any|none|xor: [...]}` | `evaluate_expression`, `all_of`/`any_of`/`none_of`/`xor_of` |
+| a handler written `option: node` | `option: {next_node: node}` |
+| `default_error` | the `on_failure` of every action and the `on_unknown` of every conditional that has none |
+
+A top-level `endings:` block in a v8 file is an error (v8 writes endings as nodes), as blueprint-lib's schema says.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wfexec.language.loader import Document
+
+V8_TOP_LEVEL = ("default_error", "trust_mode", "data_mcps", "payload_types", "declared_effects")
+OUTCOMES = {"success": "success", "failure": "failure", "error": "error", "cancelled": "cancelled",
+            "indeterminate": "failure"}
+COMBINATORS = {"all": "all_of", "any": "any_of", "none": "none_of", "xor": "xor_of"}
+_ENDING_FIELDS = ("message", "summary", "details", "category", "recovery", "description")
+
+
+def is_v8(data: Any) -> bool:
+    if not isinstance(data, dict):
+        return False
+    nodes = data.get("nodes")
+    has_ending_nodes = isinstance(nodes, dict) and any(
+        isinstance(raw, dict) and raw.get("type") == "ending" for raw in nodes.values())
+    return has_ending_nodes or "default_error" in data
+
+
+class _Rewrite:
+    def __init__(self, doc: Document):
+        self.positions = dict(doc.positions)
+        self.errors: list[tuple[tuple, str, str, str]] = []  # (path, code, message, hint)
+
+    def move(self, old: tuple, new: tuple) -> None:
+        """Positions under `old` (and of its keys) are now also those of `new` (a later move wins)."""
+        for key, value in list(self.positions.items()):
+            for prefix, out in ((old, new), (("@key",) + old, ("@key",) + new)):
+                if key[:len(prefix)] == prefix:
+                    self.positions[out + key[len(prefix):]] = value
+
+    def condition(self, value: Any, at: tuple) -> Any:
+        if isinstance(value, str):
+            return {"type": "evaluate_expression", "expression": value}
+        if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in COMBINATORS \
+                and isinstance(next(iter(value.values())), list):
+            word, parts = next(iter(value.items()))
+            self.move(at + (word,), at + ("conditions",))
+            return {"type": COMBINATORS[word],
+                    "conditions": [self.condition(p, at + ("conditions", i)) for i, p in enumerate(parts)]}
+        if isinstance(value, dict) and isinstance(value.get("conditions"), list):
+            return {**value, "conditions": [self.condition(p, at + ("conditions", i))
+                                            for i, p in enumerate(value["conditions"])]}
+        return value
+
+
+def normalize(doc: Document) -> tuple[Document, list[tuple[tuple, str, str, str]]]:
+    """(the document in the compiler's shape, errors found on the way as (path, code, message, hint))."""
+    data = dict(doc.data)
+    rewrite = _Rewrite(doc)
+    default_error = data.pop("default_error", None)
+    for key in V8_TOP_LEVEL[1:]:
+        data.pop(key, None)  # declared; what wfexec does with them is its own (see the README)
+    if "endings" in data:
+        rewrite.errors.append((("endings",), "v8-endings-block",
+                               "a v8 workflow writes its endings as nodes (`type: ending`), not in an `endings:` block",
+                               "move each ending under `nodes:` with `type: ending` and `outcome:`"))
+    nodes: dict = {}
+    endings: dict = {}
+    for node_id, raw in (data.get("nodes") or {}).items():
+        at = ("nodes", node_id)
+        if not isinstance(raw, dict):
+            nodes[node_id] = raw
+            continue
+        kind = raw.get("type")
+        if kind == "ending":
+            endings[node_id] = _ending(raw, at, ("endings", node_id), rewrite)
+            continue
+        raw = dict(raw)
+        if kind == "action":
+            if "consequences" in raw and "actions" not in raw:
+                raw["actions"] = raw.pop("consequences")
+                rewrite.move(at + ("consequences",), at + ("actions",))
+            if "on_failure" not in raw and default_error is not None:
+                raw["on_failure"] = default_error
+                rewrite.move(at, at + ("on_failure",))
+        elif kind == "conditional":
+            if "branches" not in raw and ("on_true" in raw or "on_false" in raw):
+                raw["branches"] = {k: raw.pop(k) for k in ("on_true", "on_false") if k in raw}
+                for k in raw["branches"]:
+                    rewrite.move(at + (k,), at + ("branches", k))
+            if "on_unknown" not in raw and default_error is not None:
+                raw["on_unknown"] = default_error
+                rewrite.move(at, at + ("on_unknown",))
+            if "condition" in raw:
+                raw["condition"] = rewrite.condition(raw["condition"], at + ("condition",))
+        elif kind == "user_prompt" and isinstance(raw.get("on_response"), dict):
+            handlers = {}
+            for option, handler in raw["on_response"].items():
+                there = at + ("on_response", option)
+                if isinstance(handler, str):
+                    handler = {"next_node": handler}
+                    rewrite.move(there, there + ("next_node",))
+                elif isinstance(handler, dict) and "consequences" in handler and "consequence" not in handler:
+                    handler = dict(handler)
+                    handler["consequence"] = handler.pop("consequences")
+                    rewrite.move(there + ("consequences",), there + ("consequence",))
+                handlers[option] = handler
+            raw["on_response"] = handlers
+        nodes[node_id] = raw
+    data["nodes"] = nodes
+    existing = data.get("endings")
+    data["endings"] = {**existing, **endings} if isinstance(existing, dict) else endings
+    return Document(path=doc.path, data=data, positions=rewrite.positions, diagnostics=list(doc.diagnostics),
+                    text=doc.text), rewrite.errors
+
+
+def _ending(raw: dict, at: tuple, to: tuple, rewrite: _Rewrite) -> dict:
+    rewrite.move(at, to)
+    outcome = raw.get("outcome")
+    if outcome is None:
+        rewrite.errors.append((to, "v8-ending-outcome", f"ending node '{at[-1]}' has no `outcome`",
+                               "add `outcome:` — success, failure, error, cancelled or indeterminate"))
+    elif outcome not in OUTCOMES:
+        rewrite.errors.append((to + ("type",), "v8-ending-outcome",
+                               f"`outcome` {outcome!r} is not one of {', '.join(OUTCOMES)}",
+                               "use one of them"))
+    # An outcome in error is reported above, once: the compiled ending gets a valid type meanwhile.
+    ending: dict = {"type": OUTCOMES.get(outcome, "error") if isinstance(outcome, str) else "error",
+                    "message": raw.get("message", "")}
+    rewrite.move(at + ("outcome",), to + ("type",))
+    for key in _ENDING_FIELDS[1:]:
+        if key in raw:
+            ending[key] = raw[key]
+    if outcome == "indeterminate":
+        ending.setdefault("category", "indeterminate")
+    for key in raw:
+        if key not in ("type", "outcome", *_ENDING_FIELDS):
+            ending[key] = raw[key]  # behavior, consequences, a misplaced on_success: the ending's schema says
+    return ending
