@@ -215,6 +215,29 @@ def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, w
     return target
 
 
+def may_be_states(p: Path) -> bool:
+    """Whether `p` can be a states folder, decided without reading YAML: a folder holding state files (with no
+    workflow.yaml, or next to an entry state, where the workflow.yaml may be Raymond's manifest), a .zip, or a
+    .yaml with a top-level `states:` and no `nodes:`."""
+    import re
+
+    if p.suffix.lower() == ".zip":
+        return True
+    if p.is_dir():
+        names = os.listdir(p)
+        if not any(extension(n) in KNOWN for n in names):
+            return False
+        return "workflow.yaml" not in names or any(os.path.splitext(n)[0].lower() in ("start", "1_start")
+                                                  for n in names if extension(n) in KNOWN)
+    if p.suffix.lower() in (".yaml", ".yml") and p.is_file():
+        try:
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+        return bool(re.search(r"^states\s*:", text, re.M)) and not re.search(r"^nodes\s*:", text, re.M)
+    return False
+
+
 def lint_diagnostics(path: str | os.PathLike) -> list | None:
     """Raymond's lint findings for a states folder (a directory without a wfexec workflow.yaml, a .zip or a
     Raymond .yaml), as diagnostics naming each state file; None when `path` is not one."""
@@ -225,8 +248,8 @@ def lint_diagnostics(path: str | os.PathLike) -> list | None:
     p = Path(path)
     if p.is_file() and extension(p.name) in KNOWN:
         p = p.parent
-    if p.is_dir() and not any(extension(n) in KNOWN for n in os.listdir(p)):
-        return None  # no states here either: the workflow check says what is missing
+    if not may_be_states(p):
+        return None  # a workflow (or nothing): the workflow check says what it is
     try:
         if workflow_document(p) is not None:
             return None

@@ -83,15 +83,22 @@ def workflow_bytes(path: Path) -> bytes | None:
         return None
 
 
+# What this process read from the cache: a command that looks at its workflow twice (is it a workflow or a
+# states folder? then check it) unpickles it once.
+_this_process: dict = {}
+
+
 def load(path: Path, memory: dict | None = None) -> Any | None:
-    """The `Checked` result kept for the workflow file at `path`, when nothing it read has changed. A long-lived
-    process (`wfexec mcp`) passes a `memory` dict: what it read is kept there, unpickled, so the next call needs
-    only the file digests (and the workflow's expressions stay compiled)."""
+    """The `Checked` result kept for the workflow file at `path`, when nothing it read has changed. What is read
+    is kept in `memory` (by default this process's), unpickled, so the next load needs only the file digests and
+    the workflow's expressions stay compiled (`wfexec mcp` keeps its own)."""
+    if memory is None:
+        memory = _this_process
     content = workflow_bytes(path)
     if content is None:
         return None
     key = _key(path, content)
-    if memory is not None and key in memory:
+    if key in memory:
         looked, checked = memory[key]
         if all(digest(Path(place)) == was for place, was in looked):
             return checked
@@ -106,8 +113,7 @@ def load(path: Path, memory: dict | None = None) -> Any | None:
         checked = pickle.loads(compiled)
     except Exception:  # noqa: BLE001 - an entry from another build or half a file: compile afresh
         return None
-    if memory is not None:
-        memory[key] = (looked, checked)
+    memory[key] = (looked, checked)
     return checked
 
 

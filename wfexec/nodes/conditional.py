@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wfexec.errors import WfexecError
 from wfexec.nodes.base import PRECONDITION, TARGET, NodeType, Outcome
 
 TYPE = "conditional"
@@ -85,8 +86,6 @@ def calls(spec):
 
 
 def execute(node, run) -> Outcome:
-    from wfexec.errors import WfexecError
-
     spec = node.spec
     try:
         result = _audit(spec, run) if spec.audit_output is not None else run.check(spec.condition)

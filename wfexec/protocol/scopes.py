@@ -22,8 +22,6 @@ Zip archives are read by `archives`, YAML files and inline states by `yamlscope`
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from wfexec.protocol.errors import ProtocolError, ScopeError
@@ -304,7 +302,11 @@ class ScriptFiles:
         if path is not None:
             return path
         if self._dir is None:
+            import tempfile  # a virtual scope's script runs from a file: only then
+
             self._dir = Path(tempfile.mkdtemp(prefix="wfexec-states-"))  # mode 0700
+        import tempfile
+
         fd, raw = tempfile.mkstemp(prefix="state-", suffix=f"-{name}", dir=self._dir)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -315,6 +317,8 @@ class ScriptFiles:
 
     def cleanup(self) -> None:
         if self._dir is not None:
+            import shutil
+
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
             self._written.clear()
