@@ -6,21 +6,22 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from wfexec.exit_codes import exit_code_for
 
 
-@dataclass
 class RunRequest:
+    """What `run`, `resume` and `states` were asked to do. A plain class, not a dataclass: building a dataclass
+    of this many fields costs a few milliseconds of every command's start-up."""
+
     path: Path | None = None
-    inputs: list[str] = field(default_factory=list)
+    inputs: list[str]
     input_file: Path | None = None
-    overrides: list[str] = field(default_factory=list)
-    answers: list[str] = field(default_factory=list)
-    answer_files: list[Path] = field(default_factory=list)
+    overrides: list[str]
+    answers: list[str]
+    answer_files: list[Path]
     interactive: bool = False
     max_steps: int = 10_000
     trace: bool = False
@@ -38,6 +39,14 @@ class RunRequest:
     accept_changes: bool = False
     rerun: bool = False
     skip: bool = False
+
+    def __init__(self, **given: Any):
+        for name in ("inputs", "overrides", "answers", "answer_files"):
+            setattr(self, name, [])
+        for name, value in given.items():
+            if name not in RunRequest.__annotations__:
+                raise TypeError(f"RunRequest has no field {name!r}")
+            setattr(self, name, value)
 
 
 def _error(text: str) -> None:
@@ -369,8 +378,6 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
     """`wfexec states PATH`: the states folder as a one-node workflow (`states_workflow`), run like any other,
     so it is recorded in the store: an `<ask>` parks it (exit 3), paused agents stop it (exit 4), and `runs`,
     `show`, `resume` and `cancel` work on it."""
-    import tempfile
-
     from wfexec.commands.states import states_workflow
     from wfexec.durable.store import store_location
     from wfexec.protocol.errors import ScopeError
@@ -378,7 +385,12 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
     if budget_usd is not None and budget_usd < 0:
         _error("error: a budget cannot be negative")
         return exit_code_for("invalid")
-    scratch = tempfile.TemporaryDirectory(prefix="wfexec-states-") if ephemeral else None
+    if ephemeral:
+        import tempfile
+
+        scratch: Any = tempfile.TemporaryDirectory(prefix="wfexec-states-")
+    else:
+        scratch = None
     into = Path(scratch.name) if scratch else store_location(store).parent / "states"
     try:
         try:

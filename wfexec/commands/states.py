@@ -11,10 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wfexec.running.console import Console
+from typing import TYPE_CHECKING
+
 from wfexec.protocol.errors import ProtocolError, ScopeError, StopRun
 from wfexec.protocol.scopes import KNOWN, StateScope, extension, open_scope
-from wfexec.system import progress
+
+if TYPE_CHECKING:  # `validate` reads this module to tell a states folder from a workflow: it stays light
+    from wfexec.running.console import Console
 
 DEFAULT_MAX_STEPS = 10_000
 
@@ -77,6 +80,9 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
     An `<ask>` takes its answer from `answers` (agent id → text), else the result is `waiting`; agents paused by
     failures make it `stopped`. Never raises for a user error: the result says what happened."""
     from wfexec.protocol.orchestrator import Orchestrator
+
+    from wfexec.running.console import Console
+    from wfexec.system import progress
 
     io = io or Console(trace=trace)
     scope_path, named_start = split_path(path)

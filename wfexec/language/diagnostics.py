@@ -7,7 +7,6 @@ print them as lines or JSON.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
@@ -80,6 +79,8 @@ def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """A hint naming the closest candidate(s), or '' when nothing is close."""
+    import difflib  # only when there is something to suggest
+
     matches = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=3, cutoff=0.6)
     if not matches:
         return ""
