@@ -20,6 +20,7 @@ nodes:
     actions:
       - type: run_command
         command: [bash, -c, "echo first; echo warming >&2; while [ ! -e go ]; do sleep 0.05; done; echo second"]
+        timeout: 60  # a lost line fails the test in a minute, not in the default five
     on_success: agents
   agents:
     type: states
@@ -30,13 +31,16 @@ endings:
 """
 
 
-def _read_until(stream, text: str) -> list[str]:
-    lines = []
+def _read_until(stream, *texts: str) -> list[str]:
+    """Lines up to the one where the last of `texts` came, in whatever order they came: stdout and stderr are
+    read by two threads, so the trace may show either first."""
+    lines, waiting = [], set(texts)
     for line in stream:
         lines.append(line)
-        if text in line:
+        waiting = {text for text in waiting if text not in line}
+        if not waiting:
             return lines
-    raise AssertionError(f"{text!r} never came; got:\n{''.join(lines)}")
+    raise AssertionError(f"{sorted(waiting)!r} never came; got:\n{''.join(lines)}")
 
 
 def test_trace_streams_command_and_script_output_while_they_still_run(tmp_path):
@@ -47,8 +51,7 @@ def test_trace_streams_command_and_script_output_while_they_still_run(tmp_path):
     process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml", "--ephemeral",
                                 "--trace"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        seen = _read_until(process.stderr, "stdout| first")
-        seen += _read_until(process.stderr, "stderr| warming")
+        seen = _read_until(process.stderr, "stdout| first", "stderr| warming")
         assert process.poll() is None and "stdout| second" not in "".join(seen)  # the command has not ended
         (tmp_path / "go").touch()
         seen += _read_until(process.stderr, "stdout| second")

@@ -30,8 +30,13 @@ from wfexec.version import __version__
 _KIND = "workflows"
 
 
+_stamp: list[str] = []  # once per process: the code that runs is the code this process loaded
+
+
 def own_code_stamp() -> str:
     """Changes with the wfexec version and with any edit to its own files (a checkout being worked on)."""
+    if _stamp:
+        return _stamp[0]
     package = Path(__file__).resolve().parent.parent
     newest = 0
     for folder, _dirs, files in os.walk(package):
@@ -41,7 +46,8 @@ def own_code_stamp() -> str:
                     newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
                 except OSError:
                     pass
-    return f"{__version__}\0{newest}"
+    _stamp.append(f"{__version__}\0{newest}")
+    return _stamp[0]
 
 
 def _key(path: Path, content: bytes) -> bytes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Sequence, TextIO
@@ -73,6 +74,16 @@ class Console:
         self._color = color
         self._rich: RichConsole | None = None
         self._live: Live | None = None  # the status line while it shows
+        # A command's stdout and stderr are traced from two threads, and a TextIOWrapper written from two
+        # threads at once can drop a line: every write goes through this lock.
+        self._writing = threading.Lock()
+
+    def _write(self, stream: TextIO, line: str) -> None:
+        with self._writing:
+            if self._above_status(stream, line):
+                return
+            stream.write(f"{line}\n")
+            stream.flush()
 
     @contextmanager
     def status_line(self) -> Iterator[None]:
@@ -117,10 +128,7 @@ class Console:
         return self._rich
 
     def print(self, text: str = "") -> None:
-        if self._above_status(self.out, text):
-            return
-        self.out.write(f"{text}\n")
-        self.out.flush()
+        self._write(self.out, text)
 
     def markdown(self, text: str) -> None:
         from rich.markdown import Markdown
@@ -138,20 +146,13 @@ class Console:
         self._console().print(table)
 
     def error(self, text: str) -> None:
-        if self._above_status(self.err, text):
-            return
-        if wants_colour(self.err):
+        if self._live is None and wants_colour(self.err):
             text = f"\x1b[31m{text}\x1b[0m"
-        self.err.write(f"{text}\n")
-        self.err.flush()
+        self._write(self.err, text)
 
     def trace(self, text: str) -> None:
         if self.tracing:
-            line = f"[WORKFLOW] {text}"
-            if self._above_status(self.err, line):
-                return
-            self.err.write(f"{line}\n")
-            self.err.flush()
+            self._write(self.err, f"[WORKFLOW] {text}")
 
     def ask(self, question):
         """Ask at the terminal (questionary); Ctrl-C raises KeyboardInterrupt."""
