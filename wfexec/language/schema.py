@@ -52,6 +52,28 @@ TOP_LEVEL = {
                   "description": "node id → node (action, conditional, user_prompt, ...): the steps."},
         "endings": {"type": "object", "minProperties": 1, "additionalProperties": {"$ref": "#/$defs/ending"},
                     "description": "ending id → {type, message}: the ways a run can end."},
+        "trust_mode": {"enum": ["stateless", "gated"],
+                       "description": "v8: the workflow's trust mode; recorded, wfexec's own checks do not change"},
+        "data_mcps": {"type": "object", "propertyNames": {"pattern": "^[a-z_][a-z0-9_-]*$"},
+                      "additionalProperties": {"type": "string", "pattern": "^[\\w-]+@[\\w.\\-\\^~><=*|,\\s]+$"},
+                      "description": "v8: alias → MCP server as `name@version-range`; `mcp_tool_call` names a tool "
+                                     "as `alias.tool`"},
+        "payload_types": {"type": "object", "propertyNames": {"pattern": "^[a-z_][a-z0-9_]*@\\d+$"},
+                          "additionalProperties": {"type": "object"},
+                          "description": "v8: `name@version` → field → type, checked where a call names it as "
+                                         "`params_type`"},
+        "declared_effects": {"type": "object", "propertyNames": {"pattern": "^[a-z_][a-z0-9_-]*$"},
+                             "additionalProperties": {"oneOf": [
+                                 {"const": "forbidden"},
+                                 {"type": "object", "properties": {
+                                     "tools": {"type": "array", "uniqueItems": True,
+                                               "items": {"type": "string", "pattern": "^[a-z_][a-z0-9_]*$"},
+                                               "description": "the tools of this alias the workflow may call"},
+                                     "max_call_count": {"type": "integer", "minimum": 0,
+                                                        "description": "at most this many calls to the alias in "
+                                                                       "a run"}}}]},
+                             "description": "v8: what the workflow may do, per MCP alias: `forbidden`, or "
+                                            "{tools, max_call_count}"},
     },
     "required": ["name", "version", "start_node", "nodes", "endings"],
     "patternProperties": _X_KEYS,

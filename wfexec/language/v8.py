@@ -70,8 +70,6 @@ def normalize(doc: Document) -> tuple[Document, list[tuple[tuple, str, str, str]
     data = dict(doc.data)
     rewrite = _Rewrite(doc)
     default_error = data.pop("default_error", None)
-    for key in V8_TOP_LEVEL[1:]:
-        data.pop(key, None)  # declared; what wfexec does with them is its own (see the README)
     if "endings" in data:
         rewrite.errors.append((("endings",), "v8-endings-block",
                                "a v8 workflow writes its endings as nodes (`type: ending`), not in an `endings:` block",
