@@ -102,16 +102,34 @@ def test_indeterminate_is_a_failure_in_its_own_category(tmp_path):
     assert result["message"] == "Low: 0"
 
 
+UNREADABLE = 'condition: "JSON.parse(computed.count + \'}\') > 1"'
+
+
 def test_a_condition_that_cannot_be_evaluated_goes_to_default_error(tmp_path):
-    write(tmp_path, V8.replace('condition: "computed.count > 1"', 'condition: "computed.missing.deep > 1"'))
+    write(tmp_path, V8.replace('condition: "computed.count > 1"', UNREADABLE))
     done, result = run_json(tmp_path)
     assert (result["ending"], result["type"]) == ("error_generic", "error")
-    assert "cannot read property 'deep'" in result["message"]
+    assert "JSON" in result["message"]
     assert result["state"]["history"][1]["outcome"]["branch"] == "unknown"
 
 
+@pytest.mark.parametrize("condition, ending", [
+    ("computed.missing.deep == null", "seen"),     # a path below a missing value reads as null …
+    ("computed.missing.deep > 1", "low"),          # … so a comparison with it is false, not unknown
+    ("missing_namespace.a[0].b === undefined", "seen"),
+    ("computed.count.toFixed(0) == '2'", "seen"),  # present values read as ever
+])
+def test_a_missing_path_reads_as_null(tmp_path, condition, ending):
+    text = V8.replace('condition: "computed.count > 1"', f'condition: "{condition}"').replace(
+        "    on_true: both\n    on_false: low\n  both:", "    on_true: seen\n    on_false: low\n  both:").replace(
+        "  low:\n", "  seen:\n    type: ending\n    outcome: success\n    message: seen\n  low:\n", 1)
+    write(tmp_path, text)
+    _, result = run_json(tmp_path)
+    assert result["ending"] == ending, result
+
+
 def test_an_explicit_on_unknown_wins_over_default_error(tmp_path):
-    text = V8.replace('condition: "computed.count > 1"', 'condition: "computed.missing.deep > 1"').replace(
+    text = V8.replace('condition: "computed.count > 1"', UNREADABLE).replace(
         "    on_false: low\n  both:", "    on_false: low\n    on_unknown: low\n  both:")
     write(tmp_path, text)
     _, result = run_json(tmp_path)

@@ -18,7 +18,8 @@ from typing import Any, Iterator
 from wfexec.language import schema, v8
 from wfexec.language.documents import HOW_DOCUMENTS_RESOLVE, PLUGIN_ROOT_PREFIXES, find_document, manifest_places
 from wfexec.language.diagnostics import Diagnostic, Reporter, format_yaml_path, has_errors
-from wfexec.language.expressions import Expression, ExpressionError, Template, compile_value, has_templates
+from wfexec.language.expressions import (Expression, ExpressionError, Template, compile_value, has_templates,
+                                         missing_reads_null)
 from wfexec.language.loader import Document, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.prose import Prose, is_prose
@@ -312,15 +313,21 @@ def check_document(doc: Document, loading: tuple = ()) -> Checked:
 
 
 def _check_document(doc: Document, loading: tuple) -> Checked:
-    from wfexec.language import checks
-
     diagnostics = list(doc.diagnostics)
     if doc.data is None and diagnostics:
         return Checked(None, diagnostics)
-    path = Path(doc.path)
     v8_problems: list = []
-    if v8.is_v8(doc.data):  # blueprint-lib v4–v8: rewritten into this shape, positions moved along
+    is_v8 = v8.is_v8(doc.data)
+    if is_v8:  # blueprint-lib v4–v8: rewritten into this shape, positions moved along
         doc, v8_problems = v8.normalize(doc)
+    with missing_reads_null(is_v8):
+        return _compile_document(doc, loading, diagnostics, v8_problems)
+
+
+def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_problems: list) -> Checked:
+    from wfexec.language import checks
+
+    path = Path(doc.path)
     c = Compiler(doc, path.parent, loading or (path.resolve(),))
     for where, code, message, hint in v8_problems:
         c.report.error(where, code, message, hint, at_key=True)

@@ -28,11 +28,12 @@ import math
 import os
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from wfexec.language import javascript
-from wfexec.language.js_source import KEYWORDS, TokenError, tokenize, usage
+from wfexec.language.js_source import KEYWORDS, TokenError, optional_members, tokenize, usage
 
 from wfexec.errors import WfexecError
 
@@ -211,6 +212,19 @@ def _finite(value: Any) -> Any:
 
 _NOT_BUILT = object()  # an expression's fast-path function, before its first evaluation
 
+# Set while a blueprint-lib v8 document compiles: there a read below a missing value is null, not an error.
+_missing_reads_null = False
+
+
+@contextmanager
+def missing_reads_null(enabled: bool) -> Iterator[None]:
+    global _missing_reads_null
+    before, _missing_reads_null = _missing_reads_null, enabled
+    try:
+        yield
+    finally:
+        _missing_reads_null = before
+
 
 class Expression:
     """A compiled expression. `evaluate(scope)` returns its value.
@@ -254,7 +268,8 @@ class Expression:
             raise ExpressionError(f"unknown function '{name}' called in `{_short(source)}`", hint, source,
                                   line, column)
         try:
-            self._compiled = javascript.compile_source(code, tuple(sorted(reads)))
+            self._compiled = javascript.compile_source(optional_members(code) if _missing_reads_null else code,
+                                                       tuple(sorted(reads)))
         except javascript.JavaScriptError as exc:
             raise self._invalid(exc) from None
         self.program = self._compiled.program

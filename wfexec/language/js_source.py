@@ -339,3 +339,38 @@ def _pattern_names(tokens: list[Token], declared: set[str]) -> None:
         if after == ":":
             continue  # `{ key: name }`: the key is not bound
         declared.add(t.text)
+
+
+_ASSIGNING = frozenset(("=", "+=", "-=", "*=", "/=", "%=", "**=", "<<=", ">>=", ">>>=", "&=", "|=", "^=", "&&=",
+                        "||=", "??=", "++", "--"))
+
+
+def optional_members(source: str) -> str:
+    """`source` with each property read `a.b` written `a?.b`, so a read below a missing value gives `undefined`
+    (`== null` is true) instead of throwing: blueprint-lib v8 reads a missing path as null. A source that
+    assigns or uses `new` is returned as it is (`a?.b = 1` and `new a?.B()` are not JavaScript)."""
+    tokens = tokenize(source)
+    if any(t.kind == "punct" and t.text in _ASSIGNING for t in tokens) or \
+            any(t.kind == "name" and t.text == "new" for t in tokens):
+        return source
+    pieces, last = [], 0
+    for index, token in enumerate(tokens):
+        if token.kind != "punct" or token.text not in (".", "[") or index == 0 or index + 1 == len(tokens):
+            continue
+        before, after = tokens[index - 1], tokens[index + 1]
+        if not (before.text in (")", "]") or (before.kind == "name" and before.text not in KEYWORDS - {"this"})):
+            continue  # `[` there starts an array, `.` follows a number or a string
+        if token.text == "[":
+            pieces.append(source[last:token.start])
+            pieces.append("?.[")
+            last = token.start + 1
+            continue
+        if after.kind != "name":
+            continue
+        if index + 2 < len(tokens) and tokens[index + 2].kind == "template" and tokens[index + 2].text[0] == "`":
+            continue  # a tagged template `a.b`…``: `a?.b`…`` is not JavaScript
+        pieces.append(source[last:token.start])
+        pieces.append("?.")
+        last = token.start + 1
+    pieces.append(source[last:])
+    return "".join(pieces)
