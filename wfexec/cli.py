@@ -373,6 +373,30 @@ class GraphFormat(str, Enum):
 
 
 @app.command()
+def expand(
+    path: Path = typer.Argument(..., help="A workflow.yaml, or a skill folder containing one."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write here instead of stdout."),
+):
+    """Print a v8 workflow with its composites (confirm, gated_action, goal_seek) expanded into the nodes that
+    run, as YAML."""
+    from wfexec.api import resolve_workflow_path
+    from wfexec.language.diagnostics import ERROR
+    from wfexec.outputs.expansion import expanded
+
+    text, problems = expanded(resolve_workflow_path(path))
+    for diagnostic in problems:
+        typer.echo(diagnostic.format(), err=True)
+    if text is None or any(d.severity == ERROR for d in problems):
+        raise typer.Exit(exit_code_for("invalid"))
+    if output:
+        from wfexec.system.files import write_atomic
+
+        write_atomic(output, text)
+    else:
+        sys.stdout.write(text)
+
+
+@app.command()
 def graph(
     path: Path = typer.Argument(..., help="A workflow.yaml, a skill folder containing one, or a states folder."),
     format: GraphFormat = typer.Option(GraphFormat.mermaid, "--format", help="mermaid, dot, or svg/png (needs Graphviz)."),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from wfexec.language import schema, v8
+from wfexec.language import composites, schema, v8
 from wfexec.language.documents import HOW_DOCUMENTS_RESOLVE, PLUGIN_ROOT_PREFIXES, find_document, manifest_places
 from wfexec.language.diagnostics import Diagnostic, Reporter, format_yaml_path, has_errors
 from wfexec.language.expressions import (Expression, ExpressionError, Template, compile_value, has_templates,
@@ -319,6 +319,9 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
     v8_problems: list = []
     is_v8 = v8.is_v8(doc.data)
     if is_v8:  # blueprint-lib v4–v8: rewritten into this shape, positions moved along
+        if composites.has_composites(doc.data):
+            doc, expansion_problems, _origin = composites.expand(doc, schema.check_against)
+            diagnostics += expansion_problems
         doc, v8_problems = v8.normalize(doc)
     with missing_reads_null(is_v8):
         return _compile_document(doc, loading, diagnostics, v8_problems)

@@ -262,6 +262,13 @@ def check_node(node_id: str, raw: Any, report: Reporter) -> bool:
     return len(report.diagnostics) == before
 
 
+def check_against(key: str, schema: dict, raw: Any, path: tuple, report: Reporter, what: str) -> bool:
+    """Check `raw` (at `path`) against `schema`, kept compiled under `key`; False when it reported errors."""
+    before = len(report.diagnostics)
+    report_errors(_validator(key, lambda: allow_x_keys(schema)).errors(raw), path, report, what)
+    return len(report.diagnostics) == before
+
+
 def check_ending(ending_id: str, raw: Any, report: Reporter) -> bool:
     path = ("endings", ending_id)
     if not isinstance(raw, dict):

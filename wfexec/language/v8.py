@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from wfexec.language.composites import COMPOSITES, DEFAULT_ERROR, routes, set_route
 from wfexec.language.loader import Document
 
 V8_TOP_LEVEL = ("default_error", "trust_mode", "data_mcps", "payload_types", "declared_effects")
@@ -33,9 +34,10 @@ def is_v8(data: Any) -> bool:
     if not isinstance(data, dict):
         return False
     nodes = data.get("nodes")
-    has_ending_nodes = isinstance(nodes, dict) and any(
-        isinstance(raw, dict) and raw.get("type") == "ending" for raw in nodes.values())
-    return has_ending_nodes or "default_error" in data
+    written_v8 = isinstance(nodes, dict) and any(
+        isinstance(raw, dict) and (raw.get("type") == "ending" or raw.get("type") in COMPOSITES)
+        for raw in nodes.values())
+    return written_v8 or "default_error" in data
 
 
 class _Rewrite:
@@ -86,7 +88,10 @@ def normalize(doc: Document) -> tuple[Document, list[tuple[tuple, str, str, str]
             endings[node_id] = _ending(raw, at, ("endings", node_id), rewrite)
             continue
         raw = dict(raw)
+        if DEFAULT_ERROR not in data.get("nodes", {}):
+            raw = _default_error_routes(raw, at, default_error, rewrite)
         if kind == "action":
+            raw.pop("run_as", None)  # a goal run `as: subagent` runs inline: its return node says so only
             if "consequences" in raw and "actions" not in raw:
                 raw["actions"] = raw.pop("consequences")
                 rewrite.move(at + ("consequences",), at + ("actions",))
@@ -122,6 +127,21 @@ def normalize(doc: Document) -> tuple[Document, list[tuple[tuple, str, str, str]
     data["endings"] = {**existing, **endings} if isinstance(existing, dict) else endings
     return Document(path=doc.path, data=data, positions=rewrite.positions, diagnostics=list(doc.diagnostics),
                     text=doc.text), rewrite.errors
+
+
+def _default_error_routes(raw: dict, at: tuple, default_error: Any, rewrite: _Rewrite) -> dict:
+    """`raw` with each route to the literal `default_error` (a composite's expansion writes it) going to the
+    workflow's default_error."""
+    for where, target in list(routes(raw)):
+        if target != DEFAULT_ERROR:
+            continue
+        if isinstance(default_error, str):
+            raw = set_route(raw, where, default_error)
+        else:
+            rewrite.errors.append((at + where, "v8-default-error-missing",
+                                   f"node '{at[-1]}' routes to default_error, and the workflow has no `default_error`",
+                                   "add `default_error: <ending node>` at the top level"))
+    return raw
 
 
 def _ending(raw: dict, at: tuple, to: tuple, rewrite: _Rewrite) -> dict:
