@@ -221,3 +221,30 @@ def test_a_route_to_default_error_needs_a_default_error(tmp_path):
     (tmp_path / "workflow.yaml").write_text(GOALS.replace("default_error: failed\n", ""))
     done = cli("validate", "workflow.yaml", cwd=tmp_path)
     assert done.returncode == 2 and "routes to default_error, and the workflow has no `default_error`" in done.stdout
+
+
+def test_graph_draws_a_composite_as_one_box_or_expanded(tmp_path):
+    (tmp_path / "workflow.yaml").write_text(WORKFLOW)
+    drawn = cli("graph", "workflow.yaml", cwd=tmp_path)
+    assert drawn.returncode == 0, drawn.stderr
+    assert 'route[/"route"\\]' in drawn.stdout and 'ask_delete[/"ask_delete"\\]' in drawn.stdout
+    assert "route__" not in drawn.stdout and "ask_delete__" not in drawn.stdout  # no generated node shows
+    assert "_start --> route\n" in drawn.stdout
+    # labelled by the generated node the route leaves from: the first case's action, or the last case's false
+    assert 'route -->|"case_0__act: on_success, case_1: on_false"| ask_delete' in drawn.stdout
+    assert 'ask_delete -->|"gate: on_false"| kept' in drawn.stdout
+    expanded = cli("graph", "workflow.yaml", "--expand", cwd=tmp_path)
+    assert 'ask_delete__gate{"ask_delete__gate"}' in expanded.stdout and "ask_delete[/" not in expanded.stdout
+
+
+def test_the_by_hand_rules_of_a_skill_name_the_composites_and_their_nodes(tmp_path):
+    folder = tmp_path / "composites"
+    folder.mkdir()
+    (folder / "workflow.yaml").write_text(WORKFLOW.replace('version: "1.0.0"\n',
+                                                           'version: "1.0.0"\ndescription: Deletes files.\n'))
+    done = cli("skill", folder)
+    assert done.returncode == 0, done.stderr
+    rules = (folder / "without-wfexec.md").read_text()
+    assert "- `ask_delete` (confirm): `ask_delete__ask`, `ask_delete__gate`, `ask_delete__act`" in rules
+    assert "- `route` (gated_action): `route__case_0`, `route__case_0__act`, `route__case_1`" in rules
+    assert "| `ask_delete__ask` | Delete ${input.size} files? |" in (folder / "SKILL.md").read_text()

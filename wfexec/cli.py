@@ -311,17 +311,16 @@ def _show_type(name: str, registries: list, as_json: bool) -> int:
     return 0
 
 
-def _picture_despite_errors(path):
+def _picture_despite_errors(path, expand: bool):
     """The picture of a workflow with errors (graph.picture_with_errors), or None when it is not one at all."""
-    from wfexec.api import check_with_summary, resolve_workflow_path
-    from wfexec.language.loader import load_file
-    from wfexec.outputs.graph import picture_with_errors
+    from wfexec.api import check_with_summary
+    from wfexec.outputs.graph import collapsed, picture_with_errors
 
     checked = check_with_summary(path)
-    data = load_file(resolve_workflow_path(path)).data
-    if checked.raw_nodes is None or not isinstance(data, dict):
+    if checked.raw_nodes is None or not isinstance(checked.data, dict):
         return None
-    return picture_with_errors(checked, data)
+    drawn = picture_with_errors(checked, checked.data)
+    return drawn if expand else collapsed(drawn, checked.composite_of or {})
 
 
 def _print_workflow_errors(error, path) -> None:
@@ -401,12 +400,14 @@ def graph(
     path: Path = typer.Argument(..., help="A workflow.yaml, a skill folder containing one, or a states folder."),
     format: GraphFormat = typer.Option(GraphFormat.mermaid, "--format", help="mermaid, dot, or svg/png (needs Graphviz)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write here instead of stdout."),
+    expand: bool = typer.Option(False, "--expand", help="Draw each v8 composite as the nodes it expands into."),
 ):
     """Draw a workflow (node shapes by type, edges by branch, endings coloured by type) or a states folder."""
     from wfexec.api import load
     from wfexec.commands.run import workflow_document
     from wfexec.language.diagnostics import WorkflowError
-    from wfexec.outputs.graph import GraphvizFailed, GraphvizMissing, dot_of, mermaid_of, picture, render
+    from wfexec.outputs.graph import (GraphvizFailed, GraphvizMissing, collapsed, dot_of, mermaid_of, picture,
+                                      render)
 
     if workflow_document(path) is None:  # a states folder, .zip or Raymond .yaml
         from wfexec.outputs.states_graph import states_picture
@@ -420,9 +421,10 @@ def graph(
             raise typer.Exit(exit_code_for("invalid"))
     else:
         try:
-            drawn = picture(load(path))
+            workflow = load(path)
+            drawn = picture(workflow) if expand else collapsed(picture(workflow), dict(workflow.composite_of))
         except WorkflowError as exc:
-            drawn = _picture_despite_errors(path)
+            drawn = _picture_despite_errors(path, expand)
             _print_workflow_errors(exc, path)
             if drawn is None:
                 raise typer.Exit(exit_code_for(exc))

@@ -317,17 +317,19 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
     if doc.data is None and diagnostics:
         return Checked(None, diagnostics)
     v8_problems: list = []
+    composite_of: dict = {}
     is_v8 = v8.is_v8(doc.data)
     if is_v8:  # blueprint-lib v4–v8: rewritten into this shape, positions moved along
         if composites.has_composites(doc.data):
-            doc, expansion_problems, _origin = composites.expand(doc, schema.check_against)
+            doc, expansion_problems, composite_of = composites.expand(doc, schema.check_against)
             diagnostics += expansion_problems
         doc, v8_problems = v8.normalize(doc)
     with missing_reads_null(is_v8):
-        return _compile_document(doc, loading, diagnostics, v8_problems)
+        return _compile_document(doc, loading, diagnostics, v8_problems, composite_of)
 
 
-def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_problems: list) -> Checked:
+def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_problems: list,
+                      composite_of: dict) -> Checked:
     from wfexec.language import checks
 
     path = Path(doc.path)
@@ -399,7 +401,7 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             entry_preconditions=entry, initial_state=data.get("initial_state") or {}, imports=imports,
             input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
             path=path, source_hash=source_hash(data, imports), raw=data,
-            documents={owner: tuple(found) for owner, found in c.documents.items()})
+            documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of)
     check_report = doc.reporter()
     checks.check(data, nodes, endings, c.static_targets, check_report)
     bound = {name for node in nodes.values() for name in node.kind.bound_names(node.spec)}
@@ -408,7 +410,7 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
     if has_errors(diagnostics):
         workflow = None
     raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
-    return Checked(workflow, diagnostics, raw_nodes, nodes)
+    return Checked(workflow, diagnostics, raw_nodes, nodes, data, composite_of)
 
 
 def _load_imports(imports: Any, c: Compiler) -> dict:

@@ -345,8 +345,9 @@ ENTRY = {"confirm": "__ask", "gated_action": "__case_0", "goal_seek": "__entry"}
 CheckShape = Callable[[str, dict, Any, tuple, Reporter, str], bool]  # schema.check_against
 
 
-def expand(doc: Document, check_shape: CheckShape) -> tuple[Document, list[Diagnostic], dict[str, str]]:
-    """The document with its composites expanded; the problems found on the way; generated node → composite.
+def expand(doc: Document, check_shape: CheckShape) -> tuple[Document, list[Diagnostic], dict[str, tuple[str, str]]]:
+    """The document with its composites expanded; the problems found on the way; each generated node → (its
+    composite, the composite's type).
     A composite whose fields `check_shape` rejects is left as it is (its problems are reported)."""
     nodes = doc.data["nodes"]
     expansion = _Expansion(doc)
@@ -378,7 +379,8 @@ def expand(doc: Document, check_shape: CheckShape) -> tuple[Document, list[Diagn
         data["start_node"] = entries[data["start_node"]]
     expanded = Document(path=doc.path, data=data, positions=expansion.positions, diagnostics=list(doc.diagnostics),
                         text=doc.text)
-    return expanded, expansion.report.diagnostics, expansion.origin
+    origin = {made: (composite, composites[composite]["type"]) for made, composite in expansion.origin.items()}
+    return expanded, expansion.report.diagnostics, origin
 
 
 def _rerouted(raw: Any, name: str, back: dict, entries: dict) -> Any:

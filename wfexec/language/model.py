@@ -125,6 +125,8 @@ class Workflow:
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
     # The files and folders each node (key `nodes.<id>`) names as documents: scripts, states folders, docs.
     documents: Mapping[str, tuple[Path, ...]] = field(repr=False, default_factory=dict)
+    # v8: each node a composite expanded into → (the composite's id, its type), for pictures and summaries.
+    composite_of: Mapping[str, tuple[str, str]] = field(repr=False, default_factory=dict)
 
     @property
     def base_dir(self) -> Path:

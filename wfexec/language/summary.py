@@ -104,6 +104,8 @@ class Checked:
     diagnostics: list                  # of Diagnostic
     raw_nodes: dict | None = None      # None when the file could not be read as a workflow
     nodes: dict | None = None          # the nodes that compiled
+    data: dict | None = None           # the file as compiled (a v8 file: after its rewrite)
+    composite_of: dict | None = None   # v8: each node a composite expanded into → (composite, type)
 
     @property
     def summary(self) -> Summary | None:

@@ -129,6 +129,45 @@ def picture(workflow: Workflow) -> Picture:
     )
 
 
+COMPOSITE_SHAPE = (("[/", "\\]"), "shape=component")
+
+
+def collapsed(pic: Picture, composite_of: dict) -> Picture:
+    """`pic` with the nodes each v8 composite expanded into drawn as one box, the composite the author wrote;
+    an edge out of it is labelled by the generated node it leaves from (`gate: on_true`, `case_1: on_true`), its
+    failure and unknown routes as one `on errors`."""
+    if not composite_of:
+        return pic
+
+    def outer(name: str) -> str:
+        return composite_of[name][0] if name in composite_of else name
+
+    nodes: dict = {}
+    for node_id, kind in pic.nodes.items():
+        if node_id in composite_of:
+            composite, composite_type = composite_of[node_id]
+            nodes.setdefault(composite, Shape(composite_type, *COMPOSITE_SHAPE))
+        else:
+            nodes[node_id] = kind
+    grouped: dict[tuple, list[str]] = {}
+    for edge in pic.edges:
+        source, target = outer(edge.source), outer(edge.target)
+        if edge.source in composite_of and source == target:
+            continue  # inside the composite
+        labels = edge.labels
+        if edge.source in composite_of:
+            part = edge.source[len(source) + 2:]
+            labels = tuple("on errors" if label in ("on_failure", "on_unknown") else f"{part}: {label}"
+                           for label in labels)
+        grouped.setdefault((source, target, edge.kind), []).extend(labels)
+    grouped = {key: list(dict.fromkeys(labels)) for key, labels in grouped.items()}
+    reached = {outer(name) for name in [*pic.nodes, *pic.endings] if name not in pic.unreachable}
+    return Picture(name=pic.name, start=outer(pic.start), nodes=nodes, endings=pic.endings,
+                   edges=[Edge(s, t, tuple(labels), kind) for (s, t, kind), labels in grouped.items()],
+                   unreachable={outer(name) for name in pic.unreachable} - reached,
+                   has_computed=pic.has_computed, broken=pic.broken)
+
+
 def _edges(workflow: Workflow) -> list[Edge]:
     """Edges in the order the workflow lists them; parallel edges share one arrow with every label."""
     grouped: dict[tuple, list[str]] = {}

@@ -273,6 +273,7 @@ def context(folder: Path, workflow: Workflow) -> dict:
         "compatibility_yaml": yaml_quoted(compatibility[:COMPATIBILITY_LIMIT]),
         "version": str(workflow.version),
         "start_node": workflow.start_node,
+        "composites": _composites(workflow),
         "inputs": inputs,
         "run_command": _run_command(inputs),
         "resume_command": _resume_command(),
@@ -291,6 +292,15 @@ def context(folder: Path, workflow: Workflow) -> dict:
         "keep_open": KEEP_OPEN,
         "keep_close": KEEP_CLOSE,
     }
+
+
+def _composites(workflow: Workflow) -> list[dict]:
+    """Each v8 composite of the workflow with the nodes it expanded into (what this file describes)."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for node, (composite, composite_type) in workflow.composite_of.items():
+        grouped.setdefault((composite, composite_type), []).append(node)
+    return [{"name": name, "type": kind, "nodes": ", ".join(f"`{node}`" for node in nodes)}
+            for (name, kind), nodes in grouped.items()]
 
 
 # --------------------------------------------------------------------------- #
