@@ -169,3 +169,65 @@ def test_malformed_v8_endings_are_errors_at_the_line_written(tmp_path, change, a
 def test_the_seed_and_v3_formats_are_untouched(tmp_path):
     done = cli("run", "skills/quickstart", "--ephemeral", "--answer", "ask_mood=plain")
     assert done.returncode == 0 and done.stdout.startswith("Hello, world")
+
+
+RESTART = """\
+name: restart-demo
+version: "1"
+start_node: intro
+default_error: failed
+initial_state:
+  computed: {tries: 0}
+nodes:
+  intro:
+    type: action
+    consequences: [{type: mutate_state, operation: set, field: computed.seen, value: true}]
+    on_success: ask
+  ask:
+    type: user_prompt
+    prompt:
+      question: Pick
+      header: Pick
+      options: [{id: good, label: Good}, {id: bad, label: Bad}]
+    on_response:
+      good: finished
+      bad: {consequences: [{type: mutate_state, operation: set, field: computed.last, value: bad}], next_node: again}
+  again:
+    type: ending
+    outcome: failure
+    message: "Again (${computed.last})."
+    consequences: [{type: mutate_state, operation: set, field: flags.cleaned, value: true}]
+    behavior: {type: restart, target_node: ask, max_restarts: 2, reset_state: true}
+  finished: {type: ending, outcome: success, message: "Done after ${restarts.again} restarts, last=${computed.last}"}
+  failed: {type: ending, outcome: error, message: "failed: ${computed.last_error}"}
+"""
+
+
+def test_a_restart_ending_goes_back_to_its_target_until_max_restarts(tmp_path):
+    write(tmp_path, RESTART)
+    done = cli("run", "workflow.yaml", "--ephemeral", *["--answer", "ask=bad"] * 2, "--answer", "ask=good",
+               cwd=tmp_path)
+    # each restart shows the ending's message; reset_state put computed back to initial_state (last is gone)
+    assert (done.returncode, done.stdout) == (0, "Again (bad).\nAgain (bad).\nDone after 2 restarts, last=\n")
+    done, result = run_json(tmp_path, *["--answer", "ask=bad"] * 3)
+    assert (done.returncode, result["ending"], result["type"]) == (1, "again__end", "failure")
+    assert result["message"] == "Again (bad)." and result["state"]["restarts"]["again"] == 3
+    assert result["state"]["flags"]["cleaned"] is True  # its consequences ran each time it was reached
+
+
+def test_a_restart_without_reset_keeps_state_and_defaults_to_the_start(tmp_path):
+    write(tmp_path, RESTART.replace("target_node: ask, max_restarts: 2, reset_state: true", "max_restarts: 1"))
+    done, result = run_json(tmp_path, "--answer", "ask=bad", "--answer", "ask=good")
+    assert result["ending"] == "finished" and result["message"] == "Done after 1 restarts, last=bad"
+    intro_visits = [h for h in result["state"]["history"] if h["node"] == "intro"]
+    assert len(intro_visits) == 2  # back to start_node, which runs again
+
+
+def test_a_delegate_ending_names_the_skill_to_continue_with(tmp_path):
+    write(tmp_path, V8.replace('    message: "Shipped ${computed.count}."\n',
+                               '    message: "Shipped ${computed.count}."\n    behavior: {type: delegate, '
+                               'skill: release-notes, args: "v${computed.count}", context: {n: "${computed.count}"}}\n'))
+    done = cli("run", "workflow.yaml", "--ephemeral", "--answer", "ask=yes_ship", cwd=tmp_path)
+    assert done.stdout == "Shipped 2.\nNext: /release-notes v2\n"
+    _, result = run_json(tmp_path, "--answer", "ask=yes_ship")
+    assert result["delegate"] == {"skill": "release-notes", "args": "v2", "context": {"n": 2}}

@@ -357,6 +357,7 @@ def print_ending(result, io) -> None:
         io.print(result.message)
         for key, value in result.summary.items():
             io.print(f"  {key}: {to_text(value)}")
+        _print_delegate(result, io)
         return
     io.print(f"Error: {result.message}" if result.type == "error" else f"{result.type.capitalize()}: {result.message}")
     if result.details:
@@ -371,6 +372,17 @@ def print_ending(result, io) -> None:
             io.print(f"Try running: /{recovery['related_skill']}")
     elif recovery:
         io.print(f"Try running: /{recovery}" if " " not in str(recovery).strip() else f"Suggestion: {recovery}")
+    _print_delegate(result, io)
+
+
+def _print_delegate(result, io) -> None:
+    """A v8 delegate ending hands the work to another skill: say which, with what (JSON has it as `delegate`)."""
+    from wfexec.language.expressions import to_text
+
+    delegate = result.delegate
+    if isinstance(delegate, dict) and delegate.get("skill"):
+        args = to_text(delegate.get("args") or "")
+        io.print(f"Next: /{to_text(delegate['skill'])}" + (f" {args}" if args else ""))
 
 
 def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps, trace, json_output, backend,

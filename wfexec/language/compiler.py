@@ -374,7 +374,7 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             consequences=tuple(c.calls(raw.get("consequences"), ("consequences",), CONSEQUENCE))
             if raw.get("consequences") else (),
             silent=isinstance(raw.get("behavior"), dict) and raw["behavior"].get("type") == "silent",
-            where=c.where())
+            delegate=_delegate(raw.get("behavior"), c), where=c.where())
     c.prefix = ()
 
     for node_id in nodes.keys() & endings.keys():
@@ -411,6 +411,12 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
         workflow = None
     raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
     return Checked(workflow, diagnostics, raw_nodes, nodes, data, composite_of)
+
+
+def _delegate(behavior: Any, c: Compiler) -> Any:
+    if not (isinstance(behavior, dict) and behavior.get("type") == "delegate"):
+        return None
+    return {key: c.value(behavior[key], ("behavior", key)) for key in ("skill", "args", "context") if key in behavior}
 
 
 def _load_imports(imports: Any, c: Compiler) -> dict:

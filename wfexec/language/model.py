@@ -105,6 +105,7 @@ class Ending:
     consequences: tuple = ()        # v8: run when the ending is reached (best effort: a failure is only reported)
     silent: bool = False            # v8 `behavior: {type: silent}`: the message is not printed
     where: Where | None = None
+    delegate: Any = None            # v8 `behavior: {type: delegate}`: {skill, args, context}, compiled
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,9 +107,13 @@ ENDING = {
                                         "ends all the same)"},
         "behavior": {"type": "object", "required": ["type"],
                      "properties": {"type": {"enum": ["silent", "delegate"],
-                                             "description": "silent: the message is not printed; delegate: "
-                                                            "accepted, not acted on"}},
-                     "description": "v8: what happens besides ending (`restart` is not supported yet)"},
+                                             "description": "silent: the message is not printed; delegate: the "
+                                                            "result names the skill to continue with"},
+                                    "skill": {"type": "string", "description": "delegate: the skill to hand over to"},
+                                    "args": {"type": "string", "description": "delegate: its arguments"},
+                                    "context": {"type": "object",
+                                                "description": "delegate: values handed over with it"}},
+                     "description": "v8: what happens besides ending (`restart` becomes nodes before this is checked)"},
         "description": {"type": "string", "description": "what the ending means (documentation only)"},
     },
     "required": ["type", "message"],

@@ -84,6 +84,11 @@ def normalize(doc: Document) -> tuple[Document, list[tuple[tuple, str, str, str]
             nodes[node_id] = raw
             continue
         kind = raw.get("type")
+        if kind == "ending" and _restarts(raw):
+            nodes.update(_restart_nodes(node_id, raw, data, rewrite))
+            endings[node_id + "__end"] = _ending({k: v for k, v in raw.items() if k not in ("behavior", "consequences")},
+                                                 at, ("endings", node_id + "__end"), rewrite)
+            continue
         if kind == "ending":
             endings[node_id] = _ending(raw, at, ("endings", node_id), rewrite)
             continue
@@ -127,6 +132,49 @@ def normalize(doc: Document) -> tuple[Document, list[tuple[tuple, str, str, str]
     data["endings"] = {**existing, **endings} if isinstance(existing, dict) else endings
     return Document(path=doc.path, data=data, positions=rewrite.positions, diagnostics=list(doc.diagnostics),
                     text=doc.text), rewrite.errors
+
+
+def _restarts(raw: dict) -> bool:
+    return isinstance(raw.get("behavior"), dict) and raw["behavior"].get("type") == "restart"
+
+
+def _restart_nodes(ending_id: str, raw: dict, data: dict, rewrite: _Rewrite) -> dict:
+    """An ending with `behavior: restart`, as nodes: `<id>` counts the restart (`restarts.<id>`) and runs the
+    ending's consequences; `<id>__restart_check` goes on to `<id>__restart` while the count is within
+    max_restarts (default 3), else to the ending itself, `<id>__end`; `<id>__restart` shows the message, with
+    reset_state sets computed, flags and user_responses back to the workflow's initial_state, and goes to
+    target_node (default the start node). Plain nodes, so a restart is journaled like any step."""
+    behavior = raw["behavior"]
+    at = ("nodes", ending_id)
+    counter = f"restarts.{ending_id}"
+    limit = behavior.get("max_restarts", 3)
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        rewrite.errors.append((at + ("behavior", "max_restarts"), "v8-restart",
+                               "`max_restarts` must be a whole number of at least 1", "write e.g. `max_restarts: 3`"))
+        limit = 1
+    target = behavior.get("target_node", data.get("start_node"))
+    check, again, end = f"{ending_id}__restart_check", f"{ending_id}__restart", f"{ending_id}__end"
+    restart: list = [{"type": "display", "content": raw["message"]}] if raw.get("message") else []
+    if behavior.get("reset_state"):
+        initial = data.get("initial_state") if isinstance(data.get("initial_state"), dict) else {}
+        restart += [{"type": "mutate_state", "operation": "set", "field": namespace,
+                     "value": initial.get(namespace, {})} for namespace in ("computed", "flags", "user_responses")]
+    nodes = {
+        ending_id: {"type": "action",
+                    "actions": [{"type": "mutate_state", "operation": "set", "field": counter,
+                                 "value": "${(" + counter + " ?? 0) + 1}"},
+                                *(raw.get("consequences") or [])],
+                    "on_success": check, "on_failure": check},
+        check: {"type": "conditional", "condition": {"type": "evaluate_expression",
+                                                     "expression": f"{counter} <= {limit}"},
+                "branches": {"on_true": again, "on_false": end}, "on_unknown": end},
+        again: {"type": "action", "actions": restart, "on_success": target},
+    }
+    rewrite.move(at + ("consequences",), at + ("actions",))
+    rewrite.move(at + ("behavior", "target_node"), ("nodes", again, "on_success"))
+    for made in (check, again):
+        rewrite.move(at, ("nodes", made))
+    return nodes
 
 
 def _default_error_routes(raw: dict, at: tuple, default_error: Any, rewrite: _Rewrite) -> dict:

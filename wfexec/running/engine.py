@@ -81,11 +81,15 @@ class Result:
     steps: int
     run_id: str | None = None  # the durable run's id (wfexec.run with a store); not part of to_json
     silent: bool = False  # v8 `behavior: silent`: the command prints no message; not part of to_json
+    delegate: dict | None = None  # v8 `behavior: delegate`: {skill, args, context}, rendered
 
     def to_json(self) -> dict:
-        return {"ending": self.ending, "type": self.type, "message": self.message, "details": self.details,
-                "summary": self.summary, "recovery": self.recovery, "output": self.output, "state": self.state,
-                "steps": self.steps}
+        out = {"ending": self.ending, "type": self.type, "message": self.message, "details": self.details,
+               "summary": self.summary, "recovery": self.recovery, "output": self.output, "state": self.state,
+               "steps": self.steps}
+        if self.delegate is not None:
+            out["delegate"] = self.delegate
+        return out
 
 
 _clock: list[Any] = [-1, ""]  # [the millisecond last formatted, its text]
@@ -439,10 +443,12 @@ class Run:
             summary = {k: render_value(v, scope) for k, v in ending.summary.items()}
             output = render_value(ending.output, scope)
             recovery = render_value(ending.recovery, scope)
+            delegate = render_value(ending.delegate, scope) if ending.delegate is not None else None
         except ExpressionError as exc:
             raise RunError(f"ending '{ending.id}': {exc.message}", exc.hint, ending.where) from None
         return Result(ending=ending.id, type=ending.type, message=message, details=details, summary=summary,
-                      recovery=recovery, output=output, state=self.state, steps=self.steps, silent=ending.silent)
+                      recovery=recovery, output=output, state=self.state, steps=self.steps, silent=ending.silent,
+                      delegate=delegate)
 
 
 def run_workflow(workflow: Workflow, *, io: Io, options: Options | None = None,
