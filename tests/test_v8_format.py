@@ -231,3 +231,13 @@ def test_a_delegate_ending_names_the_skill_to_continue_with(tmp_path):
     assert done.stdout == "Shipped 2.\nNext: /release-notes v2\n"
     _, result = run_json(tmp_path, "--answer", "ask=yes_ship")
     assert result["delegate"] == {"skill": "release-notes", "args": "v2", "context": {"n": 2}}
+
+
+def test_a_v8_workflow_may_be_endings_only_and_start_at_one(tmp_path):
+    write(tmp_path, 'name: only\nversion: "1"\nstart_node: done\ndefault_error: done\n'
+                    'nodes:\n  done: {type: ending, outcome: success, message: "Nothing to do."}\n')
+    done = cli("run", "workflow.yaml", "--ephemeral", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, "Nothing to do.\n")
+    (tmp_path / "old.yaml").write_text('name: old\nversion: "1"\nstart_node: done\nnodes: {}\n'
+                                       'endings:\n  done: {type: success, message: "x"}\n')
+    assert "`nodes` in workflow needs at least 1 entry" in cli("validate", "old.yaml", cwd=tmp_path).stdout

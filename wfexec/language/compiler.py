@@ -325,11 +325,11 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
             diagnostics += expansion_problems
         doc, v8_problems = v8.normalize(doc)
     with missing_reads_null(is_v8):
-        return _compile_document(doc, loading, diagnostics, v8_problems, composite_of)
+        return _compile_document(doc, loading, diagnostics, v8_problems, composite_of, is_v8)
 
 
 def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_problems: list,
-                      composite_of: dict) -> Checked:
+                      composite_of: dict, is_v8: bool) -> Checked:
     from wfexec.language import checks
 
     path = Path(doc.path)
@@ -337,7 +337,7 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
     for where, code, message, hint in v8_problems:
         c.report.error(where, code, message, hint, at_key=True)
     data = doc.data
-    if not schema.check_top_level(data, c.report):
+    if not schema.check_top_level(data, c.report, v8=is_v8):
         if not isinstance(data, dict):
             return Checked(None, diagnostics + c.report.diagnostics)
     data = data if isinstance(data, dict) else {}

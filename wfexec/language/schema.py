@@ -228,13 +228,20 @@ def _validator(key: str, schema_fn):
     return validator
 
 
-def check_top_level(data: Any, report: Reporter) -> bool:
+def _endings_only_allowed() -> dict:
+    """TOP_LEVEL for a v8 file, which may be all endings (its start node one of them): no node is needed."""
+    nodes = {k: v for k, v in TOP_LEVEL["properties"]["nodes"].items() if k != "minProperties"}
+    return {**TOP_LEVEL, "properties": {**TOP_LEVEL["properties"], "nodes": nodes}}
+
+
+def check_top_level(data: Any, report: Reporter, v8: bool = False) -> bool:
     if not isinstance(data, dict):
         report.error((), "not-a-mapping", "a workflow must be a YAML mapping with name, version, start_node, "
                      "nodes and endings", "the file's top level must be `key: value` lines, starting with `name:`")
         return False
     before = len(report.diagnostics)
-    report_errors(_validator("top", lambda: TOP_LEVEL).errors(data), (), report, "workflow")
+    validator = _validator("top-v8", _endings_only_allowed) if v8 else _validator("top", lambda: TOP_LEVEL)
+    report_errors(validator.errors(data), (), report, "workflow")
     return len(report.diagnostics) == before
 
 
