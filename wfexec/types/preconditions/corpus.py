@@ -47,7 +47,7 @@ def index_is_placeholder(params, ctx):
 
 
 def _source_exists(source_id: str, explicit: str | None, ctx) -> bool:
-    if not SOURCE_ID.match(str(source_id)) or corpus_config_path(ctx, explicit) is None:
+    if not isinstance(source_id, str) or not SOURCE_ID.match(source_id) or corpus_config_path(ctx, explicit) is None:
         return False
     _, document, _ = load_config_document(ctx, explicit)
     sources = document.get("sources")
@@ -55,7 +55,7 @@ def _source_exists(source_id: str, explicit: str | None, ctx) -> bool:
 
 
 def _clone(source_id: str, ctx) -> Path | None:
-    if not SOURCE_ID.match(str(source_id)):
+    if not isinstance(source_id, str) or not SOURCE_ID.match(source_id):  # null (a v8 missing value): no source
         return None
     folder = ctx.resolve_file(".source") / source_id
     return folder if folder.is_dir() else None
