@@ -131,6 +131,10 @@ def test_a_mistake_inside_a_composite_is_reported_where_the_author_wrote_it(tmp_
     assert done.returncode == 2
     assert f"workflow.yaml:{condition_line}:" in done.stdout and "invalid JavaScript" in done.stdout
     assert f"workflow.yaml:{target_line}:" in done.stdout and "'delted'" in done.stdout
+    assert "(in confirm 'ask_delete', as its node 'ask_delete__act')" in done.stdout
+    as_json = json.loads(cli("validate", "workflow.yaml", "--format", "json", cwd=tmp_path).stdout)
+    assert {d["yaml_path"] for d in as_json["diagnostics"] if d["severity"] == "error"} == {"nodes.route",
+                                                                                            "nodes.ask_delete"}
 
 
 GOALS = """\

@@ -410,7 +410,20 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
     if has_errors(diagnostics):
         workflow = None
     raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
+    if composite_of:
+        diagnostics = [_at_composite(d, composite_of) for d in diagnostics]
     return Checked(workflow, diagnostics, raw_nodes, nodes, data, composite_of)
+
+
+def _at_composite(diagnostic: Diagnostic, composite_of: dict) -> Diagnostic:
+    """A diagnostic about a node a composite expanded into, named by the composite the author wrote (its line
+    and column already are)."""
+    parts = diagnostic.yaml_path.split(".", 2)
+    if len(parts) < 2 or parts[0] != "nodes" or parts[1] not in composite_of:
+        return diagnostic
+    composite, kind = composite_of[parts[1]]
+    return replace(diagnostic, yaml_path=f"nodes.{composite}",
+                   message=f"{diagnostic.message} (in {kind} '{composite}', as its node '{parts[1]}')")
 
 
 def _delegate(behavior: Any, c: Compiler) -> Any:
