@@ -230,8 +230,9 @@ def _validator(key: str, schema_fn):
 
 def _endings_only_allowed() -> dict:
     """TOP_LEVEL for a v8 file, which may be all endings (its start node one of them): no node is needed."""
-    nodes = {k: v for k, v in TOP_LEVEL["properties"]["nodes"].items() if k != "minProperties"}
-    return {**TOP_LEVEL, "properties": {**TOP_LEVEL["properties"], "nodes": nodes}}
+    properties: dict = dict(TOP_LEVEL["properties"])  # type: ignore[call-overload]  # a literal dict of dicts
+    properties["nodes"] = {k: v for k, v in properties["nodes"].items() if k != "minProperties"}
+    return {**TOP_LEVEL, "properties": properties}
 
 
 def check_top_level(data: Any, report: Reporter, v8: bool = False) -> bool:

@@ -156,7 +156,8 @@ def _restart_nodes(ending_id: str, raw: dict, data: dict, rewrite: _Rewrite) -> 
     check, again, end = f"{ending_id}__restart_check", f"{ending_id}__restart", f"{ending_id}__end"
     restart: list = [{"type": "display", "content": raw["message"]}] if raw.get("message") else []
     if behavior.get("reset_state"):
-        initial = data.get("initial_state") if isinstance(data.get("initial_state"), dict) else {}
+        initial = data.get("initial_state")
+        initial = initial if isinstance(initial, dict) else {}
         restart += [{"type": "mutate_state", "operation": "set", "field": namespace,
                      "value": initial.get(namespace, {})} for namespace in ("computed", "flags", "user_responses")]
     nodes = {
