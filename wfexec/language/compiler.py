@@ -319,7 +319,8 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
         return Checked(None, diagnostics)
     path = Path(doc.path)
     v8_problems: list = []
-    if v8.is_v8(doc.data):  # blueprint-lib v4–v8: rewritten into this shape, positions moved along
+    written_as_v8 = v8.is_v8(doc.data)
+    if written_as_v8:  # blueprint-lib v4–v8: rewritten into this shape, positions moved along
         doc, v8_problems = v8.normalize(doc)
     c = Compiler(doc, path.parent, loading or (path.resolve(),))
     for where, code, message, hint in v8_problems:
@@ -389,7 +390,8 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
             entry_preconditions=entry, initial_state=data.get("initial_state") or {}, imports=imports,
             input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
             path=path, source_hash=source_hash(data, imports), raw=data,
-            documents={owner: tuple(found) for owner, found in c.documents.items()})
+            documents={owner: tuple(found) for owner, found in c.documents.items()},
+            format="v8" if written_as_v8 else "")
     check_report = doc.reporter()
     checks.check(data, nodes, endings, c.static_targets, check_report)
     bound = {name for node in nodes.values() for name in node.kind.bound_names(node.spec)}

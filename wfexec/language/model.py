@@ -125,6 +125,9 @@ class Workflow:
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
     # The files and folders each node (key `nodes.<id>`) names as documents: scripts, states folders, docs.
     documents: Mapping[str, tuple[Path, ...]] = field(repr=False, default_factory=dict)
+    # "v8" for a blueprint-lib v4–v8 file (rewritten at load): the few types whose v8 catalogue entry says
+    # something else than earlier formats (run_command's store_as, where log_node/log_entry write) read it.
+    format: str = ""
 
     @property
     def base_dir(self) -> Path:
