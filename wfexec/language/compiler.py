@@ -401,7 +401,8 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             entry_preconditions=entry, initial_state=data.get("initial_state") or {}, imports=imports,
             input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
             path=path, source_hash=source_hash(data, imports), raw=data,
-            documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of)
+            documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
+            format="v8" if is_v8 else "")
     check_report = doc.reporter()
     checks.check(data, nodes, endings, c.static_targets, check_report)
     bound = {name for node in nodes.values() for name in node.kind.bound_names(node.spec)}

@@ -128,6 +128,9 @@ class Workflow:
     documents: Mapping[str, tuple[Path, ...]] = field(repr=False, default_factory=dict)
     # v8: each node a composite expanded into → (the composite's id, its type), for pictures and summaries.
     composite_of: Mapping[str, tuple[str, str]] = field(repr=False, default_factory=dict)
+    # "v8" for a blueprint-lib v4–v8 file (rewritten at load): the few types whose v8 catalogue entry says
+    # something else than earlier formats (run_command's store_as, where log_node/log_entry write) read it.
+    format: str = ""
 
     @property
     def base_dir(self) -> Path:

@@ -1,14 +1,20 @@
 """`user_prompt`: ask a person, route on the answer.
 
-Options are written out (`prompt.options`) or built from a list in state
+Options are written out (`prompt.options`, a list) or built from a list in state
 (`options_from_state` + `option_mapping`, or `option_template` as the
-hiivmind gateway writes it; `id` defaults to the item's `id`, else its
-`name`, else its position). Inside the mapping each item is `item`, its
-position `index`, and the item is also named by the singular of the list's
-name (`available_corpora` → `corpus`: see `singular`). Free text goes to the `other`
+hiivmind gateway writes it, or — blueprint-lib v8 — `options` written as a
+mapping; `id` defaults to the item's `id`, else its `name`, else its
+position). Inside the mapping each item is `item`, its position `index`, and
+the item is also named by the singular of the list's name
+(`available_corpora` → `corpus`: see `singular`). The values of a v8 `options`
+mapping are JavaScript expressions (`candidate.name`, `'#' + index`), and an
+item that is a mapping also lends them its own fields as names (`rule.name`
+reads the item's `rule`). Free text goes to the `other`
 handler; a dynamic option to `selected` (unless a handler has its id). The
 answer is stored at `user_responses.<node>` as `{id, raw: {label|text}}`,
-plus `text` for free text and `selected` (the list item) for dynamic options.
+plus `text` for free text and `selected` (the list item) for dynamic options;
+an option built by a v8 `options` mapping also copies the item's own fields
+beside them (`user_responses.<node>.action`), never over `id`, `raw`, `selected`.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wfexec.language.diagnostics import did_you_mean
-from wfexec.language.expressions import ExpressionError, Template, render_value
+from wfexec.language.expressions import Expression, ExpressionError, Template, render_value
 from wfexec.types.registry import ActionFailed
 from wfexec.language.paths import get_path
 from wfexec.nodes.base import CONSEQUENCES, TARGET, Choice, NodeType, Outcome, Question
@@ -43,6 +49,17 @@ _MAPPING = {
     "required": ["label"],
     "additionalProperties": False,
 }
+_V8_MAPPING = {
+    "type": "object",
+    "properties": {"id": {"type": "string", "description": "an expression for each option's id, e.g. rule.name"},
+                   "label": {"type": "string", "description": "an expression for each option's label"},
+                   "description": {"type": "string",
+                                   "description": "an expression for each option's description"}},
+    "required": ["label"],
+    "additionalProperties": False,
+    "description": "v8: one option per item of options_from_state, each field a JavaScript expression over the "
+                   "item (`item`, `index`, the singular of the list's name, and the item's own fields)",
+}
 SCHEMA = {
     "properties": {
         "prompt": {
@@ -50,7 +67,10 @@ SCHEMA = {
             "properties": {
                 "question": {"type": "string", "description": "what is asked (templates rendered)"},
                 "header": {"type": "string", "description": "a short title above the question"},
-                "options": {"type": "array", "items": _OPTION, "description": "the answers to choose from"},
+                "options": {"anyOf": [{"type": "array", "items": _OPTION, "description": "the answers to choose from"},
+                                      _V8_MAPPING],
+                            "description": "the answers to choose from (a list), or, with options_from_state, a "
+                                           "mapping of expressions that makes one option of each item (v8)"},
                 "options_from_state": {"type": "string",
                                        "description": "a state path to a list: one option per item"},
                 "option_mapping": {**_MAPPING, "description": "how an item of options_from_state becomes an option"},
@@ -102,12 +122,14 @@ class UserPrompt:
     mapping: dict | None           # id/label/description → Template or item path
     handlers: dict                 # id → Handler
     item_name: str | None = None   # the singular of the list's name, bound to each item beside `item`
+    item_fields: bool = False      # v8 `options` mapping: the item's own fields are names too, and go in the answer
 
 
 def compile(node_id, raw, c):
     prompt = raw.get("prompt") or {}
     options = []
-    for i, option in enumerate(prompt.get("options") or []):
+    written = prompt.get("options")
+    for i, option in enumerate(written if isinstance(written, list) else []):
         if isinstance(option, dict):
             options.append(Option(id=str(option.get("id")).lower() if isinstance(option.get("id"), bool)
                                   else str(option.get("id")),
@@ -124,7 +146,10 @@ def compile(node_id, raw, c):
             options_from = c.path(options_from, ("prompt", "options_from_state"))
     mapping_raw = prompt.get("option_mapping") or prompt.get("option_template")
     mapping = None
-    if mapping_raw:
+    item_fields = isinstance(written, dict)
+    if isinstance(written, dict):
+        mapping = _v8_mapping(written, source, mapping_raw, c)
+    elif mapping_raw:
         key = "option_mapping" if "option_mapping" in prompt else "option_template"
         mapping = {}
         for field, value in mapping_raw.items():
@@ -143,7 +168,38 @@ def compile(node_id, raw, c):
     return UserPrompt(question=c.value(prompt.get("question", ""), ("prompt", "question")),
                       header=c.value(prompt.get("header", ""), ("prompt", "header")),
                       options=tuple(options), options_from=options_from, mapping=mapping, handlers=handlers,
-                      item_name=item_name)
+                      item_name=item_name, item_fields=item_fields)
+
+
+def _v8_mapping(written: dict, source, other_mapping, c) -> dict:
+    """blueprint-lib v8's `options` mapping: each field an expression per item (a `${...}` is a template)."""
+    at = ("prompt", "options")
+    if source is None:
+        c.error(at, "prompt-options-mapping", "`options` written as a mapping builds one option per item of a list, "
+                "but this prompt has no `options_from_state`",
+                "add `options_from_state: <state path to the list>`, or write `options` as a list of "
+                "{id, label, description}", at_key=True)
+    if other_mapping:
+        c.error(at, "prompt-options-mapping", "`options` (a mapping) and `option_mapping`/`option_template` both say "
+                "how an item becomes an option", "keep one of them", at_key=True)
+    mapping: dict = {}
+    for field, value in written.items():
+        if not isinstance(value, str):
+            continue  # the schema reports it
+        compiled = c.value(value, at + (field,)) if "${" in value else c.expression(value, at + (field,))
+        if compiled is not None:
+            mapping[field] = compiled
+    return mapping
+
+
+def _item_names(spec) -> tuple:
+    """The names a v8 `options` mapping's expressions read: any of them may be a field of the item."""
+    if not spec.item_fields or not spec.mapping:
+        return (spec.item_name,) if spec.item_name else ()
+    names = {name for how in spec.mapping.values() if isinstance(how, Expression) for name in how.reads}
+    names |= {e_name for how in spec.mapping.values() if isinstance(how, Template)
+              for e in how.expressions for e_name in e.reads}
+    return tuple(sorted(names | ({spec.item_name} if spec.item_name else set())))
 
 
 _LAST_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\W*$")
@@ -213,6 +269,8 @@ def _dynamic_choice(spec, item, index, scope) -> Choice:
     names = {"item": item, "index": index}
     if spec.item_name and spec.item_name not in names:
         names[spec.item_name] = item
+    if spec.item_fields and isinstance(item, dict):
+        names = {**{str(k): v for k, v in item.items()}, **names}  # `item`, `index` and the singular win
 
     def field(name, default):
         if not mapping or name not in mapping:
@@ -220,6 +278,9 @@ def _dynamic_choice(spec, item, index, scope) -> Choice:
         how = mapping[name]
         if isinstance(how, Template):
             return how.render(scope.child(**names))
+        if isinstance(how, Expression):
+            value = how.evaluate(scope.child(**names))
+            return default if value is None else value
         return get_path(item, how, default)
 
     if isinstance(item, dict):
@@ -240,6 +301,8 @@ def execute(node, run) -> Outcome:
         choice = answer.choice
         response = {"id": choice.id, "raw": {"label": choice.label}}
         if question.dynamic and choice.item is not None:
+            if spec.item_fields and isinstance(choice.item, dict):
+                response = {**{str(k): v for k, v in choice.item.items()}, **response}
             response["selected"] = choice.item
         handler_id = choice.id if choice.id in spec.handlers else (SELECTED if question.dynamic else choice.id)
     else:
@@ -272,7 +335,7 @@ def check(node, raw: dict, report) -> None:
     path = ("nodes", node.id)
     option_ids = [o.id for o in spec.options]
     handlers = spec.handlers
-    if spec.options_from is None:
+    if spec.options_from is None and not spec.item_fields:  # (a v8 mapping with no list: reported at compile)
         for index, option_id in enumerate(option_ids):
             if option_id not in handlers:
                 report.error(path + ("prompt", "options", index, "id"), "prompt-unhandled",
@@ -326,12 +389,13 @@ def questions(node, raw: dict) -> dict:
 
 NODE_TYPE = NodeType(
     name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, check=check,
-    asks_person=True, bound_names=lambda spec: (spec.item_name,) if spec.item_name else (),
+    asks_person=True, bound_names=_item_names,
     doc=__doc__, order=30,
     field_notes={
         "prompt": "`question`, `header` (12 characters at most), and `options` "
                   "(`id`, `label`, `description`) or `options_from_state` + `option_mapping` "
-                  "(or `option_template`): `id` defaults to the item's `id`, else its `name`, else its "
+                  "(or `option_template`, or v8's `options` written as a mapping of expressions, which also see "
+                  "the item's own fields): `id` defaults to the item's `id`, else its `name`, else its "
                   "position; in the templates each item is `item`, its position `index`, and the item "
                   "also takes the singular of the list's name (`available_corpora` → `corpus`, "
                   "`sources` → `source`, `entries` → `entry`: -ora→-us, -ies→-y, -ches/-shes/-sses/-xes"
@@ -344,11 +408,14 @@ NODE_TYPE = NodeType(
    (`id`, `label`, `description`, rendered); or, with `options_from_state`, one option per item of that list
    (a mapping gives one `{key, value}` item per entry), its `id`, `label` and `description` taken as
    `option_mapping` says (a path into the item, or a `${...}` over `item` and `index`; by default the item's
-   `id`, its `label` or `name`, else the item itself).
+   `id`, its `label` or `name`, else the item itself). When `options` itself is a mapping (blueprint-lib v8),
+   each of its fields is a JavaScript expression evaluated per item, with `item`, `index`, the singular of the
+   list's name and, for an item that is a mapping, each of the item's fields as names.
 2. Ask it (AskUserQuestion: `header`, `question`, one choice per option, single select). An answer may be an
    option's id or label. Any other text is free text, accepted only when `on_response` has an `other` handler.
 3. Store the answer at `user_responses.<node id>`: `{id, raw: {label}}` for an option (plus `selected: <the
-   item>` for an option built from state); `{id: other, raw: {text}, text}` for free text.
+   item>` for an option built from state, and, when `options` is a v8 mapping, the item's own fields beside
+   them, never replacing `id`, `raw` or `selected`); `{id: other, raw: {text}, text}` for free text.
 4. Pick the handler: `on_response.<option id>`; for an option built from state with no handler of its own,
    `on_response.selected`; for free text, `on_response.other`. No handler: run error.
 5. Run the handler's `consequence` (or `consequences`) in order, then go to its `next_node`. A handler has no

@@ -65,6 +65,8 @@ class TypeSpec:
     documents: tuple = ()        # params that are document paths (plugin root, workflow folder), checked at load
     document_folders: tuple = () # those of `documents` that may name a folder
     alternatives: tuple = ()     # params of which at least one must be given
+    rules: tuple = ()            # JSON Schema fragments the call must also satisfy (e.g. if/then: a value an
+                                 # operator needs), checked at load like the parameters
     example: dict | None = None
     source: str = "builtin"
     package: str = BUILTIN_PACKAGE  # the distribution whose entry point registered it
@@ -113,6 +115,8 @@ class TypeSpec:
         }
         if self.alternatives:
             schema["anyOf"] = [{"required": [name]} for name in self.alternatives]
+        if self.rules:
+            schema["allOf"] = list(self.rules)
         return schema
 
 

@@ -111,7 +111,9 @@ _HIDDEN_STATE = ("history", "checkpoints")
                                                                                "(default: the whole state)"},
     "state_writes": {"type": "array", "items": {"type": "string"}, "description": "the only state paths the "
                                                                                 "reply may set"},
-}, ["pseudocode"], raw=("pseudocode",), paths=("store_as",), example={
+}, ["pseudocode"], raw=("pseudocode",), paths=("store_as",),
+    # blueprint-lib: inline(description, pseudocode, ...): the description says what the pseudocode is for.
+    rules=({"required": ["description"]},), example={
     "description": "Count the stale sources", "pseudocode": "computed.stale = sources.filter(s => s.stale).length",
     "state_reads": ["sources"], "state_writes": ["computed.stale"]}, **LLM)
 def inline(params, ctx):

@@ -438,12 +438,16 @@ def _run(params, ctx, interpreter: str | None = None) -> Completed:
     "script": SCRIPT,
     "interpreter": {"enum": list(INTERPRETERS), "description": "for `script`; auto picks by extension"},
     **COMMON,
+    "store_as": {"type": "string", "description": "the state path for {exit_code, stdout, stderr} (in a v8 file: "
+                                                  "the trimmed stdout)"},
 }, [], paths=("store_as",), effects=("process",), idempotent=False)
 def run_command(params, ctx):
-    """Run a program (`command`: argv list) or a `script` without a shell; `store_as` gets exit_code/stdout/stderr."""
+    """Run a program (`command`: argv list) or a `script` without a shell; `store_as` gets exit_code/stdout/stderr
+    (in a blueprint-lib v8 file, the trimmed stdout, as its catalogue says)."""
     completed = _run(params, ctx)
     if "store_as" in params:
-        ctx.set(params["store_as"], completed.as_state())
+        v8 = getattr(ctx.workflow, "format", "") == "v8"
+        ctx.set(params["store_as"], completed.stdout.strip() if v8 else completed.as_state())
     _check_exit(completed, params)
 
 

@@ -10,7 +10,12 @@ Three shapes of log exist, and one lookup (`active_log`) tells them apart:
   (the other seed types look only there);
 - no log made: `log_entry`, `log_event` and the appenders (log_node,
   log_warning, log_error, log_source_*, log_index_update) add entries to a
-  list at state `log`, so a workflow that logs without `init_log` still runs.
+  list at state `log`, so a workflow that logs without `init_log` still runs;
+  in a blueprint-lib v8 file (whose catalogue has no init_log) they write
+  v8's runtime log instead, a mapping at `log`: `log_node` appends
+  `{node, timestamp, outcome, details}` to `node_history`, `log_entry`
+  `{level, message, timestamp, node, context}` to `entries`, and the others
+  their record to `entries`.
 
 `finalize_log`, `write_log`, `log_session_snapshot` and `output_ci_summary`
 need a log mapping and fail without one. A record is kept only when the log
@@ -40,6 +45,7 @@ TYPES = TypeList()
 
 LOG_PATH = "log"
 SEED_LOG_PATH = "computed.log"
+V8_HISTORY, V8_ENTRIES = "node_history", "entries"  # blueprint-lib v8's runtime log (schema/runtime/logging.json)
 BL, SEED = "blueprint-lib", "seed"
 LEVEL_RANKS = {"error": 0, "warn": 1, "warning": 1, "info": 2, "debug": 3, "trace": 4}
 OUTPUT_LEVELS = {"silent": "error", "quiet": "error", "normal": "info", "verbose": "debug", "debug": "trace"}
@@ -83,7 +89,7 @@ def active_log(ctx) -> tuple[str, str] | None:
     """(state path, shape) of the log mapping init_log made, or None (then entries go to the list at `log`)."""
     for path, shape in ((LOG_PATH, BL), (SEED_LOG_PATH, SEED)):
         value = ctx.get(path)
-        if isinstance(value, dict) and "node_history" in value:
+        if isinstance(value, dict) and "node_history" in value and V8_ENTRIES not in value:
             return path, shape
     return None
 
@@ -132,11 +138,29 @@ def _push(ctx, path: str, key: str, record: Any) -> None:
     ctx.set(path, log)
 
 
-def _record(ctx, level: str, fallback: dict, seed, bl) -> None:
-    """Keep one record: `seed(path)` / `bl(path)` on a log mapping (when the level allows), else `fallback` in the list."""
+def _append_to_v8_log(ctx, key: str, record: dict) -> None:
+    """blueprint-lib v8's runtime log: `{node_history: [...], entries: [...]}` at state `log`."""
+    current = ctx.get(LOG_PATH)
+    if current is None:
+        current = {V8_HISTORY: [], V8_ENTRIES: []}
+    elif not isinstance(current, dict):
+        raise ActionFailed(f"state `log` holds {type(current).__name__}, not the run log (a mapping with "
+                           f"{V8_HISTORY} and {V8_ENTRIES})",
+                           "leave the top-level `log` key to the log types, or rename your own key")
+    log = dict(current)
+    log[key] = list(log.get(key) or []) + [record]
+    ctx.set(LOG_PATH, log)
+
+
+def _record(ctx, level: str, fallback: dict, seed, bl, v8: tuple[str, dict] | None = None) -> None:
+    """Keep one record: `seed(path)` / `bl(path)` on a log mapping (when the level allows), else `fallback` in the
+    list — in a v8 file, `v8` = (key, record) (default: `fallback` in `entries`) in v8's log mapping."""
     found = active_log(ctx)
     if found is None:
-        _append_to_list(ctx, fallback)
+        if getattr(ctx.workflow, "format", "") == "v8":
+            _append_to_v8_log(ctx, *(v8 or (V8_ENTRIES, fallback)))
+        else:
+            _append_to_list(ctx, fallback)
         return
     if not level_enabled(ctx, level):
         return
@@ -182,7 +206,9 @@ def log_entry(params, ctx):
         else:
             _event(ctx, path, extras.get("event_type") or level, {"message": message, "node": node, **extras})
 
-    _record(ctx, level, entry, on_log, on_log)
+    v8_record = {"level": level, "message": message, "timestamp": entry["at"], "node": node,
+                 **({"context": params["context"]} if "context" in params else {})}
+    _record(ctx, level, entry, on_log, on_log, (V8_ENTRIES, v8_record))
     ctx.trace(f"Log [{level}]: {message}")
 
 
@@ -306,7 +332,7 @@ def log_node(params, ctx):
     fallback = {"kind": "node", "node": params["node"], "outcome": params["outcome"],
                 "details": params.get("details") or {}, "at": record["timestamp"]}
     on_log = lambda path: _push(ctx, path, "node_history", record)  # noqa: E731
-    _record(ctx, "info", fallback, on_log, on_log)
+    _record(ctx, "info", fallback, on_log, on_log, (V8_HISTORY, record))
 
 
 @TYPES.consequence("log_warning", {"message": {"type": "string"}, "context": CONTEXT, "node": NODE}, ["message"])

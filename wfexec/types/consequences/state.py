@@ -63,15 +63,43 @@ def merge_state(params, ctx):
     ctx.set(params["field"], {**current, **params["value"]})
 
 
-_MUTATORS = {"set": set_state, "append": append_state, "clear": clear_state, "merge": merge_state}
+def _increment(params, ctx):
+    """Add `value` (default 1) to the number at `field`; a missing or null field counts as 0."""
+    step = params.get("value", 1)
+    current = ctx.get(params["field"])
+    if current is None:
+        current = 0
+    for what, number in (("the step `value`", step), (f"`{params['field']}`", current)):
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            raise ActionFailed(f"mutate_state increment: {what} holds {type(number).__name__} {number!r:.40}, "
+                               "not a number", "increment counts numbers; set the field to a number first")
+    ctx.set(params["field"], current + step)
 
 
-@TYPES.consequence("mutate_state", {"operation": {"enum": ["set", "append", "clear", "merge"]}, "field": FIELD,
-                                    "value": {}}, ["operation", "field"], paths=("field",))
+_MUTATORS = {"set": set_state, "append": append_state, "clear": clear_state, "merge": merge_state,
+             "increment": _increment}
+_VALUE_OPTIONAL = ("clear", "increment")
+
+
+@TYPES.consequence("mutate_state", {
+    "operation": {"enum": list(_MUTATORS),
+                  "description": "set, append, clear, merge, or increment (add `value`, default 1, to a number)"},
+    "field": FIELD,
+    "value": {"description": "the value to set, append or merge in; for increment, the step (default 1)"}},
+    ["operation", "field"], paths=("field",), rules=(
+        {"if": {"properties": {"operation": {"enum": ["set", "append", "merge"]}}, "required": ["operation"]},
+         "then": {"required": ["value"],
+                  "properties": {"value": {"description": "set, append and merge need it"}}}},
+        {"if": {"properties": {"operation": {"const": "increment"}}, "required": ["operation"]},
+         "then": {"properties": {"value": {
+             "anyOf": [{"type": "number"}, {"type": "string", "pattern": r"^\s*\$\{.*\}\s*$"}],
+             "description": "for increment: the number to add (default 1)"}}}},))
 def mutate_state(params, ctx):
-    """v3: set, append, clear or merge at `field`."""
+    """v3/v8: set, append, clear, merge or increment at `field`."""
     operation = params["operation"]
-    if operation != "clear" and "value" not in params:
+    if operation not in _MUTATORS:  # a `${...}` operation, rendered at run time
+        raise ActionFailed(f"mutate_state has no operation {operation!r}", f"use one of: {', '.join(_MUTATORS)}")
+    if operation not in _VALUE_OPTIONAL and "value" not in params:
         raise ActionFailed(f"mutate_state {operation} needs a `value`")
     _MUTATORS[operation](params, ctx)
 

@@ -1,8 +1,8 @@
-"""Composite preconditions: all_of, any_of, none_of, xor_of."""
+"""Composite preconditions: all_of, any_of, none_of, xor_of, and blueprint-lib's `composite` (operator + conditions)."""
 
 from __future__ import annotations
 
-from wfexec.types.registry import NESTED_PRECONDITIONS, TypeList
+from wfexec.types.registry import NESTED_PRECONDITIONS, ActionFailed, TypeList
 
 TYPES = TypeList()
 
@@ -32,3 +32,18 @@ def none_of(params, ctx):
 def xor_of(params, ctx):
     """True when exactly one condition is true (evaluates all of them)."""
     return sum(1 for c in params["conditions"] if ctx.check(c)) == 1
+
+
+_COMBINE = {"all": all_of, "any": any_of, "none": none_of, "xor": xor_of}
+
+
+@TYPES.precondition("composite", {
+    "operator": {"enum": list(_COMBINE), "description": "all, any, none or xor: how the conditions combine"},
+    **_CONDITIONS,
+}, ["operator", "conditions"], **_OPTIONS)
+def composite(params, ctx):
+    """blueprint-lib: combine `conditions` with `operator` all, any, none or xor (as all_of, any_of, none_of, xor_of)."""
+    combine = _COMBINE.get(params["operator"])
+    if combine is None:
+        raise ActionFailed(f"composite `operator` is {params['operator']!r}; it must be one of {', '.join(_COMBINE)}")
+    return combine(params, ctx)

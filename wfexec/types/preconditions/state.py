@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wfexec.language.expressions import truthy
-from wfexec.types.registry import TypeList
+from wfexec.types.registry import ActionFailed, TypeList
 
 TYPES = TypeList()
 
@@ -75,14 +75,28 @@ def evaluate_expression(params, ctx):
     return truthy(ctx.evaluate(params["expression"]))
 
 
+# state_check's operators that compare with `value`, which they need (blueprint-lib: "value required for
+# equals / not_equals"; `in` takes the list the value must be in, as blueprint-lib's goal_seek expansion writes it).
+COMPARING = ("equals", "not_equals", "in")
+_LIST_OR_TEMPLATE = {"anyOf": [{"type": "array"}, {"type": "string", "pattern": r"^\s*\$\{.*\}\s*$"}],
+                     "description": "for `in`: the list of values the field's value must be one of"}
+
+
 @TYPES.precondition("state_check", {
     "field": FIELD,
     # `true`/`false` unquoted are YAML booleans: accepted as the operators they spell.
-    "operator": {"enum": ["equals", "not_equals", "null", "not_null", "true", "false", True, False]},
-    "value": {},
-}, ["field", "operator"], paths=("field",))
+    "operator": {"enum": ["equals", "not_equals", "null", "not_null", "true", "false", "in", True, False],
+                 "description": "equals, not_equals, in (value is a list), null, not_null, true or false"},
+    "value": {"description": "what equals/not_equals compare with; for `in`, a list"},
+}, ["field", "operator"], paths=("field",), rules=(
+    {"if": {"properties": {"operator": {"enum": list(COMPARING)}}, "required": ["operator"]},
+     "then": {"required": ["value"],
+              "properties": {"value": {"description": "equals, not_equals and in compare with it"}}}},
+    {"if": {"properties": {"operator": {"const": "in"}}, "required": ["operator"]},
+     "then": {"properties": {"value": _LIST_OR_TEMPLATE}}},
+))
 def state_check(params, ctx):
-    """v3: compare the value at `field` (equals, not_equals, null, not_null, true, false)."""
+    """v3/v8: compare the value at `field` (equals, not_equals, in, null, not_null, true, false)."""
     value = ctx.get(params["field"])
     operator = params["operator"]
     if isinstance(operator, bool):
@@ -91,6 +105,12 @@ def state_check(params, ctx):
         return value == params.get("value")
     if operator == "not_equals":
         return value != params.get("value")
+    if operator == "in":
+        choices = params.get("value")
+        if not isinstance(choices, (list, tuple)):
+            raise ActionFailed(f"state_check `in` needs a list as `value`, not {type(choices).__name__}",
+                               "write value: [a, b] (or a `${...}` that gives a list)")
+        return any(value == choice for choice in choices)
     if operator == "null":
         return value is None
     if operator == "not_null":
