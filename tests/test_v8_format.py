@@ -241,3 +241,18 @@ def test_a_v8_workflow_may_be_endings_only_and_start_at_one(tmp_path):
     (tmp_path / "old.yaml").write_text('name: old\nversion: "1"\nstart_node: done\nnodes: {}\n'
                                        'endings:\n  done: {type: success, message: "x"}\n')
     assert "`nodes` in workflow needs at least 1 entry" in cli("validate", "old.yaml", cwd=tmp_path).stdout
+
+
+@pytest.mark.parametrize("behavior, words", [
+    ("{type: restart, target_node: nowhere}", "`target_node` names 'nowhere', which is not a node"),
+    ("{type: restart, max_restarts: 0}", "at least 1"),
+    ("{type: reboot}", "'reboot'; allowed: silent, delegate, restart"),
+])
+def test_a_malformed_restart_is_an_error_at_its_line(tmp_path, behavior, words):
+    text = RESTART.replace("{type: restart, target_node: ask, max_restarts: 2, reset_state: true}", behavior)
+    write(tmp_path, text)
+    done = cli("validate", "workflow.yaml", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 2
+    errors = [d for d in json.loads(done.stdout)["diagnostics"] if d["severity"] == "error"]
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "behavior:" in row)
+    assert any(words in e["message"] and e["line"] == line for e in errors), errors

@@ -106,14 +106,24 @@ ENDING = {
                          "description": "v8: run when the run reaches this ending (a failure is reported, and the run "
                                         "ends all the same)"},
         "behavior": {"type": "object", "required": ["type"],
-                     "properties": {"type": {"enum": ["silent", "delegate"],
+                     "properties": {"type": {"enum": ["silent", "delegate", "restart"],
                                              "description": "silent: the message is not printed; delegate: the "
-                                                            "result names the skill to continue with"},
+                                                            "result names the skill to continue with; restart: "
+                                                            "the run goes back to target_node"},
                                     "skill": {"type": "string", "description": "delegate: the skill to hand over to"},
                                     "args": {"type": "string", "description": "delegate: its arguments"},
                                     "context": {"type": "object",
-                                                "description": "delegate: values handed over with it"}},
-                     "description": "v8: what happens besides ending (`restart` becomes nodes before this is checked)"},
+                                                "description": "delegate: values handed over with it"},
+                                    "target_node": {"type": "string",
+                                                    "description": "restart: where to go back to (default the "
+                                                                   "start node)"},
+                                    "reset_state": {"type": "boolean",
+                                                    "description": "restart: computed, flags and user_responses go "
+                                                                   "back to initial_state"},
+                                    "max_restarts": {"type": "integer", "minimum": 1,
+                                                     "description": "restart: after this many the ending ends the "
+                                                                    "run (default 3)"}},
+                     "description": "v8: what happens besides ending (a `restart` becomes nodes at load)"},
         "description": {"type": "string", "description": "what the ending means (documentation only)"},
     },
     "required": ["type", "message"],

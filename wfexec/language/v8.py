@@ -153,6 +153,13 @@ def _restart_nodes(ending_id: str, raw: dict, data: dict, rewrite: _Rewrite) -> 
                                "`max_restarts` must be a whole number of at least 1", "write e.g. `max_restarts: 3`"))
         limit = 1
     target = behavior.get("target_node", data.get("start_node"))
+    nodes_written = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
+    if "target_node" in behavior and target not in nodes_written:
+        # checked here, because after the rewrite it would be reported as a generated node's on_success
+        rewrite.errors.append((at + ("behavior", "target_node"), "unknown-target",
+                               f"`target_node` names '{target}', which is not a node",
+                               "name a node under `nodes:`, or leave `target_node` out to go back to the start node"))
+        target = data.get("start_node")
     check, again, end = f"{ending_id}__restart_check", f"{ending_id}__restart", f"{ending_id}__end"
     restart: list = [{"type": "display", "content": raw["message"]}] if raw.get("message") else []
     if behavior.get("reset_state"):
