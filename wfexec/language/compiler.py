@@ -62,6 +62,7 @@ class Compiler:
         self.documents: dict[str, list[Path]] = {}  # "nodes.<id>" (or a top-level key) → the files it names
         self.extra_diagnostics: list[Diagnostic] = []
         self.expressions: list[tuple[tuple, Expression]] = []  # (YAML path, expression): for name checks
+        self.compiled_calls: list[tuple[tuple, Call]] = []  # (YAML path, call), nested ones too: for v8_checks
 
     # -- positions ----------------------------------------------------------
     def full(self, rel: tuple) -> tuple:
@@ -229,7 +230,10 @@ class Compiler:
         if any(isinstance(v, Prose) for v in params.values()):
             # This call asks the LLM: resume, dry runs and the summary must know it, as for an LLM hook.
             spec = replace(spec, effects=tuple(dict.fromkeys(spec.effects + ("llm",))), idempotent=False)
-        return Call(spec=spec, params=params, raw=raw, where=self.where(rel), dynamic=tuple(k for k, v in params.items() if has_templates(v)))
+        call = Call(spec=spec, params=params, raw=raw, where=self.where(rel),
+                    dynamic=tuple(k for k, v in params.items() if has_templates(v)))
+        self.compiled_calls.append((self.full(rel), call))
+        return call
 
     def _renamed_store_in(self, raw: Any, rel: tuple, registry: Registry) -> Any:
         """Blueprint v3 files write `store_in:` where the type's definition says `store_as:`: accept it, and
@@ -312,14 +316,15 @@ def check_document(doc: Document, loading: tuple = ()) -> Checked:
 
 
 def _check_document(doc: Document, loading: tuple) -> Checked:
-    from wfexec.language import checks
+    from wfexec.language import checks, v8_checks
 
     diagnostics = list(doc.diagnostics)
     if doc.data is None and diagnostics:
         return Checked(None, diagnostics)
     path = Path(doc.path)
     v8_problems: list = []
-    if v8.is_v8(doc.data):  # blueprint-lib v4–v8: rewritten into this shape, positions moved along
+    is_v8 = v8.is_v8(doc.data)
+    if is_v8:  # blueprint-lib v4–v8: rewritten into this shape, positions moved along
         doc, v8_problems = v8.normalize(doc)
     c = Compiler(doc, path.parent, loading or (path.resolve(),))
     for where, code, message, hint in v8_problems:
@@ -378,6 +383,9 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
     start = data.get("start_node")
     if isinstance(start, str):
         c.static_targets.append((("start_node",), start))
+    if any(key in data for key in v8.V8_TOP_LEVEL[2:]) or any(call.type == v8_checks.MCP_CALL
+                                                              for _, call in c.compiled_calls):
+        v8_checks.check(data, c.compiled_calls, nodes, c.report, is_v8)
 
     diagnostics += c.report.diagnostics
     workflow = None
