@@ -100,6 +100,11 @@ def test_the_examples_are_valid_workflow_yaml(cli, tmp_path):
                      "act": {"type": "action", "actions": examples["consequence"], "on_success": "done",
                              "on_failure": "done"}},
            "endings": {"done": {"type": "success", "message": "ok"}}}
+    # An `mcp_tool_call` names an alias the workflow declares (v8 `data_mcps`).
+    aliases = {c["tool"].split(".")[0]: "example-server@^1" for c in examples["consequence"]
+               if c["type"] == "mcp_tool_call"}
+    if aliases:
+        doc["data_mcps"] = aliases
     registry = consequences()
     for call in examples["consequence"]:  # the documents an example names (a pattern file) exist
         for name in (n for n in registry.get(call["type"]).documents if n in call):

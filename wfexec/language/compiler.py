@@ -63,6 +63,7 @@ class Compiler:
         self.documents: dict[str, list[Path]] = {}  # "nodes.<id>" (or a top-level key) → the files it names
         self.extra_diagnostics: list[Diagnostic] = []
         self.expressions: list[tuple[tuple, Expression]] = []  # (YAML path, expression): for name checks
+        self.compiled_calls: list[tuple[tuple, Call]] = []  # (YAML path, call), nested ones too: for v8_checks
 
     # -- positions ----------------------------------------------------------
     def full(self, rel: tuple) -> tuple:
@@ -230,7 +231,10 @@ class Compiler:
         if any(isinstance(v, Prose) for v in params.values()):
             # This call asks the LLM: resume, dry runs and the summary must know it, as for an LLM hook.
             spec = replace(spec, effects=tuple(dict.fromkeys(spec.effects + ("llm",))), idempotent=False)
-        return Call(spec=spec, params=params, raw=raw, where=self.where(rel), dynamic=tuple(k for k, v in params.items() if has_templates(v)))
+        call = Call(spec=spec, params=params, raw=raw, where=self.where(rel),
+                    dynamic=tuple(k for k, v in params.items() if has_templates(v)))
+        self.compiled_calls.append((self.full(rel), call))
+        return call
 
     def _renamed_store_in(self, raw: Any, rel: tuple, registry: Registry) -> Any:
         """Blueprint v3 files write `store_in:` where the type's definition says `store_as:`: accept it, and
@@ -330,7 +334,7 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
 
 def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_problems: list,
                       composite_of: dict, is_v8: bool) -> Checked:
-    from wfexec.language import checks
+    from wfexec.language import checks, v8_checks
 
     path = Path(doc.path)
     c = Compiler(doc, path.parent, loading or (path.resolve(),))
@@ -390,6 +394,9 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
     start = data.get("start_node")
     if isinstance(start, str):
         c.static_targets.append((("start_node",), start))
+    if any(key in data for key in v8.V8_TOP_LEVEL[2:]) or any(call.type == v8_checks.MCP_CALL
+                                                              for _, call in c.compiled_calls):
+        v8_checks.check(data, c.compiled_calls, nodes, c.report, is_v8)
 
     diagnostics += c.report.diagnostics
     workflow = None

@@ -73,7 +73,10 @@ TOP_LEVEL = {
                                                         "description": "at most this many calls to the alias in "
                                                                        "a run"}}}]},
                              "description": "v8: what the workflow may do, per MCP alias: `forbidden`, or "
-                                            "{tools, max_call_count}"},
+                                            "{tools, max_call_count}; a key that is no alias may only be "
+                                            "`forbidden`, and when it names an effect (files, process or shell, "
+                                            "network, git, llm, display, mcp) every step with that effect is "
+                                            "refused"},
     },
     "required": ["name", "version", "start_node", "nodes", "endings"],
     "patternProperties": _X_KEYS,

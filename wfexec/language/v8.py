@@ -153,7 +153,8 @@ def _restart_nodes(ending_id: str, raw: dict, data: dict, rewrite: _Rewrite) -> 
                                "`max_restarts` must be a whole number of at least 1", "write e.g. `max_restarts: 3`"))
         limit = 1
     target = behavior.get("target_node", data.get("start_node"))
-    nodes_written = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
+    nodes_written = data.get("nodes")
+    nodes_written = nodes_written if isinstance(nodes_written, dict) else {}
     if "target_node" in behavior and target not in nodes_written:
         # checked here, because after the rewrite it would be reported as a generated node's on_success
         rewrite.errors.append((at + ("behavior", "target_node"), "unknown-target",

@@ -1,6 +1,6 @@
 """`--dry-run`: run what only reads and changes the run's state; describe the rest, and stand in for its results.
 
-A call whose type declares an outside effect (files, process, network, git) is
+A call whose type declares an outside effect (files, process, network, git, mcp) is
 not run: it prints what it would do ("would write release/NOTES.md") and each
 state path it would store a result at gets a marked placeholder,
 `<dry-run: computed.sha>`. A state-only call that reads a placeholder stores
@@ -19,7 +19,7 @@ from wfexec.language.expressions import ExpressionError
 from wfexec.language.model import Call, describe_call
 
 # Effects a dry run never lets happen. `llm` is the backend's (the prompt is printed, not sent); `display` prints.
-OUTSIDE_EFFECTS = frozenset({"files", "process", "network", "git"})
+OUTSIDE_EFFECTS = frozenset({"files", "process", "network", "git", "mcp"})
 # Reading files is no change: a check with only this effect runs for real.
 READ_ONLY_CHECK_EFFECTS = frozenset({"files"})
 

@@ -35,8 +35,9 @@ ENTRY_POINT_GROUPS = {PRECONDITION: "wfexec.preconditions", CONSEQUENCE: "wfexec
 BUILTIN_PACKAGE = "wfexec"
 
 # What a type may touch outside the run state. A dry run and a side-effect
-# report are computed from these without running anything.
-EFFECTS = ("files", "process", "network", "git", "llm", "display")
+# report are computed from these without running anything. `mcp`: it calls a tool of an MCP server (starts the
+# server's program; the tool may do anything), governed per server by a v8 workflow's `declared_effects`.
+EFFECTS = ("files", "process", "network", "git", "llm", "display", "mcp")
 
 # Parameter slots whose value is a list of calls compiled recursively.
 NESTED_PRECONDITIONS = "preconditions"   # list of precondition objects

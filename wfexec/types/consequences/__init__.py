@@ -6,7 +6,7 @@
 from importlib import import_module
 
 DOMAINS = ("state", "control", "files", "process", "git", "web", "display", "runlog", "intent", "llm", "corpus",
-           "tools")
+           "tools", "mcp")
 
 
 def __getattr__(name: str):

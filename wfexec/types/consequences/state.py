@@ -17,13 +17,17 @@ if TYPE_CHECKING:
 
 TYPES = TypeList()
 
+# v8 `mcp_tool_call`: the calls made to each `data_mcps` alias in this run (`declared_effects` max_call_count),
+# kept in state so a resumed run goes on counting, and left alone by checkpoints and rollbacks.
+MCP_CALLS = "mcp_calls"
+
 FIELD = {"type": "string", "description": "a state path from the root, e.g. computed.result or config"}
 STORE_AS = {"type": "string", "description": "the state path to store the result at, e.g. computed.sha"}
 
 
 def snapshot_for_checkpoint(state: dict) -> dict:
-    """A deep copy of state without `checkpoints` and `history` (DESIGN §2)."""
-    return {k: copy.deepcopy(v) for k, v in state.items() if k not in ("checkpoints", "history")}
+    """A deep copy of state without `checkpoints`, `history` and the MCP call counts (DESIGN §2)."""
+    return {k: copy.deepcopy(v) for k, v in state.items() if k not in ("checkpoints", "history", MCP_CALLS)}
 
 
 @TYPES.consequence("set_flag", {"flag": {"type": "string"}, "value": {"type": "boolean"}}, ["flag"])
@@ -191,4 +195,6 @@ def rollback_checkpoint(params, ctx):
     restored = copy.deepcopy(saved)
     restored["checkpoints"] = ctx.state["checkpoints"]
     restored["history"] = ctx.state.get("history", [])
+    if MCP_CALLS in ctx.state:  # calls made are made: a rollback does not give back max_call_count
+        restored[MCP_CALLS] = ctx.state[MCP_CALLS]
     ctx.replace_state(restored)
