@@ -1,0 +1,55 @@
+"""An effect step as a Temporal activity: one node run on whichever worker picks it up, heartbeating while it
+runs so that a dead worker's step is noticed within the heartbeat timeout (and retried elsewhere, or asked
+about)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import activity
+
+from wfexec.errors import WfexecError
+from wfexec.running.engine import Run, RunError
+from wfexec.running.prompts import NeedsAnswer
+from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, resolve_target
+
+HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
+
+
+def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
+    workflow = compiled(request["path"], request["source_hash"])
+    node = workflow.nodes[node_id]
+    io = RecordingIo()
+    run = make_run(Run, workflow, request, io, state=state, answers=answers)
+    run.current = node
+    run.step_ms = step_ms  # the step's clock: the workflow's, as a state-only step would read it
+    try:
+        try:
+            outcome = node.kind.execute(node, run)
+        except (RunError, NeedsAnswer):
+            raise
+        except Exception as exc:  # the step's error boundary, as in Run.execute
+            raise run._as_run_error(node, exc) from exc
+        target = resolve_target(run, node, outcome)
+    except NeedsAnswer as waiting:
+        return {"question": question_json(waiting.question), "events": io.events}
+    except RunError as exc:
+        return {"error": error_json(exc), "events": io.events}
+    except WfexecError as exc:
+        return {"error": error_json(RunError(exc.message, exc.hint, exc.where or node.where, node.id)),
+                "events": io.events}
+    state = run.state
+    state.pop("history", None)  # the workflow keeps its own
+    return {"state": state, "target": target, "outcome": outcome.outcome, "events": io.events}
+
+
+@activity.defn(name="wfexec_effect_step")
+async def effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
+    """Run one node with outside effects; return the state after it, where it goes, and what it printed (or the
+    run error it met, or the question it asks: values, not failures, so Temporal never retries them)."""
+    work = asyncio.ensure_future(asyncio.to_thread(_run_node, request, node_id, state, answers, step_ms))
+    while True:
+        done, _ = await asyncio.wait({work}, timeout=HEARTBEAT_EVERY)
+        if done:
+            return work.result()
+        activity.heartbeat(node_id)

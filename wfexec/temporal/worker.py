@@ -1,0 +1,32 @@
+"""`wfexec worker`: one process that runs wfexec runs' workflow code and effect steps from a task queue. Start as
+many as there are machines; each needs the workflow files at the same paths as the person starting runs."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from wfexec.temporal import DEFAULT_TASK_QUEUE
+from wfexec.temporal.steps import Loader, use_loader
+
+
+async def serve(address: str, task_queue: str = DEFAULT_TASK_QUEUE, *, load: Loader,
+                max_concurrent_steps: int = 100) -> None:
+    """Poll the queue until interrupted (KeyboardInterrupt, SIGTERM through wfexec.system.signals)."""
+    from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+    from wfexec.temporal.activities import effect_step
+    from wfexec.temporal.client import connect
+    from wfexec.temporal.workflow_code import WfexecRun
+
+    use_loader(load)
+    client = await connect(address)
+    # Unsandboxed: the engine evaluates expressions in QuickJS (a C extension) and compiles workflows, which
+    # Temporal's import sandbox refuses; the loop is kept deterministic by construction instead
+    # (wfexec.temporal.workflow_code's docstring).
+    worker = Worker(client, task_queue=task_queue, workflows=[WfexecRun], activities=[effect_step],
+                    workflow_runner=UnsandboxedWorkflowRunner(), max_concurrent_activities=max_concurrent_steps)
+    print(f"wfexec worker: serving task queue '{task_queue}' on {address} (Ctrl-C stops it)", file=sys.stderr,
+          flush=True)
+    async with worker:
+        await asyncio.Event().wait()  # until cancelled: the worker's `async with` shuts it down gracefully
