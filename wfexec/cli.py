@@ -621,6 +621,8 @@ def main() -> None:
     signals.install()
     try:
         app()
+    except SystemExit as exc:
+        entrypoints.exit_command(exc.code)
     except KeyboardInterrupt as exc:
         entrypoints.exit_interrupted(exc)
     except BrokenPipeError:

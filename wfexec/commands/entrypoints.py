@@ -42,6 +42,22 @@ def exit_on_closed_output() -> None:
     sys.exit(1)
 
 
+def exit_command(code: Any) -> None:
+    """End the `wfexec` process with this code. After talking to a Temporal cluster, without the interpreter's
+    teardown: the SDK's Rust threads can outlive it and abort the process while it finalizes (temporalio/sdk-python
+    issue 300: "PyGILState_Release: thread state must be current"), turning a finished command into exit -6."""
+    if "wfexec.temporal.client" in sys.modules:
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code if isinstance(code, int) else (0 if code is None else 1))
+    sys.exit(code)
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 

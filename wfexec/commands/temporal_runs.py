@@ -113,7 +113,7 @@ def resume_on_cluster(request, io) -> int:
     async def body() -> int:
         from wfexec.commands.run import _report_waiting
         from wfexec.temporal.client import connect, find, progress, send_answer
-        from wfexec.temporal.steps import question_from_json
+        from wfexec.temporal.steps import RERUN_OR_SKIP, question_from_json
 
         client = await connect(request.temporal)
         handle = await find(client, request.run_id)
@@ -132,7 +132,7 @@ def resume_on_cluster(request, io) -> int:
         if seen is not None and seen["status"] == "waiting":
             question = question_from_json(seen["question"])
             value = pending.get(question.key)
-            if value is None and question.header == "Rerun or skip":
+            if value is None and question.header == RERUN_OR_SKIP:
                 value = pending.get("\0decision")
             if value is None and not request.interactive:
                 return _report_waiting(request, question, handle.id)

@@ -19,6 +19,9 @@ from wfexec.running.prompts import Answers
 
 # The step's "at" in history: the format the SQLite path writes (`wfexec.running.engine._now`).
 AT_FORMAT = "%Y-%m-%dT%H:%M:%S"
+# The header of the question a run asks when a non-idempotent step's attempt was lost (`resume --rerun/--skip`
+# answer it).
+RERUN_OR_SKIP = "Rerun or skip"
 # Seconds without a heartbeat before Temporal gives an effect step's attempt up for lost (its worker died).
 DEFAULT_HEARTBEAT_SECONDS = 10.0
 # A run keeps this many latest steps in `state["history"]`, as a durable run does (HISTORY_WINDOW): the state

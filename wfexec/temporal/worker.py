@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from datetime import timedelta
 
 from wfexec.temporal import DEFAULT_TASK_QUEUE
 from wfexec.temporal.steps import Loader, use_loader
@@ -25,7 +26,10 @@ async def serve(address: str, task_queue: str = DEFAULT_TASK_QUEUE, *, load: Loa
     # Temporal's import sandbox refuses; the loop is kept deterministic by construction instead
     # (wfexec.temporal.workflow_code's docstring).
     worker = Worker(client, task_queue=task_queue, workflows=[WfexecRun], activities=[effect_step],
-                    workflow_runner=UnsandboxedWorkflowRunner(), max_concurrent_activities=max_concurrent_steps)
+                    workflow_runner=UnsandboxedWorkflowRunner(), max_concurrent_activities=max_concurrent_steps,
+                    # A run's workflow tasks go to the worker that has it cached; when that worker dies, another
+                    # takes the run over after this long (the SDK's default is 10 s).
+                    sticky_queue_schedule_to_start_timeout=timedelta(seconds=3))
     print(f"wfexec worker: serving task queue '{task_queue}' on {address} (Ctrl-C stops it)", file=sys.stderr,
           flush=True)
     async with worker:

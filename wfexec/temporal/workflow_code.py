@@ -23,7 +23,8 @@ from wfexec.nodes.base import Choice, Question
 from wfexec.running.engine import EntryGateFailed, Result, Run, RunError, RunStopped
 from wfexec.running.prompts import AnswerError, NeedsAnswer, match_answer
 from wfexec.temporal import WORKFLOW_NAME
-from wfexec.temporal.steps import (AT_FORMAT, DEFAULT_HEARTBEAT_SECONDS, HISTORY_WINDOW, RecordingIo, compiled,
+from wfexec.temporal.steps import (AT_FORMAT, DEFAULT_HEARTBEAT_SECONDS, HISTORY_WINDOW, RERUN_OR_SKIP, RecordingIo,
+                                   compiled,
                                    effect_nodes, error_json, make_run, question_json, resolve_target)
 
 RERUN, SKIP = "rerun", "skip"
@@ -218,7 +219,7 @@ class WfexecRun:
         can_skip = edge is not None and isinstance(getattr(node.spec, edge, None), str)
         choices = (Choice(RERUN, "Run it again"),) + ((Choice(SKIP, "Skip it, as if it succeeded"),) if can_skip else ())
         cause = str(lost.cause or lost)
-        question = Question(node=node.id, header="Rerun or skip",
+        question = Question(node=node.id, header=RERUN_OR_SKIP,
                             text=f"'{node.id}' was running when its worker was lost ({cause}), and it is not safe to "
                                  "run twice; it may or may not have finished. Run it again or skip it?",
                             choices=choices, allow_other=False, dynamic=False)
