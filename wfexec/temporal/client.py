@@ -137,14 +137,26 @@ async def send_answer(handle: WorkflowHandle, key: str, value: Any) -> None:
                             "`wfexec show RUN --temporal ...` shows what the run waits for") from None
 
 
+# A workflow execution's status on the cluster, in the words `wfexec runs` uses for SQLite runs.
+_CLUSTER_STATUS = {
+    WorkflowExecutionStatus.RUNNING: "running", WorkflowExecutionStatus.COMPLETED: "completed",
+    WorkflowExecutionStatus.CANCELED: "cancelled", WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.TERMINATED: "cancelled", WorkflowExecutionStatus.TIMED_OUT: "failed",
+    WorkflowExecutionStatus.CONTINUED_AS_NEW: "running",
+}
+
+
 async def list_runs(client: Client, limit: int) -> list[dict]:
     rows = []
     async for wf in client.list_workflows(f'WorkflowType="{WORKFLOW_NAME}"', limit=limit or None):
         memo = await wf.memo()
-        status = wf.status.name.lower() if wf.status is not None else "unknown"
+        status = _CLUSTER_STATUS.get(wf.status, "unknown") if wf.status is not None else "unknown"
         row = {"id": wf.id, "workflow": memo.get("workflow", ""), "status": status, "current_node": None,
                "started": wf.start_time.isoformat(timespec="seconds") if wf.start_time else None}
-        if wf.status == WorkflowExecutionStatus.RUNNING:
+        if wf.status == WorkflowExecutionStatus.COMPLETED:  # completed on the cluster; its ending says how
+            outcome = await client.get_workflow_handle(wf.id).result()
+            row["status"] = outcome.get("status", "completed")
+        elif wf.status == WorkflowExecutionStatus.RUNNING:
             seen = await progress(client.get_workflow_handle(wf.id))
             if seen is not None:
                 row["status"] = seen["status"] if seen["status"] != "finished" else "running"
@@ -168,5 +180,5 @@ async def describe(client: Client, handle: WorkflowHandle) -> dict:
         out.update(outcome)
         out["state"] = (outcome.get("result") or {}).get("state")
     else:
-        out["status"] = out["cluster_status"].replace("canceled", "cancelled")
+        out["status"] = _CLUSTER_STATUS.get(description.status, "unknown") if description.status else "unknown"
     return out
