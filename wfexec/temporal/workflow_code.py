@@ -14,13 +14,13 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, TemporalError
 
 from wfexec.durable.store import ending_status
 from wfexec.language.model import Node, Workflow
 from wfexec.language.paths import PathError, parse_path, set_path
 from wfexec.nodes.base import Choice, Question
-from wfexec.running.engine import EntryGateFailed, Result, Run, RunError, RunStopped
+from wfexec.running.engine import EntryGateFailed, InternalError, Result, Run, RunError, RunStopped
 from wfexec.running.prompts import AnswerError, NeedsAnswer, match_answer
 from wfexec.temporal import WORKFLOW_NAME
 from wfexec.temporal.steps import (AT_FORMAT, DEFAULT_HEARTBEAT_SECONDS, HISTORY_WINDOW, RERUN_OR_SKIP, RecordingIo,
@@ -70,6 +70,15 @@ class WfexecRun:
             outcome = {"status": "stopped", "error": error_json(exc)}
         except RunError as exc:
             outcome = {"status": "failed", "error": error_json(exc)}
+        except TemporalError:
+            raise  # Temporal's own (nondeterminism, a lost activity not handled): for Temporal to act on
+        except Exception as exc:
+            # A bug outside any node (the loop, a handler's contract): the run fails saying so. Left to Temporal,
+            # the workflow task would be retried forever and the run would hang as `running`.
+            error = InternalError(f"internal error: {type(exc).__name__}: {exc}",
+                                  "a bug in wfexec; please report it with the worker's output", None, self.current)
+            workflow.logger.exception("wfexec run failed with an internal error")
+            outcome = {"status": "failed", "error": error_json(error)}
         else:
             outcome = {"status": ending_status(result.type),
                        "result": {**result.to_json(), "silent": result.silent}}
