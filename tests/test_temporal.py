@@ -24,6 +24,7 @@ pytestmark = pytest.mark.temporal
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "skills" / "quickstart"
 WAIT_FOR_FILE = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file.yaml"
+EDGES = ROOT / "tests" / "workflows" / "temporal" / "edges.yaml"
 WAIT_FOR_FILE_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file_idempotent.yaml"
 # How soon a killed worker's step is given up: short, so a test need not wait the default 10 s.
 HEARTBEAT_SECONDS = "2"
@@ -197,6 +198,16 @@ def test_a_question_parks_the_run_and_resume_answers_it(server, workers, tmp_pat
     assert json.loads(shown.stdout)["result"]["ending"] == "done"
     again = wfexec(server, "resume", run_id, "--answer", "ask_mood=plain", cwd=tmp_path, check_code=2)
     assert "already finished" in again.stderr
+
+
+def test_an_entry_gate_and_an_ending_that_touch_files_behave_as_on_sqlite(server, workers, tmp_path):
+    refused = wfexec(server, "run", EDGES, cwd=tmp_path, check_code=1)
+    assert refused.stderr == "Entry gate failed: ready.txt is missing\n"
+    (tmp_path / "ready.txt").touch()
+    done = wfexec(server, "run", EDGES, "--format", "json", cwd=tmp_path, check_code=0)
+    assert json.loads(done.stdout)["message"] == "noted: yes"
+    assert json.loads(done.stdout)["steps"] == 1
+    assert (tmp_path / "ended.txt").read_text() == "ended after yes"
 
 
 def test_cancel_ends_a_waiting_run(server, workers, tmp_path):

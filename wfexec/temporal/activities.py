@@ -9,7 +9,7 @@ import asyncio
 from temporalio import activity
 
 from wfexec.errors import WfexecError
-from wfexec.running.engine import Run, RunError
+from wfexec.running.engine import EntryGateFailed, Run, RunError
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, resolve_target
 
@@ -43,13 +43,41 @@ def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: 
     return {"state": state, "target": target, "outcome": outcome.outcome, "events": io.events}
 
 
+def _run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> dict:
+    """The entry gate, or an ending (its v8 consequences and its rendered result), for the runs where they touch
+    the world."""
+    workflow = compiled(request["path"], request["source_hash"])
+    io = RecordingIo()
+    run = make_run(Run, workflow, request, io, state=state)
+    try:
+        if what == "entry":
+            run.check_entry()
+            return {"events": io.events}
+        result = run.finish(workflow.endings[str(ending_id)])
+    except RunError as exc:
+        return {"error": error_json(exc), "entry_gate": isinstance(exc, EntryGateFailed), "events": io.events}
+    state = run.state
+    state.pop("history", None)
+    return {"result": {**result.to_json(), "silent": result.silent, "state": None}, "state": state,
+            "events": io.events}
+
+
+@activity.defn(name="wfexec_run_edge")
+async def run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> dict:
+    return await _heartbeating(node_label=what, work=asyncio.to_thread(_run_edge, request, what, ending_id, state))
+
+
+async def _heartbeating(node_label: str, work) -> dict:
+    task = asyncio.ensure_future(work)
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_EVERY)
+        if done:
+            return task.result()
+        activity.heartbeat(node_label)
+
+
 @activity.defn(name="wfexec_effect_step")
 async def effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
     """Run one node with outside effects; return the state after it, where it goes, and what it printed (or the
     run error it met, or the question it asks: values, not failures, so Temporal never retries them)."""
-    work = asyncio.ensure_future(asyncio.to_thread(_run_node, request, node_id, state, answers, step_ms))
-    while True:
-        done, _ = await asyncio.wait({work}, timeout=HEARTBEAT_EVERY)
-        if done:
-            return work.result()
-        activity.heartbeat(node_id)
+    return await _heartbeating(node_id, asyncio.to_thread(_run_node, request, node_id, state, answers, step_ms))

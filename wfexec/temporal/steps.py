@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from wfexec.durable.journal import has_outside_effects, is_idempotent
+from wfexec.durable.journal import OUTSIDE_EFFECTS, has_outside_effects, is_idempotent
 from wfexec.language.model import Node, Workflow
 from wfexec.running.engine import Options, Run, RunError
 from wfexec.running.prompts import Answers
@@ -76,6 +76,12 @@ def effect_nodes(workflow: Workflow) -> dict[str, bool]:
     """Node id → idempotent, for the nodes that touch the world (the SQLite journal's own test)."""
     return {node_id: is_idempotent(workflow, node) for node_id, node in workflow.nodes.items()
             if has_outside_effects(workflow, node)}
+
+
+def touches_the_world(calls) -> bool:
+    """Whether any of these calls (an entry gate's preconditions, an ending's consequences), nested ones included,
+    has outside effects: then it runs in an activity, as an effect step does, never in the workflow code."""
+    return any(OUTSIDE_EFFECTS & set(inner.spec.effects) for call in calls for inner in call.walk())
 
 
 class RecordingIo:

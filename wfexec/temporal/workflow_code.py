@@ -24,8 +24,8 @@ from wfexec.running.engine import EntryGateFailed, InternalError, Result, Run, R
 from wfexec.running.prompts import AnswerError, NeedsAnswer, match_answer
 from wfexec.temporal import WORKFLOW_NAME
 from wfexec.temporal.steps import (AT_FORMAT, DEFAULT_HEARTBEAT_SECONDS, HISTORY_WINDOW, RERUN_OR_SKIP, RecordingIo,
-                                   compiled,
-                                   effect_nodes, error_json, make_run, question_json, resolve_target)
+                                   compiled, effect_nodes, error_json, make_run, question_json, resolve_target,
+                                   touches_the_world)
 
 RERUN, SKIP = "rerun", "skip"
 
@@ -134,7 +134,10 @@ class WfexecRun:
                 raise RunError(f"--set {path}: {exc}", "use a dotted path such as computed.x or flags.ready") from None
         heartbeat = timedelta(seconds=float(request.get("heartbeat_seconds") or DEFAULT_HEARTBEAT_SECONDS))
         effects = effect_nodes(wf)
-        run.check_entry()
+        if touches_the_world(wf.entry_preconditions):
+            await self._edge(run, request, "entry", None, heartbeat)
+        else:
+            run.check_entry()
         nodes, endings = wf.nodes, wf.endings
         node_id = wf.start_node
         history = run.state["history"]
@@ -165,7 +168,31 @@ class WfexecRun:
             node_id = target
         run.current = None
         self.current = node_id
-        return run.finish(endings[node_id])
+        ending = endings[node_id]
+        if touches_the_world(ending.consequences):
+            data = await self._edge(run, request, "ending", node_id, heartbeat)
+            return Result(**{**data, "state": run.state, "steps": run.steps, "run_id": None})
+        return run.finish(ending)
+
+    async def _edge(self, run: Run, request: dict, what: str, ending_id: str | None, heartbeat: timedelta) -> dict:
+        """The entry gate or an ending whose calls touch the world, run as an activity (retried: they are checks,
+        or an ending's best-effort consequences). Returns the ending's rendered result."""
+        state = {k: v for k, v in run.state.items() if k != "history"}
+        done = await workflow.execute_activity(
+            "wfexec_run_edge", args=[request, what, ending_id, state], start_to_close_timeout=timedelta(days=1),
+            heartbeat_timeout=heartbeat, retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
+                                                                  maximum_interval=timedelta(seconds=30)),
+            result_type=dict)
+        self.events.extend(done.get("events") or ())
+        if "error" in done:
+            error = _rebuilt_error(done["error"])
+            raise EntryGateFailed(error.message, error.hint, error.where) if done.get("entry_gate") else error
+        if "state" in done:
+            history = run.state["history"]
+            run.state.clear()
+            run.state.update(done["state"])
+            run.state["history"] = history
+        return done.get("result") or {}
 
     async def _state_step(self, run: Run, node: Node) -> tuple[dict, str]:
         while True:
