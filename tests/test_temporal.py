@@ -210,6 +210,39 @@ def test_an_entry_gate_and_an_ending_that_touch_files_behave_as_on_sqlite(server
     assert (tmp_path / "ended.txt").read_text() == "ended after yes"
 
 
+def test_a_finished_runs_history_replays_deterministically(server, workers, tmp_path):
+    """What Temporal does after a worker dies: replay the workflow code against the recorded history. Any step
+    that read something else than the history (a clock, a file, the environment) would fail the replay."""
+    from temporalio.client import Client
+    from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
+
+    from wfexec.api import load
+    from wfexec.temporal.steps import use_loader
+    from wfexec.temporal.workflow_code import WfexecRun
+
+    parked = run_id_from(wfexec(server, "run", QUICKSTART, cwd=tmp_path, check_code=3).stderr)
+    wfexec(server, "resume", parked, "--answer", "ask_mood=cheerful", cwd=tmp_path, check_code=0)
+    folder = tmp_path / "step"
+    folder.mkdir()
+    (folder / "go").touch()
+    wfexec(server, "run", WAIT_FOR_FILE, "--set", f"computed.dir={folder}", "--format", "json", cwd=tmp_path,
+           check_code=0)
+    effect_run = json.loads(wfexec(server, "runs", "--format", "json", "--limit", "1", cwd=tmp_path,
+                                   check_code=0).stdout)["runs"][0]["id"]
+    use_loader(load)
+
+    async def replay() -> None:
+        client = await Client.connect(server.address)
+        replayer = Replayer(workflows=[WfexecRun], workflow_runner=UnsandboxedWorkflowRunner())
+        for run_id in (parked, effect_run):
+            history = await client.get_workflow_handle(run_id).fetch_history()
+            assert any(event.HasField("activity_task_completed_event_attributes") for event in history.events) \
+                == (run_id == effect_run)
+            await replayer.replay_workflow(history)  # raises on nondeterminism
+
+    asyncio.run(replay())
+
+
 def test_cancel_ends_a_waiting_run(server, workers, tmp_path):
     run_id = run_id_from(wfexec(server, "run", QUICKSTART, cwd=tmp_path, check_code=3).stderr)
     assert wfexec(server, "cancel", run_id, cwd=tmp_path, check_code=0).stdout == f"cancelled run {run_id}\n"
