@@ -303,6 +303,26 @@ def test_a_killed_workers_non_idempotent_step_asks_rerun_or_skip(server, tmp_pat
         pool.stop()
 
 
+def test_a_worker_stops_on_sigterm_even_in_the_middle_of_a_step(server, tmp_path):
+    pool = Workers(server, "stopping", tmp_path)
+    worker = pool.start()
+    folder = tmp_path / "step"
+    folder.mkdir()
+    follower = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(WAIT_FOR_FILE), "--task-queue",
+                                 "stopping", "--set", f"computed.dir={folder}"], env=environment(server), cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: (folder / "started").exists(), 30, "the step to start")
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(10) == 0
+        assert worker.log.read_text().rstrip().endswith("wfexec worker: stopped")  # type: ignore[attr-defined]
+    finally:
+        (folder / "go").touch()
+        follower.kill()
+        follower.wait(10)
+        pool.stop()
+
+
 def test_a_run_waiting_for_an_answer_survives_a_server_restart(server, workers, tmp_path):
     run_id = run_id_from(wfexec(server, "run", QUICKSTART, cwd=tmp_path, check_code=3).stderr)
     server.kill()

@@ -223,6 +223,7 @@ def worker(address: str, task_queue: str, debug: bool) -> int:
         from wfexec.temporal.worker import serve
 
         await serve(address, task_queue, load=load)
+        _error("wfexec worker: stopped")
         return 0
 
     from wfexec.commands.run import report_error

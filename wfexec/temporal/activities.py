@@ -5,6 +5,7 @@ about)."""
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 from temporalio import activity
 
@@ -14,6 +15,9 @@ from wfexec.running.prompts import NeedsAnswer
 from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, resolve_target
 
 HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
+# The threads steps run in. Not asyncio's default executor, which `asyncio.run` waits for when it ends: a worker
+# told to stop must not wait for a long command of a step it gave up (Temporal runs that step again elsewhere).
+STEP_THREADS = ThreadPoolExecutor(max_workers=100, thread_name_prefix="wfexec-step")
 
 
 def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
@@ -64,20 +68,24 @@ def _run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> d
 
 @activity.defn(name="wfexec_run_edge")
 async def run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> dict:
-    return await _heartbeating(node_label=what, work=asyncio.to_thread(_run_edge, request, what, ending_id, state))
+    return await _heartbeating(what, _in_step_thread(_run_edge, request, what, ending_id, state))
 
 
-async def _heartbeating(node_label: str, work) -> dict:
-    task = asyncio.ensure_future(work)
+def _in_step_thread(function, *args) -> asyncio.Future:
+    return asyncio.get_running_loop().run_in_executor(STEP_THREADS, function, *args)
+
+
+async def _heartbeating(label: str, work: asyncio.Future) -> dict:
+    """Wait for the step, telling Temporal every second that this worker is alive and still at it."""
     while True:
-        done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_EVERY)
+        done, _ = await asyncio.wait({work}, timeout=HEARTBEAT_EVERY)
         if done:
-            return task.result()
-        activity.heartbeat(node_label)
+            return work.result()
+        activity.heartbeat(label)
 
 
 @activity.defn(name="wfexec_effect_step")
 async def effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
     """Run one node with outside effects; return the state after it, where it goes, and what it printed (or the
     run error it met, or the question it asks: values, not failures, so Temporal never retries them)."""
-    return await _heartbeating(node_id, asyncio.to_thread(_run_node, request, node_id, state, answers, step_ms))
+    return await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, state, answers, step_ms))

@@ -4,6 +4,7 @@ many as there are machines; each needs the workflow files at the same paths as t
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 from datetime import timedelta
 
@@ -13,7 +14,7 @@ from wfexec.temporal.steps import Loader, use_loader
 
 async def serve(address: str, task_queue: str = DEFAULT_TASK_QUEUE, *, load: Loader,
                 max_concurrent_steps: int = 100) -> None:
-    """Poll the queue until interrupted (KeyboardInterrupt, SIGTERM through wfexec.system.signals)."""
+    """Poll the queue until SIGINT (Ctrl-C), SIGTERM or SIGHUP."""
     from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
     from wfexec.temporal.activities import effect_step, run_edge
@@ -32,5 +33,12 @@ async def serve(address: str, task_queue: str = DEFAULT_TASK_QUEUE, *, load: Loa
                     sticky_queue_schedule_to_start_timeout=timedelta(seconds=3))
     print(f"wfexec worker: serving task queue '{task_queue}' on {address} (Ctrl-C stops it)", file=sys.stderr,
           flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    # The loop's own handlers, not wfexec's (which raise KeyboardInterrupt wherever the main thread is, and the
+    # SDK's tasks may swallow it): the worker then leaves its `async with`, which shuts it down.
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            loop.add_signal_handler(getattr(signal, name), stop.set)
     async with worker:
-        await asyncio.Event().wait()  # until cancelled: the worker's `async with` shuts it down gracefully
+        await stop.wait()
