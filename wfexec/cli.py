@@ -45,6 +45,11 @@ BACKEND_OPTION = typer.Option(None, "--backend", metavar="SPEC", envvar="WFEXEC_
                               help="The LLM backend: claude, claude:model=opus, command:PROGRAM ARGS, replay:FILE.")
 RECORD_OPTION = typer.Option(None, "--record", metavar="FILE", help="Write every LLM reply and answer to a cassette.")
 REPLAY_OPTION = typer.Option(None, "--replay", metavar="FILE", help="Answer LLM steps and questions from a cassette.")
+TEMPORAL_OPTION = typer.Option(None, "--temporal", metavar="HOST:PORT", envvar="WFEXEC_TEMPORAL",
+                               help="Use the Temporal cluster at HOST:PORT instead of the run store "
+                                    "(needs wfexec[temporal]; env WFEXEC_TEMPORAL).")
+TASK_QUEUE_OPTION = typer.Option("wfexec", "--task-queue", metavar="QUEUE",
+                                 help="The Temporal task queue the workers serve (with --temporal).")
 
 
 class OutputFormat(str, Enum):
@@ -113,6 +118,8 @@ def run(
     backend: Optional[str] = BACKEND_OPTION,
     record: Optional[Path] = RECORD_OPTION,
     replay: Optional[Path] = REPLAY_OPTION,
+    temporal: Optional[str] = TEMPORAL_OPTION,
+    task_queue: str = TASK_QUEUE_OPTION,
 ):
     """Run a workflow to one of its endings. The run is recorded so it can be resumed."""
     raise typer.Exit(_call(entrypoints.run, **locals()))
@@ -137,6 +144,8 @@ def resume(
     backend: Optional[str] = BACKEND_OPTION,
     record: Optional[Path] = RECORD_OPTION,
     replay: Optional[Path] = REPLAY_OPTION,
+    temporal: Optional[str] = TEMPORAL_OPTION,
+    task_queue: str = TASK_QUEUE_OPTION,
 ):
     """Continue a run that is waiting for an answer or was stopped."""
     raise typer.Exit(_call(entrypoints.resume, **locals()))
@@ -184,6 +193,7 @@ def runs(
     limit: int = typer.Option(50, "--limit", min=0, metavar="N", help="List the newest N runs (0: all of them)."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     store: Optional[Path] = STORE_OPTION,
+    temporal: Optional[str] = TEMPORAL_OPTION,
 ):
     """List recorded runs, newest first."""
     raise typer.Exit(_call(entrypoints.runs, **locals()))
@@ -197,6 +207,7 @@ def show(
                                         help="Print what a states agent was sent and replied, state by state."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     store: Optional[Path] = STORE_OPTION,
+    temporal: Optional[str] = TEMPORAL_OPTION,
 ):
     """Show a run: status, current node, pending question, last error, history with timings."""
     raise typer.Exit(_call(entrypoints.show, **locals()))
@@ -216,9 +227,22 @@ def mcp(
 def cancel(
     run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of it)."),
     store: Optional[Path] = STORE_OPTION,
+    temporal: Optional[str] = TEMPORAL_OPTION,
 ):
     """Cancel a run that is waiting or stopped, so it is never resumed."""
     raise typer.Exit(_call(entrypoints.cancel, **locals()))
+
+
+@app.command()
+def worker(
+    temporal: str = typer.Option(..., "--temporal", metavar="HOST:PORT", envvar="WFEXEC_TEMPORAL",
+                                 help="The Temporal cluster to serve (env WFEXEC_TEMPORAL)."),
+    task_queue: str = TASK_QUEUE_OPTION,
+):
+    """Run the steps of runs started with --temporal, until Ctrl-C (needs wfexec[temporal])."""
+    from wfexec.commands.temporal_runs import worker as serve_worker
+
+    raise typer.Exit(serve_worker(temporal, task_queue, _state["debug"]))
 
 
 # --------------------------------------------------------------------------- #
@@ -597,6 +621,8 @@ def main() -> None:
     signals.install()
     try:
         app()
+    except SystemExit as exc:
+        entrypoints.exit_command(exc.code)
     except KeyboardInterrupt as exc:
         entrypoints.exit_interrupted(exc)
     except BrokenPipeError:

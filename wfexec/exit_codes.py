@@ -12,6 +12,7 @@ ENDING_FAILED = 1   # a failure/error/cancelled ending, a failed entry gate, a r
 INVALID = 2         # the workflow is invalid, or the command line is wrong
 WAITING = 3         # the run waits for an answer (or a decision) before it can go on
 STOPPED = 4         # step budget, interrupt, no backend
+UNAVAILABLE = 5     # the Temporal cluster cannot be reached, or wfexec[temporal] is not installed
 
 # Ending types and run statuses (store, `wfexec states`) alike.
 _BY_WORD = {
@@ -20,6 +21,7 @@ _BY_WORD = {
     "invalid": INVALID,
     "waiting": WAITING,
     "stopped": STOPPED,
+    "unavailable": UNAVAILABLE,
 }
 
 

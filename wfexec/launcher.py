@@ -172,4 +172,4 @@ def main() -> None:
         entrypoints.exit_interrupted(exc)
     except BrokenPipeError:
         entrypoints.exit_on_closed_output()
-    sys.exit(code)
+    entrypoints.exit_command(code)

@@ -42,6 +42,22 @@ def exit_on_closed_output() -> None:
     sys.exit(1)
 
 
+def exit_command(code: Any) -> None:
+    """End the `wfexec` process with this code. After talking to a Temporal cluster, without the interpreter's
+    teardown: the SDK's Rust threads can outlive it and abort the process while it finalizes (temporalio/sdk-python
+    issue 300: "PyGILState_Release: thread state must be current"), turning a finished command into exit -6."""
+    if "wfexec.temporal.client" in sys.modules:
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code if isinstance(code, int) else (0 if code is None else 1))
+    sys.exit(code)
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
@@ -129,14 +145,16 @@ def run(path: Path, input: Sequence[str] = (), input_file: Path | None = None, s
         answer: Sequence[str] = (), answers: Sequence[Path] = (), non_interactive: bool = False,
         max_steps: int = 10_000, trace: bool = False, dry_run: bool = False, state_out: Path | None = None,
         format: str = "text", store: Path | None = None, ephemeral: bool = False, backend: str | None = None,
-        record: Path | None = None, replay: Path | None = None, debug: bool = False) -> int:
+        record: Path | None = None, replay: Path | None = None, temporal: str | None = None,
+        task_queue: str = "wfexec", debug: bool = False) -> int:
     from wfexec.commands.run import RunRequest, execute_run
 
     request = RunRequest(path=path, inputs=list(input), input_file=input_file, overrides=list(set_),
                          answers=list(answer), answer_files=list(answers), interactive=interactive(non_interactive),
                          max_steps=max_steps, trace=trace, dry_run=dry_run, state_out=state_out,
                          json_output=format == "json", debug=debug, store=store, ephemeral=ephemeral,
-                         backend=backend, record=record, replay=replay)
+                         backend=backend, record=record, replay=replay, temporal=temporal or None,
+                         task_queue=task_queue)
     return execute_run(request)
 
 
@@ -144,7 +162,8 @@ def resume(run_id: str, answer: Sequence[str] = (), answers: Sequence[Path] = ()
            rerun: bool = False, skip: bool = False, accept_changes: bool = False, max_steps: int = 10_000,
            trace: bool = False, dry_run: bool = False, state_out: Path | None = None, format: str = "text",
            store: Path | None = None, backend: str | None = None, record: Path | None = None,
-           replay: Path | None = None, debug: bool = False) -> int:
+           replay: Path | None = None, temporal: str | None = None, task_queue: str = "wfexec",
+           debug: bool = False) -> int:
     from wfexec.commands.run import RunRequest, execute_resume
 
     if rerun and skip:
@@ -156,7 +175,7 @@ def resume(run_id: str, answer: Sequence[str] = (), answers: Sequence[Path] = ()
                          interactive=interactive(non_interactive), max_steps=max_steps, trace=trace,
                          dry_run=dry_run, state_out=state_out, json_output=format == "json", debug=debug,
                          store=store, rerun=rerun, skip=skip, accept_changes=accept_changes, backend=backend,
-                         record=record, replay=replay)
+                         record=record, replay=replay, temporal=temporal or None, task_queue=task_queue)
     return execute_resume(request)
 
 
@@ -174,24 +193,42 @@ def states(path: Path, input: str | None = None, start: str | None = None, budge
 
 
 def runs(status: str | None = None, limit: int = 50, format: str = "text", store: Path | None = None,
-         debug: bool = False) -> int:
+         temporal: str | None = None, debug: bool = False) -> int:
     from wfexec.commands.runs import list_runs
+
+    if temporal:
+        from wfexec.commands.temporal_runs import list_on_cluster
+
+        return list_on_cluster(temporal, getattr(status, "value", status) or None, format == "json", limit, debug)
 
     return _store_command(lambda: list_runs(store, getattr(status, "value", status) or None, format == "json",
                                             limit=limit))
 
 
 def show(run_id: str, state: bool = False, agent: str | None = None, format: str = "text",
-         store: Path | None = None, debug: bool = False) -> int:
+         store: Path | None = None, temporal: str | None = None, debug: bool = False) -> int:
     from wfexec.commands.runs import show_agent, show_run
+
+    if temporal:
+        if agent is not None:
+            raise CommandLineError("--agent shows a states node's agents, which do not run on a Temporal cluster yet",
+                                   param_hint="--agent")
+        from wfexec.commands.temporal_runs import show_on_cluster
+
+        return show_on_cluster(temporal, run_id, state, format == "json", debug)
 
     if agent is not None:
         return _store_command(lambda: show_agent(store, run_id, agent, as_json=format == "json"))
     return _store_command(lambda: show_run(store, run_id, with_state=state, as_json=format == "json"))
 
 
-def cancel(run_id: str, store: Path | None = None, debug: bool = False) -> int:
+def cancel(run_id: str, store: Path | None = None, temporal: str | None = None, debug: bool = False) -> int:
     from wfexec.commands.runs import cancel_run
+
+    if temporal:
+        from wfexec.commands.temporal_runs import cancel_on_cluster
+
+        return cancel_on_cluster(temporal, run_id, debug)
 
     return _store_command(lambda: cancel_run(store, run_id))
 

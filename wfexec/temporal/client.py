@@ -1,0 +1,184 @@
+"""The person's side of a run on the cluster: start it, follow it until it ends or waits, answer it, list, show and
+cancel runs. Returns plain dicts; `wfexec.commands.temporal_runs` prints them as the SQLite commands do."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import timedelta
+from typing import Any, Callable
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
+
+from wfexec.durable.store import new_run_id
+from wfexec.errors import WfexecError
+from wfexec.language.model import Workflow
+from wfexec.temporal import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, TemporalUnavailable
+from wfexec.temporal.steps import DEFAULT_HEARTBEAT_SECONDS, env_names
+
+NAMESPACE = "default"
+POLL_SECONDS = 0.1
+QUERY_TIMEOUT = timedelta(seconds=2)
+NO_WORKER_NOTE_AFTER = 5.0  # seconds a run may go unpicked before the person is told to start a worker
+HEARTBEAT_VARIABLE = "WFEXEC_TEMPORAL_HEARTBEAT"  # seconds; how soon a dead worker's effect step is given up
+
+
+class RunNotFound(WfexecError):
+    outcome = "invalid"
+
+
+class AnswerRefused(WfexecError):
+    outcome = "invalid"
+
+
+async def connect(address: str) -> Client:
+    try:
+        return await Client.connect(address, namespace=NAMESPACE)
+    except Exception as exc:  # the SDK reports an unreachable server as a RuntimeError from its core
+        detail = str(exc)
+        why = "connection refused" if "refused" in detail.lower() else detail[:200]
+        raise TemporalUnavailable(f"cannot reach the Temporal server at {address} ({why})",
+                                  "start one (`temporal server start-dev`), or check --temporal / WFEXEC_TEMPORAL") \
+            from None
+
+
+def unavailable(address: str, exc: RPCError) -> TemporalUnavailable:
+    return TemporalUnavailable(f"the Temporal server at {address} failed: {exc.message}",
+                               "check that it is running, then run the command again")
+
+
+def run_request(workflow: Workflow, *, inputs: dict, overrides: dict, answers: dict, max_steps: int) -> dict:
+    """What the workflow code is started with: everything it needs from this process, and nothing more."""
+    heartbeat = float(os.environ.get(HEARTBEAT_VARIABLE) or DEFAULT_HEARTBEAT_SECONDS)
+    return {"path": str(workflow.path.resolve()), "source_hash": workflow.source_hash, "inputs": inputs,
+            "overrides": overrides, "answers": answers, "max_steps": max_steps, "cwd": os.getcwd(),
+            "env": {name: os.environ[name] for name in env_names(workflow) if name in os.environ},
+            "heartbeat_seconds": heartbeat}
+
+
+async def start(client: Client, workflow: Workflow, request: dict, task_queue: str) -> WorkflowHandle:
+    return await client.start_workflow(WORKFLOW_NAME, request, id=new_run_id(), task_queue=task_queue,
+                                       memo={"workflow": workflow.name, "path": request["path"]})
+
+
+async def find(client: Client, run_id: str) -> WorkflowHandle:
+    """The run with this id, or the one whose id starts with it."""
+    handle = client.get_workflow_handle(run_id)
+    try:
+        await handle.describe()
+        return handle
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+    matches = [wf.id async for wf in client.list_workflows(f'WorkflowType="{WORKFLOW_NAME}"', limit=1000)
+               if wf.id.startswith(run_id)]
+    if len(set(matches)) == 1:
+        return client.get_workflow_handle(matches[0])
+    if not matches:
+        raise RunNotFound(f"no run '{run_id}' on the cluster", "`wfexec runs --temporal ...` lists them")
+    raise RunNotFound(f"'{run_id}' names several runs: {', '.join(sorted(set(matches))[:5])}", "give more of the id")
+
+
+async def progress(handle: WorkflowHandle) -> dict | None:
+    """The run's own account (status running/waiting/finished, current node, question), or None when no worker
+    answers yet."""
+    try:
+        return await handle.query("progress", rpc_timeout=QUERY_TIMEOUT, result_type=dict)
+    except Exception:  # no worker yet, the first workflow task not done, a worker restarting: ask again later
+        return None
+
+
+async def follow(handle: WorkflowHandle, printed: int, show: Callable[[list], None], note: Callable[[str], None],
+                 task_queue: str, address: str) -> dict:
+    """Wait until the run ends or waits for an answer, showing what it prints as it goes. Returns the workflow's
+    result for an ended run, `{"status": "waiting", "question": ...}` for a waiting one."""
+    loop = asyncio.get_running_loop()
+    since = loop.time()
+    noted = False
+    while True:
+        description = await handle.describe()
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            break
+        seen = await progress(handle)
+        if seen is None:
+            if not noted and loop.time() - since > NO_WORKER_NOTE_AFTER:
+                note(f"no worker has taken run {handle.id} yet; start one with: wfexec worker --temporal {address}"
+                     + (f" --task-queue {task_queue}" if task_queue != DEFAULT_TASK_QUEUE else ""))
+                noted = True
+        else:
+            if seen["events"] > printed:
+                events = await handle.query("printed", printed, rpc_timeout=QUERY_TIMEOUT, result_type=list)
+                show(events)
+                printed += len(events)
+            if seen["status"] == "waiting":
+                return {"status": "waiting", "question": seen["question"], "printed": printed}
+        await asyncio.sleep(POLL_SECONDS)
+    status = description.status
+    if status == WorkflowExecutionStatus.COMPLETED:
+        outcome: dict = await handle.result()
+        show(outcome.get("events", [])[printed:])
+        return outcome
+    if status == WorkflowExecutionStatus.CANCELED:
+        return {"status": "cancelled", "error": {"text": f"run {handle.id} was cancelled", "outcome": "failed"}}
+    ended = status.name.lower() if status is not None else "unknown"
+    return {"status": "failed", "error": {"text": f"run {handle.id} ended on the cluster as {ended}",
+                                          "outcome": "failed"}}
+
+
+async def send_answer(handle: WorkflowHandle, key: str, value: Any) -> None:
+    from temporalio.client import WorkflowUpdateFailedError
+
+    try:
+        await handle.execute_update("answer", {"key": key, "value": value})
+    except WorkflowUpdateFailedError as exc:
+        cause = exc.cause
+        raise AnswerRefused(getattr(cause, "message", None) or str(cause or exc),
+                            "`wfexec show RUN --temporal ...` shows what the run waits for") from None
+
+
+# A workflow execution's status on the cluster, in the words `wfexec runs` uses for SQLite runs.
+_CLUSTER_STATUS = {
+    WorkflowExecutionStatus.RUNNING: "running", WorkflowExecutionStatus.COMPLETED: "completed",
+    WorkflowExecutionStatus.CANCELED: "cancelled", WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.TERMINATED: "cancelled", WorkflowExecutionStatus.TIMED_OUT: "failed",
+    WorkflowExecutionStatus.CONTINUED_AS_NEW: "running",
+}
+
+
+async def list_runs(client: Client, limit: int) -> list[dict]:
+    rows = []
+    async for wf in client.list_workflows(f'WorkflowType="{WORKFLOW_NAME}"', limit=limit or None):
+        memo = await wf.memo()
+        status = _CLUSTER_STATUS.get(wf.status, "unknown") if wf.status is not None else "unknown"
+        row = {"id": wf.id, "workflow": memo.get("workflow", ""), "status": status, "current_node": None,
+               "started": wf.start_time.isoformat(timespec="seconds") if wf.start_time else None}
+        if wf.status == WorkflowExecutionStatus.COMPLETED:  # completed on the cluster; its ending says how
+            outcome = await client.get_workflow_handle(wf.id).result()
+            row["status"] = outcome.get("status", "completed")
+        elif wf.status == WorkflowExecutionStatus.RUNNING:
+            seen = await progress(client.get_workflow_handle(wf.id))
+            if seen is not None:
+                row["status"] = seen["status"] if seen["status"] != "finished" else "running"
+                row["current_node"] = seen["current_node"]
+        rows.append(row)
+    return rows
+
+
+async def describe(client: Client, handle: WorkflowHandle) -> dict:
+    description = await handle.describe()
+    memo = await description.memo()
+    out: dict = {"id": handle.id, "workflow": memo.get("workflow", ""), "path": memo.get("path", ""),
+                 "cluster_status": description.status.name.lower() if description.status else "unknown"}
+    if description.status == WorkflowExecutionStatus.RUNNING:
+        seen = await progress(handle)
+        out.update(seen or {"status": "running"})
+        if seen is not None:
+            out["state"] = await handle.query("snapshot", rpc_timeout=QUERY_TIMEOUT, result_type=dict)
+    elif description.status == WorkflowExecutionStatus.COMPLETED:
+        outcome = await handle.result()
+        out.update(outcome)
+        out["state"] = (outcome.get("result") or {}).get("state")
+    else:
+        out["status"] = _CLUSTER_STATUS.get(description.status, "unknown") if description.status else "unknown"
+    return out

@@ -1,0 +1,165 @@
+"""What the workflow code and the activities share, free of Temporal: the run as they rebuild it, the output a
+run prints (kept to be printed by the command that follows the run), and the compiled workflow, loaded once per
+worker.
+
+A run's outside world reaches Temporal's history only through what is written here: its request (paths,
+inputs, answers, the `env.` names it reads), what each effect step returned, and the answers given.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from wfexec.durable.journal import OUTSIDE_EFFECTS, has_outside_effects, is_idempotent
+from wfexec.language.model import Node, Workflow
+from wfexec.running.engine import Options, Run, RunError
+from wfexec.running.prompts import Answers
+
+# The step's "at" in history: the format the SQLite path writes (`wfexec.running.engine._now`).
+AT_FORMAT = "%Y-%m-%dT%H:%M:%S"
+# The header of the question a run asks when a non-idempotent step's attempt was lost (`resume --rerun/--skip`
+# answer it).
+RERUN_OR_SKIP = "Rerun or skip"
+# Seconds without a heartbeat before Temporal gives an effect step's attempt up for lost (its worker died).
+DEFAULT_HEARTBEAT_SECONDS = 10.0
+# A run keeps this many latest steps in `state["history"]`, as a durable run does (HISTORY_WINDOW): the state
+# goes to every effect step and back, so it must not grow with the run's length.
+HISTORY_WINDOW = 1000
+
+Loader = Callable[[str], Workflow]
+_workflows: dict[str, Workflow] = {}
+_loader: list[Loader] = []
+
+
+def use_loader(load: Loader) -> None:
+    """How this worker compiles a workflow file (`wfexec.api.load`, given by the command that starts it)."""
+    _loader[:] = [load]
+    _workflows.clear()
+
+
+def compiled(path: str, source_hash: str) -> Workflow:
+    """The workflow the run started with. A file changed since then would make replaying the run take other
+    paths than the run took: refused, with what to do."""
+    workflow = _workflows.get(path)
+    if workflow is None or workflow.source_hash != source_hash:
+        if not _loader:
+            raise RunError("this process cannot load workflows (no loader)", "start workers with `wfexec worker`")
+        try:
+            workflow = _workflows[path] = _loader[0](path)
+        except Exception as exc:  # an invalid or missing file: the run fails with why, it does not hang
+            message = getattr(exc, "message", None) or str(exc)
+            raise RunError(f"cannot load the workflow {path} on this worker: {message}",
+                           "give every worker the same files, at the same paths") from None
+    if workflow.source_hash != source_hash:
+        raise RunError(f"the workflow {path} changed since the run started, or this worker sees another copy",
+                       "give every worker the same files; start a new run for the new version")
+    return workflow
+
+
+_ENV_NAME = re.compile(r"\benv\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def env_names(workflow: Workflow) -> list[str]:
+    """The environment variables a workflow's expressions may read (`env.NAME` in its file). Only these travel
+    with the run: the whole environment of the person starting it (tokens included) would be stored in the
+    cluster's history."""
+    try:
+        text = Path(workflow.path).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    return sorted(set(_ENV_NAME.findall(text)))
+
+
+def effect_nodes(workflow: Workflow) -> dict[str, bool]:
+    """Node id → idempotent, for the nodes that touch the world (the SQLite journal's own test)."""
+    return {node_id: is_idempotent(workflow, node) for node_id, node in workflow.nodes.items()
+            if has_outside_effects(workflow, node)}
+
+
+def touches_the_world(calls) -> bool:
+    """Whether any of these calls (an entry gate's preconditions, an ending's consequences), nested ones included,
+    has outside effects: then it runs in an activity, as an effect step does, never in the workflow code."""
+    return any(OUTSIDE_EFFECTS & set(inner.spec.effects) for call in calls for inner in call.walk())
+
+
+class RecordingIo:
+    """The `Io` of a run on the cluster: what the run prints is kept as events, which the command following
+    the run prints (`wfexec.commands.temporal_runs`). Nobody is at a terminal here: a question parks the run."""
+
+    tracing = False
+
+    def __init__(self, events: list | None = None):
+        self.events: list = events if events is not None else []
+
+    def print(self, text: str = "") -> None:
+        self.events.append(["print", str(text)])
+
+    def markdown(self, text: str) -> None:
+        self.events.append(["markdown", str(text)])
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> None:
+        self.events.append(["table", [str(h) for h in headers], [[str(c) for c in row] for row in rows], title])
+
+    def error(self, text: str) -> None:
+        self.events.append(["error", str(text)])
+
+    def trace(self, text: str) -> None:
+        pass
+
+    def ask(self, question) -> Any:
+        return None  # never called: runs on the cluster are not interactive
+
+
+def replay_events(events: Sequence, io) -> None:
+    """Print recorded events through a real `Io`."""
+    for event in events:
+        kind = event[0]
+        if kind == "print":
+            io.print(event[1])
+        elif kind == "markdown":
+            io.markdown(event[1])
+        elif kind == "table":
+            io.table(event[1], event[2], event[3])
+        elif kind == "error":
+            io.error(event[1])
+
+
+def make_run(run_class: type[Run], workflow: Workflow, request: dict, io, state: dict | None = None,
+             answers: dict | None = None) -> Run:
+    """A Run as the request describes it (the workflow code's, or an activity's for one step)."""
+    options = Options(max_steps=int(request.get("max_steps") or 10_000), interactive=False,
+                      answers=Answers(answers if answers is not None else request.get("answers") or {}),
+                      cwd=Path(request["cwd"]))
+    run = run_class(workflow, io=io, options=options, inputs=request.get("inputs") or {}, state=state)
+    # What `env.` reads: what was sent with the run (see env_names), the same in every process and replay.
+    run.extras["env"] = dict(request.get("env") or {})
+    return run
+
+
+def error_json(exc: RunError) -> dict:
+    """A run error as the command that follows the run reports it."""
+    return {"outcome": exc.outcome, "text": exc.format(), **exc.to_json()}
+
+
+def question_json(question) -> dict:
+    return {"node": question.node, "key": question.key, "text": question.text, "header": question.header,
+            "choices": [{"id": c.id, "label": c.label, "description": c.description} for c in question.choices],
+            "allow_other": question.allow_other, "dynamic": question.dynamic, "asker": question.asker}
+
+
+def question_from_json(data: dict):
+    from wfexec.nodes.base import Choice, Question
+
+    return Question(node=data["node"], text=data["text"], header=data.get("header") or "",
+                    choices=tuple(Choice(c["id"], c["label"], c.get("description") or "") for c in data["choices"]),
+                    allow_other=bool(data.get("allow_other")), dynamic=bool(data.get("dynamic")),
+                    asker=data.get("asker") or "")
+
+
+def resolve_target(run: Run, node: Node, outcome) -> str:
+    target = outcome.target
+    if type(target) is not str:
+        target = run._resolve_target(node, outcome)
+    return target

@@ -1,0 +1,44 @@
+"""`wfexec worker`: one process that runs wfexec runs' workflow code and effect steps from a task queue. Start as
+many as there are machines; each needs the workflow files at the same paths as the person starting runs."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from datetime import timedelta
+
+from wfexec.temporal import DEFAULT_TASK_QUEUE
+from wfexec.temporal.steps import Loader, use_loader
+
+
+async def serve(address: str, task_queue: str = DEFAULT_TASK_QUEUE, *, load: Loader,
+                max_concurrent_steps: int = 100) -> None:
+    """Poll the queue until SIGINT (Ctrl-C), SIGTERM or SIGHUP."""
+    from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+    from wfexec.temporal.activities import effect_step, run_edge
+    from wfexec.temporal.client import connect
+    from wfexec.temporal.workflow_code import WfexecRun
+
+    use_loader(load)
+    client = await connect(address)
+    # Unsandboxed: the engine evaluates expressions in QuickJS (a C extension) and compiles workflows, which
+    # Temporal's import sandbox refuses; the loop is kept deterministic by construction instead
+    # (wfexec.temporal.workflow_code's docstring).
+    worker = Worker(client, task_queue=task_queue, workflows=[WfexecRun], activities=[effect_step, run_edge],
+                    workflow_runner=UnsandboxedWorkflowRunner(), max_concurrent_activities=max_concurrent_steps,
+                    # A run's workflow tasks go to the worker that has it cached; when that worker dies, another
+                    # takes the run over after this long (the SDK's default is 10 s).
+                    sticky_queue_schedule_to_start_timeout=timedelta(seconds=3))
+    print(f"wfexec worker: serving task queue '{task_queue}' on {address} (Ctrl-C stops it)", file=sys.stderr,
+          flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    # The loop's own handlers, not wfexec's (which raise KeyboardInterrupt wherever the main thread is, and the
+    # SDK's tasks may swallow it): the worker then leaves its `async with`, which shuts it down.
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            loop.add_signal_handler(getattr(signal, name), stop.set)
+    async with worker:
+        await stop.wait()

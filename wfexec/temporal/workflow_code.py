@@ -1,0 +1,276 @@
+"""The engine loop as Temporal workflow code.
+
+It is `Run.execute`'s loop, made async so that an effect step can await its activity and a question can await
+its answer. It must be deterministic, since Temporal replays it after a worker dies: the clock is
+`workflow.now()`, expressions read only the `env.` values sent with the run, and everything from outside
+(effect steps' results, answers) comes through Temporal's history.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, TemporalError
+
+from wfexec.durable.store import ending_status
+from wfexec.language.model import Node, Workflow
+from wfexec.language.paths import PathError, parse_path, set_path
+from wfexec.nodes.base import Choice, Question
+from wfexec.running.engine import EntryGateFailed, InternalError, Result, Run, RunError, RunStopped
+from wfexec.running.prompts import AnswerError, NeedsAnswer, match_answer
+from wfexec.temporal import WORKFLOW_NAME
+from wfexec.temporal.steps import (AT_FORMAT, DEFAULT_HEARTBEAT_SECONDS, HISTORY_WINDOW, RERUN_OR_SKIP, RecordingIo,
+                                   compiled, effect_nodes, error_json, make_run, question_json, resolve_target,
+                                   touches_the_world)
+
+RERUN, SKIP = "rerun", "skip"
+
+
+class WorkflowClockRun(Run):
+    """A Run whose expressions read Temporal's clock, and whose sub-workflows do too."""
+
+    def started_ms(self) -> int:
+        if self.step_ms is None:
+            self.step_ms = int(workflow.now().timestamp() * 1000)
+        return self.step_ms
+
+    def run_subworkflow(self, node: Node, workflow_: Workflow, inputs: dict) -> Result:
+        child = WorkflowClockRun(workflow_, io=self.io, options=self.options, inputs=inputs, budget=self.budget)
+        child.extras["env"] = self.extras["env"]
+        return child.execute()
+
+
+def _at() -> str:
+    now = workflow.now()
+    return f"{time.strftime(AT_FORMAT, now.utctimetuple())}.{now.microsecond // 1000:03d}Z"
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class WfexecRun:
+    def __init__(self) -> None:
+        self.status = "running"           # running | waiting | finished
+        self.current: str | None = None
+        self.steps = 0
+        self.question: dict | None = None  # what the run waits for, as question_json gives it
+        self.events: list = []             # what the run printed, for the command following it
+        self.arrived: dict[str, Any] = {}  # answers the `answer` update brought, by question key
+        self.state: dict = {}
+
+    @workflow.run
+    async def run(self, request: dict) -> dict:
+        try:
+            result = await self._execute(request)
+        except EntryGateFailed as exc:
+            outcome = {"status": "failed", "error": {**error_json(exc), "text": exc.message}}
+        except RunStopped as exc:
+            outcome = {"status": "stopped", "error": error_json(exc)}
+        except RunError as exc:
+            outcome = {"status": "failed", "error": error_json(exc)}
+        except TemporalError:
+            raise  # Temporal's own (nondeterminism, a lost activity not handled): for Temporal to act on
+        except Exception as exc:
+            # A bug outside any node (the loop, a handler's contract): the run fails saying so. Left to Temporal,
+            # the workflow task would be retried forever and the run would hang as `running`.
+            error = InternalError(f"internal error: {type(exc).__name__}: {exc}",
+                                  "a bug in wfexec; please report it with the worker's output", None, self.current)
+            workflow.logger.exception("wfexec run failed with an internal error")
+            outcome = {"status": "failed", "error": error_json(error)}
+        else:
+            outcome = {"status": ending_status(result.type),
+                       "result": {**result.to_json(), "silent": result.silent}}
+        self.status, self.question = "finished", None
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return {**outcome, "events": self.events, "steps": self.steps}
+
+    @workflow.query
+    def progress(self) -> dict:
+        return {"status": self.status, "current_node": self.current, "steps": self.steps,
+                "question": self.question, "events": len(self.events)}
+
+    @workflow.query
+    def snapshot(self) -> dict:
+        return self.state
+
+    @workflow.query
+    def printed(self, since: int) -> list:
+        return self.events[since:]
+
+    @workflow.update
+    async def answer(self, given: dict) -> str:
+        self.arrived[given["key"]] = given["value"]
+        self.status, self.question = "running", None
+        return "accepted"
+
+    @answer.validator
+    def _check_answer(self, given: dict) -> None:
+        """Refuse (before anything is recorded) an answer to a question the run does not ask, or one that fits
+        none of its options."""
+        question = self.question
+        if question is None:
+            raise ValueError("the run is not waiting for an answer")
+        if given.get("key") != question["key"]:
+            raise ValueError(f"the run waits for an answer to '{question['key']}', not '{given.get('key')}'")
+        choices = question["choices"]
+        try:
+            match_answer(Question(node=question["node"], text=question["text"], header=question["header"],
+                                  choices=tuple(Choice(c["id"], c["label"]) for c in choices),
+                                  allow_other=question["allow_other"], dynamic=False), given.get("value"))
+        except AnswerError as exc:
+            raise ValueError(str(exc)) from None
+
+    # -- the loop -----------------------------------------------------------
+    async def _execute(self, request: dict) -> Result:
+        wf = compiled(request["path"], request["source_hash"])
+        run = make_run(WorkflowClockRun, wf, request, RecordingIo(self.events))
+        self.state = run.state
+        for path, value in (request.get("overrides") or {}).items():
+            try:
+                set_path(run.state, parse_path(path), value)
+            except (PathError, ValueError) as exc:
+                raise RunError(f"--set {path}: {exc}", "use a dotted path such as computed.x or flags.ready") from None
+        heartbeat = timedelta(seconds=float(request.get("heartbeat_seconds") or DEFAULT_HEARTBEAT_SECONDS))
+        effects = effect_nodes(wf)
+        if touches_the_world(wf.entry_preconditions):
+            await self._edge(run, request, "entry", None, heartbeat)
+        else:
+            run.check_entry()
+        nodes, endings = wf.nodes, wf.endings
+        node_id = wf.start_node
+        history = run.state["history"]
+        while node_id not in endings:
+            node = nodes.get(node_id)
+            if node is None:
+                run.fail(run.current, f"the target '{node_id}' is neither a node nor an ending",
+                         "a computed target must name a node or an ending")
+            run.current = node
+            self.current = node_id
+            run.budget[0] += 1
+            run.steps += 1
+            if run.budget[0] > run.options.max_steps:
+                run.stop(node, f"the run took more than {run.options.max_steps} steps (last at node '{node_id}'); "
+                               f"the loop through '{node_id}' does not end",
+                         "fix the loop's exit condition, or raise --max-steps")
+            if node.max_visits is not None:
+                run._count_visit(node)
+            run.step_ms, run.clock_served = None, False
+            if node_id in effects:
+                outcome, target = await self._effect_step(run, node, request, effects[node_id], heartbeat)
+            else:
+                outcome, target = await self._state_step(run, node)
+            history.append({"node": node_id, "type": node.type, "outcome": outcome, "target": target, "at": _at()})
+            if len(history) > HISTORY_WINDOW:
+                del history[:-HISTORY_WINDOW]
+            self.steps = run.steps
+            node_id = target
+        run.current = None
+        self.current = node_id
+        ending = endings[node_id]
+        if touches_the_world(ending.consequences):
+            data = await self._edge(run, request, "ending", node_id, heartbeat)
+            return Result(**{**data, "state": run.state, "steps": run.steps, "run_id": None})
+        return run.finish(ending)
+
+    async def _edge(self, run: Run, request: dict, what: str, ending_id: str | None, heartbeat: timedelta) -> dict:
+        """The entry gate or an ending whose calls touch the world, run as an activity (retried: they are checks,
+        or an ending's best-effort consequences). Returns the ending's rendered result."""
+        state = {k: v for k, v in run.state.items() if k != "history"}
+        done = await workflow.execute_activity(
+            "wfexec_run_edge", args=[request, what, ending_id, state], start_to_close_timeout=timedelta(days=1),
+            heartbeat_timeout=heartbeat, retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
+                                                                  maximum_interval=timedelta(seconds=30)),
+            result_type=dict)
+        self.events.extend(done.get("events") or ())
+        if "error" in done:
+            error = _rebuilt_error(done["error"])
+            raise EntryGateFailed(error.message, error.hint, error.where) if done.get("entry_gate") else error
+        if "state" in done:
+            history = run.state["history"]
+            run.state.clear()
+            run.state.update(done["state"])
+            run.state["history"] = history
+        return done.get("result") or {}
+
+    async def _state_step(self, run: Run, node: Node) -> tuple[dict, str]:
+        while True:
+            try:
+                outcome = node.kind.execute(node, run)
+                return outcome.outcome, resolve_target(run, node, outcome)
+            except NeedsAnswer as waiting:  # the node runs again from its start once answered
+                run.options.answers.give(waiting.question.key, await self._wait_for_answer(waiting.question))
+            except RunError:
+                raise
+            except Exception as exc:
+                raise run._as_run_error(node, exc) from exc
+
+    async def _wait_for_answer(self, question) -> Any:
+        key = question.key
+        self.arrived.pop(key, None)
+        self.question, self.status = question_json(question), "waiting"
+        await workflow.wait_condition(lambda: key in self.arrived)
+        return self.arrived.pop(key)
+
+    async def _effect_step(self, run: Run, node: Node, request: dict, idempotent: bool,
+                           heartbeat: timedelta) -> tuple[dict, str]:
+        step_ms = run.started_ms()
+        while True:
+            state = {k: v for k, v in run.state.items() if k != "history"}
+            state["history"] = run.state["history"][-50:]  # enough for a step that reads recent history
+            try:
+                done = await workflow.execute_activity(
+                    "wfexec_effect_step", args=[request, node.id, state, run.options.answers.to_dict(), step_ms],
+                    start_to_close_timeout=timedelta(days=1), heartbeat_timeout=heartbeat,
+                    # An idempotent step may run again anywhere; any other gets one attempt, then a question.
+                    retry_policy=RetryPolicy(maximum_attempts=0 if idempotent else 1,
+                                             initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
+                    result_type=dict)
+            except ActivityError as lost:
+                decision = await self._rerun_or_skip(node, lost)
+                if decision == RERUN:
+                    continue
+                # Only offered when the node has a static edge to skip to (_rerun_or_skip).
+                return {"skipped": True}, str(getattr(node.spec, str(node.kind.skip_edge)))
+            self.events.extend(done.get("events") or ())
+            if "question" in done:
+                from wfexec.temporal.steps import question_from_json
+
+                question = question_from_json(done["question"])
+                run.options.answers.give(question.key, await self._wait_for_answer(question))
+                continue
+            if "error" in done:
+                raise _rebuilt_error(done["error"])
+            history = run.state["history"]
+            run.state.clear()
+            run.state.update(done["state"])
+            run.state["history"] = history
+            return done["outcome"], done["target"]
+
+    async def _rerun_or_skip(self, node: Node, lost: ActivityError) -> str:
+        """The step's one attempt was lost (its worker died or it timed out): it may or may not have had its
+        effects. Ask, as `wfexec resume` does for a step in flight."""
+        edge = node.kind.skip_edge
+        can_skip = edge is not None and isinstance(getattr(node.spec, edge, None), str)
+        choices = (Choice(RERUN, "Run it again"),) + ((Choice(SKIP, "Skip it, as if it succeeded"),) if can_skip else ())
+        cause = str(lost.cause or lost)
+        question = Question(node=node.id, header=RERUN_OR_SKIP,
+                            text=f"'{node.id}' was running when its worker was lost ({cause}), and it is not safe to "
+                                 "run twice; it may or may not have finished. Run it again or skip it?",
+                            choices=choices, allow_other=False, dynamic=False)
+        answer = await self._wait_for_answer(question)
+        choice = match_answer(question, answer).choice
+        assert choice is not None  # allow_other=False, and the update's validator checked it
+        return choice.id
+
+
+def _rebuilt_error(data: dict) -> RunError:
+    """An effect step's run error, as the activity sent it: reported as if it happened here."""
+    from wfexec.errors import Position
+
+    cls = RunStopped if data.get("outcome") == "stopped" else RunError
+    error = cls(data.get("message") or "", data.get("hint") or "", None, data.get("node"))
+    if data.get("file"):
+        error.where = Position(data.get("file"), data.get("line"), data.get("column"))
+    return error
