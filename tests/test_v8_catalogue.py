@@ -675,3 +675,94 @@ def test_the_tour_stops_where_a_precondition_is_false(tmp_path):
     state = "initial_state:\n  computed:\n    page: {status: 200, content: 'hello v8', url: 'https://example.org'}\n"
     write(tmp_path, workflow(TOUR, initial_state=state))
     assert run_json(tmp_path)[1]["ending"] == "other"
+
+
+# -- intent detection as blueprint-lib's reusable workflow does it --------------------------------------
+# A parent's inputs (`request`, `flag_words`, `rules`) sit at the top of state, beside results of the same
+# names in `computed`: in a v8 file a bare name reads the top level first. Ranking is v8's (hard matches,
+# then fewer soft ones, then fewer conditions), and each candidate carries its `rule`.
+
+INTENT = """\
+name: route-request
+version: "1.0.0"
+start_node: parse
+default_error: fallback
+initial_state:
+  computed: {flag_words: null, rules: null, choice: null}
+nodes:
+  parse:
+    type: action
+    consequences:
+      - {type: parse_intent_flags, input: "${request}", flag_definitions: "${flag_words}", store_as: computed.flags}
+      - {type: match_3vl_rules, flags: "${computed.flags}", rules: "${rules}", store_as: computed.ranked}
+    on_success: clear
+  clear:
+    type: conditional
+    condition: "computed.ranked.clear_winner"
+    on_true: take_winner
+    on_false: ask
+  take_winner:
+    type: action
+    consequences: [{type: mutate_state, operation: set, field: computed.choice, value: "${computed.ranked.winner.action}"}]
+    on_success: chosen
+  ask:
+    type: user_prompt
+    prompt:
+      question: Which did you mean?
+      header: Clarify
+      options_from_state: computed.ranked.top_candidates
+      options: {id: rule.name, label: "rule.name + ' (' + hard_matches + ')'", description: rule.description}
+    on_response:
+      selected:
+        consequences: [{type: mutate_state, operation: set, field: computed.choice, value: "${user_responses.ask.selected.rule.action}"}]
+        next_node: chosen
+  fallback:
+    type: ending
+    outcome: error
+    message: "failed at ${current_node}: ${computed.last_error}"
+  chosen:
+    type: ending
+    outcome: success
+    message: "${computed.choice}"
+    summary: {tied: "${computed.ranked.tied_candidates.map(c => c.name)}"}
+"""
+FLAG_WORDS = ('flag_words={"make": {"keywords": ["build", "new"]}, "look": {"keywords": ["find", "search"]}, '
+              '"fix": {"keywords": ["fix"], "negative_keywords": ["new"]}}')
+RULES = ('rules=[{"name": "build", "description": "Make one", "conditions": {"make": "T", "look": "U"}, '
+         '"action": "go_build"}, {"name": "find", "description": "Look one up", "conditions": {"look": "T"}, '
+         '"action": "go_find"}, {"name": "repair", "description": "Fix one", "conditions": {"fix": "T", "make": "F"},'
+         ' "action": "go_fix"}]')
+
+
+def route(tmp_path, request, *answers):
+    write(tmp_path, INTENT)
+    return run_json(tmp_path, "--set", f"request={request}", "--set", FLAG_WORDS, "--set", RULES,
+                    *[a for answer in answers for a in ("--answer", f"ask={answer}")])
+
+
+def test_a_clear_winner_is_the_rule_and_a_wildcard_condition_does_not_count(tmp_path):
+    done, result = route(tmp_path, "build a new page")
+    assert (done.returncode, result["ending"], result["message"]) == (0, "chosen", "go_build")
+    ranked = result["state"]["computed"]["ranked"]
+    # build: make T hard, look U in the rule is a wildcard (1 condition); repair: make F against T excludes it
+    assert [(c["name"], c["hard_matches"], c["soft_matches"], c["effective_conditions"])
+            for c in ranked["all_candidates"]] == [("build", 1, 0, 1), ("find", 0, 1, 1)]
+    assert ranked["winner"] == json.loads(RULES.split("=", 1)[1])[0]  # the rule as written
+    assert ranked["tied_candidates"] == []
+
+
+def test_a_tie_on_all_three_numbers_asks_and_the_answer_carries_the_candidates_rule(tmp_path):
+    done, result = route(tmp_path, "find and build", "find")
+    ranked = result["state"]["computed"]["ranked"]
+    assert ranked["clear_winner"] is False and [c["name"] for c in ranked["tied_candidates"]] == ["build", "find"]
+    assert (result["ending"], result["message"], result["summary"]) == ("chosen", "go_find",
+                                                                        {"tied": ["build", "find"]})
+
+
+def test_top_level_inputs_win_over_results_of_the_same_name(tmp_path):
+    _, result = route(tmp_path, "please fix it")
+    assert result["message"] == "go_fix"  # ${flag_words} and ${rules} read the top level, not computed's nulls
+    # with no input at the top level the name reads computed's null, and the failure goes to default_error
+    done, result = run_json(tmp_path, "--set", "request=please fix it", "--set", RULES)
+    assert (done.returncode, result["ending"]) == (1, "fallback")
+    assert result["message"].startswith("failed at parse: parse_intent_flags failed: `flag_definitions` must be")

@@ -256,3 +256,53 @@ def test_a_malformed_restart_is_an_error_at_its_line(tmp_path, behavior, words):
     errors = [d for d in json.loads(done.stdout)["diagnostics"] if d["severity"] == "error"]
     line = next(n for n, row in enumerate(text.splitlines(), 1) if "behavior:" in row)
     assert any(words in e["message"] and e["line"] == line for e in errors), errors
+
+
+FAILS = """\
+name: fails-somewhere
+version: "2.1.0"
+start_node: first
+default_error: error_generic
+nodes:
+  first:
+    type: action
+    consequences: [{type: mutate_state, operation: set, field: computed.seen, value: "${current_node}"}]
+    on_success: read_config
+  read_config:
+    type: action
+    consequences: [{type: local_file_ops, operation: read, path: missing.yaml, store_as: config}]
+    on_success: done
+  done: {type: ending, outcome: success, message: ok}
+  error_generic:
+    type: ending
+    outcome: error
+    message: "Unexpected failure at ${current_node} (after ${previous_node}) in ${workflow_name} ${workflow_version}"
+"""
+
+
+def test_current_node_names_the_node_being_run_and_in_an_ending_the_node_that_failed(tmp_path):
+    write(tmp_path, FAILS)
+    checked = cli("validate", "workflow.yaml", "--format", "json", cwd=tmp_path)
+    assert not [d for d in json.loads(checked.stdout)["diagnostics"] if "current_node" in d["message"]]
+    done, result = run_json(tmp_path)
+    assert result["ending"] == "error_generic"
+    assert result["message"] == "Unexpected failure at read_config (after first) in fails-somewhere 2.1.0"
+    assert result["state"]["computed"]["seen"] == "first"
+    assert "current_node" not in result["state"]  # read-only: never stored
+
+
+def test_a_workflow_that_stores_its_own_current_node_reads_its_own(tmp_path):
+    write(tmp_path, FAILS.replace("field: computed.seen, value: \"${current_node}\"",
+                                  "field: current_node, value: mine"))
+    _, result = run_json(tmp_path)
+    assert result["message"].startswith("Unexpected failure at mine ")
+
+
+def test_a_computed_target_that_names_nothing_goes_to_default_error(tmp_path):
+    text = FAILS.replace("    on_success: read_config\n", "    on_success: \"${computed.seen}_typo\"\n", 1)
+    write(tmp_path, text)
+    done, result = run_json(tmp_path)
+    assert (done.returncode, result["ending"]) == (1, "error_generic")
+    assert result["message"].startswith("Unexpected failure at first ")
+    assert result["state"]["computed"]["last_error"] == \
+        "first: the target 'first_typo' of on_success is neither a node nor an ending"

@@ -323,17 +323,18 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
     v8_problems: list = []
     composite_of: dict = {}
     is_v8 = v8.is_v8(doc.data)
+    default_error = doc.data.get("default_error") if is_v8 and isinstance(doc.data, dict) else None
     if is_v8:  # blueprint-lib v4–v8: rewritten into this shape, positions moved along
         if composites.has_composites(doc.data):
             doc, expansion_problems, composite_of = composites.expand(doc, schema.check_against)
             diagnostics += expansion_problems
         doc, v8_problems = v8.normalize(doc)
     with missing_reads_null(is_v8):
-        return _compile_document(doc, loading, diagnostics, v8_problems, composite_of, is_v8)
+        return _compile_document(doc, loading, diagnostics, v8_problems, composite_of, is_v8, default_error)
 
 
 def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_problems: list,
-                      composite_of: dict, is_v8: bool) -> Checked:
+                      composite_of: dict, is_v8: bool, default_error: Any = None) -> Checked:
     from wfexec.language import checks, v8_checks
 
     path = Path(doc.path)
@@ -409,7 +410,7 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
             path=path, source_hash=source_hash(data, imports), raw=data,
             documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
-            format="v8" if is_v8 else "")
+            format="v8" if is_v8 else "", default_error=default_error if isinstance(default_error, str) else None)
     check_report = doc.reporter()
     checks.check(data, nodes, endings, c.static_targets, check_report)
     bound = {name for node in nodes.values() for name in node.kind.bound_names(node.spec)}

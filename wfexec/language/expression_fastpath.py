@@ -73,10 +73,10 @@ def fast_source(code: str, builtins: frozenset[str] = frozenset()) -> str | None
 
 def fast_function(text: str) -> Callable[[Any], Any]:
     """The function `fast_source` wrote."""
-    from wfexec.language.expressions import MISSING, truthy
+    from wfexec.language.expressions import MISSING, TOP_LEVEL_FIRST, truthy
 
     namespace = {"MISSING": MISSING, "truthy": truthy, "INF": float("inf"), "SAFE": _SAFE_INTEGER, "EMPTY": {},
-                 "LEN": js_len}
+                 "LEN": js_len, "TOP_LEVEL_FIRST": TOP_LEVEL_FIRST}
     exec(compile(text, "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
     fast: Callable[[Any], Any] = namespace["fast"]  # type: ignore[assignment]  # defined by the code above
     return fast
@@ -141,6 +141,7 @@ class _Writer:
         # caller asks the engine (as for a namespace that is not a container: TypeError).
         self.emit(f"if loc and {n} in loc: {value} = loc[{n}]")
         self.emit(f"elif {n} in ex: {value} = ex[{n}]")
+        self.emit(f"elif TOP_LEVEL_FIRST in ex and {n} in st: {value} = st[{n}]")
         for namespace in NAMESPACES_IN_STATE:
             self.emit(f"elif {n} in (s := st[{namespace!r}]) and s.__class__ is dict: {value} = s[{n}]")
         self.emit(f"elif {n} in st: {value} = st[{n}]")

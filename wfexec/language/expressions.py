@@ -41,6 +41,14 @@ NAMESPACES_IN_STATE = ("computed", "flags", "user_responses")
 NAMESPACES_OUTSIDE_STATE = ("imports", "env", "input")
 _IN_STATE = frozenset(NAMESPACES_IN_STATE)
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+# The key in a scope's extras of what the run says about itself (RUNTIME_NAMES), as hiivmind's state model has
+# them at its top level: read-only, and never stored in state.
+RUNTIME = "__runtime__"
+RUNTIME_NAMES = ("workflow_name", "workflow_version", "current_node", "previous_node")
+# Present in a scope's extras when a bare name means the state's top level before `computed`, `flags` and
+# `user_responses`: blueprint-lib's engine (v3 on, so every v8 file) dispatches on the prefix, and v8 files keep
+# a parent's inputs at the top level beside results of the same name in `computed` (`intent_flags`).
+TOP_LEVEL_FIRST = "__top_level_first__"
 HELPERS = ("len", "contains", "startswith", "endswith", "parseYaml", "serializeYaml")
 _CLOCK_NAMES = frozenset({"Date", "performance", "globalThis", "eval", "Function", "Reflect", "Object"})
 
@@ -138,6 +146,8 @@ class Scope:
         extras = self.extras
         if name in extras:
             return extras[name]
+        if TOP_LEVEL_FIRST in extras and name in state:
+            return state[name]
         # computed, flags, user_responses (NAMESPACES_IN_STATE), in that order; written out: this runs per read
         space = state.get("computed")
         if space.__class__ is dict and name in space:
@@ -150,6 +160,9 @@ class Scope:
             return space[name]
         if name in state:
             return state[name]
+        runtime = extras.get(RUNTIME)  # after state, so a workflow's own `current_node` wins
+        if runtime is not None and name in runtime:
+            return runtime[name]
         if name == "env":
             return os.environ
         if _ENV_NAME.match(name) and name in os.environ:

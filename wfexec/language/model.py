@@ -131,6 +131,8 @@ class Workflow:
     # "v8" for a blueprint-lib v4–v8 file (rewritten at load): the few types whose v8 catalogue entry says
     # something else than earlier formats (run_command's store_as, where log_node/log_entry write) read it.
     format: str = ""
+    # v8: where a failure no route handles goes (a computed target that names nothing, for one).
+    default_error: str | None = None
 
     @property
     def base_dir(self) -> Path:

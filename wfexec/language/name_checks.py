@@ -13,6 +13,7 @@ import re
 from typing import Any, Iterable
 
 from wfexec.language.diagnostics import Reporter, did_you_mean
+from wfexec.language.expressions import RUNTIME_NAMES
 from wfexec.language.paths import PathError, parse_path
 
 _WRITING_KEYS = ("store_as", "field", "audit_output")
@@ -20,7 +21,7 @@ _FLAG_KEYS = ("flag", "set_flag")
 _LOCAL_KEYS = ("as", "index_as")
 _ENGINE_WRITES = {("computed", "last_error"), ("computed", "last_error_hint"), ("computed", "validation_errors"),
                   ("computed", "audit_results"), ("computed", "dynamic_target")}
-_ALWAYS_THERE = frozenset(("computed", "flags", "user_responses", "history", "checkpoints", "env"))
+_ALWAYS_THERE = frozenset(("computed", "flags", "user_responses", "history", "checkpoints", "env", *RUNTIME_NAMES))
 _NAMESPACES = ("computed", "flags", "user_responses")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 

@@ -19,7 +19,7 @@ from wfexec.system import progress
 from wfexec.errors import WfexecError
 from wfexec.running.context import CallContext, parse_cached
 from wfexec.running.dry_run import DryRun
-from wfexec.language.expressions import ExpressionError, Scope, Template, render_value, to_text
+from wfexec.language.expressions import RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, Template, render_value, to_text
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.running.io import Io
 from wfexec.running.prompts import Answer, AnswerError, Answers, NeedsAnswer, match_answer
@@ -137,7 +137,14 @@ class Run:
         self.inputs = dict(inputs or {})
         self.state = state if state is not None else self.initial_state(self.inputs)
         # `${PWD}` is the run's working directory (as in its shell steps), not what the environment last said.
-        self.extras = {"imports": workflow.imports, "input": self.inputs, "env": os.environ, "PWD": str(self.cwd)}
+        # `current_node` is the node being run; while an ending is rendered it is the node that led there, so
+        # `Unexpected failure at ${current_node}` (a v8 default_error idiom) names where the run failed.
+        self.runtime: dict[str, Any] = {"workflow_name": workflow.name, "workflow_version": workflow.version,
+                                        "current_node": None, "previous_node": None}
+        self.extras: dict[str, Any] = {"imports": workflow.imports, "input": self.inputs, "env": os.environ,
+                                       "PWD": str(self.cwd), RUNTIME: self.runtime}
+        if workflow.format == "v8":
+            self.extras[TOP_LEVEL_FIRST] = True
         # The time expressions read (`Date.now()`), in milliseconds: read from the clock the first time a step
         # asks (most steps never do), then the same for the rest of the step. A resumed run sets
         # `resumed_step_ms` to the recorded start of the step it runs again.
@@ -343,12 +350,15 @@ class Run:
         tracing = self.io.tracing
         budget = self.budget
         journal = self.journal
+        runtime = self.runtime
         while node_id not in endings:
             node = nodes.get(node_id)
             if node is None:
                 self.fail(self.current, f"the target '{node_id}' is neither a node nor an ending",
                           "a computed target must name a node or an ending")
             self.current = node
+            runtime["previous_node"] = history[-1]["node"] if history else None
+            runtime["current_node"] = node_id
             budget[0] += 1
             self.steps += 1
             if budget[0] > max_steps:
@@ -428,9 +438,18 @@ class Run:
                 self.fail(node, f"cannot compute the target of {outcome.label}: {exc.message}", exc.hint)
         if not target:
             self.fail(node, f"{outcome.label} has no target", f"add `{outcome.label}: <node or ending>`")
+        workflow = self.workflow
+        if workflow.default_error and target not in workflow.nodes and target not in workflow.endings:
+            # v8: an unexpected failure goes to default_error, which reports it, instead of ending the run here
+            self.keep_error(f"{node.id}: the target '{target}' of {outcome.label} is neither a node nor an ending",
+                            "a computed target must name a node or an ending")
+            return workflow.default_error
         return target
 
     def finish(self, ending: Ending) -> Result:
+        history = self.state.get("history") or []
+        self.runtime["current_node"] = history[-1].get("node") if history else None
+        self.runtime["previous_node"] = history[-2].get("node") if len(history) > 1 else None
         for call in ending.consequences:  # v8: best effort, the run ends at this ending whatever they do
             try:
                 self.apply(call)

@@ -163,6 +163,40 @@ def rank_rules(flags: dict, rules: list) -> dict:
             "top_candidates": ranked[:TOP_CANDIDATES], "all_candidates": ranked}
 
 
+def rank_rules_v8(flags: dict, rules: list) -> dict:
+    """Blueprint-lib's ranking (v2.1 on, and what v8's catalogue states): a rule's U is a wildcard; per other
+    condition a flag that agrees is a hard match, a U flag a soft match, and one that disagrees excludes the rule.
+    Candidates sort by (hard desc, soft asc, conditions asc), keeping the order of `rules` on a tie; the winner is
+    clear when no other candidate has the top candidate's three numbers."""
+    candidates = []
+    for index, raw in enumerate(rules):
+        rule, conditions, _ = _rule(raw, index)
+        hard = soft = effective = 0
+        for flag, wanted in conditions.items():
+            if wanted == UNKNOWN:
+                continue
+            effective += 1
+            state = flags.get(flag, UNKNOWN)
+            if state == wanted:
+                hard += 1
+            elif state == UNKNOWN:
+                soft += 1
+            else:
+                break
+        else:
+            # The rule's own fields stay beside `rule` (blueprint-lib's shape, read as `selected.rule.action`),
+            # so `candidate.action` reads the same rule.
+            candidates.append({**rule, "rule": rule, "hard_matches": hard, "soft_matches": soft,
+                               "effective_conditions": effective, "score": hard, "condition_count": effective})
+    rank = lambda c: (-c["hard_matches"], c["soft_matches"], c["effective_conditions"])  # noqa: E731
+    candidates.sort(key=rank)
+    tied = [c for c in candidates if rank(c) == rank(candidates[0])] if candidates else []
+    clear = len(tied) == 1
+    return {"clear_winner": clear, "winner": candidates[0]["rule"] if clear else None,
+            "tied_candidates": [] if clear else tied, "top_candidates": candidates[:TOP_CANDIDATES],
+            "all_candidates": candidates}
+
+
 def _clear_winner(ranked: list, flags: dict) -> bool:
     if len(ranked) == 1:
         return True
@@ -196,6 +230,13 @@ def match_3vl_rules(params, ctx):
     Stored at `store_as`: {clear_winner, winner (the top candidate, or null
     unless clear_winner), top_candidates (the first 3), all_candidates}; each
     candidate is the rule as written plus its `score`.
+
+    In a v8 file, blueprint-lib's own ranking instead (v8's catalogue states it): a rule's U is a wildcard;
+    a flag that agrees is a hard match, a U flag a soft one, one that disagrees excludes the rule; candidates
+    sort by hard matches (more first), soft matches, then conditions (fewer first); the winner (the rule) is
+    clear when no other candidate ties with it on all three. Each candidate is the rule's fields plus `rule`,
+    `hard_matches`, `soft_matches`, `effective_conditions`, `score` (= hard) and `condition_count`; the
+    result adds `tied_candidates`.
     """
     flags = _mapping(params["flags"], "flags", "give the mapping stored by parse_intent_flags, "
                      "e.g. ${computed.intent_flags}")
@@ -204,7 +245,7 @@ def match_3vl_rules(params, ctx):
     if not isinstance(rules, list):
         raise ActionFailed(f"`rules` must be a list, got {type(rules).__name__}",
                            "e.g. rules: ${imports.mapping.intent_rules}")
-    result = rank_rules(flags, rules)
+    result = (rank_rules_v8 if getattr(ctx.workflow, "format", "") == "v8" else rank_rules)(flags, rules)
     ctx.set(params["store_as"], result)
     top = ", ".join(f"{c.get('name')}={c['score']}" for c in result["top_candidates"]) or "no candidates"
     ctx.trace(f"3VL rules: {top}; clear winner: {result['winner'].get('name') if result['winner'] else 'none'}")
