@@ -332,3 +332,47 @@ def test_triage_needs_a_request(cli):
     done = cli("run", "skills/triage", cwd=ROOT)
     assert done.returncode == 2
     assert "missing required input 'request'" in done.stderr + done.stdout
+
+
+# -- project-setup (a blueprint-lib v8 workflow) ---------------------------------------------------------
+
+PROJECT_SETUP = str(ROOT / "skills" / "project-setup")
+
+
+def setup_project(cli, folder, *answers) -> tuple[int, dict]:
+    return run_json(cli, PROJECT_SETUP, "--ephemeral", "--input", "name=demo",
+                    *[a for answer in answers for a in ("--answer", answer)], cwd=folder)
+
+
+def test_project_setup_writes_each_file_and_the_project_passes_its_own_test(cli, tmp_path):
+    code, result = setup_project(cli, tmp_path, "pick_layout=src", "confirm_write__ask=yes")
+    assert (code, result["ending"]) == (0, "created")
+    assert result["summary"]["files"] == ["pyproject.toml", "src/demo/__init__.py", "tests/test_demo.py"]
+    # the goal_seek ran each goal's node once, in order, and checked every goal after each
+    visited = [h["node"] for h in result["state"]["history"]]
+    assert [n for n in visited if n.startswith("write_")] == ["write_pyproject", "write_package", "write_test"]
+    assert visited.count("build__check_pyproject") == 3 and visited[-2:] == ["build__complete_check",
+                                                                             "report__case_0"]
+    tested = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_project_setup_writes_only_what_is_missing(cli, tmp_path):
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "__init__.py").write_text("__version__ = '0.1.0'\n")
+    code, result = setup_project(cli, tmp_path, "pick_layout=flat", "confirm_write__ask=yes")
+    assert (code, result["ending"]) == (0, "completed")
+    assert result["message"] == "demo: wrote 2 missing file(s): pyproject.toml, tests/test_demo.py"
+    assert (tmp_path / "demo" / "__init__.py").read_text() == "__version__ = '0.1.0'\n"  # left as it was
+    assert 'pythonpath = ["."]' in (tmp_path / "pyproject.toml").read_text()
+
+
+def test_project_setup_declined_or_already_set_up_writes_nothing(cli, tmp_path):
+    code, result = setup_project(cli, tmp_path, "pick_layout=src", "confirm_write__ask=no")
+    assert (code, result["ending"], result["type"]) == (1, "declined", "cancelled")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'other'\n")
+    code, result = setup_project(cli, tmp_path)  # no question is asked
+    assert (code, result["ending"]) == (0, "already_set_up")
+    assert (tmp_path / "pyproject.toml").read_text() == "[project]\nname = 'other'\n"
