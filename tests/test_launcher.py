@@ -120,3 +120,31 @@ def test_a_run_through_the_fast_path_imports_neither_typer_nor_what_it_does_not_
     assert "Hello, world!" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "LOADED []"
 
+
+
+@pytest.mark.parametrize("path, explained_by", [
+    ("notes.txt", []),                      # only a field the type does not have: said without jsonschema
+    ("[not, a, string]", ["jsonschema"]),   # something else wrong too: jsonschema explains all of it
+])
+def test_a_misplaced_field_is_explained_without_importing_jsonschema(tmp_path, path, explained_by):
+    (tmp_path / "workflow.yaml").write_text(
+        "name: t\nversion: '1'\nstart_node: a\nnodes:\n  a:\n    type: action\n    actions:\n"
+        f"      - type: read_file\n        path: {path}\n        store_as: computed.notes\n"
+        "        on_failure: elsewhere\n    on_success: done\nendings:\n  done: {type: success, message: ok}\n")
+    probe = ("import atexit, sys\n"
+             "atexit.register(lambda: print('LOADED', [m for m in ('jsonschema',) if m in sys.modules]))\n"
+             "sys.argv = ['wfexec', 'validate', 'workflow.yaml']\n"
+             "from wfexec.launcher import main\nmain()\n")
+    without_coverage = {k: v for k, v in os.environ.items() if not k.startswith(("COV_CORE", "COVERAGE"))}
+    for _ in range(2):  # the first start checks the type library's own schemas once, and caches that
+        done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60, env={**without_coverage, "WFEXEC_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 2, done.stdout + done.stderr
+    error = next(line for line in done.stdout.splitlines() if ": error:" in line)
+    if explained_by:
+        assert "`path` in consequence 'read_file'" in done.stdout and "unknown field 'on_failure'" in done.stdout
+    else:
+        assert error.endswith("unknown field 'on_failure' in consequence 'read_file' — allowed here: type, "
+                              "description, path, store_as; keys starting with x- are free for tools")
+        assert error.startswith("workflow.yaml:11:9: ")
+    assert done.stdout.strip().splitlines()[-1] == f"LOADED {explained_by}"

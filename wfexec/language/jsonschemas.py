@@ -8,6 +8,8 @@ errors (with paths) that become diagnostics.
 
 from __future__ import annotations
 
+import re
+from collections import deque
 from typing import Any, Callable, Iterator
 
 
@@ -45,12 +47,49 @@ class SchemaCheck:
                 self._fast(instance)
                 return iter(())
             except self._fast_error:
-                pass
+                only_unknown = self._only_unknown_fields(instance)
+                if only_unknown is not None:
+                    return iter((only_unknown,))
         if self._explain is None:
             from jsonschema import Draft202012Validator
 
             self._explain = Draft202012Validator(self.schema)
         return self._explain.iter_errors(instance)
+
+
+    def _only_unknown_fields(self, instance: Any) -> "UnknownFields | None":
+        """The error when the only thing wrong is fields a closed object schema does not name — the most common
+        mistake (a misspelt or misplaced key) — found without importing jsonschema (about 20 ms a process)."""
+        schema = self.schema
+        if not (isinstance(instance, dict) and schema.get("additionalProperties") is False
+                and schema.get("type") == "object"):
+            return None
+        known = schema.get("properties") or {}
+        patterns = [re.compile(p) for p in schema.get("patternProperties") or {}]
+        unknown = [k for k in instance if k not in known and not any(p.search(str(k)) for p in patterns)]
+        if not unknown:
+            return None
+        try:
+            self._fast({k: v for k, v in instance.items() if k not in unknown})  # type: ignore[misc]
+        except self._fast_error:
+            return None  # something else is wrong too: jsonschema explains all of it
+        return UnknownFields(schema, instance)
+
+
+class UnknownFields:
+    """What jsonschema's additionalProperties error carries, for the diagnostics (`schema.report_errors`)."""
+
+    validator = "additionalProperties"
+    validator_value = False
+    context: list = []
+
+    def __init__(self, schema: dict, instance: dict):
+        self.schema = schema
+        self.instance = instance
+        self.absolute_path: deque = deque()
+        self.relative_schema_path: deque = deque(["additionalProperties"])
+        self.path = self.absolute_path
+        self.message = "Additional properties are not allowed"
 
 
 def _fast_validator(schema: dict) -> Callable[[Any], Any]:

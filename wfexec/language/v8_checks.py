@@ -17,13 +17,15 @@ Each error names the node, the step and the effect, at the step's line.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from wfexec.language.diagnostics import Reporter, did_you_mean, format_yaml_path
 from wfexec.language.expressions import has_templates
 from wfexec.language.model import Call, Node
-from wfexec.language.payloads import PayloadType, parse_type
 from wfexec.types.registry import EFFECTS
+
+if TYPE_CHECKING:
+    from wfexec.language.payloads import PayloadType
 
 MCP_CALL = "mcp_tool_call"
 EFFECT_ALIASES = {"shell": "process"}
@@ -94,6 +96,8 @@ def _suggest(name: str, names: Iterable[str]) -> str:
 
 
 def _payload_types(raw: Any, report: Reporter) -> dict[str, PayloadType]:
+    from wfexec.language.payloads import parse_type  # only a v8 file with payload types or MCP calls needs it
+
     types: dict[str, PayloadType] = {}
     if not isinstance(raw, dict):
         return types
