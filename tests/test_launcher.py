@@ -148,3 +148,27 @@ def test_a_misplaced_field_is_explained_without_importing_jsonschema(tmp_path, p
                               "description, path, store_as; keys starting with x- are free for tools")
         assert error.startswith("workflow.yaml:11:9: ")
     assert done.stdout.strip().splitlines()[-1] == f"LOADED {explained_by}"
+
+
+def test_a_lone_agent_runs_its_scripts_without_asyncio_and_a_fork_hands_over_to_the_loop(tmp_path):
+    flow = tmp_path / "flow"
+    flow.mkdir()
+    (flow / "START.sh").write_text('echo "<goto>NEXT.sh</goto>"\n')
+    (flow / "NEXT.sh").write_text('if [ -n "$FORKED" ]; then echo "<result>worker</result>"; exit 0; fi\n'
+                                  'echo "<result>alone</result>"\n')
+    probe = ("import atexit, sys\n"
+             "atexit.register(lambda: print('ASYNCIO', 'asyncio' in sys.modules))\n"
+             "sys.argv = ['wfexec', 'states', 'flow']\n"
+             "from wfexec.launcher import main\nmain()\n")
+    without_coverage = {k: v for k, v in os.environ.items() if not k.startswith(("COV_CORE", "COVERAGE"))}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env=without_coverage)
+    assert (done.returncode, done.stdout.splitlines()) == (0, ["alone", "ASYNCIO False"]), done.stderr
+    # a fork needs agents side by side: the event loop takes over from there, and both finish
+    (flow / "START.sh").write_text('echo "<fork next=\\"NEXT.sh\\" FORKED=\\"1\\">NEXT.sh</fork>"\n')
+    done = subprocess.run([sys.executable, "-c", probe.replace("'flow']", "'flow', '--format', 'json']")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60, env=without_coverage)
+    assert done.returncode == 0, done.stdout + done.stderr
+    computed = json.loads(done.stdout.rsplit("ASYNCIO", 1)[0])["state"]["computed"]
+    assert (computed["result"], [f["result"] for f in computed["result_forks"]]) == ("alone", ["worker"])
+    assert done.stdout.strip().endswith("ASYNCIO True")

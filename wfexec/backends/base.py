@@ -14,7 +14,6 @@ a replay that diverged from its recording), which stops the run.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import asdict, dataclass
 
 from wfexec.errors import WfexecError
@@ -77,12 +76,16 @@ async def invoke_backend(backend, request: LLMRequest) -> LLMReply:
     invoke = getattr(backend, "invoke", None)
     if invoke is not None:
         return await invoke(request)
+    import asyncio  # imported where used: a lone agent's scripts run without it (wfexec.protocol.processes)
+
     text = await asyncio.to_thread(backend.complete, request.prompt)
     return LLMReply(text=text if isinstance(text, str) else str(text))
 
 
 def run_sync(coroutine):
     """Run a coroutine to its end from synchronous code, even when an event loop is already running here."""
+    import asyncio
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -25,7 +25,8 @@ from wfexec.protocol.errors import (BackendMissing, ForkGroupInvalid, ProtocolEr
                                     WorkflowUnreachable)
 from wfexec.protocol.policy import (MAX_INVOCATIONS, Policy, PolicyError, check_transition, implicit_entry, implicit_transition,
                      parse_frontmatter, reminder)
-from wfexec.protocol.processes import ProcessStartError, ProcessTimeout, run_process
+from wfexec.protocol.processes import (ProcessOutput, ProcessStartError, ProcessTimeout, run_process,
+                                      run_process_blocking)
 from wfexec.protocol.scopes import ResolveError, StateScope, resolve_state
 from wfexec.protocol.workflows import resolve_workflow
 from wfexec.protocol.tags import WORKFLOW_TAGS, PrintScanner, TagError, Transition, extract_prints, parse_transitions
@@ -153,55 +154,84 @@ def state_timeout(orch: "Orchestrator", agent: "Agent", name: str,
 
 
 async def run_script_state(orch: "Orchestrator", agent: "Agent") -> StepResult:
-    name = agent.state
-    where = f"{agent.id}: {name}"
-    path = orch.scope_for(agent).script_path(name, orch.files)
-    timeout, source = state_timeout(orch, agent, name)
-    printer = orch.printer(agent)
-    out_prints, err_prints = PrintScanner(), PrintScanner()
-    # --trace: each line of the script's output as it comes, not once it ended
-    out_lines = orch.line_tracer(agent, "stdout") if orch.io.tracing else None
-    err_lines = orch.line_tracer(agent, "stderr") if orch.io.tracing else None
-
-    def on_stdout(text: str) -> None:
-        if out_lines is not None:
-            out_lines(text)
-        printer(out_prints.feed(text))
-
-    def on_stderr(text: str) -> None:
-        if err_lines is not None:
-            err_lines(text)
-        printer(err_prints.feed(text))
-
-    progress.running(f"{agent.id}: {name}")
+    script = _ScriptRun(orch, agent)
     try:
-        output = await run_process([orch.bash, str(path)], cwd=orch.agent_cwd(agent),
-                                   env=script_env(orch, agent), timeout=timeout,
-                                   on_stdout=on_stdout, on_stderr=on_stderr, spawn_in_thread=orch.concurrent())
-    except ProcessTimeout as exc:
-        orch.keep_record(agent, "script", stdout=exc.stdout, stderr=exc.stderr, exit_code=None)
-        raise ProtocolError(f"{where} produced no output for {exc.seconds:g} s and was stopped (timeout from "
-                            f"{source})", "make it print progress, or raise the timeout") from None
-    except ProcessStartError as exc:
-        raise ProtocolError(f"{where} could not start: {exc}") from None
-    record = orch.keep_record(agent, "script", stdout=output.stdout, stderr=output.stderr,
-                              exit_code=output.returncode, seconds=output.seconds)
-    if output.returncode != 0:
-        raise ProtocolError(f"{where} exited with status {output.returncode}; a script must exit 0"
-                            + _stderr_excerpt(output.stderr))
+        output = await run_process(script.argv, cwd=script.cwd, env=script.env, timeout=script.timeout,
+                                   on_stdout=script.on_stdout, on_stderr=script.on_stderr,
+                                   spawn_in_thread=orch.concurrent())
+    except (ProcessTimeout, ProcessStartError) as exc:
+        raise script.failed(exc) from None
+    return script.finished(output)
+
+
+def run_script_state_blocking(orch: "Orchestrator", agent: "Agent") -> StepResult:
+    """`run_script_state` without an event loop (an agent running alone)."""
+    script = _ScriptRun(orch, agent)
     try:
-        transitions = parse_transitions(output.stdout)
-        if not transitions:
-            hint = ("a tag on stderr does not count: echo it to stdout" if parse_transitions(output.stderr)
-                    else "end it with e.g. echo '<result>done</result>'")
-            raise ProtocolError(f"{where} printed no transition tag; a script must print exactly one", hint)
-        resolved = check_transitions(orch, agent, transitions, script=True)
-        _group_consistent(resolved, "printed")
-    except TagError as exc:
-        raise ProtocolError(f"{where}: {exc}") from None
-    except OutputProblem as exc:
-        raise ProtocolError(f"{where} {exc}") from None
-    return StepResult(resolved, "script", record=record)
+        output = run_process_blocking(script.argv, cwd=script.cwd, env=script.env, timeout=script.timeout,
+                                      on_stdout=script.on_stdout, on_stderr=script.on_stderr)
+    except (ProcessTimeout, ProcessStartError) as exc:
+        raise script.failed(exc) from None
+    return script.finished(output)
+
+
+class _ScriptRun:
+    """One script state: how to start it, and what its output means."""
+
+    def __init__(self, orch: "Orchestrator", agent: "Agent"):
+        self.orch, self.agent = orch, agent
+        name = agent.state
+        self.where = f"{agent.id}: {name}"
+        path = orch.scope_for(agent).script_path(name, orch.files)
+        self.timeout, self.timeout_source = state_timeout(orch, agent, name)
+        printer = orch.printer(agent)
+        out_prints, err_prints = PrintScanner(), PrintScanner()
+        # --trace: each line of the script's output as it comes, not once it ended
+        out_lines = orch.line_tracer(agent, "stdout") if orch.io.tracing else None
+        err_lines = orch.line_tracer(agent, "stderr") if orch.io.tracing else None
+
+        def on_stdout(text: str) -> None:
+            if out_lines is not None:
+                out_lines(text)
+            printer(out_prints.feed(text))
+
+        def on_stderr(text: str) -> None:
+            if err_lines is not None:
+                err_lines(text)
+            printer(err_prints.feed(text))
+
+        self.argv = [orch.bash, str(path)]
+        self.cwd, self.env = orch.agent_cwd(agent), script_env(orch, agent)
+        self.on_stdout, self.on_stderr = on_stdout, on_stderr
+        progress.running(f"{agent.id}: {name}")
+
+    def failed(self, exc: ProcessTimeout | ProcessStartError) -> ProtocolError:
+        if isinstance(exc, ProcessStartError):
+            return ProtocolError(f"{self.where} could not start: {exc}")
+        self.orch.keep_record(self.agent, "script", stdout=exc.stdout, stderr=exc.stderr, exit_code=None)
+        return ProtocolError(f"{self.where} produced no output for {exc.seconds:g} s and was stopped (timeout "
+                             f"from {self.timeout_source})", "make it print progress, or raise the timeout")
+
+    def finished(self, output: ProcessOutput) -> StepResult:
+        orch, agent, where = self.orch, self.agent, self.where
+        record = orch.keep_record(agent, "script", stdout=output.stdout, stderr=output.stderr,
+                                  exit_code=output.returncode, seconds=output.seconds)
+        if output.returncode != 0:
+            raise ProtocolError(f"{where} exited with status {output.returncode}; a script must exit 0"
+                                + _stderr_excerpt(output.stderr))
+        try:
+            transitions = parse_transitions(output.stdout)
+            if not transitions:
+                hint = ("a tag on stderr does not count: echo it to stdout" if parse_transitions(output.stderr)
+                        else "end it with e.g. echo '<result>done</result>'")
+                raise ProtocolError(f"{where} printed no transition tag; a script must print exactly one", hint)
+            resolved = check_transitions(orch, agent, transitions, script=True)
+            _group_consistent(resolved, "printed")
+        except TagError as exc:
+            raise ProtocolError(f"{where}: {exc}") from None
+        except OutputProblem as exc:
+            raise ProtocolError(f"{where} {exc}") from None
+        return StepResult(resolved, "script", record=record)
 
 
 def _stderr_excerpt(stderr: str) -> str:

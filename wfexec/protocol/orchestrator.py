@@ -2,7 +2,9 @@
 
 One asyncio loop; every active agent runs its current state as a task, so
 forked agents run at the same time (a 1-second script in 50 workers takes about
-a second). Results are applied in the order they finish: the session first,
+a second). While one agent runs scripts alone, its states run in this thread
+without the loop (importing asyncio costs more CPU than a short script); the
+loop takes over at the first fork or prompt state. Results are applied in the order they finish: the session first,
 then the transition, then the new workers are launched. The first fatal error
 cancels every other agent (their scripts are killed with their process
 groups) and is raised. The run ends when no agent is active; the main agent's
@@ -12,25 +14,28 @@ beside it in the order they ended.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import os
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from wfexec.protocol.agents import MAIN, Agent, AgentsState, apply, paused, reactivated
 from wfexec.protocol.budget import CostBudget
 from wfexec.protocol.errors import PausesAgent, ProtocolError, Retryable, ScopeError, UsageLimit, WorkflowUnreachable
 from wfexec.protocol.limits import limit_wait
-from wfexec.protocol.executors import StepResult, base_environment, run_markdown_state, run_script_state
+from wfexec.protocol.executors import (StepResult, base_environment, run_markdown_state, run_script_state,
+                                      run_script_state_blocking)
 from wfexec.protocol.scopes import (ResolveError, ScriptFiles, StateScope, entry_point, open_scope, resolve_state,
                                     state_kind)
 from wfexec.protocol.tags import WORKFLOW_TAGS
 from wfexec.protocol.templates import render, template_values
 
 if TYPE_CHECKING:
+    import asyncio
+
     from wfexec.running.io import Io
 
 MAX_ATTEMPTS = 3  # failed attempts at one state in a row before its agent is paused (Raymond's MaxRetries)
@@ -77,7 +82,7 @@ class Orchestrator:
                  on_step: Callable[[Agent], None] | None = None,
                  on_checkpoint: Callable[[dict], None] | None = None, keep_records: bool = True,
                  on_record: Callable[[str, dict], None] | None = None,
-                 sleep: Callable[[float], Any] = asyncio.sleep):
+                 sleep: Callable[[float], Any] | None = None):
         self.scope = scope
         self.backend = backend
         self.io = io
@@ -92,7 +97,7 @@ class Orchestrator:
         self.on_checkpoint = on_checkpoint
         self.keep_records = keep_records
         self.on_record = on_record  # (agent id, record): a durable run keeps every one (`show --agent`)
-        self.sleep = sleep  # how a usage-limit wait waits
+        self.sleep = sleep  # how a usage-limit wait waits (default asyncio.sleep)
         self.quiescing = False  # an agent asks: no agent starts another state until the answer comes
         self.files = ScriptFiles()
         self._scopes: dict[str, StateScope] = {}
@@ -105,6 +110,7 @@ class Orchestrator:
         self._warned: set[str] = set()
         self.state: AgentsState | None = None
         self._tasks: set[asyncio.Task] = set()
+        self._running_in_loop = False  # agents are tasks of the event loop (else one runs alone, inline)
 
     # -- what executors use -------------------------------------------------------------
     def agent_cwd(self, agent: Agent) -> str:
@@ -195,12 +201,27 @@ class Orchestrator:
         return Agent(id=MAIN, state=first, input=input)
 
     def run(self, start: str | None = None, input: str | None = None, state: AgentsState | None = None) -> StatesOutcome:
-        from wfexec.backends.base import run_sync
+        state = self._begin(start, input, state)
+        try:
+            self._run_alone_inline(state)
+            if state.active() or self._limit_wait(state) is not None:
+                from wfexec.backends.base import run_sync
 
-        return run_sync(self.run_async(start, input, state))
+                run_sync(self._run_all(state))
+        finally:
+            self.files.cleanup()
+        return self._outcome(state)
 
     async def run_async(self, start: str | None = None, input: str | None = None,
                         state: AgentsState | None = None) -> StatesOutcome:
+        state = self._begin(start, input, state)
+        try:
+            await self._run_all(state)
+        finally:
+            self.files.cleanup()
+        return self._outcome(state)
+
+    def _begin(self, start: str | None, input: str | None, state: AgentsState | None) -> AgentsState:
         for warning in self.scope.warnings:
             self.warn(warning)
         if state is None:
@@ -214,39 +235,65 @@ class Orchestrator:
                 state.put(reactivated(agent))
         self.state = state
         self.quiescing = False
-        try:
-            while True:
-                await self._run_active(state)
-                wait = None if self.quiescing else limit_wait([a.error or "" for a in state.agents
-                                                               if a.status == "paused"])
-                if wait is None:
-                    break
-                self.io.error(f"states: every agent left is paused by a usage limit; waiting {wait / 60:.0f} min "
-                              "for it to reset (Ctrl-C stops; `wfexec resume` goes on later)")
-                await self.sleep(wait)
-                for agent in state.agents:
-                    state.put(reactivated(agent))
-        finally:
-            self.files.cleanup()
+        return state
+
+    def _outcome(self, state: AgentsState) -> StatesOutcome:
         main = next((a for a in state.agents if a.id == MAIN), None)
         forks = [{"agent": a, "result": state.agent(a).result} for a in self.ended if a != MAIN]
         return StatesOutcome(result=main.result if main else None, forks=forks, cost_usd=self.budget.spent,
                              steps=self.steps, workflow_id=self.workflow_id, state=state, records=self.records)
 
+    def _limit_wait(self, state: AgentsState) -> float | None:
+        """Seconds until a usage limit resets, when every agent left is paused by one (None: nothing to wait for)."""
+        if self.quiescing:
+            return None
+        return limit_wait([a.error or "" for a in state.agents if a.status == "paused"])
+
+    async def _run_all(self, state: AgentsState) -> None:
+        import asyncio
+
+        while True:
+            await self._run_active(state)
+            wait = self._limit_wait(state)
+            if wait is None:
+                break
+            self.io.error(f"states: every agent left is paused by a usage limit; waiting {wait / 60:.0f} min "
+                          "for it to reset (Ctrl-C stops; `wfexec resume` goes on later)")
+            await (self.sleep or asyncio.sleep)(wait)
+            for agent in state.agents:
+                state.put(reactivated(agent))
+
+    def _run_alone_inline(self, state: AgentsState) -> None:
+        """The states of an agent running alone, while they are scripts: here, without an event loop."""
+        while not self.quiescing:
+            active = state.active()
+            if len(active) != 1 or self._kind(active[0]) != "script":
+                return
+            agent = active[0]
+            with self._attempt(agent):
+                self._start_step(agent)
+                self._advance(agent, run_script_state_blocking(self, agent))
+
     async def _run_active(self, state: AgentsState) -> None:
+        import asyncio
+
         self._tasks = set()
         self._finished = asyncio.get_running_loop().create_future()
+        self._running_in_loop = True
         try:
             for agent in state.active():
                 self._spawn(agent.id)
             if self._tasks:
                 await self._finished
         finally:
+            self._running_in_loop = False
             await _cancel_all(self._tasks)
 
     # One task per agent, running its states one after another: a state hands over to the next without a
     # trip through a central loop. The first error of any agent ends the run (and cancels the others).
     def _spawn(self, agent_id: str) -> None:
+        import asyncio
+
         task = asyncio.ensure_future(self._run_agent(agent_id))
         self._tasks.add(task)
         task.add_done_callback(self._agent_done)
@@ -268,16 +315,24 @@ class Orchestrator:
             agent = state.agent(agent_id)
             if agent.status != "active" or self.quiescing:
                 return
-            try:
-                step = await self._step(agent)
-                self._advance(agent, step)
-            except Retryable as exc:
-                self._failed_attempt(agent, exc)
-            except (UsageLimit, PausesAgent) as exc:
-                self._pause(agent, exc.message)
-            state.total_cost_usd = self.budget.spent
-            if self.on_checkpoint is not None:
-                self.on_checkpoint(state.to_dict())
+            with self._attempt(agent):
+                self._advance(agent, await self._step(agent))
+
+    @contextmanager
+    def _attempt(self, agent: Agent) -> Iterator[None]:
+        """One state of `agent`: a failure that allows another try counts, one that pauses the agent pauses
+        it; either way the agents' state is checkpointed after it."""
+        state = self.state
+        assert state is not None  # run() sets it before any agent starts
+        try:
+            yield
+        except Retryable as exc:
+            self._failed_attempt(agent, exc)
+        except (UsageLimit, PausesAgent) as exc:
+            self._pause(agent, exc.message)
+        state.total_cost_usd = self.budget.spent
+        if self.on_checkpoint is not None:
+            self.on_checkpoint(state.to_dict())
 
     def _render_input(self, agent: Agent, t):
         """A cross-workflow tag's `input` gets the emitting state's `{{…}}` values (Raymond renders it there only)."""
@@ -303,16 +358,22 @@ class Orchestrator:
         self.io.error(f"states: {agent.id} paused at {agent.state}: {why}")
 
     async def _step(self, agent: Agent) -> StepResult:
+        self._start_step(agent)
+        if self._kind(agent) == "script":
+            return await run_script_state(self, agent)
+        return await run_markdown_state(self, agent)
+
+    def _start_step(self, agent: Agent) -> None:
         self.steps += 1
         if self.on_step is not None:
             self.on_step(agent)
+
+    @staticmethod
+    def _kind(agent: Agent) -> str:
         try:
-            kind = state_kind(agent.state)
+            return state_kind(agent.state)
         except ResolveError as exc:
             raise ProtocolError(f"{agent.id}: {exc.message}", exc.hint) from None
-        if kind == "script":
-            return await run_script_state(self, agent)
-        return await run_markdown_state(self, agent)
 
     def _advance(self, agent: Agent, step: StepResult) -> None:
         before = agent
@@ -330,7 +391,8 @@ class Orchestrator:
         state.put(moved)
         for worker in workers:
             state.put(worker)
-            self._spawn(worker.id)
+            if self._running_in_loop:
+                self._spawn(worker.id)  # else the loop starts it with the others, when it takes over
         if moved.status == "ended":
             self.ended.append(moved.id)
         elif moved.status == "asking":
@@ -354,6 +416,8 @@ def _describe_move(before: Agent, after: Agent, workers: list, step: StepResult)
 
 
 async def _cancel_all(tasks: set) -> None:
+    import asyncio
+
     while tasks:  # a cancelled agent cannot spawn more, but be sure
         pending = list(tasks)
         for task in pending:

@@ -1,18 +1,22 @@
-"""Running a program from asyncio code, with an *inactivity* timeout.
+"""Running a program from asyncio code, or blocking, with an *inactivity* timeout.
 
 Used for script states and for the process-based LLM backends. The program
 gets its own process group, so a timeout or a cancelled node kills it and
 everything it started. Any byte on stdout or stderr restarts the timer, so a
 long build that keeps printing is never cut off, and one that hangs silently
-is.
+is. `run_process_blocking` watches the program with the same code (`_Running`)
+served by `selectors`, for a caller with no event loop: a lone agent's scripts,
+where importing asyncio would cost more than the script.
 """
 
 from __future__ import annotations
 
-import asyncio
 import codecs
+import heapq
 import os
+import selectors
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -55,6 +59,8 @@ async def run_process(argv: Sequence[str], *, cwd: str | os.PathLike, env: dict 
     until the exec is done (a millisecond or more); when many agents start scripts at once, threads let
     those starts overlap. A lone agent starts inline, which is quicker.
     """
+    import asyncio
+
     if not os.path.isdir(cwd):
         raise ProcessStartError(f"the working directory {cwd} does not exist")
     started = time.perf_counter()
@@ -88,7 +94,30 @@ def _start(argv: Sequence[str], cwd, env, has_stdin: bool) -> subprocess.Popen:
         raise ProcessStartError(f"`{argv[0]}` could not be started: {exc.strerror or exc}") from None
 
 
+def run_process_blocking(argv: Sequence[str], *, cwd: str | os.PathLike, env: dict | None = None,
+                         timeout: float | None = None, on_stdout: Sink | None = None,
+                         on_stderr: Sink | None = None) -> ProcessOutput:
+    """`run_process` for a caller without an event loop: the same watching, in this thread."""
+    if not os.path.isdir(cwd):
+        raise ProcessStartError(f"the working directory {cwd} does not exist")
+    started = time.perf_counter()
+    loop = _BlockingLoop()
+    process = _start(argv, cwd, env, False)
+    run = _Running(process, loop, on_stdout, on_stderr, timeout)
+    try:
+        run.watch(None)
+        loop.run_until_done(run.done)
+    except ProcessTimeout as timed_out:
+        raise ProcessTimeout(timed_out.seconds, _text(run.out), _text(run.err)) from None
+    finally:
+        run.close()
+        loop.close()
+    return ProcessOutput(_text(run.out), _text(run.err), process.returncode, time.perf_counter() - started)
+
+
 async def _start_in_thread(loop, argv, cwd, env, has_stdin: bool) -> subprocess.Popen:
+    import asyncio
+
     spawning = loop.run_in_executor(None, _start, argv, cwd, env, has_stdin)
     try:
         return await asyncio.shield(spawning)
@@ -108,6 +137,127 @@ def _stop_orphan(spawning) -> None:
     for pipe in (process.stdout, process.stderr, process.stdin):
         if pipe is not None:
             pipe.close()
+
+
+class _Outcome:
+    """The part of a future `_Running` and `_BlockingLoop` use."""
+
+    def __init__(self) -> None:
+        self._done = False
+        self._error: BaseException | None = None
+        self._callbacks: list = []
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, _value) -> None:
+        self._settle(None)
+
+    def set_exception(self, error: BaseException) -> None:
+        self._settle(error)
+
+    def add_done_callback(self, callback) -> None:
+        self._callbacks.append(callback)
+
+    def _settle(self, error: BaseException | None) -> None:
+        self._done, self._error = True, error
+        for callback in self._callbacks:
+            callback(self)
+
+    def result(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+
+class _Timer:
+    __slots__ = ("callback", "cancelled")
+
+    def __init__(self, callback) -> None:
+        self.callback = callback
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class _BlockingLoop:
+    """The event-loop calls `_Running` makes (readers, writers, timers, a future, a thread), served by a
+    selector in the calling thread until one future is done."""
+
+    def __init__(self) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._timers: list = []  # a heap of (when, sequence, _Timer)
+        self._sequence = 0
+
+    def time(self) -> float:
+        return time.monotonic()
+
+    def create_future(self) -> _Outcome:
+        return _Outcome()
+
+    def add_reader(self, fd: int, callback, *args) -> None:
+        self._selector.register(fd, selectors.EVENT_READ, (callback, args))
+
+    def add_writer(self, fd: int, callback, *args) -> None:
+        self._selector.register(fd, selectors.EVENT_WRITE, (callback, args))
+
+    def remove_reader(self, fd: int) -> None:
+        try:
+            self._selector.unregister(fd)
+        except (KeyError, ValueError):  # already removed
+            pass
+
+    remove_writer = remove_reader
+
+    def call_at(self, when: float, callback) -> _Timer:
+        timer = _Timer(callback)
+        self._sequence += 1
+        heapq.heappush(self._timers, (when, self._sequence, timer))
+        return timer
+
+    def call_later(self, delay: float, callback) -> _Timer:
+        return self.call_at(self.time() + delay, callback)
+
+    def run_in_executor(self, _executor, function) -> _Outcome:
+        """`function` in a thread (where no pidfd tells a process's exit); its end wakes the selector."""
+        outcome = _Outcome()
+        wake_read, wake_write = os.pipe()
+
+        def woken() -> None:
+            os.read(wake_read, 1)
+            self.remove_reader(wake_read)
+            os.close(wake_read)
+            outcome.set_result(None)
+
+        def call() -> None:
+            try:
+                function()
+            finally:
+                os.write(wake_write, b"x")
+                os.close(wake_write)
+
+        self.add_reader(wake_read, woken)
+        threading.Thread(target=call, daemon=True).start()
+        return outcome
+
+    def run_until_done(self, future: _Outcome) -> None:
+        timers = self._timers
+        while not future.done():
+            while timers and timers[0][2].cancelled:
+                heapq.heappop(timers)
+            wait = max(0.0, timers[0][0] - self.time()) if timers else None
+            for key, _ in self._selector.select(wait):
+                callback, args = key.data
+                callback(*args)
+            now = self.time()
+            while timers and timers[0][0] <= now and not future.done():
+                _, _, timer = heapq.heappop(timers)
+                if not timer.cancelled:
+                    timer.callback()
+        future.result()
+
+    def close(self) -> None:
+        self._selector.close()
 
 
 class _Running:
