@@ -157,3 +157,21 @@ def test_a_command_that_exited_is_done_though_a_background_child_holds_its_outpu
         for _ in range(100):
             os.kill(sleeper, 0)
             time.sleep(0.05)
+
+
+@pytest.mark.parametrize("watchdog", ["bash", "python"])
+def test_the_watchdog_kills_the_groups_still_listed_when_its_pipe_closes(watchdog):
+    from wfexec.system import subprocesses
+
+    argv = subprocesses._watchdog_argv() if watchdog == "bash" else [sys.executable, "-I", "-S", "-c",
+                                                                       subprocesses._WATCHDOG]
+    assert ("bash" in argv[0]) == (watchdog == "bash")
+    kept, finished = (subprocess.Popen(["sleep", "30"], start_new_session=True) for _ in range(2))
+    dog = subprocess.Popen(argv, stdin=subprocess.PIPE, text=True, start_new_session=True)
+    dog.stdin.write(f"+{kept.pid}\n+{finished.pid}\n-{finished.pid}\n")
+    dog.stdin.close()  # what wfexec's death does
+    assert dog.wait(timeout=10) == 0
+    assert kept.wait(timeout=10) == -signal.SIGKILL
+    assert finished.poll() is None  # forgotten: not killed
+    finished.kill()
+    finished.wait()
