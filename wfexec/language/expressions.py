@@ -30,12 +30,14 @@ import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
-
-from wfexec.language import javascript
-from wfexec.language.js_source import KEYWORDS, TokenError, optional_members, tokenize, usage
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from wfexec.errors import WfexecError
+
+if TYPE_CHECKING:
+    # Imported where an expression is compiled or run in the engine: a cached workflow whose expressions all
+    # take the fast path, or a run with none (`wfexec states`), never needs them.
+    from wfexec.language import javascript
 
 NAMESPACES_IN_STATE = ("computed", "flags", "user_responses")
 NAMESPACES_OUTSIDE_STATE = ("imports", "env", "input")
@@ -254,6 +256,9 @@ class Expression:
         if not code.strip():
             raise ExpressionError("the expression is empty" if not source.strip() else
                                   f"`{_short(source)}` holds only `#` comments, no code", LANGUAGE_HINT, source)
+        from wfexec.language import javascript
+        from wfexec.language.js_source import KEYWORDS, TokenError, optional_members, usage
+
         code = _interpolated_strings(code)
         self.code = code
         try:
@@ -352,6 +357,8 @@ class Expression:
         return self.evaluate_in_engine(scope)
 
     def evaluate_in_engine(self, scope: Scope) -> Any:
+        from wfexec.language import javascript
+
         engine = javascript.current()
         bound = self._bound
         if bound is not None and bound[0] is engine:
@@ -388,6 +395,8 @@ def _interpolated_strings(code: str) -> str:
     (the real init workflow). Lines stay, so error positions keep their line."""
     if "${" not in code:
         return code
+    from wfexec.language.js_source import TokenError, tokenize
+
     try:
         tokens = tokenize(code)
     except TokenError:

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from wfexec.system import progress
-from wfexec.backends.base import BackendError, BackendUnavailable, LLMRequest, UsageLimitReached, invoke_backend
 from wfexec.protocol.agents import FORK_TAGS, refused_environment_name
 from wfexec.protocol.errors import (BackendMissing, ForkGroupInvalid, ProtocolError, Retryable, StopRun, UsageLimit,
                                     WorkflowUnreachable)
@@ -33,6 +32,7 @@ from wfexec.protocol.tags import WORKFLOW_TAGS, PrintScanner, TagError, Transiti
 from wfexec.protocol.templates import render, template_values
 
 if TYPE_CHECKING:
+    from wfexec.backends.base import LLMRequest
     from wfexec.protocol.agents import Agent
     from wfexec.protocol.orchestrator import Orchestrator
 
@@ -246,6 +246,8 @@ def _stderr_excerpt(stderr: str) -> str:
 # -- prompts ------------------------------------------------------------------------------
 
 async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult:
+    from wfexec.backends.base import LLMRequest  # a run of scripts only never needs the backends
+
     name = agent.state
     where = f"{agent.id}: {name}"
     try:
@@ -307,7 +309,9 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
                         "make the prompt say which tag to emit, or give it a single implicit transition")
 
 
-async def _invoke(orch: "Orchestrator", request: LLMRequest, where: str):
+async def _invoke(orch: "Orchestrator", request: "LLMRequest", where: str):
+    from wfexec.backends.base import BackendError, BackendUnavailable, UsageLimitReached, invoke_backend
+
     try:
         return await invoke_backend(orch.backend, request)
     except BackendUnavailable as exc:

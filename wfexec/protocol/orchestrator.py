@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -103,7 +102,7 @@ class Orchestrator:
         self._scopes: dict[str, StateScope] = {}
         self.base_env = base_environment()
         # Found once: a script state never depends on a PATH lookup (nor on a PATH the scripts change).
-        self.bash = shutil.which("bash") or "bash"
+        self.bash = _which("bash")
         self.records: list[dict] = []
         self.ended: list[str] = []
         self.steps = 0
@@ -399,6 +398,15 @@ class Orchestrator:
             self.quiescing = True  # the others finish the state they are in, then wait with it
         if self.io.tracing:
             self.trace(_describe_move(before, moved, workers, step))
+
+
+def _which(program: str) -> str:
+    """shutil.which for a plain name, without importing shutil (a lone script's run has no other use for it)."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", program)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return program
 
 
 def _describe_move(before: Agent, after: Agent, workers: list, step: StepResult) -> str:
