@@ -153,7 +153,7 @@ def _shape(value, seen=None):
         return ("node type", value.name)
     if isinstance(value, Expression):
         return ("expression", value.source, value.code, value.names, value.program, value.reads,
-                value._compiled, value._fast_text)
+                value._function_text, value._fast_text)
     if isinstance(value, Template):
         return ("template", value.source, _shape(value.parts, seen))
     if callable(value) and not dataclasses.is_dataclass(value):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from wfexec.language.js_source import KEYWORDS, TokenError, tokenize
 
 _SAFE_INTEGER = 2 ** 53
 _DECIMAL = re.compile(r"^(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?$")
@@ -43,6 +42,8 @@ def compile_fast(code: str, builtins: frozenset[str] = frozenset()) -> Callable[
 
 def fast_source(code: str, builtins: frozenset[str] = frozenset()) -> str | None:
     """The Python source of `compile_fast`'s function (kept by the compiled-workflow cache), or None."""
+    from wfexec.language.js_source import TokenError, tokenize  # writing the fast path, not running it
+
     try:
         tokens = tokenize(code)
     except TokenError:
@@ -69,6 +70,12 @@ def fast_source(code: str, builtins: frozenset[str] = frozenset()) -> str | None
                   f"    if c is str or c is bool or r is None: return r\n"
                   f"    return MISSING\n")
     return f"def fast(scope):\n    st = scope.state; loc = scope.locals; ex = scope.extras\n{body}\n{ending}"
+
+
+def js_keywords() -> frozenset:
+    from wfexec.language.js_source import KEYWORDS
+
+    return KEYWORDS
 
 
 def fast_function(text: str) -> Callable[[Any], Any]:
@@ -312,7 +319,7 @@ class _Writer:
                 raise _Unsupported("len with more than one argument")
             self.take()
             return f"LEN({argument})", "num"
-        if text in _RESERVED_NAMES or text in self.builtins or text in KEYWORDS or not text.isidentifier() \
+        if text in _RESERVED_NAMES or text in self.builtins or text in js_keywords() or not text.isidentifier() \
                 or not text.isascii():
             raise _Unsupported("a global or keyword")
         value = self.var()

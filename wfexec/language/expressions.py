@@ -247,7 +247,7 @@ class Expression:
     `names` are the names it reads (what validation checks something writes); `program` says it is
     several statements whose value is the last one's."""
 
-    __slots__ = ("source", "code", "names", "program", "_reads", "_compiled", "_bound", "_fast_fn", "_fast_text",
+    __slots__ = ("source", "code", "names", "program", "_reads", "_function_text", "_bound", "_fast_fn", "_fast_text",
                  "_reads_clock")
 
     def __init__(self, source: str):
@@ -286,11 +286,13 @@ class Expression:
             raise ExpressionError(f"unknown function '{name}' called in `{_short(source)}`", hint, source,
                                   line, column)
         try:
-            self._compiled = javascript.compile_source(optional_members(code) if _missing_reads_null else code,
-                                                       tuple(sorted(reads)))
+            compiled = javascript.compile_source(optional_members(code) if _missing_reads_null else code,
+                                                 tuple(sorted(reads)))
         except javascript.JavaScriptError as exc:
             raise self._invalid(exc) from None
-        self.program = self._compiled.program
+        # Kept as text, so a cached workflow unpickles without the JavaScript modules.
+        self._function_text = compiled.text
+        self.program = compiled.program
         self._reads = tuple((name, tuple(sorted(keys)) if keys is not None else None) for name, keys in reads.items())
         self._bound: tuple[Any, Any] | None = None
         # Only an expression that can reach the clock asks the run for it, so a run records (and a replay
@@ -316,7 +318,7 @@ class Expression:
         # What was checked and derived at load, without the engine's function (bound per engine on first use):
         # a cached workflow builds its expressions again without the JavaScript engine.
         return _restored_expression, (self.source, self.code, self.names, self.program, self._reads,
-                                      self._compiled, self._fast_text, self._reads_clock)
+                                      self._function_text, self._fast_text, self._reads_clock)
 
     @property
     def reads(self) -> dict[str, tuple[str, ...] | None]:
@@ -366,7 +368,7 @@ class Expression:
         else:
             # Another thread has its own engine: its function stays in that engine's table, and the first
             # binding stays here, so no thread drops a value of another thread's engine.
-            function = engine.function(self._compiled.text, self.code)
+            function = engine.function(self._function_text, self.code)
             if bound is None:
                 self._bound = (engine, function)
         try:
@@ -379,10 +381,10 @@ class Expression:
         return f"Expression({self.source!r})"
 
 
-def _restored_expression(source, code, names, program, reads, compiled, fast_text, reads_clock) -> Expression:
+def _restored_expression(source, code, names, program, reads, function_text, fast_text, reads_clock) -> Expression:
     expression = Expression.__new__(Expression)
     expression.source, expression.code, expression.names, expression.program = source, code, names, program
-    expression._reads, expression._compiled, expression._reads_clock = reads, compiled, reads_clock
+    expression._reads, expression._function_text, expression._reads_clock = reads, function_text, reads_clock
     expression._bound = None
     expression._fast_text = fast_text
     expression._fast_fn = _NOT_BUILT if fast_text is not None else None

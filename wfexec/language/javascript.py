@@ -28,7 +28,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from wfexec.language.js_source import TokenError, tokenize
 
 TIME_LIMIT_SECONDS = 2.0
 MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
@@ -103,6 +102,8 @@ def _final_object_literal(source: str) -> str | None:
     end = len(source.rstrip())
     if not source[:end].endswith("}"):
         return None
+    from wfexec.language.js_source import TokenError, tokenize  # only a program's compile comes here
+
     try:
         tokens = tokenize(source[:end])
     except TokenError:
