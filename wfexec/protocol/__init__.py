@@ -11,7 +11,8 @@ ends by emitting one transition tag (`<goto>`, `<reset>`, `<call>`,
 | `scopes` | directory / zip / YAML / inline scopes; name → file resolution; path safety |
 | `templates` | one-pass `{{name}}` substitution |
 | `processes` | asyncio subprocesses with an inactivity timeout and process-group kill |
-| `executors` | one state (script or prompt) → its resolved transitions |
+| `executors` | one script state → its resolved transitions; the transition checks every state shares |
+| `prompt_states` | one `.md` prompt state → its resolved transitions (imported when one first runs) |
 | `agents` | agents, return stacks, forks: what each transition does (plain, serialisable data) |
 | `budget` | the cost budget, checked before every LLM call |
 | `orchestrator` | every agent, concurrently, to the end |

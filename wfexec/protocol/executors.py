@@ -1,15 +1,10 @@
-"""Running one state: a `.sh` script or an `.md` prompt, down to its resolved transitions.
+"""Running one script state down to its resolved transitions, and the transition checks every state shares
+(`prompt_states` runs `.md` prompts).
 
 Scripts (reference §1.4, §1.15): `bash FILE` in the agent's working directory,
 stdin from /dev/null, an inactivity timeout, the RAYMOND_* variables. Exit
 status 0 and exactly one transition on stdout (or several forks, DESIGN §4),
 else a fatal error: there is no one to remind.
-
-Prompts (reference §1.4–§1.6): the body rendered with `{{…}}` values goes to
-the backend. With `allowed_transitions`, a reply with no tag, several tags,
-an unknown target or a tag the policy does not allow is re-prompted with the
-reminder block, up to three invocations in all; without one it is fatal. A
-malformed tag is always fatal.
 """
 
 from __future__ import annotations
@@ -20,19 +15,13 @@ from typing import TYPE_CHECKING
 
 from wfexec.system import progress
 from wfexec.protocol.agents import FORK_TAGS, refused_environment_name
-from wfexec.protocol.errors import (BackendMissing, ForkGroupInvalid, ProtocolError, Retryable, StopRun, UsageLimit,
-                                    WorkflowUnreachable)
-from wfexec.protocol.policy import (MAX_INVOCATIONS, Policy, PolicyError, check_transition, implicit_entry, implicit_transition,
-                     parse_frontmatter, reminder)
+from wfexec.protocol.errors import ProtocolError, WorkflowUnreachable
 from wfexec.protocol.processes import (ProcessOutput, ProcessStartError, ProcessTimeout, run_process,
                                       run_process_blocking)
 from wfexec.protocol.scopes import ResolveError, StateScope, resolve_state
-from wfexec.protocol.workflows import resolve_workflow
-from wfexec.protocol.tags import WORKFLOW_TAGS, PrintScanner, TagError, Transition, extract_prints, parse_transitions
-from wfexec.protocol.templates import render, template_values
+from wfexec.protocol.tags import WORKFLOW_TAGS, PrintScanner, TagError, Transition, parse_transitions
 
 if TYPE_CHECKING:
-    from wfexec.backends.base import LLMRequest
     from wfexec.protocol.agents import Agent
     from wfexec.protocol.orchestrator import Orchestrator
 
@@ -101,6 +90,8 @@ def _resolved(scope: StateScope, t: Transition) -> Transition:
             if attributes.get(key):
                 attributes = {**attributes, key: resolve_state(scope, attributes[key])}
         if t.tag in WORKFLOW_TAGS:
+            from wfexec.protocol.workflows import resolve_workflow  # a cross-workflow tag only
+
             try:
                 where = resolve_workflow(t.target, scope)
             except ProtocolError as exc:
@@ -241,123 +232,6 @@ def _stderr_excerpt(stderr: str) -> str:
     if len(text) > STDERR_IN_MESSAGE:
         text = "…" + text[-STDERR_IN_MESSAGE:]
     return f" (stderr: {text})"
-
-
-# -- prompts ------------------------------------------------------------------------------
-
-async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult:
-    from wfexec.backends.base import LLMRequest  # a run of scripts only never needs the backends
-
-    name = agent.state
-    where = f"{agent.id}: {name}"
-    try:
-        text = orch.scope_for(agent).read_text(name)
-    except ProtocolError as exc:  # deleted or unreadable for now: tried again, then the agent is paused
-        raise Retryable(f"{agent.id}: {exc.message}", exc.hint) from None
-    try:
-        policy, body = parse_frontmatter(text)
-    except PolicyError as exc:
-        raise ProtocolError(f"{where}: {exc}", "fix the frontmatter between the two `---` lines") from None
-    if policy is not None and policy.unknown:
-        orch.warn(f"{name}: unknown frontmatter field{'s' if len(policy.unknown) > 1 else ''} "
-                  f"{', '.join(policy.unknown)} (ignored; known: allowed_transitions, model, effort, force_implicit)")
-    if orch.backend is None:
-        raise BackendMissing(f"{where} is an LLM state, and no LLM backend is configured",
-                             "run with --backend claude (or command:PROGRAM, or --replay CASSETTE)")
-    values = template_values(workflow_id=orch.workflow_id, agent_id=agent.id, task_folder=orch.task_folder(agent),
-                             input=agent.input, fork_attributes=agent.fork_attributes, ask_id=agent.pending_ask_id)
-    prompt = render(body, values)
-    model = (policy.model if policy else None) or orch.model
-    effort = (policy.effort if policy else None) or orch.effort
-    # An LLM turn in JSON mode prints nothing until it is done: only a timeout someone wrote applies to it.
-    timeout, _ = state_timeout(orch, agent, name, default=None)
-    session = agent.session_id
-    resume, branch = (agent.branch_from, True) if agent.branch_from else (session, False)
-    turn_prompt, cost, problems = prompt, 0.0, []
-    for attempt in range(1, MAX_INVOCATIONS + 1):
-        orch.budget.check(agent.id, name)
-        request = LLMRequest(prompt=turn_prompt, session_id=resume, fork_session=branch, model=model, effort=effort,
-                             cwd=orch.agent_cwd(agent), agent_id=agent.id, state=name, timeout=timeout,
-                             attempt=attempt)
-        reply = await _invoke(orch, request, where)
-        cost += reply.cost_usd
-        orch.budget.add(reply.cost_usd)
-        if reply.session_id:
-            session = reply.session_id
-        resume, branch = session, False  # reminders continue the session the failed turn produced
-        orch.printer(agent)(extract_prints(reply.text))
-        record = orch.keep_record(agent, "markdown", prompt=turn_prompt, reply=reply.text, cost_usd=reply.cost_usd,
-                                  session_id=session, attempt=attempt)
-        try:
-            transitions = decide(orch, agent, policy, reply.text, values)
-        except TagError as exc:
-            raise ProtocolError(f"{where}: {exc}") from None
-        except ForkGroupProblem as problem:
-            raise ForkGroupInvalid(f"{where}: the reply {problem}",
-                                   "fix the prompt's forks, then `wfexec resume RUN` runs the state again") from None
-        except OutputProblem as problem:
-            if policy is None or not policy.has_rules:
-                raise ProtocolError(f"{where}: the reply {problem}",
-                                    "add allowed_transitions frontmatter to get reminder re-prompts") from None
-            problems.append(str(problem))
-            orch.trace(f"{where}: the reply {problem}; re-prompting with a reminder ({attempt}/{MAX_INVOCATIONS})")
-            turn_prompt = prompt + reminder(policy)
-            continue
-        return StepResult(transitions, "markdown", session_id=session, cost_usd=cost, record=record)
-    raise ProtocolError(f"{where}: no valid transition after {MAX_INVOCATIONS} reminder attempts "
-                        f"(last: the reply {problems[-1]})",
-                        "make the prompt say which tag to emit, or give it a single implicit transition")
-
-
-async def _invoke(orch: "Orchestrator", request: "LLMRequest", where: str):
-    from wfexec.backends.base import BackendError, BackendUnavailable, UsageLimitReached, invoke_backend
-
-    try:
-        return await invoke_backend(orch.backend, request)
-    except BackendUnavailable as exc:
-        raise StopRun(f"{where}: the LLM backend cannot be used: {exc.message}", exc.hint) from None
-    except UsageLimitReached as exc:
-        raise UsageLimit(f"{where}: {exc.message}", "the run waits for the limit's reset time when it says one; "
-                         "otherwise resume once it has passed") from None
-    except BackendError as exc:  # tried again, then the agent is paused
-        raise Retryable(f"{where}: the LLM backend failed: {exc}") from None
-    except ProtocolError:
-        raise
-    except Exception as exc:  # a backend is a program or a service: it can fail in many ways
-        raise Retryable(f"{where}: the LLM backend failed: {type(exc).__name__}: {exc}") from None
-
-
-def decide(orch: "Orchestrator", agent: "Agent", policy: Policy | None, text: str, values: dict) -> list[Transition]:
-    """The transitions a reply stands for. Raises TagError (fatal) or OutputProblem (re-promptable)."""
-    entry = implicit_entry(policy)
-    if policy is not None and policy.force_implicit and entry is not None:
-        return [_implicit(orch, agent, entry, values)]
-    transitions = parse_transitions(text)
-    if not transitions:
-        if entry is not None:
-            return [_implicit(orch, agent, entry, values)]
-        raise OutputProblem("has no transition tag; a state must emit exactly one")
-    resolved = check_transitions(orch, agent, transitions, script=False)
-    _group_consistent(resolved, "replied with")
-    for written, transition in zip(transitions, resolved):
-        # A cross-workflow tag's policy target is the path as written, not the state it resolves to.
-        problem = check_transition(policy, written if written.tag in WORKFLOW_TAGS else transition)
-        if problem:
-            raise OutputProblem(f"breaks the state's policy: {problem}")
-    return [replace(t, payload=t.payload.strip()) if t.tag == "result" else t for t in resolved]
-
-
-def _implicit(orch: "Orchestrator", agent: "Agent", entry: dict, values: dict) -> Transition:
-    transition = implicit_transition(entry)
-    if "input" in transition.attributes:
-        transition = replace(transition, attributes={**transition.attributes,
-                                                     "input": render(transition.attributes["input"], values)})
-    try:
-        (resolved,) = check_transitions(orch, agent, [transition], script=False)
-    except OutputProblem as exc:
-        raise ProtocolError(f"{agent.id}: {agent.state}: its implicit transition {exc}",
-                            "fix the target in allowed_transitions") from None
-    return replace(resolved, payload=resolved.payload.strip()) if resolved.tag == "result" else resolved
 
 
 def base_environment() -> dict:

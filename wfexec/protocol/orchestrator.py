@@ -25,8 +25,7 @@ from wfexec.protocol.agents import MAIN, Agent, AgentsState, apply, paused, reac
 from wfexec.protocol.budget import CostBudget
 from wfexec.protocol.errors import PausesAgent, ProtocolError, Retryable, ScopeError, UsageLimit, WorkflowUnreachable
 from wfexec.protocol.limits import limit_wait
-from wfexec.protocol.executors import (StepResult, base_environment, run_markdown_state, run_script_state,
-                                      run_script_state_blocking)
+from wfexec.protocol.executors import StepResult, base_environment, run_script_state, run_script_state_blocking
 from wfexec.protocol.scopes import (ResolveError, ScriptFiles, StateScope, entry_point, open_scope, resolve_state,
                                     state_kind)
 from wfexec.protocol.tags import WORKFLOW_TAGS
@@ -360,6 +359,8 @@ class Orchestrator:
         self._start_step(agent)
         if self._kind(agent) == "script":
             return await run_script_state(self, agent)
+        from wfexec.protocol.prompt_states import run_markdown_state
+
         return await run_markdown_state(self, agent)
 
     def _start_step(self, agent: Agent) -> None:
