@@ -29,7 +29,6 @@ from wfexec.protocol.executors import StepResult, base_environment, run_script_s
 from wfexec.protocol.scopes import (ResolveError, ScriptFiles, StateScope, entry_point, open_scope, resolve_state,
                                     state_kind)
 from wfexec.protocol.tags import WORKFLOW_TAGS
-from wfexec.protocol.templates import render, template_values
 
 if TYPE_CHECKING:
     import asyncio
@@ -337,6 +336,8 @@ class Orchestrator:
         text = t.attributes.get("input")
         if not text:
             return t
+        from wfexec.protocol.templates import render, template_values  # a cross-workflow tag's input only
+
         values = template_values(workflow_id=self.workflow_id, agent_id=agent.id, task_folder=self.task_folder(agent),
                                  input=agent.input, fork_attributes=agent.fork_attributes)
         return replace(t, attributes={**t.attributes, "input": render(text, values)})

@@ -231,6 +231,8 @@ def entry_point(scope: StateScope) -> str:
     """`1_START`, else `START` (any extension); both is an error, and so is neither."""
     found = []
     for name in ENTRY_POINTS:
+        if not scope.has(name) and not any(scope.has(name + e) for e in (MARKDOWN,) + SCRIPTS + FOREIGN):
+            continue  # not there: no need for resolve_state's error, nor its did-you-mean
         try:
             found.append(resolve_state(scope, name))
         except ResolveError as exc:
