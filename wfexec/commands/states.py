@@ -179,7 +179,7 @@ def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, w
     """A workflow of one `states` node running PATH, written into `into` (named by its content, so the same
     command line finds the same file): what `wfexec states` runs, so that its run is recorded and resumed like
     any other. Raises ScopeError when PATH is not a states folder."""
-    import hashlib
+    from wfexec.system.digest import sha256
     import json
 
     scope_path, named_start = split_path(path)
@@ -213,7 +213,7 @@ def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, w
         json.dumps(workflow, indent=2, ensure_ascii=False) + "\n"
     into.mkdir(parents=True, exist_ok=True)
     target = into / f"{''.join(c if c.isalnum() or c in '-_' else '-' for c in name)[:40]}-" \
-                    f"{hashlib.sha256(text.encode()).hexdigest()[:12]}.yaml"
+                    f"{sha256(text.encode()).hexdigest()[:12]}.yaml"
     if not target.exists():
         from wfexec.system.files import write_atomic
 

@@ -20,7 +20,6 @@ When steps are committed:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from wfexec.durable.changes import record as record_changes
 from wfexec.durable.store import FINISHED, Replayed, Store, StoreError, StoreWriteError, ending_status
 from wfexec.types.registry import EFFECTS
 from wfexec.system import subprocesses
+from wfexec.system.digest import sha256
 
 OUTSIDE_EFFECTS = frozenset(EFFECTS) - {"display"}  # what a crash may leave half done
 FLUSH_STEPS = 1024
@@ -61,7 +61,7 @@ def node_hashes(workflow: Workflow) -> dict[str, str]:
     out = {}
     for section in ("nodes", "endings"):
         for node_id, raw in (workflow.raw.get(section) or {}).items():
-            digest = hashlib.sha256(_dumps({"section": section, "raw": raw}).encode())
+            digest = sha256(_dumps({"section": section, "raw": raw}).encode())
             for path in workflow.documents.get(f"{section}.{node_id}", ()):
                 _hash_files(digest, path)
             out[f"{section}.{node_id}"] = digest.hexdigest()[:16]
@@ -74,7 +74,7 @@ def _hash_files(digest, path: Path) -> None:
     for file in files:
         digest.update(str(file.relative_to(path) if file != path else file.name).encode() + b"\0")
         try:
-            digest.update(hashlib.sha256(file.read_bytes()).digest())
+            digest.update(sha256(file.read_bytes()).digest())
         except OSError:  # unreadable now: the run will say so when it gets there
             digest.update(b"?")
 

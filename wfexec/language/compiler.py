@@ -8,7 +8,6 @@ at, so one bad node does not hide the problems of the others.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -31,6 +30,7 @@ from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PREC
                        Registry, consequences, preconditions)
 from wfexec.language.paths import PathError, parse_path
 from wfexec.language.inputs import input_schema_problems
+from wfexec.system.digest import sha256
 
 _CALL_META = ("type", "description")
 
@@ -266,7 +266,7 @@ def _is_dir(path: Path) -> bool:
 
 def source_hash(data: Any, imports: dict) -> str:
     blob = json.dumps({"workflow": data, "imports": imports}, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
+    return sha256(blob).hexdigest()[:16]
 
 
 def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | None, list[Diagnostic]]:

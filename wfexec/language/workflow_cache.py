@@ -18,7 +18,6 @@ Why reusing it is safe:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 
 from wfexec.system import cache
 from wfexec.version import __version__
+from wfexec.system.digest import sha256
 
 _KIND = "workflows"
 
@@ -54,7 +54,7 @@ def _key(path: Path, content: bytes) -> bytes:
     from wfexec.system.plugins import installed_fingerprint
 
     parts = ["workflow 1", own_code_stamp(), installed_fingerprint(), os.getcwd(),
-             os.environ.get("CLAUDE_PLUGIN_ROOT", ""), str(path), hashlib.sha256(content).hexdigest()]
+             os.environ.get("CLAUDE_PLUGIN_ROOT", ""), str(path), sha256(content).hexdigest()]
     return "\0".join(parts).encode()
 
 
@@ -62,11 +62,11 @@ def digest(place: Path) -> str:
     """What is at `place` now: a file's SHA-256, a folder's files (names and contents), or "missing"."""
     try:
         if place.is_dir():
-            whole = hashlib.sha256(b"folder\0")
+            whole = sha256(b"folder\0")
             for file in sorted(p for p in place.rglob("*") if p.is_file()):
-                whole.update(str(file.relative_to(place)).encode() + b"\0" + hashlib.sha256(file.read_bytes()).digest())
+                whole.update(str(file.relative_to(place)).encode() + b"\0" + sha256(file.read_bytes()).digest())
             return whole.hexdigest()
-        return hashlib.sha256(place.read_bytes()).hexdigest()
+        return sha256(place.read_bytes()).hexdigest()
     except (FileNotFoundError, NotADirectoryError):
         return "missing"
     except (OSError, ValueError):

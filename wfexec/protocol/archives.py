@@ -8,7 +8,6 @@ archive's SHA-256 and must match.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import stat
 import zipfile
@@ -16,6 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from wfexec.protocol.errors import ScopeError
 from wfexec.protocol.scopes import ZipScope
+from wfexec.system.digest import sha256
 
 MAX_ZIP_BYTES = 64 * 1024 * 1024
 _SHA_RUN = re.compile(r"[0-9a-fA-F]{64,}")
@@ -49,7 +49,7 @@ def _check_zip_hash(path: Path, label: str) -> None:
         return
     if len(runs) > 1 or len(runs[0]) != 64:
         raise ScopeError(f"the name of {label} holds an ambiguous hash (a SHA-256 is exactly 64 hex digits, once)")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = sha256(path.read_bytes()).hexdigest()
     if digest != runs[0].lower():
         raise ScopeError(f"{label} does not match the SHA-256 in its name (its content hashes to {digest})",
                          "the archive changed after it was named; get the published one again")

@@ -12,8 +12,8 @@ off.
 
 from __future__ import annotations
 
-import hashlib
 import os
+from wfexec.system.digest import sha256
 from pathlib import Path
 
 CACHE_VARIABLE = "WFEXEC_CACHE_DIR"
@@ -38,7 +38,7 @@ def _entry(kind: str, key: bytes) -> tuple[Path, bytes] | None:
     folder = cache_dir()
     if folder is None:
         return None
-    digest = hashlib.sha256(key).hexdigest()
+    digest = sha256(key).hexdigest()
     return folder / kind / f"{digest}.bin", digest.encode()
 
 
@@ -57,7 +57,7 @@ def load(kind: str, key: bytes) -> bytes | None:
         return None
     key_line, sum_line = data[len(_MAGIC):len(_MAGIC) + 65], data[len(_MAGIC) + 65:header_end]
     payload = data[header_end:]
-    if key_line != digest + b"\n" or sum_line != hashlib.sha256(payload).hexdigest().encode() + b"\n":
+    if key_line != digest + b"\n" or sum_line != sha256(payload).hexdigest().encode() + b"\n":
         return None
     try:
         os.utime(path)  # used now: the last to be evicted
@@ -72,7 +72,7 @@ def store(kind: str, key: bytes, payload: bytes) -> None:
     if entry is None:
         return
     path, digest = entry
-    data = _MAGIC + digest + b"\n" + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    data = _MAGIC + digest + b"\n" + sha256(payload).hexdigest().encode() + b"\n" + payload
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Written under a unique name, then renamed: a reader sees the old entry, the new one, or none.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import re
 
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from wfexec.language.expressions import truthy
 from wfexec.types.registry import ActionFailed, TypeList
+from wfexec.system.digest import sha256
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -176,7 +176,7 @@ def compute_hash(params, ctx):
     else:
         raise ActionFailed("compute_hash needs `from` (a state path) or `content`")
     data = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-    ctx.set(params["store_as"], "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest())
+    ctx.set(params["store_as"], "sha256:" + sha256(data.encode("utf-8")).hexdigest())
 
 
 @TYPES.consequence("create_checkpoint", {"name": {"type": "string"}}, ["name"])
