@@ -29,6 +29,25 @@ def test_published_schema_file_is_current():
     assert printed == on_disk, "schemas/workflow.schema.json is stale: run `wfexec schema -o schemas/workflow.schema.json`"
 
 
+def test_published_v8_schema_file_is_current():
+    printed = wfexec_cli("schema", "--v8").stdout
+    on_disk = (ROOT / "schemas" / "workflow-v8.schema.json").read_text()
+    assert printed == on_disk, \
+        "schemas/workflow-v8.schema.json is stale: run `wfexec schema --v8 -o schemas/workflow-v8.schema.json`"
+
+
+def test_the_v8_schema_has_every_node_type_composite_and_registered_type(cli):
+    schema = json.loads(cli("schema", "--v8", "--plugins").stdout)
+    types = json.loads(cli("types", "--format", "json").stdout)
+    defs = schema["$defs"]
+    for node_type in ("action", "conditional", "user_prompt", "validation_gate", "reference", "states", "ending",
+                      "confirm", "gated_action", "goal_seek"):
+        assert f"node.{node_type}" in defs
+    for entry in types:
+        assert f"{entry['kind']}.{entry['name']}" in defs
+    assert "endings" not in schema["properties"] and "default_error" in schema["required"]
+
+
 def test_schema_has_every_node_type_and_registered_type(cli):
     schema = json.loads(cli("schema", "--plugins").stdout)
     types = json.loads(cli("types", "--format", "json").stdout)
@@ -45,12 +64,15 @@ def test_schema_validates_the_examples_with_jsonschema():
     import jsonschema
 
     from wfexec.language.loader import load_file
+    from wfexec.language.v8 import is_v8
 
-    schema = json.loads((ROOT / "schemas" / "workflow.schema.json").read_text())
+    classic, v8 = (json.loads((ROOT / "schemas" / name).read_text())
+                   for name in ("workflow.schema.json", "workflow-v8.schema.json"))
     paths = sorted((ROOT / "skills").glob("*/workflow.yaml"))
     assert paths
     for path in paths:
-        jsonschema.validate(load_file(path).data, schema)  # JSON keys are strings, as wfexec reads them
+        data = load_file(path).data
+        jsonschema.validate(data, v8 if is_v8(data) else classic)  # JSON keys are strings, as wfexec reads them
 
 
 def test_types_text_lists_docs_and_required_parameters():

@@ -250,11 +250,13 @@ def worker(
 def schema(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
     plugins: bool = typer.Option(False, "--plugins", help="Also include the types of installed plugins."),
+    v8: bool = typer.Option(False, "--v8", help="The schema of blueprint-lib v8 files (ending nodes, default_error, "
+                                                "composites), as their authors write them."),
 ):
     """Print the workflow JSON Schema, with every built-in (and with --plugins, plugin) type's parameters."""
     from wfexec.outputs.scaffold import published_schema_text
 
-    text = published_schema_text(plugins)
+    text = published_schema_text(plugins, v8)
     if output:
         from wfexec.system.files import write_atomic
 

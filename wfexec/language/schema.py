@@ -189,7 +189,7 @@ def node_schema(node_type: str) -> dict:
     return allow_x_keys(schema)
 
 
-def _dispatch(kind_defs: dict, discriminator_enum: Iterable[str], description: str) -> dict:
+def dispatch_on_type(kind_defs: dict, discriminator_enum: Iterable[str], description: str) -> dict:
     """A schema that checks `type` and then the branch for that type."""
     return {
         "type": "object",
@@ -201,6 +201,19 @@ def _dispatch(kind_defs: dict, discriminator_enum: Iterable[str], description: s
     }
 
 
+def call_type_defs(preconditions: Registry, consequences: Registry) -> dict[str, Any]:
+    """`precondition.<name>` and `consequence.<name>` for every registered type, and the `precondition` and
+    `consequence` that pick one by `type`."""
+    defs: dict[str, Any] = {}
+    for registry, label in ((preconditions, "precondition"), (consequences, "consequence")):
+        refs = {}
+        for spec in registry.specs():
+            defs[f"{label}.{spec.name}"] = spec.parameter_schema()
+            refs[spec.name] = f"#/$defs/{label}.{spec.name}"
+        defs[label] = dispatch_on_type(refs, registry.names(), f"a {label} (a registered type)")
+    return defs
+
+
 def published_schema(preconditions: Registry, consequences: Registry) -> dict:
     """The whole language as one JSON Schema document."""
     defs: dict[str, Any] = {"target": TARGET, "ending": ENDING}
@@ -209,13 +222,8 @@ def published_schema(preconditions: Registry, consequences: Registry) -> dict:
     for node_type in kinds.names():
         defs[f"node.{node_type}"] = node_schema(node_type)
         node_refs[node_type] = f"#/$defs/node.{node_type}"
-    defs["node"] = _dispatch(node_refs, kinds, "a node of the graph")
-    for registry, label in ((preconditions, "precondition"), (consequences, "consequence")):
-        refs = {}
-        for spec in registry.specs():
-            defs[f"{label}.{spec.name}"] = spec.parameter_schema()
-            refs[spec.name] = f"#/$defs/{label}.{spec.name}"
-        defs[label] = _dispatch(refs, registry.names(), f"a {label} (a registered type)")
+    defs["node"] = dispatch_on_type(node_refs, kinds, "a node of the graph")
+    defs.update(call_type_defs(preconditions, consequences))
     return {"$schema": DRAFT, "$id": SCHEMA_ID, "title": "wfexec workflow",
             "description": "A workflow.yaml run by wfexec (hiivmind seed format and blueprint-lib v3 names).",
             **TOP_LEVEL, "$defs": defs}

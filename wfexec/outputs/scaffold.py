@@ -17,11 +17,13 @@ from wfexec.outputs.skillgen import SkillError, name_problem, suggest_name
 SCHEMA_FILE = Path("schemas") / "workflow.schema.json"
 
 
-def published_schema_text(plugins: bool = False) -> str:
-    """The workflow JSON Schema as `wfexec schema` prints it: the built-in types (and the plugins' with `plugins`)."""
+def published_schema_text(plugins: bool = False, v8: bool = False) -> str:
+    """The workflow JSON Schema as `wfexec schema` prints it: the built-in types (and the plugins' with `plugins`);
+    with `v8`, the schema of blueprint-lib v8 files as authors write them."""
     import json
 
     from wfexec.language.schema import published_schema
+    from wfexec.language.schema_v8 import published_v8_schema
     from wfexec.types.registry import BUILTIN_PACKAGE, Registry, consequences, preconditions
 
     def published(registry):
@@ -29,7 +31,8 @@ def published_schema_text(plugins: bool = False) -> str:
             return registry
         return Registry(registry.kind, [s for s in registry.specs() if s.package == BUILTIN_PACKAGE])
 
-    return json.dumps(published_schema(published(preconditions()), published(consequences())), indent=2,
+    build = published_v8_schema if v8 else published_schema
+    return json.dumps(build(published(preconditions()), published(consequences())), indent=2,
                       ensure_ascii=False) + "\n"
 
 
