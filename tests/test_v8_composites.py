@@ -252,3 +252,30 @@ def test_the_by_hand_rules_of_a_skill_name_the_composites_and_their_nodes(tmp_pa
     assert "- `ask_delete` (confirm): `ask_delete__ask`, `ask_delete__gate`, `ask_delete__act`" in rules
     assert "- `route` (gated_action): `route__case_0`, `route__case_0__act`, `route__case_1`" in rules
     assert "| `ask_delete__ask` | Delete ${input.size} files? |" in (folder / "SKILL.md").read_text()
+
+
+def test_a_validation_gate_and_a_states_result_route_into_a_composite(tmp_path):
+    (tmp_path / "flow").mkdir()
+    (tmp_path / "flow" / "START.sh").write_text('echo "<result>DIRTY</result>"\n')
+    text = WORKFLOW.replace("start_node: route\n", "start_node: gate\n").replace("nodes:\n", """nodes:
+  gate:
+    type: validation_gate
+    validations:
+      - {type: evaluate_expression, expression: "input.size >= 0"}
+    on_valid: scan
+    on_invalid: route
+  scan:
+    type: states
+    folder: flow
+    on_result: {DIRTY: ask_delete}
+    on_success: nothing
+""", 1)
+    (tmp_path / "workflow.yaml").write_text(text)
+    checked = cli("validate", "workflow.yaml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout
+    done, result = run_json(tmp_path, "--input", "size=2", "--answer", "ask_delete__ask=yes")
+    assert result["ending"] == "deleted", done.stdout + done.stderr
+    # the invalid branch goes into the gated_action composite, whose else asks as well
+    done, result = run_json(tmp_path, "--input", "size=-1", "--answer", "ask_delete__ask=no")
+    assert [h["node"] for h in result["state"]["history"]][:2] == ["gate", "route__case_0"]
+    assert result["ending"] == "nothing"

@@ -306,3 +306,10 @@ def test_a_computed_target_that_names_nothing_goes_to_default_error(tmp_path):
     assert result["message"].startswith("Unexpected failure at first ")
     assert result["state"]["computed"]["last_error"] == \
         "first: the target 'first_typo' of on_success is neither a node nor an ending"
+
+
+def test_a_route_to_nothing_in_a_v8_file_says_endings_are_nodes(tmp_path):
+    write(tmp_path, FAILS.replace("    on_success: done\n", "    on_success: zzz\n"))
+    done = cli("validate", "workflow.yaml", cwd=tmp_path)
+    assert "`on_success` names 'zzz', which is neither a node nor an ending — name a node under `nodes:` " \
+           "(an ending is a node with `type: ending`)" in done.stdout

@@ -8,12 +8,13 @@ from wfexec.language.diagnostics import Reporter, did_you_mean, format_yaml_path
 from wfexec.language.expressions import Template
 
 
-def check(data: dict, nodes: dict, endings: dict, static_targets: list, report: Reporter) -> None:
+def check(data: dict, nodes: dict, endings: dict, static_targets: list, report: Reporter,
+          endings_are_nodes: bool = False) -> None:
     raw_nodes = data.get("nodes")
     raw_nodes = raw_nodes if isinstance(raw_nodes, dict) else {}
     raw_endings = data.get("endings")
     raw_endings = raw_endings if isinstance(raw_endings, dict) else {}
-    _check_targets(raw_nodes, raw_endings, static_targets, report)
+    _check_targets(raw_nodes, raw_endings, static_targets, report, endings_are_nodes)
     for node in nodes.values():
         if node.kind.check is not None:
             node.kind.check(node, raw_nodes[node.id], report)
@@ -21,13 +22,16 @@ def check(data: dict, nodes: dict, endings: dict, static_targets: list, report: 
         _check_graph(data.get("start_node"), nodes, endings, report, raw_nodes)
 
 
-def _check_targets(raw_nodes: dict, raw_endings: dict, static_targets: list, report: Reporter) -> None:
+def _check_targets(raw_nodes: dict, raw_endings: dict, static_targets: list, report: Reporter,
+                   endings_are_nodes: bool) -> None:
     known = list(raw_nodes) + list(raw_endings)
     for path, name in static_targets:
         if name in raw_nodes or name in raw_endings:
             continue
         what = "start_node" if path == ("start_node",) else f"`{_field_path(path)}`"
-        hint = did_you_mean(name, known) or "name a node under `nodes:` or an ending under `endings:`"
+        hint = did_you_mean(name, known) or ("name a node under `nodes:` (an ending is a node with `type: ending`)"
+                                             if endings_are_nodes else
+                                             "name a node under `nodes:` or an ending under `endings:`")
         report.error(path, "unknown-target", f"{what} names '{name}', which is neither a node nor an ending", hint)
 
 

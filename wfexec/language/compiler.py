@@ -412,7 +412,7 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
             format="v8" if is_v8 else "", default_error=default_error if isinstance(default_error, str) else None)
     check_report = doc.reporter()
-    checks.check(data, nodes, endings, c.static_targets, check_report)
+    checks.check(data, nodes, endings, c.static_targets, check_report, endings_are_nodes=is_v8)
     bound = {name for node in nodes.values() for name in node.kind.bound_names(node.spec)}
     check_names(data, c.expressions, check_report, bound)
     diagnostics += check_report.diagnostics + c.extra_diagnostics

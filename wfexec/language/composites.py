@@ -90,8 +90,11 @@ for _name, _schema in SCHEMAS.items():
                                "description": {"type": "string", "description": "what the node is for"},
                                **_schema["properties"]})
 
-_FORWARD = ("on_success", "on_true", "on_false", "next_node", "else", "on_complete")
-_ROUTES = _FORWARD + ("on_failure", "on_unknown", "on_abort", "on_budget_exceeded")
+_FORWARD = ("on_success", "on_true", "on_false", "next_node", "else", "on_complete", "on_valid")
+_ROUTES = _FORWARD + ("on_failure", "on_unknown", "on_abort", "on_budget_exceeded", "on_invalid")
+# Routes written as a mapping of outcome → target: a states node's results, a reference's sub-workflow endings.
+_FORWARD_MAPS = ("on_result",)
+_ROUTE_MAPS = _FORWARD_MAPS + ("error_mapping",)
 
 
 def has_composites(data: Any) -> bool:
@@ -107,6 +110,12 @@ def routes(raw: Any, forward_only: bool = False) -> Iterator[tuple[tuple, str]]:
     for key in _FORWARD if forward_only else _ROUTES:
         if isinstance(raw.get(key), str):
             yield (key,), raw[key]
+    for key in _FORWARD_MAPS if forward_only else _ROUTE_MAPS:
+        targets = raw.get(key)
+        if isinstance(targets, dict):
+            for outcome, target in targets.items():
+                if isinstance(target, str):
+                    yield (key, outcome), target
     for key in ("on_response", "branches"):
         handlers = raw.get(key)
         if isinstance(handlers, dict):
