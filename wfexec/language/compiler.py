@@ -22,7 +22,7 @@ from wfexec.language.expressions import (Expression, ExpressionError, Template, 
 from wfexec.language.loader import Document, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.prose import Prose, is_prose
-from wfexec.language.summary import Checked, summarise
+from wfexec.language.checked import Checked
 from wfexec.nodes.base import node_type, node_types
 from wfexec.language.name_checks import check_names
 from wfexec.language.scalar_positions import offset_in, position_in_file

@@ -94,21 +94,3 @@ def _node_steps(node_id: str, raw: Any, node) -> list[LlmStep]:
             if not prose:
                 found.append(LlmStep(node_id, f"LLM call ({call.type})", call.where.yaml_path))
     return found
-
-
-@dataclass(frozen=True)
-class Checked:
-    """What checking a workflow file gave (kept as it is by the compiled-workflow cache)."""
-
-    workflow: Any                      # the Workflow; None when there are errors
-    diagnostics: list                  # of Diagnostic
-    raw_nodes: dict | None = None      # None when the file could not be read as a workflow
-    nodes: dict | None = None          # the nodes that compiled
-    data: dict | None = None           # the file as compiled (a v8 file: after its rewrite)
-    composite_of: dict | None = None   # v8: each node a composite expanded into → (composite, type)
-
-    @property
-    def summary(self) -> Summary | None:
-        """How many nodes run as code, ask a person, or go to the LLM (worked out only when asked)."""
-        return summarise(self.raw_nodes, self.nodes or {}) if self.raw_nodes is not None else None
-

@@ -1,0 +1,33 @@
+"""What checking a workflow file gave: the one object the compiled-workflow cache keeps per file.
+
+Apart from `summary`, so that a command that finds its workflow in the cache unpickles this small class without
+importing the summary's (nor the prose detector's) code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from wfexec.language.summary import Summary
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What checking a workflow file gave (kept as it is by the compiled-workflow cache)."""
+
+    workflow: Any                      # the Workflow; None when there are errors
+    diagnostics: list                  # of Diagnostic
+    raw_nodes: dict | None = None      # None when the file could not be read as a workflow
+    nodes: dict | None = None          # the nodes that compiled
+    data: dict | None = None           # the file as compiled (a v8 file: after its rewrite)
+    composite_of: dict | None = None   # v8: each node a composite expanded into → (composite, type)
+
+    @property
+    def summary(self) -> Summary | None:
+        """How many nodes run as code, ask a person, or go to the LLM (worked out only when asked)."""
+        from wfexec.language.summary import summarise
+
+        return summarise(self.raw_nodes, self.nodes or {}) if self.raw_nodes is not None else None
+
