@@ -352,3 +352,27 @@ def test_without_the_extra_the_option_says_how_to_install_it(tmp_path):
                           timeout=60)
     assert done.returncode == 5, done
     assert "pip install 'wfexec[temporal]'" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("skill, args", [
+    ("triage", ["--input", "request=Production outage: the export crashes and corrupts the database"]),
+    ("project-setup", ["--input", "name=demo", "--answer", "pick_layout=src", "--answer", "confirm_write__ask=yes"]),
+])
+def test_an_example_skill_ends_on_the_cluster_as_on_sqlite(server, workers, tmp_path, skill, args):
+    """A sub-workflow and imports (triage); a v8 file whose composites write files and check them (project-setup)."""
+    without_cluster = {k: v for k, v in environment(server).items() if k != "WFEXEC_TEMPORAL"}
+    results = {}
+    for where, env in (("sqlite", without_cluster), ("cluster", None)):
+        folder = tmp_path / where
+        folder.mkdir()
+        done = wfexec(server, "run", ROOT / "skills" / skill, *args, "--format", "json", cwd=folder, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        results[where] = json.loads(done.stdout)
+        if skill == "project-setup":
+            assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*.py")) == \
+                ["src/demo/__init__.py", "tests/test_demo.py"]
+    sqlite, cluster = results["sqlite"], results["cluster"]
+    for key in ("ending", "type", "message", "summary", "output", "steps"):
+        assert cluster[key] == sqlite[key], key
+    assert cluster["state"]["computed"] == sqlite["state"]["computed"]
+    assert [e["node"] for e in cluster["state"]["history"]] == [e["node"] for e in sqlite["state"]["history"]]

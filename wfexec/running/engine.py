@@ -343,30 +343,13 @@ class Run:
 
     def execute(self, start: str | None = None) -> Result:
         workflow = self.workflow
-        nodes, endings = workflow.nodes, workflow.endings
+        endings = workflow.endings
         node_id = start or workflow.start_node
         history = self.state["history"]
-        max_steps = self.options.max_steps
         tracing = self.io.tracing
-        budget = self.budget
         journal = self.journal
-        runtime = self.runtime
         while node_id not in endings:
-            node = nodes.get(node_id)
-            if node is None:
-                self.fail(self.current, f"the target '{node_id}' is neither a node nor an ending",
-                          "a computed target must name a node or an ending")
-            self.current = node
-            runtime["previous_node"] = history[-1]["node"] if history else None
-            runtime["current_node"] = node_id
-            budget[0] += 1
-            self.steps += 1
-            if budget[0] > max_steps:
-                self.stop(node, f"the run took more than {max_steps} steps (last at node '{node_id}'); "
-                                f"the loop through '{node_id}' does not end",
-                          "fix the loop's exit condition, or raise --max-steps")
-            if node.max_visits is not None:
-                self._count_visit(node)
+            node = self.enter(node_id)
             self.step_ms, self.resumed_step_ms, self.clock_served = self.resumed_step_ms, None, False
             if tracing:
                 self.io.trace(f"Node: {node_id} ({node.type})")
@@ -392,6 +375,31 @@ class Run:
             node_id = target
         self.current = None
         return self.finish(endings[node_id])
+
+    def enter(self, node_id: str) -> Node:
+        """What starting a step at `node_id` does before the node runs, in this loop and in the Temporal
+        workflow code's: find the node, name it `current_node`, count the step against --max-steps and the
+        node's max_visits."""
+        node = self.workflow.nodes.get(node_id)
+        if node is None:
+            self.fail(self.current, f"the target '{node_id}' is neither a node nor an ending",
+                      "a computed target must name a node or an ending")
+        self.current = node
+        history = self.state["history"]
+        runtime = self.runtime
+        runtime["previous_node"] = history[-1]["node"] if history else None
+        runtime["current_node"] = node_id
+        budget = self.budget
+        budget[0] += 1
+        self.steps += 1
+        max_steps = self.options.max_steps
+        if budget[0] > max_steps:
+            self.stop(node, f"the run took more than {max_steps} steps (last at node '{node_id}'); "
+                            f"the loop through '{node_id}' does not end",
+                      "fix the loop's exit condition, or raise --max-steps")
+        if node.max_visits is not None:
+            self._count_visit(node)
+        return node
 
     @staticmethod
     def _as_run_error(node: Node, exc: Exception) -> RunError:

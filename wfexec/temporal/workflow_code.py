@@ -138,24 +138,12 @@ class WfexecRun:
             await self._edge(run, request, "entry", None, heartbeat)
         else:
             run.check_entry()
-        nodes, endings = wf.nodes, wf.endings
+        endings = wf.endings
         node_id = wf.start_node
         history = run.state["history"]
         while node_id not in endings:
-            node = nodes.get(node_id)
-            if node is None:
-                run.fail(run.current, f"the target '{node_id}' is neither a node nor an ending",
-                         "a computed target must name a node or an ending")
-            run.current = node
             self.current = node_id
-            run.budget[0] += 1
-            run.steps += 1
-            if run.budget[0] > run.options.max_steps:
-                run.stop(node, f"the run took more than {run.options.max_steps} steps (last at node '{node_id}'); "
-                               f"the loop through '{node_id}' does not end",
-                         "fix the loop's exit condition, or raise --max-steps")
-            if node.max_visits is not None:
-                run._count_visit(node)
+            node = run.enter(node_id)
             run.step_ms, run.clock_served = None, False
             if node_id in effects:
                 outcome, target = await self._effect_step(run, node, request, effects[node_id], heartbeat)
