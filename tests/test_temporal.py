@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "skills" / "quickstart"
 WAIT_FOR_FILE = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file.yaml"
 EDGES = ROOT / "tests" / "workflows" / "temporal" / "edges.yaml"
+STATES_NODE = ROOT / "tests" / "workflows" / "temporal" / "states_node.yaml"
 WAIT_FOR_FILE_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file_idempotent.yaml"
 # How soon a killed worker's step is given up: short, so a test need not wait the default 10 s.
 HEARTBEAT_SECONDS = "2"
@@ -376,3 +377,16 @@ def test_an_example_skill_ends_on_the_cluster_as_on_sqlite(server, workers, tmp_
         assert cluster[key] == sqlite[key], key
     assert cluster["state"]["computed"] == sqlite["state"]["computed"]
     assert [e["node"] for e in cluster["state"]["history"]] == [e["node"] for e in sqlite["state"]["history"]]
+
+
+def test_a_states_node_forks_and_asks_on_the_cluster_and_resumes_without_running_its_states_again(
+        server, workers, tmp_path):
+    parked = wfexec(server, "run", STATES_NODE, cwd=tmp_path, check_code=3)
+    assert "waiting: agent 'main' of node 'agents' asks: Ship it?" in parked.stderr, parked.stderr
+    run_id = run_id_from(parked.stderr)
+    done = wfexec(server, "resume", run_id, "--answer", "main=yes", "--format", "json", cwd=tmp_path, check_code=0)
+    result = json.loads(done.stdout)
+    assert result["message"] == "answered yes (2 forks)"
+    assert sorted(f["result"] for f in result["state"]["computed"]["result_forks"]) == ["done a", "done b"]
+    # each state ran once: the answer continued the agents saved when the run parked
+    assert sorted((tmp_path / "runs.log").read_text().splitlines()) == ["ask", "end yes", "start", "work a", "work b"]

@@ -247,3 +247,19 @@ def test_item77_forks_that_make_no_multi_fork_pause_the_prompts_agent(tmp_path):
         result, _ = run_folder(folder, backend=ScriptedBackend(reply))
         assert result.status == "stopped" and problem in result.error, result.error
         assert result.outcome.state.agent("main").status == "paused"
+
+
+def test_forks_that_ended_before_the_run_parked_are_in_its_result_after_resume(tmp_path):
+    write_states(tmp_path / "flow", {
+        "START.sh": "echo '<fork next=\"ASK\" item=\"a\">WORK</fork><fork item=\"b\">WORK</fork>'\n",
+        "WORK.sh": 'echo "<result>done $item</result>"\n',
+        "ASK.sh": "sleep 0.2; echo '<ask next=\"END\">Ship it?</ask>'\n",
+        "END.sh": 'echo "<result>answered $RAYMOND_INPUT</result>"\n',
+    })
+    parked = wfexec("states", "flow", cwd=tmp_path)
+    assert parked.returncode == 3, parked.stderr
+    resumed = wfexec("resume", only_run(tmp_path)["id"], "--answer", "main=yes", "--format", "json", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    computed = json.loads(resumed.stdout)["state"]["computed"]
+    assert computed["result"] == "answered yes"
+    assert [f["result"] for f in computed["result_forks"]] == ["done a", "done b"]  # in the order they ended

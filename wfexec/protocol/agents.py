@@ -135,6 +135,8 @@ class AgentsState:
     fork_counters: dict = field(default_factory=dict)   # parent id → forks so far
     total_cost_usd: float = 0.0
     budget_usd: float | None = None
+    # Agent ids in the order they ended: the forks' results are reported so, a resumed run's included.
+    ended: list = field(default_factory=list)
 
     def agent(self, agent_id: str) -> Agent:
         for agent in self.agents:
@@ -155,13 +157,17 @@ class AgentsState:
     def to_dict(self) -> dict:
         return {"workflow_id": self.workflow_id, "agents": [a.to_dict() for a in self.agents],
                 "fork_counters": dict(self.fork_counters), "total_cost_usd": self.total_cost_usd,
-                "budget_usd": self.budget_usd}
+                "budget_usd": self.budget_usd, "ended": list(self.ended)}
 
     @classmethod
     def from_dict(cls, data: dict) -> "AgentsState":
-        return cls(workflow_id=data["workflow_id"], agents=[Agent.from_dict(a) for a in data.get("agents") or []],
-                   fork_counters=dict(data.get("fork_counters") or {}),
-                   total_cost_usd=float(data.get("total_cost_usd") or 0.0), budget_usd=data.get("budget_usd"))
+        agents = [Agent.from_dict(a) for a in data.get("agents") or []]
+        ended = data.get("ended")
+        if ended is None:  # saved before the order was kept: the order they are listed in
+            ended = [a.id for a in agents if a.status == "ended"]
+        return cls(workflow_id=data["workflow_id"], agents=agents, fork_counters=dict(data.get("fork_counters") or {}),
+                   total_cost_usd=float(data.get("total_cost_usd") or 0.0), budget_usd=data.get("budget_usd"),
+                   ended=list(ended))
 
 
 def worker_id(parent: str, target: str, counters: dict) -> str:

@@ -102,7 +102,6 @@ class Orchestrator:
         # Found once: a script state never depends on a PATH lookup (nor on a PATH the scripts change).
         self.bash = _which("bash")
         self.records: list[dict] = []
-        self.ended: list[str] = []
         self.steps = 0
         self._warned: set[str] = set()
         self.state: AgentsState | None = None
@@ -236,7 +235,7 @@ class Orchestrator:
 
     def _outcome(self, state: AgentsState) -> StatesOutcome:
         main = next((a for a in state.agents if a.id == MAIN), None)
-        forks = [{"agent": a, "result": state.agent(a).result} for a in self.ended if a != MAIN]
+        forks = [{"agent": a, "result": state.agent(a).result} for a in state.ended if a != MAIN]
         return StatesOutcome(result=main.result if main else None, forks=forks, cost_usd=self.budget.spent,
                              steps=self.steps, workflow_id=self.workflow_id, state=state, records=self.records)
 
@@ -395,7 +394,7 @@ class Orchestrator:
             if self._running_in_loop:
                 self._spawn(worker.id)  # else the loop starts it with the others, when it takes over
         if moved.status == "ended":
-            self.ended.append(moved.id)
+            state.ended.append(moved.id)
         elif moved.status == "asking":
             self.quiescing = True  # the others finish the state they are in, then wait with it
         if self.io.tracing:

@@ -20,11 +20,30 @@ HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times
 STEP_THREADS = ThreadPoolExecutor(max_workers=100, thread_name_prefix="wfexec-step")
 
 
-def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
+class StepRun(Run):
+    """A Run for one node in an activity. What the node keeps to continue later (a `states` node's agents, when
+    one asks a person) travels with the step's result to the workflow, which gives it back to the next attempt:
+    the answer continues the agents, it does not run their states again."""
+
+    def __init__(self, *args, node_state: dict | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.kept = node_state
+
+    def save_node_state(self, node_id: str, data: dict | None) -> None:
+        self.kept = data
+
+    def node_state(self, node_id: str) -> dict | None:
+        return self.kept
+
+
+def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: int,
+              node_state: dict | None = None) -> dict:
     workflow = compiled(request["path"], request["source_hash"])
     node = workflow.nodes[node_id]
     io = RecordingIo()
-    run = make_run(Run, workflow, request, io, state=state, answers=answers)
+    run = make_run(StepRun, workflow, request, io, state=state, answers=answers)
+    assert isinstance(run, StepRun)
+    run.kept = node_state
     run.current = node
     run.step_ms = step_ms  # the step's clock: the workflow's, as a state-only step would read it
     try:
@@ -36,7 +55,7 @@ def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: 
             raise run._as_run_error(node, exc) from exc
         target = resolve_target(run, node, outcome)
     except NeedsAnswer as waiting:
-        return {"question": question_json(waiting.question), "events": io.events}
+        return {"question": question_json(waiting.question), "node_state": run.kept, "events": io.events}
     except RunError as exc:
         return {"error": error_json(exc), "events": io.events}
     except WfexecError as exc:
@@ -85,7 +104,10 @@ async def _heartbeating(label: str, work: asyncio.Future) -> dict:
 
 
 @activity.defn(name="wfexec_effect_step")
-async def effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
+async def effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int,
+                      node_state: dict | None = None) -> dict:
     """Run one node with outside effects; return the state after it, where it goes, and what it printed (or the
-    run error it met, or the question it asks: values, not failures, so Temporal never retries them)."""
-    return await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, state, answers, step_ms))
+    run error it met, or the question it asks with what the node keeps until the answer: values, not failures, so
+    Temporal never retries them)."""
+    return await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, state, answers, step_ms,
+                                                        node_state))

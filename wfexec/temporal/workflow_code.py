@@ -204,12 +204,14 @@ class WfexecRun:
     async def _effect_step(self, run: Run, node: Node, request: dict, idempotent: bool,
                            heartbeat: timedelta) -> tuple[dict, str]:
         step_ms = run.started_ms()
+        node_state = None  # what the node keeps while it waits for an answer (a states node's agents)
         while True:
             state = {k: v for k, v in run.state.items() if k != "history"}
             state["history"] = run.state["history"][-50:]  # enough for a step that reads recent history
             try:
                 done = await workflow.execute_activity(
-                    "wfexec_effect_step", args=[request, node.id, state, run.options.answers.to_dict(), step_ms],
+                    "wfexec_effect_step",
+                    args=[request, node.id, state, run.options.answers.to_dict(), step_ms, node_state],
                     start_to_close_timeout=timedelta(days=1), heartbeat_timeout=heartbeat,
                     # An idempotent step may run again anywhere; any other gets one attempt, then a question.
                     retry_policy=RetryPolicy(maximum_attempts=0 if idempotent else 1,
@@ -226,6 +228,7 @@ class WfexecRun:
                 from wfexec.temporal.steps import question_from_json
 
                 question = question_from_json(done["question"])
+                node_state = done.get("node_state")
                 run.options.answers.give(question.key, await self._wait_for_answer(question))
                 continue
             if "error" in done:

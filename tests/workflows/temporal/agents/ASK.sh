@@ -1,0 +1,2 @@
+echo "ask" >> runs.log
+echo '<ask next="END.sh">Ship it?</ask>'

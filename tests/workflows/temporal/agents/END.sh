@@ -1,0 +1,2 @@
+echo "end $RAYMOND_INPUT" >> runs.log
+echo "<result>answered $RAYMOND_INPUT</result>"

@@ -1,0 +1,2 @@
+echo "start" >> runs.log
+echo '<fork next="ASK.sh" item="a">WORK.sh</fork><fork item="b">WORK.sh</fork>'

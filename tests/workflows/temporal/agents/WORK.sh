@@ -1,0 +1,2 @@
+echo "work $item" >> runs.log
+echo "<result>done $item</result>"
