@@ -26,6 +26,7 @@ QUICKSTART = ROOT / "skills" / "quickstart"
 WAIT_FOR_FILE = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file.yaml"
 EDGES = ROOT / "tests" / "workflows" / "temporal" / "edges.yaml"
 STATES_NODE = ROOT / "tests" / "workflows" / "temporal" / "states_node.yaml"
+LLM_STATES = ROOT / "tests" / "workflows" / "temporal" / "llm_states.yaml"
 WAIT_FOR_FILE_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file_idempotent.yaml"
 # How soon a killed worker's step is given up: short, so a test need not wait the default 10 s.
 HEARTBEAT_SECONDS = "2"
@@ -390,3 +391,23 @@ def test_a_states_node_forks_and_asks_on_the_cluster_and_resumes_without_running
     assert sorted(f["result"] for f in result["state"]["computed"]["result_forks"]) == ["done a", "done b"]
     # each state ran once: the answer continued the agents saved when the run parked
     assert sorted((tmp_path / "runs.log").read_text().splitlines()) == ["ask", "end yes", "start", "work a", "work b"]
+
+
+def test_llm_steps_run_on_the_workers_with_the_backend_the_run_was_started_with(server, workers, tmp_path):
+    program = tmp_path / "llm.sh"  # a stand-in for claude: a prompt on stdin, the reply on stdout
+    program.write_text('#!/bin/bash\nprompt=$(cat)\necho "$prompt" >> prompts.log\n'
+                       'if [[ $prompt == Review* ]]; then echo "<result>approved</result>"; else echo \'"one line"\'; fi\n')
+    program.chmod(0o755)
+    without_cluster = {k: v for k, v in environment(server).items() if k != "WFEXEC_TEMPORAL"}
+    on_sqlite = wfexec(server, "run", LLM_STATES, "--backend", f"command:{program}", "--format", "json",
+                       "--store", tmp_path / "runs.db", cwd=tmp_path, check_code=0, env=without_cluster)
+    on_cluster = wfexec(server, "run", LLM_STATES, "--backend", f"command:{program}", "--format", "json",
+                        cwd=tmp_path, check_code=0)
+    sqlite, cluster = json.loads(on_sqlite.stdout), json.loads(on_cluster.stdout)
+    assert cluster["message"] == sqlite["message"] == "approved / one line"
+    assert cluster["state"]["computed"] == sqlite["state"]["computed"]
+    prompts = (tmp_path / "prompts.log").read_text()
+    assert prompts.count("Review the change v2") == 2  # the .md state, once per run
+    refused = wfexec(server, "run", LLM_STATES, "--backend", f"command:{program}", "--record",
+                     tmp_path / "cassette.json", cwd=tmp_path, check_code=2)
+    assert "--record cannot be used with --temporal" in refused.stderr

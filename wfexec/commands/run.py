@@ -244,13 +244,14 @@ def execute_resume(request: RunRequest) -> int:
 
 def _refused_on_cluster(request: RunRequest, backend) -> int:
     """0, or exit 2 after saying which option a run on a Temporal cluster does not take (yet)."""
+    # A cassette is read or written in order by one process; a run's LLM steps go to whichever worker is free.
     taken = [flag for flag, given in (("--ephemeral", request.ephemeral), ("--dry-run", request.dry_run),
-                                      ("--backend/--record/--replay", backend is not None),
+                                      ("--record", request.record is not None), ("--replay", request.replay is not None),
                                       ("--accept-changes", request.accept_changes)) if given]
     if not taken:
         return 0
-    _error(f"error: {taken[0]} cannot be used with --temporal: a run on the cluster is recorded there, runs its "
-           "steps on the workers, and has no LLM backend yet — run without --temporal for that")
+    _error(f"error: {taken[0]} cannot be used with --temporal: a run on the cluster is recorded there and runs its "
+           "steps on the workers, one after another on any of them — run without --temporal for that")
     return exit_code_for("invalid")
 
 

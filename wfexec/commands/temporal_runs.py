@@ -99,7 +99,8 @@ def run_on_cluster(request, workflow, inputs: dict, overrides: dict, answers, io
 
         client = await connect(request.temporal)
         handle = await start(client, workflow, run_request(workflow, inputs=inputs, overrides=overrides,
-                                                           answers=answers.to_dict(), max_steps=request.max_steps),
+                                                           answers=answers.to_dict(), max_steps=request.max_steps,
+                                                           backend=request.backend),
                              request.task_queue)
         if request.trace:
             _error(f"Run {handle.id} (Temporal {request.temporal}, task queue {request.task_queue})")

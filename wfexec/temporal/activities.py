@@ -44,6 +44,7 @@ def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: 
     run = make_run(StepRun, workflow, request, io, state=state, answers=answers)
     assert isinstance(run, StepRun)
     run.kept = node_state
+    run.options.backend = _backend(request.get("backend"))
     run.current = node
     run.step_ms = step_ms  # the step's clock: the workflow's, as a state-only step would read it
     try:
@@ -64,6 +65,16 @@ def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: 
     state = run.state
     state.pop("history", None)  # the workflow keeps its own
     return {"state": state, "target": target, "outcome": outcome.outcome, "events": io.events}
+
+
+def _backend(spec: str | None):
+    """The LLM backend the run was started with (`--backend`), made in this worker for this step: a judgement
+    step, a markdown reference or a states node's `.md` states reach it here, never in the workflow code."""
+    if not spec:
+        return None
+    from wfexec.backends import create_backend
+
+    return create_backend(spec)
 
 
 def _run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> dict:

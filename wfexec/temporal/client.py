@@ -48,13 +48,14 @@ def unavailable(address: str, exc: RPCError) -> TemporalUnavailable:
                                "check that it is running, then run the command again")
 
 
-def run_request(workflow: Workflow, *, inputs: dict, overrides: dict, answers: dict, max_steps: int) -> dict:
+def run_request(workflow: Workflow, *, inputs: dict, overrides: dict, answers: dict, max_steps: int,
+                backend: str | None = None) -> dict:
     """What the workflow code is started with: everything it needs from this process, and nothing more."""
     heartbeat = float(os.environ.get(HEARTBEAT_VARIABLE) or DEFAULT_HEARTBEAT_SECONDS)
     return {"path": str(workflow.path.resolve()), "source_hash": workflow.source_hash, "inputs": inputs,
             "overrides": overrides, "answers": answers, "max_steps": max_steps, "cwd": os.getcwd(),
             "env": {name: os.environ[name] for name in env_names(workflow) if name in os.environ},
-            "heartbeat_seconds": heartbeat}
+            "heartbeat_seconds": heartbeat, "backend": backend}
 
 
 async def start(client: Client, workflow: Workflow, request: dict, task_queue: str) -> WorkflowHandle:
