@@ -27,6 +27,7 @@ WAIT_FOR_FILE = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file.yaml"
 EDGES = ROOT / "tests" / "workflows" / "temporal" / "edges.yaml"
 STATES_NODE = ROOT / "tests" / "workflows" / "temporal" / "states_node.yaml"
 LLM_STATES = ROOT / "tests" / "workflows" / "temporal" / "llm_states.yaml"
+MANY_AGENTS = ROOT / "tests" / "workflows" / "temporal" / "many_agents.yaml"
 WAIT_FOR_FILE_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file_idempotent.yaml"
 # How soon a killed worker's step is given up: short, so a test need not wait the default 10 s.
 HEARTBEAT_SECONDS = "2"
@@ -411,3 +412,10 @@ def test_llm_steps_run_on_the_workers_with_the_backend_the_run_was_started_with(
     refused = wfexec(server, "run", LLM_STATES, "--backend", f"command:{program}", "--record",
                      tmp_path / "cassette.json", cwd=tmp_path, check_code=2)
     assert "--record cannot be used with --temporal" in refused.stderr
+
+
+def test_two_hundred_forked_one_second_agents_all_end_on_the_cluster(server, workers, tmp_path):
+    done = wfexec(server, "run", MANY_AGENTS, "--format", "json", cwd=tmp_path, check_code=0, timeout=120)
+    result = json.loads(done.stdout)
+    assert result["message"] == "200 agents"
+    assert sorted(int(f["result"]) for f in result["state"]["computed"]["result_forks"]) == list(range(1, 201))

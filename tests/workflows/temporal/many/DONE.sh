@@ -1,0 +1,1 @@
+echo "<result>main</result>"

@@ -1,0 +1,2 @@
+sleep 1
+echo "<result>$n</result>"
