@@ -28,6 +28,7 @@ EDGES = ROOT / "tests" / "workflows" / "temporal" / "edges.yaml"
 STATES_NODE = ROOT / "tests" / "workflows" / "temporal" / "states_node.yaml"
 LLM_STATES = ROOT / "tests" / "workflows" / "temporal" / "llm_states.yaml"
 MANY_AGENTS = ROOT / "tests" / "workflows" / "temporal" / "many_agents.yaml"
+SLOW_STATES = ROOT / "tests" / "workflows" / "temporal" / "slow_states.yaml"
 WAIT_FOR_FILE_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file_idempotent.yaml"
 # How soon a killed worker's step is given up: short, so a test need not wait the default 10 s.
 HEARTBEAT_SECONDS = "2"
@@ -419,3 +420,19 @@ def test_two_hundred_forked_one_second_agents_all_end_on_the_cluster(server, wor
     result = json.loads(done.stdout)
     assert result["message"] == "200 agents"
     assert sorted(int(f["result"]) for f in result["state"]["computed"]["result_forks"]) == list(range(1, 201))
+
+
+def test_a_states_node_whose_worker_died_continues_on_the_other_from_its_agents(server, tmp_path):
+    """A states node may run again (it continues from its saved agents, as a resumed SQLite run does): the
+    step is retried on the other worker, from the agents the lost attempt last reported with its heartbeat."""
+    pool, follower, folder = _kill_the_worker_mid_step(server, tmp_path, SLOW_STATES, "agents")
+    try:
+        wait_until(lambda: (folder / "started").read_text().count("attempt") == 2, 30,
+                   "SLOW to run again on the second worker")
+        (folder / "go").touch()
+        out, err = follower.communicate(timeout=30)
+        assert (follower.returncode, out) == (0, "went\n"), err
+        assert (folder / "log").read_text() == "start\n"  # START did not run again
+    finally:
+        (folder / "go").touch()
+        pool.stop()

@@ -37,13 +37,15 @@ class StepRun(Run):
 
 
 def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: int,
-              node_state: dict | None = None) -> dict:
+              node_state: dict | None = None, running: list | None = None) -> dict:
     workflow = compiled(request["path"], request["source_hash"])
     node = workflow.nodes[node_id]
     io = RecordingIo()
     run = make_run(StepRun, workflow, request, io, state=state, answers=answers)
     assert isinstance(run, StepRun)
     run.kept = node_state
+    if running is not None:
+        running.append(run)  # its heartbeats carry what it keeps (see effect_step)
     run.options.backend = _backend(request.get("backend"))
     run.current = node
     run.step_ms = step_ms  # the step's clock: the workflow's, as a state-only step would read it
@@ -105,13 +107,18 @@ def _in_step_thread(function, *args) -> asyncio.Future:
     return asyncio.get_running_loop().run_in_executor(STEP_THREADS, function, *args)
 
 
-async def _heartbeating(label: str, work: asyncio.Future) -> dict:
-    """Wait for the step, telling Temporal every second that this worker is alive and still at it."""
+async def _heartbeating(label: str, work: asyncio.Future, kept=lambda: None) -> dict:
+    """Wait for the step, telling Temporal every second that this worker is alive and still at it, with what the
+    step keeps to continue from (`kept()`: a states node's agents as they last stood)."""
     while True:
         done, _ = await asyncio.wait({work}, timeout=HEARTBEAT_EVERY)
         if done:
             return work.result()
-        activity.heartbeat(label)
+        details = kept()
+        if details is None:
+            activity.heartbeat(label)
+        else:
+            activity.heartbeat(label, details)
 
 
 @activity.defn(name="wfexec_effect_step")
@@ -120,5 +127,11 @@ async def effect_step(request: dict, node_id: str, state: dict, answers: dict, s
     """Run one node with outside effects; return the state after it, where it goes, and what it printed (or the
     run error it met, or the question it asks with what the node keeps until the answer: values, not failures, so
     Temporal never retries them)."""
+    # A retried attempt (an idempotent node whose worker died) continues from the last heartbeat's agents.
+    previous = activity.info().heartbeat_details
+    if node_state is None and len(previous) > 1:
+        node_state = previous[1]
+    running: list = []
     return await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, state, answers, step_ms,
-                                                        node_state))
+                                                        node_state, running),
+                               lambda: running[0].kept if running else None)

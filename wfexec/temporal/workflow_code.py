@@ -15,6 +15,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, TemporalError
+from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 from wfexec.durable.store import ending_status
 from wfexec.language.model import Node, Workflow
@@ -218,9 +219,10 @@ class WfexecRun:
                                              initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
                     result_type=dict)
             except ActivityError as lost:
+                node_state = _last_kept(lost) or node_state
                 decision = await self._rerun_or_skip(node, lost)
                 if decision == RERUN:
-                    continue
+                    continue  # from what the lost attempt last reported keeping: its agents' states are not run again
                 # Only offered when the node has a static edge to skip to (_rerun_or_skip).
                 return {"skipped": True}, str(getattr(node.spec, str(node.kind.skip_edge)))
             self.events.extend(done.get("events") or ())
@@ -254,6 +256,13 @@ class WfexecRun:
         choice = match_answer(question, answer).choice
         assert choice is not None  # allow_other=False, and the update's validator checked it
         return choice.id
+
+
+def _last_kept(lost: ActivityError) -> dict | None:
+    """What a lost attempt's last heartbeat said the node keeps (a states node's agents), if it said."""
+    cause = lost.cause
+    details = cause.last_heartbeat_details if isinstance(cause, ActivityTimeout) else ()
+    return details[1] if len(details) > 1 and isinstance(details[1], dict) else None
 
 
 def _rebuilt_error(data: dict) -> RunError:

@@ -1,0 +1,2 @@
+echo start >> step/log
+echo "<goto>SLOW.sh</goto>"
