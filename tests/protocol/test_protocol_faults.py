@@ -252,8 +252,8 @@ def test_item77_forks_that_make_no_multi_fork_pause_the_prompts_agent(tmp_path):
 def test_forks_that_ended_before_the_run_parked_are_in_its_result_after_resume(tmp_path):
     write_states(tmp_path / "flow", {
         "START.sh": "echo '<fork next=\"ASK\" item=\"a\">WORK</fork><fork item=\"b\">WORK</fork>'\n",
-        "WORK.sh": 'echo "<result>done $item</result>"\n',
-        "ASK.sh": "sleep 0.2; echo '<ask next=\"END\">Ship it?</ask>'\n",
+        "WORK.sh": '[ "$item" = b ] && sleep 0.3\necho "<result>done $item</result>"\n',
+        "ASK.sh": "sleep 0.6; echo '<ask next=\"END\">Ship it?</ask>'\n",
         "END.sh": 'echo "<result>answered $RAYMOND_INPUT</result>"\n',
     })
     parked = wfexec("states", "flow", cwd=tmp_path)

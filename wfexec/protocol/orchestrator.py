@@ -342,18 +342,12 @@ class Orchestrator:
         return replace(t, attributes={**t.attributes, "input": render(text, values)})
 
     def _failed_attempt(self, agent: Agent, error: Retryable) -> None:
-        attempts = agent.retries + 1
-        if attempts >= MAX_ATTEMPTS:
-            self._pause(agent, f"{error.message} (failed {attempts} times in a row)")
-            return
-        self.io.error(f"warning: {error.message}; trying again ({attempts}/{MAX_ATTEMPTS - 1} retries)")
         assert self.state is not None
-        self.state.put(replace(agent, retries=attempts))
+        self.io.error(failed_attempt(self.state, agent, error)[1])
 
     def _pause(self, agent: Agent, why: str) -> None:
         assert self.state is not None
-        self.state.put(paused(agent, why))
-        self.io.error(f"states: {agent.id} paused at {agent.state}: {why}")
+        self.io.error(pause(self.state, agent, why)[1])
 
     async def _step(self, agent: Agent) -> StepResult:
         self._start_step(agent)
@@ -376,29 +370,55 @@ class Orchestrator:
             raise ProtocolError(f"{agent.id}: {exc.message}", exc.hint) from None
 
     def _advance(self, agent: Agent, step: StepResult) -> None:
-        before = agent
-        if step.kind == "markdown":
-            agent = replace(agent, session_id=step.session_id or agent.session_id, branch_from=None)
-        agent = replace(agent, steps=agent.steps + 1)
         state = self.state
         assert state is not None  # run() sets it before any agent starts
-        transitions = [self._render_input(agent, t) if t.tag in WORKFLOW_TAGS else t for t in step.transitions]
-        try:
-            moved, workers = apply(agent, transitions, state.fork_counters, self.base_cwd)
-        except ProtocolError as exc:
-            error = WorkflowUnreachable if any(t.tag in WORKFLOW_TAGS for t in transitions) else ProtocolError
-            raise error(f"{agent.id}: {agent.state}: {exc.message}", exc.hint) from None
-        state.put(moved)
+        rendered = [self._render_input(agent, t) if t.tag in WORKFLOW_TAGS else t for t in step.transitions]
+        moved, workers = advance(state, agent, step.kind, step.session_id, rendered, self.base_cwd)
         for worker in workers:
-            state.put(worker)
             if self._running_in_loop:
                 self._spawn(worker.id)  # else the loop starts it with the others, when it takes over
-        if moved.status == "ended":
-            state.ended.append(moved.id)
-        elif moved.status == "asking":
+        if moved.status == "asking":
             self.quiescing = True  # the others finish the state they are in, then wait with it
         if self.io.tracing:
-            self.trace(_describe_move(before, moved, workers, step))
+            self.trace(_describe_move(agent, moved, workers, step))
+
+
+def advance(state: AgentsState, agent: Agent, kind: str, session_id: str | None, transitions: list,
+            base_cwd: str) -> tuple[Agent, list[Agent]]:
+    """The agents after `agent` ran a state of this kind (script, markdown) that emitted `transitions` (resolved,
+    a cross-workflow tag's input rendered): the agent moved, its workers added, an end recorded. Pure, so the
+    Temporal workflow code applies a step that ran on any worker the same way."""
+    if kind == "markdown":
+        agent = replace(agent, session_id=session_id or agent.session_id, branch_from=None)
+    agent = replace(agent, steps=agent.steps + 1)
+    try:
+        moved, workers = apply(agent, transitions, state.fork_counters, base_cwd)
+    except ProtocolError as exc:
+        error = WorkflowUnreachable if any(t.tag in WORKFLOW_TAGS for t in transitions) else ProtocolError
+        raise error(f"{agent.id}: {agent.state}: {exc.message}", exc.hint) from None
+    state.put(moved)
+    for worker in workers:
+        state.put(worker)
+    if moved.status == "ended":
+        state.ended.append(moved.id)
+    return moved, workers
+
+
+def failed_attempt(state: AgentsState, agent: Agent, error: Retryable) -> tuple[Agent, str]:
+    """The agent after a failed attempt at its state, and what to say: tried again, or paused after
+    MAX_ATTEMPTS in a row."""
+    attempts = agent.retries + 1
+    if attempts >= MAX_ATTEMPTS:
+        return pause(state, agent, f"{error.message} (failed {attempts} times in a row)")
+    again = replace(agent, retries=attempts)
+    state.put(again)
+    return again, f"warning: {error.message}; trying again ({attempts}/{MAX_ATTEMPTS - 1} retries)"
+
+
+def pause(state: AgentsState, agent: Agent, why: str) -> tuple[Agent, str]:
+    stopped = paused(agent, why)
+    state.put(stopped)
+    return stopped, f"states: {agent.id} paused at {agent.state}: {why}"
 
 
 def _which(program: str) -> str:
