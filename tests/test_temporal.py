@@ -233,15 +233,18 @@ def test_a_finished_runs_history_replays_deterministically(server, workers, tmp_
            check_code=0)
     effect_run = json.loads(wfexec(server, "runs", "--format", "json", "--limit", "1", cwd=tmp_path,
                                    check_code=0).stdout)["runs"][0]["id"]
+    # agents whose states finish in whatever order the two workers take them, one of which asks
+    agents_run = run_id_from(wfexec(server, "run", STATES_NODE, cwd=tmp_path, check_code=3).stderr)
+    wfexec(server, "resume", agents_run, "--answer", "main=yes", cwd=tmp_path, check_code=0)
     use_loader(load)
 
     async def replay() -> None:
         client = await Client.connect(server.address)
         replayer = Replayer(workflows=[WfexecRun], workflow_runner=UnsandboxedWorkflowRunner())
-        for run_id in (parked, effect_run):
+        for run_id in (parked, effect_run, agents_run):
             history = await client.get_workflow_handle(run_id).fetch_history()
             assert any(event.HasField("activity_task_completed_event_attributes") for event in history.events) \
-                == (run_id == effect_run)
+                == (run_id != parked)
             await replayer.replay_workflow(history)  # raises on nondeterminism
 
     asyncio.run(replay())
@@ -415,11 +418,17 @@ def test_llm_steps_run_on_the_workers_with_the_backend_the_run_was_started_with(
     assert "--record cannot be used with --temporal" in refused.stderr
 
 
-def test_two_hundred_forked_one_second_agents_all_end_on_the_cluster(server, workers, tmp_path):
+def test_two_hundred_forked_one_second_agents_run_across_both_workers(server, workers, tmp_path):
+    started = time.monotonic()
     done = wfexec(server, "run", MANY_AGENTS, "--format", "json", cwd=tmp_path, check_code=0, timeout=120)
+    seconds = time.monotonic() - started
     result = json.loads(done.stdout)
     assert result["message"] == "200 agents"
     assert sorted(int(f["result"]) for f in result["state"]["computed"]["result_forks"]) == list(range(1, 201))
+    # each agent state is an activity: both workers took some (a script's parent is the worker that ran it)
+    ran_on = (tmp_path / "workers.log").read_text().split()
+    assert len(ran_on) == 200
+    assert set(ran_on) == {str(p.pid) for p in workers.processes}, (set(ran_on), seconds)
 
 
 def test_a_states_node_whose_worker_died_continues_on_the_other_from_its_agents(server, tmp_path):

@@ -130,6 +130,9 @@ class NodeType:
     idempotent: Callable[[Spec], bool] = _rerun_safe  # spec → whether its own work may run twice (calls aside)
     skip_edge: str | None = None                # the edge `resume --skip` takes as if it succeeded; None: no skip
     subworkflows: Callable[[Spec], Iterable[Workflow]] = _no_subworkflows  # spec → the Workflows it runs
+    # -- a node whose work is agents' states that may each run on another worker (a `states` node): how a
+    #    runner that keeps the agents itself goes through it (`wfexec.nodes.states.AgentSteps`); None: run whole
+    agents: Any = None
     # -- pictures (`wfexec graph`) and skills (`wfexec skill`)
     shape_name: str = "rectangle"               # how the picture's legend names its shape
     mermaid_shape: tuple[str, str] = ("[", "]")

@@ -209,16 +209,21 @@ def execute(node, run) -> Outcome:
     return _succeeded(node, run, outcome)
 
 
+def _question(node, agent):
+    """What an agent's `<ask>` asks a person (the answer key is the agent's id: --answer main=TEXT)."""
+    from wfexec.nodes.base import Question
+
+    return Question(node=node.id, text=agent.ask_prompt or "", header=f"{node.id}: {agent.id}", choices=(),
+                    allow_other=True, dynamic=False, asker=agent.id)
+
+
 def _answer(node, run, outcome):
     """The agents once the first asking one has its answer (`run.ask`: given with --answer AGENT=TEXT, asked at
     the terminal, or the run parks there with the agents saved, exit 3)."""
-    from wfexec.nodes.base import Question
     from wfexec.protocol.agents import answered
 
     agent = outcome.asking[0]
-    question = Question(node=node.id, text=agent.ask_prompt or "", header=f"{node.id}: {agent.id}", choices=(),
-                        allow_other=True, dynamic=False, asker=agent.id)
-    answer = run.ask(question)
+    answer = run.ask(_question(node, agent))
     state = outcome.state
     state.put(answered(agent, answer.choice.id if answer.choice is not None else answer.text))
     run.save_node_state(node.id, state.to_dict())
@@ -305,6 +310,64 @@ def _failed(node, run, error, orchestrator, stop: bool) -> Outcome:
                    "on_failure")
 
 
+class AgentSteps:
+    """A states node's work one agent state at a time, for a runner that keeps the agents itself and may run
+    each state on another machine (the Temporal workflow code). `begin`, `question` and `end` read and write
+    the run's state only (deterministic); `step` runs one state (the part with effects)."""
+
+    @staticmethod
+    def begin(node, run) -> dict:
+        """What every state of this node needs: the first agent's input and the working directory."""
+        from wfexec.language.expressions import ExpressionError, render_value, to_text
+
+        spec = node.spec
+        try:
+            value = render_value(spec.input, run.scope)
+            cwd_text = render_value(spec.cwd, run.scope)
+        except ExpressionError as exc:
+            run.fail(node, exc.message, exc.hint)
+        return {"input": None if value is None else to_text(value), "cwd": str(_working_directory(cwd_text, run)),
+                "budget_usd": spec.budget_usd}
+
+    @staticmethod
+    def step(node, run, meta: dict, agent: dict | None) -> dict:
+        """With no agent: the first one. Else one state of `agent` (`Orchestrator.step_one`). Fatal errors raise
+        (ProtocolError; StopRun stops the run)."""
+        from wfexec.protocol.agents import Agent
+        from wfexec.protocol.orchestrator import Orchestrator
+
+        spec = node.spec
+        scope = open_scope(spec)
+        orchestrator = Orchestrator(
+            scope, backend=_backend(node, run), io=run.io, cwd=meta["cwd"], budget_usd=spec.budget_usd,
+            spent_usd=meta.get("spent") or 0.0, timeout=spec.timeout, timeout_source=f"node '{node.id}' `timeout`",
+            model=spec.model, effort=spec.effort, workflow_id=meta["workflow_id"], keep_records=False)
+        if agent is None:
+            for warning in scope.warnings:
+                orchestrator.warn(warning)
+            return {"agent": orchestrator.first_agent(spec.start, meta.get("input")).to_dict()}
+        return orchestrator.step_one(Agent.from_dict(agent))
+
+    count = staticmethod(lambda node, run: _step_counter(run))  # (node, run) → count(agent) per state started
+    question = staticmethod(_question)
+
+    @staticmethod
+    def end(node, run, outcome) -> Outcome:
+        """The node's outcome once no agent is active: the result stored and routed, or the run stopped with
+        its paused agents."""
+        if outcome.paused:
+            _stop_paused(node, run, outcome)
+        return _succeeded(node, run, outcome)
+
+    @staticmethod
+    def failed(node, run, error, stop: bool, routable: bool) -> Outcome:
+        """A fatal error of one agent's state: routed to on_failure, or the run stops (a StopRun the node does
+        not route) or fails with it."""
+        if stop and not routable:
+            run.stop(node, error.message, error.hint)
+        return _failed(node, run, error, None, stop=stop)
+
+
 def _dry_run(node, run, first_input) -> Outcome:
     spec = node.spec
     try:
@@ -324,6 +387,7 @@ def effects(spec):
 
 NODE_TYPE = NodeType(
     name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, doc=__doc__, order=60,
+    agents=AgentSteps,
     judgement=judgement,
     field_notes={
         "folder": "a directory, `.zip` or Raymond `.yaml` of `.md`/`.sh` states",

@@ -196,6 +196,32 @@ class Orchestrator:
             first = entry_point(self.scope)
         return Agent(id=MAIN, state=first, input=input)
 
+    def step_one(self, agent: Agent) -> dict:
+        """One state of `agent`, run here, as data for a runner that keeps the agents elsewhere (the Temporal
+        workflow code, `advance`s them with it): the resolved transitions (a cross-workflow tag's input
+        rendered), or the failure that tries the state again or pauses the agent. Fatal errors raise."""
+        from dataclasses import asdict
+
+        self.state = AgentsState(self.workflow_id, [agent])
+        self.steps += 1
+        try:
+            if self._kind(agent) == "script":
+                step = run_script_state_blocking(self, agent)
+            else:
+                from wfexec.backends.base import run_sync
+                from wfexec.protocol.prompt_states import run_markdown_state
+
+                step = run_sync(run_markdown_state(self, agent))
+        except Retryable as exc:
+            return {"retry": exc.message, "hint": exc.hint}
+        except (UsageLimit, PausesAgent) as exc:
+            return {"pause": exc.message}
+        finally:
+            self.files.cleanup()
+        transitions = [self._render_input(agent, t) if t.tag in WORKFLOW_TAGS else t for t in step.transitions]
+        return {"kind": step.kind, "session_id": step.session_id, "cost_usd": step.cost_usd,
+                "transitions": [asdict(t) for t in transitions]}
+
     def run(self, start: str | None = None, input: str | None = None, state: AgentsState | None = None) -> StatesOutcome:
         state = self._begin(start, input, state)
         try:

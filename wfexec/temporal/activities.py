@@ -20,32 +20,11 @@ HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times
 STEP_THREADS = ThreadPoolExecutor(max_workers=100, thread_name_prefix="wfexec-step")
 
 
-class StepRun(Run):
-    """A Run for one node in an activity. What the node keeps to continue later (a `states` node's agents, when
-    one asks a person) travels with the step's result to the workflow, which gives it back to the next attempt:
-    the answer continues the agents, it does not run their states again."""
-
-    def __init__(self, *args, node_state: dict | None = None, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.kept = node_state
-
-    def save_node_state(self, node_id: str, data: dict | None) -> None:
-        self.kept = data
-
-    def node_state(self, node_id: str) -> dict | None:
-        return self.kept
-
-
-def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: int,
-              node_state: dict | None = None, running: list | None = None) -> dict:
+def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
     workflow = compiled(request["path"], request["source_hash"])
     node = workflow.nodes[node_id]
     io = RecordingIo()
-    run = make_run(StepRun, workflow, request, io, state=state, answers=answers)
-    assert isinstance(run, StepRun)
-    run.kept = node_state
-    if running is not None:
-        running.append(run)  # its heartbeats carry what it keeps (see effect_step)
+    run = make_run(Run, workflow, request, io, state=state, answers=answers)
     run.options.backend = _backend(request.get("backend"))
     run.current = node
     run.step_ms = step_ms  # the step's clock: the workflow's, as a state-only step would read it
@@ -58,7 +37,7 @@ def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: 
             raise run._as_run_error(node, exc) from exc
         target = resolve_target(run, node, outcome)
     except NeedsAnswer as waiting:
-        return {"question": question_json(waiting.question), "node_state": run.kept, "events": io.events}
+        return {"question": question_json(waiting.question), "events": io.events}
     except RunError as exc:
         return {"error": error_json(exc), "events": io.events}
     except WfexecError as exc:
@@ -98,6 +77,33 @@ def _run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> d
             "events": io.events}
 
 
+def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None) -> dict:
+    """One state of one agent of a states node (or, with no agent, its first agent), on this worker."""
+    from wfexec.protocol.errors import ProtocolError
+
+    workflow = compiled(request["path"], request["source_hash"])
+    node = workflow.nodes[node_id]
+    io = RecordingIo()
+    run = make_run(Run, workflow, request, io)
+    run.options.backend = _backend(request.get("backend"))
+    try:
+        done = node.kind.agents.step(node, run, meta, agent)
+    except ProtocolError as exc:  # fatal for the node: the workflow code routes it, or stops or fails the run
+        return {"fatal": {"message": exc.message, "hint": exc.hint, "stop": exc.outcome == "stopped",
+                          "routable": bool(getattr(exc, "routable", False))}, "events": io.events}
+    except RunError as exc:
+        return {"error": error_json(exc), "events": io.events}
+    return {**done, "events": io.events}
+
+
+@activity.defn(name="wfexec_agent_state")
+async def agent_state(request: dict, node_id: str, meta: dict, agent: dict | None) -> dict:
+    """One agent state of a states node: the workflow code keeps the agents and sends each of their states to
+    whichever worker is free, so forked agents run on many machines at once."""
+    label = f"{node_id}: {agent['id'] if agent else 'start'}"
+    return await _heartbeating(label, _in_step_thread(_run_agent_state, request, node_id, meta, agent))
+
+
 @activity.defn(name="wfexec_run_edge")
 async def run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> dict:
     return await _heartbeating(what, _in_step_thread(_run_edge, request, what, ending_id, state))
@@ -107,31 +113,17 @@ def _in_step_thread(function, *args) -> asyncio.Future:
     return asyncio.get_running_loop().run_in_executor(STEP_THREADS, function, *args)
 
 
-async def _heartbeating(label: str, work: asyncio.Future, kept=lambda: None) -> dict:
-    """Wait for the step, telling Temporal every second that this worker is alive and still at it, with what the
-    step keeps to continue from (`kept()`: a states node's agents as they last stood)."""
+async def _heartbeating(label: str, work: asyncio.Future) -> dict:
+    """Wait for the step, telling Temporal every second that this worker is alive and still at it."""
     while True:
         done, _ = await asyncio.wait({work}, timeout=HEARTBEAT_EVERY)
         if done:
             return work.result()
-        details = kept()
-        if details is None:
-            activity.heartbeat(label)
-        else:
-            activity.heartbeat(label, details)
+        activity.heartbeat(label)
 
 
 @activity.defn(name="wfexec_effect_step")
-async def effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int,
-                      node_state: dict | None = None) -> dict:
+async def effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
     """Run one node with outside effects; return the state after it, where it goes, and what it printed (or the
-    run error it met, or the question it asks with what the node keeps until the answer: values, not failures, so
-    Temporal never retries them)."""
-    # A retried attempt (an idempotent node whose worker died) continues from the last heartbeat's agents.
-    previous = activity.info().heartbeat_details
-    if node_state is None and len(previous) > 1:
-        node_state = previous[1]
-    running: list = []
-    return await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, state, answers, step_ms,
-                                                        node_state, running),
-                               lambda: running[0].kept if running else None)
+    run error it met, or the question it asks: values, not failures, so Temporal never retries them)."""
+    return await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, state, answers, step_ms))

@@ -15,7 +15,6 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, TemporalError
-from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 from wfexec.durable.store import ending_status
 from wfexec.language.model import Node, Workflow
@@ -146,7 +145,9 @@ class WfexecRun:
             self.current = node_id
             node = run.enter(node_id)
             run.step_ms, run.clock_served = None, False
-            if node_id in effects:
+            if node.kind.agents is not None:
+                outcome, target = await self._agents_step(run, node, request, heartbeat)
+            elif node_id in effects:
                 outcome, target = await self._effect_step(run, node, request, effects[node_id], heartbeat)
             else:
                 outcome, target = await self._state_step(run, node)
@@ -205,24 +206,21 @@ class WfexecRun:
     async def _effect_step(self, run: Run, node: Node, request: dict, idempotent: bool,
                            heartbeat: timedelta) -> tuple[dict, str]:
         step_ms = run.started_ms()
-        node_state = None  # what the node keeps while it waits for an answer (a states node's agents)
         while True:
             state = {k: v for k, v in run.state.items() if k != "history"}
             state["history"] = run.state["history"][-50:]  # enough for a step that reads recent history
             try:
                 done = await workflow.execute_activity(
-                    "wfexec_effect_step",
-                    args=[request, node.id, state, run.options.answers.to_dict(), step_ms, node_state],
+                    "wfexec_effect_step", args=[request, node.id, state, run.options.answers.to_dict(), step_ms],
                     start_to_close_timeout=timedelta(days=1), heartbeat_timeout=heartbeat,
                     # An idempotent step may run again anywhere; any other gets one attempt, then a question.
                     retry_policy=RetryPolicy(maximum_attempts=0 if idempotent else 1,
                                              initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
                     result_type=dict)
             except ActivityError as lost:
-                node_state = _last_kept(lost) or node_state
                 decision = await self._rerun_or_skip(node, lost)
                 if decision == RERUN:
-                    continue  # from what the lost attempt last reported keeping: its agents' states are not run again
+                    continue
                 # Only offered when the node has a static edge to skip to (_rerun_or_skip).
                 return {"skipped": True}, str(getattr(node.spec, str(node.kind.skip_edge)))
             self.events.extend(done.get("events") or ())
@@ -230,7 +228,6 @@ class WfexecRun:
                 from wfexec.temporal.steps import question_from_json
 
                 question = question_from_json(done["question"])
-                node_state = done.get("node_state")
                 run.options.answers.give(question.key, await self._wait_for_answer(question))
                 continue
             if "error" in done:
@@ -240,6 +237,115 @@ class WfexecRun:
             run.state.update(done["state"])
             run.state["history"] = history
             return done["outcome"], done["target"]
+
+    async def _agents_step(self, run: Run, node: Node, request: dict, heartbeat: timedelta) -> tuple[dict, str]:
+        """A states node: its agents kept here, each of their states an activity on whichever worker is free (so
+        forked agents run on many machines at once), moved on as the local orchestrator moves them."""
+        import asyncio
+
+        from wfexec.protocol.agents import MAIN, AgentsState, Agent, answered, reactivated
+        from wfexec.protocol.errors import ProtocolError, Retryable
+        from wfexec.protocol.limits import limit_wait
+        from wfexec.protocol.orchestrator import StatesOutcome, advance, failed_attempt, pause
+        from wfexec.protocol.tags import Transition
+
+        steps_of = node.kind.agents
+        meta = steps_of.begin(node, run)
+        meta["workflow_id"] = "workflow_" + workflow.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
+        first = await self._agent_activity(request, node, meta, None, heartbeat)
+        if "fatal" in first:
+            return self._agents_failed(run, node, first["fatal"])
+        state = AgentsState(meta["workflow_id"], [Agent.from_dict(first["agent"])], budget_usd=meta["budget_usd"])
+        count = steps_of.count(node, run)
+        running: dict[str, Any] = {}
+        quiescing, spent, steps = False, 0.0, 0
+        while True:
+            if not quiescing:
+                for agent in state.active():
+                    if agent.id not in running:
+                        count(agent)
+                        steps += 1
+                        running[agent.id] = asyncio.ensure_future(self._agent_activity(
+                            request, node, {**meta, "spent": spent}, agent.to_dict(), heartbeat))
+            if not running:
+                asking = [a for a in state.agents if a.status == "asking"]
+                if asking:
+                    answer = await self._asked(run, steps_of.question(node, asking[0]))
+                    state.put(answered(asking[0], answer))
+                    quiescing = False
+                    continue
+                wait = limit_wait([a.error or "" for a in state.agents if a.status == "paused"])
+                if wait is None:
+                    break
+                self.events.append(["error", f"states: every agent left is paused by a usage limit; waiting "
+                                             f"{wait / 60:.0f} min for it to reset"])
+                await workflow.sleep(timedelta(seconds=wait))
+                for agent in state.agents:
+                    state.put(reactivated(agent))
+                continue
+            await asyncio.wait(list(running.values()), return_when=asyncio.FIRST_COMPLETED)
+            for agent_id, task in list(running.items()):  # in the order they started: the same on every replay
+                if not task.done():
+                    continue
+                del running[agent_id]
+                done = task.result()
+                agent = state.agent(agent_id)
+                if "fatal" in done:
+                    for other in running.values():
+                        other.cancel()
+                    return self._agents_failed(run, node, done["fatal"])
+                if "retry" in done:
+                    self.events.append(["error", failed_attempt(state, agent, Retryable(done["retry"],
+                                                                                         done.get("hint") or ""))[1]])
+                elif "pause" in done:
+                    self.events.append(["error", pause(state, agent, done["pause"])[1]])
+                else:
+                    spent += float(done.get("cost_usd") or 0.0)
+                    state.total_cost_usd = spent
+                    try:
+                        moved, _ = advance(state, agent, done["kind"], done.get("session_id"),
+                                           [Transition(**t) for t in done["transitions"]], meta["cwd"])
+                    except ProtocolError as exc:
+                        for other in running.values():
+                            other.cancel()
+                        return self._agents_failed(run, node, {"message": exc.message, "hint": exc.hint})
+                    if moved.status == "asking":
+                        quiescing = True  # the others finish the state they are in, then wait with it
+        main = next((a for a in state.agents if a.id == MAIN), None)
+        outcome = StatesOutcome(result=main.result if main else None,
+                                forks=[{"agent": a, "result": state.agent(a).result} for a in state.ended if a != MAIN],
+                                cost_usd=spent, steps=steps, workflow_id=meta["workflow_id"], state=state)
+        ended = steps_of.end(node, run, outcome)
+        return ended.outcome, resolve_target(run, node, ended)
+
+    async def _agent_activity(self, request: dict, node: Node, meta: dict, agent: dict | None,
+                              heartbeat: timedelta) -> dict:
+        done = await workflow.execute_activity(
+            "wfexec_agent_state", args=[request, node.id, meta, agent], start_to_close_timeout=timedelta(days=1),
+            heartbeat_timeout=heartbeat,
+            # A state runs again on another worker when its worker dies, as it does when a stopped run resumes.
+            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
+            result_type=dict)
+        self.events.extend(done.get("events") or ())
+        if "error" in done:
+            raise _rebuilt_error(done["error"])
+        return done
+
+    def _agents_failed(self, run: Run, node: Node, fatal: dict) -> tuple[dict, str]:
+        from wfexec.protocol.errors import ProtocolError, StopRun
+
+        error = (StopRun if fatal.get("stop") else ProtocolError)(fatal["message"], fatal.get("hint") or "")
+        ended = node.kind.agents.failed(node, run, error, bool(fatal.get("stop")), bool(fatal.get("routable")))
+        return ended.outcome, resolve_target(run, node, ended)
+
+    async def _asked(self, run: Run, question) -> str:
+        """An agent's `<ask>` answered: given with the run or resume, else waited for (the run parks)."""
+        while True:
+            try:
+                answer = run.ask(question)
+                return answer.choice.id if answer.choice is not None else answer.text or ""
+            except NeedsAnswer as waiting:
+                run.options.answers.give(waiting.question.key, await self._wait_for_answer(waiting.question))
 
     async def _rerun_or_skip(self, node: Node, lost: ActivityError) -> str:
         """The step's one attempt was lost (its worker died or it timed out): it may or may not have had its
@@ -256,13 +362,6 @@ class WfexecRun:
         choice = match_answer(question, answer).choice
         assert choice is not None  # allow_other=False, and the update's validator checked it
         return choice.id
-
-
-def _last_kept(lost: ActivityError) -> dict | None:
-    """What a lost attempt's last heartbeat said the node keeps (a states node's agents), if it said."""
-    cause = lost.cause
-    details = cause.last_heartbeat_details if isinstance(cause, ActivityTimeout) else ()
-    return details[1] if len(details) > 1 and isinstance(details[1], dict) else None
 
 
 def _rebuilt_error(data: dict) -> RunError:

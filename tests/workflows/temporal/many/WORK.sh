@@ -1,2 +1,3 @@
+echo "$PPID" >> workers.log  # the worker that ran this state
 sleep 1
 echo "<result>$n</result>"
