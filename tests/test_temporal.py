@@ -445,3 +445,35 @@ def test_a_states_node_whose_worker_died_continues_on_the_other_from_its_agents(
     finally:
         (folder / "go").touch()
         pool.stop()
+
+
+def _release_repo(folder: Path) -> None:
+    """The same repository in each folder, down to its commit ids (fixed names and dates)."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    repo = folder / "project"
+    repo.mkdir(parents=True)
+    (repo / "CHANGELOG.md").write_text("# Changelog\n\n## 1.2.0\n- Faster export\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "Prepare 1.2.0"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True)
+
+
+def test_the_release_checklist_tags_on_the_cluster_as_on_sqlite(server, workers, tmp_path):
+    """Git, files and a question: every kind of step of the example skill, on the workers."""
+    without_cluster = {k: v for k, v in environment(server).items() if k != "WFEXEC_TEMPORAL"}
+    results = {}
+    for where, env in (("sqlite", without_cluster), ("cluster", None)):
+        folder = tmp_path / where
+        _release_repo(folder)
+        done = wfexec(server, "run", ROOT / "skills" / "release-checklist", "--input", "repo=project", "--input",
+                      "version=1.2.0", "--answer", "confirm=tag", "--format", "json", cwd=folder, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        results[where] = json.loads(done.stdout)
+        tags = subprocess.run(["git", "tag", "--list"], cwd=folder / "project", capture_output=True, text=True)
+        assert tags.stdout.split() == ["v1.2.0"]
+        assert (folder / "project" / "release-notes" / "v1.2.0.md").is_file()
+    sqlite, cluster = results["sqlite"], results["cluster"]
+    for key in ("ending", "type", "message", "summary", "steps"):
+        assert cluster[key] == sqlite[key], key
+    assert cluster["state"]["computed"] == sqlite["state"]["computed"]
