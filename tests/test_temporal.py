@@ -29,6 +29,7 @@ STATES_NODE = ROOT / "tests" / "workflows" / "temporal" / "states_node.yaml"
 LLM_STATES = ROOT / "tests" / "workflows" / "temporal" / "llm_states.yaml"
 MANY_AGENTS = ROOT / "tests" / "workflows" / "temporal" / "many_agents.yaml"
 SLOW_STATES = ROOT / "tests" / "workflows" / "temporal" / "slow_states.yaml"
+BIG_STATE = ROOT / "tests" / "workflows" / "temporal" / "big_state.yaml"
 WAIT_FOR_FILE_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file_idempotent.yaml"
 # How soon a killed worker's step is given up: short, so a test need not wait the default 10 s.
 HEARTBEAT_SECONDS = "2"
@@ -79,6 +80,7 @@ class DevServer:
         self.address = f"127.0.0.1:{self.port}"
         self.db = folder / "temporal.db"
         self.log = folder / "server.log"
+        self.blobs = folder / "blobs"  # the folder every client and worker of these tests shares for large state
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -107,7 +109,7 @@ def server(tmp_path_factory):
 
 def environment(server: DevServer) -> dict:
     return {**os.environ, "PYTHONPATH": str(ROOT), "WFEXEC_TEMPORAL": server.address,
-            "WFEXEC_TEMPORAL_HEARTBEAT": HEARTBEAT_SECONDS}
+            "WFEXEC_TEMPORAL_HEARTBEAT": HEARTBEAT_SECONDS, "WFEXEC_TEMPORAL_BLOBS": str(server.blobs)}
 
 
 class Workers:
@@ -477,3 +479,18 @@ def test_the_release_checklist_tags_on_the_cluster_as_on_sqlite(server, workers,
     for key in ("ending", "type", "message", "summary", "steps"):
         assert cluster[key] == sqlite[key], key
     assert cluster["state"]["computed"] == sqlite["state"]["computed"]
+
+
+def test_state_over_the_payload_limit_is_passed_by_reference(server, workers, tmp_path):
+    done = wfexec(server, "run", BIG_STATE, "--format", "json", cwd=tmp_path, check_code=0)
+    result = json.loads(done.stdout)
+    assert result["message"] == "3000000 characters"
+    assert result["state"]["computed"]["big"] == "x" * 3_000_000  # the whole state came back to the client
+    assert (tmp_path / "note.txt").read_text() == "3000000"
+    stored = [p for p in server.blobs.rglob("*") if p.is_file()]
+    assert stored and max(p.stat().st_size for p in stored) > 3_000_000  # the state went by reference
+    # a client that does not see the folder says which folder it looked in
+    elsewhere = {**environment(server), "WFEXEC_TEMPORAL_BLOBS": str(tmp_path / "empty")}
+    shown = wfexec(server, "show", result["run_id"], "--state", cwd=tmp_path, env=elsewhere)
+    assert shown.returncode == 5, shown.stdout + shown.stderr
+    assert f"which is not in {tmp_path / 'empty'}" in shown.stderr and "WFEXEC_TEMPORAL_BLOBS" in shown.stderr

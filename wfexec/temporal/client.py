@@ -15,6 +15,7 @@ from wfexec.durable.store import new_run_id
 from wfexec.errors import WfexecError
 from wfexec.language.model import Workflow
 from wfexec.temporal import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, TemporalUnavailable
+from wfexec.temporal.blobs import data_converter
 from wfexec.temporal.steps import DEFAULT_HEARTBEAT_SECONDS, env_names
 
 NAMESPACE = "default"
@@ -34,7 +35,7 @@ class AnswerRefused(WfexecError):
 
 async def connect(address: str) -> Client:
     try:
-        return await Client.connect(address, namespace=NAMESPACE)
+        return await Client.connect(address, namespace=NAMESPACE, data_converter=data_converter())
     except Exception as exc:  # the SDK reports an unreachable server as a RuntimeError from its core
         detail = str(exc)
         why = "connection refused" if "refused" in detail.lower() else detail[:200]
