@@ -77,6 +77,35 @@ STATE_ONLY = """      - type: set_state
 """
 
 
+AGENTS = """name: bench-agents
+version: "1"
+start_node: agents
+nodes:
+  agents:
+    type: states
+    folder: {folder}/agents
+    store_as: computed.result
+    on_success: done
+endings:
+  done:
+    type: success
+    message: "${{computed.result_forks.length}}"
+"""
+
+
+def write_agents(folder: Path, agents: int) -> Path:
+    """A states node whose main agent forks `agents` workers of one second each."""
+    states = folder / "agents"
+    states.mkdir()
+    forks = "".join(f'<fork next="DONE.sh" n="{n}">WORK.sh</fork>' for n in range(agents))
+    (states / "START.sh").write_text(f"echo '{forks}'\n")
+    (states / "WORK.sh").write_text('sleep 1\necho "<result>$n</result>"\n')
+    (states / "DONE.sh").write_text('echo "<result>main</result>"\n')
+    path = folder / "agents.yaml"
+    path.write_text(AGENTS.format(folder=folder))
+    return path
+
+
 def write_workflows(folder: Path, steps: int) -> dict[str, Path]:
     paths = {}
     for kind, body in (("effects", EFFECT.format(folder=folder)), ("state-only", STATE_ONLY)):
@@ -86,7 +115,7 @@ def write_workflows(folder: Path, steps: int) -> dict[str, Path]:
     return paths
 
 
-def run_sqlite(path: Path, steps: int, store_folder: Path) -> float:
+def run_sqlite(path: Path, steps: int | None, store_folder: Path) -> float:
     from wfexec.api import load
     from wfexec.durable.journal import start_run
     from wfexec.durable.store import Store
@@ -98,25 +127,26 @@ def run_sqlite(path: Path, steps: int, store_folder: Path) -> float:
     quiet = Console(out=io.StringIO(), err=io.StringIO())
     try:
         start = time.perf_counter()
-        driven = start_run(store, workflow, inputs={}, overrides={}, io=quiet, options=Options(max_steps=10 * steps))
+        driven = start_run(store, workflow, inputs={}, overrides={}, io=quiet,
+                           options=Options(max_steps=10 * (steps or 1000)))
         elapsed = time.perf_counter() - start
     finally:
         store.close()
-    assert driven.result is not None and driven.result.message == str(steps), driven
+    assert driven.result is not None and (steps is None or driven.result.message == str(steps)), driven
     return elapsed
 
 
-async def run_temporal(client, path: Path, steps: int) -> float:
+async def run_temporal(client, path: Path, steps: int | None) -> float:
     from wfexec.api import load
     from wfexec.temporal.client import run_request, start
 
     workflow = load(path)
-    request = run_request(workflow, inputs={}, overrides={}, answers={}, max_steps=10 * steps)
+    request = run_request(workflow, inputs={}, overrides={}, answers={}, max_steps=10 * (steps or 1000))
     started = time.perf_counter()
     handle = await start(client, workflow, request, "bench")
     outcome = await handle.result()
     elapsed = time.perf_counter() - started
-    assert outcome["result"]["message"] == str(steps), outcome
+    assert steps is None or outcome["result"]["message"] == str(steps), outcome
     return elapsed
 
 
@@ -130,6 +160,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--agents", type=int, default=200)
     args = parser.parse_args()
     binary = Path(sys.executable).with_name("temporal")
     temporal = str(binary) if binary.exists() else shutil.which("temporal")
@@ -169,6 +200,7 @@ async def bench(args, paths, folder, address, environment) -> None:
     log = open(folder / "worker.log", "wb")
     worker = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "worker", "--temporal", address, "--task-queue",
                                "bench"], env=environment, stdout=log, stderr=subprocess.STDOUT)
+    second = None
     try:
         while b"serving" not in (folder / "worker.log").read_bytes():
             await asyncio.sleep(0.1)
@@ -181,12 +213,24 @@ async def bench(args, paths, folder, address, environment) -> None:
             for kind, path in paths.items():
                 times.setdefault(("sqlite", kind), []).append(run_sqlite(path, args.steps, folder))
                 times.setdefault(("temporal", kind), []).append(await run_temporal(client, path, args.steps))
+        # Forked agents: each agent state an activity, so a second worker takes half of them.
+        agents = write_agents(folder, args.agents)
+        second = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "worker", "--temporal", address,
+                                   "--task-queue", "bench"], env=environment, stdout=log, stderr=subprocess.STDOUT)
+        while (folder / "worker.log").read_bytes().count(b"serving") < 2:
+            await asyncio.sleep(0.1)
+        for _ in range(3):
+            times.setdefault(("sqlite", "agents"), []).append(run_sqlite(agents, None, folder))
+            times.setdefault(("temporal", "agents"), []).append(await run_temporal(client, agents, None))
     finally:
-        worker.terminate()
-        try:
-            worker.wait(30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        for process in (worker, second):
+            if process is None:
+                continue
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
         log.close()
     steps = args.steps
     print(f"{steps} loop iterations ({3 * steps} steps, {steps} of them with effects), median of {args.rounds} "
@@ -200,6 +244,10 @@ async def bench(args, paths, folder, address, environment) -> None:
     if overhead["sqlite"] > 0:
         print(f"  an effect step costs {overhead['temporal'] / overhead['sqlite']:.0f}x more on Temporal than with "
               "SQLite")
+    sqlite_agents, temporal_agents = (statistics.median(times[(store, "agents")]) for store in ("sqlite", "temporal"))
+    print(f"{args.agents} forked agents of one second each, wall time, median of 3 alternating runs:")
+    print(f"  sqlite (one process)       {sqlite_agents:6.2f} s")
+    print(f"  temporal (two workers)     {temporal_agents:6.2f} s")
 
 
 if __name__ == "__main__":
