@@ -379,7 +379,7 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             consequences=tuple(c.calls(raw.get("consequences"), ("consequences",), CONSEQUENCE))
             if raw.get("consequences") else (),
             silent=isinstance(raw.get("behavior"), dict) and raw["behavior"].get("type") == "silent",
-            delegate=_delegate(raw.get("behavior"), c), where=c.where())
+            delegate=_delegate(raw.get("behavior"), c), where=c.where(), reported_as=str(raw.get(v8.REPORTED_AS, "")))
     c.prefix = ()
 
     for node_id in nodes.keys() & endings.keys():

@@ -106,6 +106,7 @@ class Ending:
     silent: bool = False            # v8 `behavior: {type: silent}`: the message is not printed
     where: Where | None = None
     delegate: Any = None            # v8 `behavior: {type: delegate}`: {skill, args, context}, compiled
+    reported_as: str = ""           # the id a result names, when not `id` (a v8 restart ending's last part)
 
 
 @dataclass(frozen=True, slots=True)

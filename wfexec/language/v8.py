@@ -23,6 +23,8 @@ from typing import Any
 from wfexec.language.composites import COMPOSITES, DEFAULT_ERROR, routes, set_route
 from wfexec.language.loader import Document
 
+# Set on an ending the rewrite made, to the id the author wrote (an `x-` key: the schema lets it through).
+REPORTED_AS = "x-wfexec-reported-as"
 V8_TOP_LEVEL = ("default_error", "trust_mode", "data_mcps", "payload_types", "declared_effects")
 OUTCOMES = {"success": "success", "failure": "failure", "error": "error", "cancelled": "cancelled",
             "indeterminate": "failure"}
@@ -86,8 +88,9 @@ def normalize(doc: Document) -> tuple[Document, list[tuple[tuple, str, str, str]
         kind = raw.get("type")
         if kind == "ending" and _restarts(raw):
             nodes.update(_restart_nodes(node_id, raw, data, rewrite))
-            endings[node_id + "__end"] = _ending({k: v for k, v in raw.items() if k not in ("behavior", "consequences")},
-                                                 at, ("endings", node_id + "__end"), rewrite)
+            written = {k: v for k, v in raw.items() if k not in ("behavior", "consequences")}
+            endings[node_id + "__end"] = _ending(written, at, ("endings", node_id + "__end"), rewrite)
+            endings[node_id + "__end"][REPORTED_AS] = node_id  # the run ends at the ending the author wrote
             continue
         if kind == "ending":
             endings[node_id] = _ending(raw, at, ("endings", node_id), rewrite)

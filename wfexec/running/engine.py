@@ -19,7 +19,8 @@ from wfexec.system import progress
 from wfexec.errors import WfexecError
 from wfexec.running.context import CallContext, parse_cached
 from wfexec.running.dry_run import DryRun
-from wfexec.language.expressions import RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, Template, render_value, to_text
+from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, Template, render_value,
+                                         to_text)
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.running.io import Io
 from wfexec.running.prompts import Answer, AnswerError, Answers, NeedsAnswer, match_answer
@@ -473,7 +474,8 @@ class Run:
             delegate = render_value(ending.delegate, scope) if ending.delegate is not None else None
         except ExpressionError as exc:
             raise RunError(f"ending '{ending.id}': {exc.message}", exc.hint, ending.where) from None
-        return Result(ending=ending.id, type=ending.type, message=message, details=details, summary=summary,
+        return Result(ending=ending.reported_as or ending.id, type=ending.type, message=message, details=details,
+                      summary=summary,
                       recovery=recovery, output=output, state=self.state, steps=self.steps, silent=ending.silent,
                       delegate=delegate)
 
