@@ -101,21 +101,28 @@ def test_a_parked_run_resumes_the_same_way_on_both_paths(tmp_path):
         assert (shown.returncode, shown.stdout) == (0, "Hello, world!\n  letters: 5\n"), shown.stderr
 
 
+def run_probed(argv: list, watched: tuple, cwd, env: dict | None = None, starts: int = 2):
+    """`wfexec ARGV` through the launcher in a fresh interpreter, run `starts` times (the later ones find the
+    caches filled); its last stdout line is `LOADED [...]`, the watched modules it imported."""
+    probe = ("import atexit, sys\n"
+             f"atexit.register(lambda: print('LOADED', sorted(m for m in {watched!r} if m in sys.modules)))\n"
+             f"sys.argv = ['wfexec', *{[str(a) for a in argv]!r}]\n"
+             "from wfexec.launcher import main\nmain()\n")
+    # Measured coverage loads modules of its own (socket among them) into every process it follows.
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("COV_CORE", "COVERAGE"))}
+    for _ in range(starts):
+        done = subprocess.run([sys.executable, "-c", probe], cwd=cwd, capture_output=True, text=True, timeout=60,
+                              env={**environment, **(env or {})})
+    return done
+
+
 def test_a_run_through_the_fast_path_imports_neither_typer_nor_what_it_does_not_use(tmp_path):
     heavy = ("typer", "pydantic", "jsonschema", "asyncio", "urllib.request", "jinja2", "subprocess", "socket",
              "quickjs", "tempfile",
              # node and registry types the quickstart does not call: a cached workflow imports only its own
              "wfexec.nodes.states", "wfexec.nodes.reference", "wfexec.types.consequences.corpus",
              "wfexec.types.consequences.process", "wfexec.types.preconditions.files")
-    probe = ("import atexit, sys\n"
-             f"atexit.register(lambda: print('LOADED', sorted(m for m in {heavy!r} if m in sys.modules)))\n"
-             f"sys.argv = ['wfexec', 'run', {QUICKSTART!r}, '--answer', 'ask_mood=cheerful', '--ephemeral']\n"
-             "from wfexec.launcher import main\nmain()\n")
-    # Measured coverage loads modules of its own (socket among them) into every process it follows.
-    without_coverage = {k: v for k, v in os.environ.items() if not k.startswith(("COV_CORE", "COVERAGE"))}
-    for _ in range(2):  # the second start finds its caches filled
-        done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=60, env=without_coverage)
+    done = run_probed(["run", QUICKSTART, "--answer", "ask_mood=cheerful", "--ephemeral"], heavy, tmp_path)
     assert done.returncode == 0, done.stderr
     assert "Hello, world!" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "LOADED []"
@@ -131,14 +138,9 @@ def test_a_misplaced_field_is_explained_without_importing_jsonschema(tmp_path, p
         "name: t\nversion: '1'\nstart_node: a\nnodes:\n  a:\n    type: action\n    actions:\n"
         f"      - type: read_file\n        path: {path}\n        store_as: computed.notes\n"
         "        on_failure: elsewhere\n    on_success: done\nendings:\n  done: {type: success, message: ok}\n")
-    probe = ("import atexit, sys\n"
-             "atexit.register(lambda: print('LOADED', [m for m in ('jsonschema',) if m in sys.modules]))\n"
-             "sys.argv = ['wfexec', 'validate', 'workflow.yaml']\n"
-             "from wfexec.launcher import main\nmain()\n")
-    without_coverage = {k: v for k, v in os.environ.items() if not k.startswith(("COV_CORE", "COVERAGE"))}
-    for _ in range(2):  # the first start checks the type library's own schemas once, and caches that
-        done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=60, env={**without_coverage, "WFEXEC_CACHE_DIR": str(tmp_path / "cache")})
+    # the first start checks the type library's own schemas once, and caches that
+    done = run_probed(["validate", "workflow.yaml"], ("jsonschema",), tmp_path,
+                      env={"WFEXEC_CACHE_DIR": str(tmp_path / "cache")})
     assert done.returncode == 2, done.stdout + done.stderr
     error = next(line for line in done.stdout.splitlines() if ": error:" in line)
     if explained_by:
@@ -156,19 +158,12 @@ def test_a_lone_agent_runs_its_scripts_without_asyncio_and_a_fork_hands_over_to_
     (flow / "START.sh").write_text('echo "<goto>NEXT.sh</goto>"\n')
     (flow / "NEXT.sh").write_text('if [ -n "$FORKED" ]; then echo "<result>worker</result>"; exit 0; fi\n'
                                   'echo "<result>alone</result>"\n')
-    probe = ("import atexit, sys\n"
-             "atexit.register(lambda: print('ASYNCIO', 'asyncio' in sys.modules))\n"
-             "sys.argv = ['wfexec', 'states', 'flow']\n"
-             "from wfexec.launcher import main\nmain()\n")
-    without_coverage = {k: v for k, v in os.environ.items() if not k.startswith(("COV_CORE", "COVERAGE"))}
-    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                          env=without_coverage)
-    assert (done.returncode, done.stdout.splitlines()) == (0, ["alone", "ASYNCIO False"]), done.stderr
+    done = run_probed(["states", "flow"], ("asyncio",), tmp_path, starts=1)
+    assert (done.returncode, done.stdout.splitlines()) == (0, ["alone", "LOADED []"]), done.stderr
     # a fork needs agents side by side: the event loop takes over from there, and both finish
     (flow / "START.sh").write_text('echo "<fork next=\\"NEXT.sh\\" FORKED=\\"1\\">NEXT.sh</fork>"\n')
-    done = subprocess.run([sys.executable, "-c", probe.replace("'flow']", "'flow', '--format', 'json']")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60, env=without_coverage)
+    done = run_probed(["states", "flow", "--format", "json"], ("asyncio",), tmp_path, starts=1)
     assert done.returncode == 0, done.stdout + done.stderr
-    computed = json.loads(done.stdout.rsplit("ASYNCIO", 1)[0])["state"]["computed"]
+    computed = json.loads(done.stdout.rsplit("LOADED", 1)[0])["state"]["computed"]
     assert (computed["result"], [f["result"] for f in computed["result_forks"]]) == ("alone", ["worker"])
-    assert done.stdout.strip().endswith("ASYNCIO True")
+    assert done.stdout.strip().endswith("LOADED ['asyncio']")

@@ -164,18 +164,12 @@ def calls(spec):
 # -- running ----------------------------------------------------------------------------
 
 def execute(node, run) -> Outcome:
-    from wfexec.language.expressions import ExpressionError, render_value, to_text
     from wfexec.protocol.errors import ProtocolError, StopRun
     from wfexec.protocol.orchestrator import Orchestrator
 
     spec = node.spec
-    try:
-        value = render_value(spec.input, run.scope)
-        cwd_text = render_value(spec.cwd, run.scope)
-    except ExpressionError as exc:
-        run.fail(node, exc.message, exc.hint)
-    first_input = None if value is None else to_text(value)
-    cwd = _working_directory(cwd_text, run)
+    begun = AgentSteps.begin(node, run)
+    first_input, cwd = begun["input"], Path(begun["cwd"])
     if run.options.dry_run:
         return _dry_run(node, run, first_input)
     orchestrator = None
