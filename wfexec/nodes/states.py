@@ -342,7 +342,11 @@ class AgentSteps:
             return {"agent": orchestrator.first_agent(spec.start, meta.get("input")).to_dict()}
         return orchestrator.step_one(Agent.from_dict(agent))
 
-    count = staticmethod(lambda node, run: _step_counter(run))  # (node, run) → count(agent) per state started
+    @staticmethod
+    def count(node, run):
+        """count(agent), called as each state starts: the run's step budget, as for a local run."""
+        return _step_counter(run)
+
     question = staticmethod(_question)
 
     @staticmethod
