@@ -30,6 +30,7 @@ LLM_STATES = ROOT / "tests" / "workflows" / "temporal" / "llm_states.yaml"
 MANY_AGENTS = ROOT / "tests" / "workflows" / "temporal" / "many_agents.yaml"
 SLOW_STATES = ROOT / "tests" / "workflows" / "temporal" / "slow_states.yaml"
 BIG_STATE = ROOT / "tests" / "workflows" / "temporal" / "big_state.yaml"
+FLAKY_STATES = ROOT / "tests" / "workflows" / "temporal" / "flaky_states.yaml"
 WAIT_FOR_FILE_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file_idempotent.yaml"
 # How soon a killed worker's step is given up: short, so a test need not wait the default 10 s.
 HEARTBEAT_SECONDS = "2"
@@ -494,3 +495,16 @@ def test_state_over_the_payload_limit_is_passed_by_reference(server, workers, tm
     shown = wfexec(server, "show", result["run_id"], "--state", cwd=tmp_path, env=elsewhere)
     assert shown.returncode == 5, shown.stdout + shown.stderr
     assert f"which is not in {tmp_path / 'empty'}" in shown.stderr and "WFEXEC_TEMPORAL_BLOBS" in shown.stderr
+
+
+def test_paused_agents_wait_on_the_cluster_until_resume_runs_their_states_again(server, workers, tmp_path):
+    program = tmp_path / "llm.sh"  # a backend that fails until a file says it may answer
+    program.write_text("#!/bin/bash\ncat > /dev/null\n[ -f ok ] || { echo 'down' >&2; exit 1; }\n"
+                       "echo '<result>answered</result>'\n")
+    program.chmod(0o755)
+    parked = wfexec(server, "run", FLAKY_STATES, "--backend", f"command:{program}", cwd=tmp_path, check_code=3)
+    assert "1 agent paused (main at START.md:" in parked.stderr and "(failed 3 times in a row)" in parked.stderr
+    assert "trying again (1/2 retries)" in parked.stderr  # the failed attempts said as they happened
+    (tmp_path / "ok").touch()
+    done = wfexec(server, "resume", run_id_from(parked.stderr), "--rerun", cwd=tmp_path, check_code=0)
+    assert done.stdout == "answered\n"

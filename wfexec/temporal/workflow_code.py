@@ -274,7 +274,14 @@ class WfexecRun:
                     state.put(answered(asking[0], answer))
                     quiescing = False
                     continue
-                wait = limit_wait([a.error or "" for a in state.agents if a.status == "paused"])
+                paused = [a for a in state.agents if a.status == "paused"]
+                wait = limit_wait([a.error or "" for a in paused])
+                if wait is None and paused:
+                    # Where a local run stops with exit 4 until `wfexec resume`, this one waits for it to say so.
+                    await self._rerun_paused(node, paused)
+                    for agent in paused:
+                        state.put(reactivated(agent))
+                    continue
                 if wait is None:
                     break
                 self.events.append(["error", f"states: every agent left is paused by a usage limit; waiting "
@@ -317,6 +324,16 @@ class WfexecRun:
                                 cost_usd=spent, steps=steps, workflow_id=meta["workflow_id"], state=state)
         ended = steps_of.end(node, run, outcome)
         return ended.outcome, resolve_target(run, node, ended)
+
+    async def _rerun_paused(self, node: Node, paused: list) -> None:
+        """Agents paused by failures, none of them by a usage limit: ask before running their states again
+        (answered by `wfexec resume RUN --rerun`, once the cause is fixed)."""
+        reasons = "; ".join(f"{agent.id} at {agent.state}: {agent.error}" for agent in paused)
+        question = Question(node=node.id, header=RERUN_OR_SKIP,
+                            text=f"{len(paused)} agent{'s' if len(paused) > 1 else ''} paused ({reasons}). Fix the "
+                                 "cause, then run their states again?",
+                            choices=(Choice(RERUN, "Run their states again"),), allow_other=False, dynamic=False)
+        await self._wait_for_answer(question)
 
     async def _agent_activity(self, request: dict, node: Node, meta: dict, agent: dict | None,
                               heartbeat: timedelta) -> dict:
