@@ -508,3 +508,12 @@ def test_paused_agents_wait_on_the_cluster_until_resume_runs_their_states_again(
     (tmp_path / "ok").touch()
     done = wfexec(server, "resume", run_id_from(parked.stderr), "--rerun", cwd=tmp_path, check_code=0)
     assert done.stdout == "answered\n"
+
+
+def test_a_states_folder_runs_on_the_cluster_as_a_one_node_workflow(server, workers, tmp_path):
+    folder = ROOT / "tests" / "workflows" / "temporal" / "agents"
+    parked = wfexec(server, "run", folder, cwd=tmp_path, check_code=3)
+    assert "waiting: agent 'main' of node 'agents' asks: Ship it?" in parked.stderr, parked.stderr
+    done = wfexec(server, "resume", run_id_from(parked.stderr), "--answer", "main=ok", cwd=tmp_path, check_code=0)
+    assert done.stdout == "answered ok\n"
+    assert list((tmp_path / ".wfexec" / "states").glob("agents-*.yaml"))  # what the workers read

@@ -186,16 +186,13 @@ def execute_run(request: RunRequest) -> int:
     from wfexec.running.prompts import AnswerError, Answers
 
     document = workflow_document(request.path)
-    if document is None and request.temporal:
-        _error(f"error: {request.path} is a states folder, which does not run on a Temporal cluster yet; "
-               "run it without --temporal")
-        return exit_code_for("invalid")
     if document is None:
         return execute_states(request.path, input=" ".join(request.inputs) or None, start=None, budget_usd=None,
                               timeout=None, model=None, max_steps=request.max_steps, trace=request.trace,
                               json_output=request.json_output, backend=request.backend, record=request.record,
                               replay=request.replay, answers=request.answers, interactive=request.interactive,
-                              store=request.store, ephemeral=request.ephemeral, debug=request.debug)
+                              store=request.store, ephemeral=request.ephemeral, debug=request.debug,
+                              temporal=request.temporal, task_queue=request.task_queue)
     workflow = _load_or_report(request.path, None if isinstance(document, Path) else document)
     if workflow is None:
         return exit_code_for("invalid")
@@ -420,7 +417,8 @@ def _print_delegate(result, io) -> None:
 
 
 def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps, trace, json_output, backend,
-                   record, replay, answers=(), interactive=False, store=None, ephemeral=False, debug=False) -> int:
+                   record, replay, answers=(), interactive=False, store=None, ephemeral=False, debug=False,
+                   temporal: str | None = None, task_queue: str = "wfexec") -> int:
     """`wfexec states PATH`: the states folder as a one-node workflow (`states_workflow`), run like any other,
     so it is recorded in the store: an `<ask>` parks it (exit 3), paused agents stop it (exit 4), and `runs`,
     `show`, `resume` and `cancel` work on it."""
@@ -437,7 +435,9 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
         scratch: Any = tempfile.TemporaryDirectory(prefix="wfexec-states-")
     else:
         scratch = None
-    into = Path(scratch.name) if scratch else store_location(store).parent / "states"
+    # On a cluster the workers read the written workflow too: beside the folder's run, in the working directory.
+    into = Path(scratch.name) if scratch else Path(".wfexec", "states") if temporal else \
+        store_location(store).parent / "states"
     try:
         try:
             workflow = states_workflow(path, into, start=start, with_input=input is not None,
@@ -448,7 +448,8 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
         request = RunRequest(path=workflow, inputs=[f"input={input}"] if input is not None else [],
                              answers=list(answers), interactive=interactive, max_steps=max_steps, trace=trace,
                              json_output=json_output, debug=debug, store=store, ephemeral=ephemeral,
-                             backend=backend, record=record, replay=replay)
+                             backend=backend, record=record, replay=replay, temporal=temporal,
+                             task_queue=task_queue)
         return execute_run(request)
     finally:
         if scratch is not None:
