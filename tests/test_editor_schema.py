@@ -40,8 +40,9 @@ def test_check_jsonschema_accepts_every_example(workflow):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_check_jsonschema_accepts_a_fresh_scaffold(tmp_path):
-    assert cli("new", "skill", "fresh", cwd=tmp_path).returncode == 0
+@pytest.mark.parametrize("v8", [False, True], ids=["classic", "v8"])
+def test_check_jsonschema_accepts_a_fresh_scaffold(tmp_path, v8):
+    assert cli("new", "skill", "fresh", *(["--v8"] if v8 else []), cwd=tmp_path).returncode == 0
     done = check_jsonschema(tmp_path / "skills" / "fresh" / "workflow.yaml")
     assert done.returncode == 0, done.stdout + done.stderr
 

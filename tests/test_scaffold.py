@@ -68,3 +68,21 @@ def test_a_name_that_is_not_a_skill_name_is_refused(cli, tmp_path):
     assert done.returncode == 2
     assert "try 'hello-world'" in done.stderr
     assert not (tmp_path / "skills").exists()
+
+
+def test_a_v8_skill_validates_runs_and_names_the_v8_schema(tmp_path):
+    done = wfexec_cli("new", "skill", "hello-v8", "--v8", "--dir", tmp_path / "skills", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "skills" / "hello-v8"
+    text = (folder / "workflow.yaml").read_text(encoding="utf-8")
+    assert text.splitlines()[0] == "# yaml-language-server: $schema=../../schemas/workflow-v8.schema.json"
+    assert (tmp_path / "schemas" / "workflow-v8.schema.json").is_file()  # written where the comment points
+    assert "type: ending" in text and "default_error: failed" in text and "endings:" not in text
+
+    validated = wfexec_cli("validate", "--strict", "--format", "json", folder)
+    assert validated.returncode == 0 and json.loads(validated.stdout)["diagnostics"] == []
+    assert skills_ref.validate(folder) == []
+    run = wfexec_cli("run", folder, "--answers", folder / "answers.yaml", "--format", "json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert (result["ending"], result["message"], result["summary"]) == ("done", "hello-v8 ran", {"runs": 1})

@@ -536,6 +536,8 @@ def new_options():
 def new_skill(
     name: str = typer.Argument(..., help="The skill's name: lowercase letters, digits and hyphens."),
     dir: Path = typer.Option(Path("skills"), "--dir", metavar="DIR", help="The folder the skill folder goes in."),
+    v8: bool = typer.Option(False, "--v8", help="Write the workflow as a blueprint-lib v8 file (ending nodes, "
+                                                 "default_error)."),
 ):
     """Scaffold DIR/NAME/: workflow.yaml, answers.yaml (so it runs end to end) and SKILL.md."""
     from wfexec.language.diagnostics import WorkflowError
@@ -543,7 +545,7 @@ def new_skill(
     from wfexec.outputs.skillgen import SkillError
 
     try:
-        written = scaffold_skill(name, dir)
+        written = scaffold_skill(name, dir, v8=v8)
     except SkillError as exc:
         typer.echo(exc.format(), err=True)
         raise typer.Exit(exit_code_for(exc))

@@ -15,6 +15,7 @@ from pathlib import Path
 from wfexec.outputs.skillgen import SkillError, name_problem, suggest_name
 
 SCHEMA_FILE = Path("schemas") / "workflow.schema.json"
+V8_SCHEMA_FILE = Path("schemas") / "workflow-v8.schema.json"
 
 
 def published_schema_text(plugins: bool = False, v8: bool = False) -> str:
@@ -36,24 +37,27 @@ def published_schema_text(plugins: bool = False, v8: bool = False) -> str:
                       ensure_ascii=False) + "\n"
 
 
-def schema_reference(folder: Path) -> str:
+def schema_reference(folder: Path, v8: bool = False) -> str:
     """The schema for the editor comment, as a path relative to the folder: the nearest
-    `schemas/workflow.schema.json` above it, else one written into `schemas/` of the current directory (a
-    URL would need a server, and editors and check-jsonschema read a file)."""
+    `schemas/workflow.schema.json` (`workflow-v8.schema.json` for a v8 file) above it, else one written into
+    `schemas/` of the current directory (a URL would need a server, and editors and check-jsonschema read a
+    file)."""
     from wfexec.system.files import write_atomic
 
+    name = V8_SCHEMA_FILE if v8 else SCHEMA_FILE
     here = folder.resolve()
     for parent in here.parents:
-        if (parent / SCHEMA_FILE).is_file():
-            return Path(os.path.relpath(parent / SCHEMA_FILE, here)).as_posix()
-    written = Path.cwd() / SCHEMA_FILE
+        if (parent / name).is_file():
+            return Path(os.path.relpath(parent / name, here)).as_posix()
+    written = Path.cwd() / name
     written.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(written, published_schema_text())
+    write_atomic(written, published_schema_text(v8=v8))
     return Path(os.path.relpath(written, here)).as_posix()
 
 
-def new_skill(name: str, directory: str | os.PathLike = "skills") -> list[Path]:
-    """Create `directory/name/` with workflow.yaml, answers.yaml and SKILL.md; the files written."""
+def new_skill(name: str, directory: str | os.PathLike = "skills", v8: bool = False) -> list[Path]:
+    """Create `directory/name/` with workflow.yaml (in blueprint-lib's v8 form with `v8`), answers.yaml and
+    SKILL.md; the files written."""
     from wfexec.outputs import skillgen
     from wfexec.outputs.docgen import render
     from wfexec.system.files import write_atomic
@@ -73,7 +77,8 @@ def new_skill(name: str, directory: str | os.PathLike = "skills") -> list[Path]:
         shown = folder.as_posix()
         workflow = folder / "workflow.yaml"
         answers = folder / "answers.yaml"
-        write_atomic(workflow, render("workflow.yaml.j2", name=name, schema=schema_reference(folder)))
+        template = "workflow-v8.yaml.j2" if v8 else "workflow.yaml.j2"
+        write_atomic(workflow, render(template, name=name, schema=schema_reference(folder, v8)))
         write_atomic(answers, render("answers.yaml.j2", run_path=shown, answers_path=f"{shown}/answers.yaml"))
         skill, _ = skillgen.write(folder)
     except BaseException:
