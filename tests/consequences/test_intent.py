@@ -170,7 +170,10 @@ def test_a_contradicted_condition_excludes_the_rule(run_yaml):
     ])
     assert scores(found) == [("kept", 2)]
     assert found["clear_winner"] is True  # the only candidate
-    assert found["winner"] == {"name": "kept", "conditions": {"a": "T"}, "action": "node_x", "score": 2}
+    rule = {"name": "kept", "conditions": {"a": "T"}, "action": "node_x"}
+    # The era's spec gives a candidate its `rule` (`top_candidates[0].rule.name`); its fields stay beside it.
+    assert found["winner"] == {**rule, "rule": rule, "score": 2}
+    assert found["top_candidates"][0]["rule"]["name"] == "kept"
 
 
 def test_a_lead_of_two_is_a_clear_winner(run_yaml):

@@ -154,7 +154,9 @@ def rank_rules(flags: dict, rules: list) -> dict:
         rule, conditions, priority = _rule(raw, index)
         score = score_rule(conditions, flags)
         if score is not None:
-            candidates.append(({**rule, "score": score}, priority))
+            # The era's spec gives each candidate its `rule` (`top_candidates[0].rule.name`); the rule's own
+            # fields stay beside it too, so `candidate.action` reads the same rule.
+            candidates.append(({**rule, "rule": rule, "score": score}, priority))
     # sorted() is stable: rules that tie on score and priority keep the mapping's order.
     candidates.sort(key=lambda pair: (-pair[0]["score"], -pair[1]))
     ranked = [candidate for candidate, _ in candidates]
@@ -229,7 +231,8 @@ def match_3vl_rules(params, ctx):
 
     Stored at `store_as`: {clear_winner, winner (the top candidate, or null
     unless clear_winner), top_candidates (the first 3), all_candidates}; each
-    candidate is the rule as written plus its `score`.
+    candidate is the rule's fields plus `rule` (the rule as written, the
+    spec's `candidate.rule.name`) and its `score`.
 
     In a v8 file, blueprint-lib's own ranking instead (v8's catalogue states it): a rule's U is a wildcard;
     a flag that agrees is a hard match, a U flag a soft one, one that disagrees excludes the rule; candidates
