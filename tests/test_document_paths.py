@@ -178,3 +178,53 @@ def test_a_path_written_from_claude_plugin_root_resolves_there_only(tmp_path):
     assert backend.prompts == ["# Git\n\nClone it.\n"]
     lookup = find_document("${CLAUDE_PLUGIN_ROOT}/lib/missing.md", path)
     assert lookup.found is None and lookup.looked == (tmp_path / "plugin" / "lib" / "missing.md",)
+
+
+# Blueprint-era gateways build a skill's path from the plugin root and report a failure with `${error.message}`.
+GATEWAY = """\
+name: gateway
+version: "1"
+start_node: execute_skill
+initial_state: {computed: {matched_skill: "${skill}"}}
+nodes:
+  execute_skill:
+    type: action
+    actions:
+      - type: invoke_skill
+        skill_path: "${CLAUDE_PLUGIN_ROOT}/skills/${computed.matched_skill}/SKILL.md"
+    on_success: done
+    on_failure: error_skill_failed
+endings:
+  done: {type: success, message: "Ran from ${CLAUDE_PLUGIN_ROOT}"}
+  error_skill_failed: {type: error, message: "Skill execution failed: ${error.message} (at ${error.node})"}
+"""
+
+
+def test_claude_plugin_root_reads_the_plugin_root_outside_claude_code(tmp_path, monkeypatch):
+    monkeypatch.delenv("CLAUDE_PLUGIN_ROOT", raising=False)
+    root = tmp_path / "plugin"
+    make_plugin(root)
+    (root / "skills" / "demo" / "SKILL.md").write_text("---\nname: demo\n---\nDo the demo.\n")
+    gateway = root / "commands" / "gateway" / "workflow.yaml"
+    gateway.parent.mkdir(parents=True)
+    gateway.write_text(GATEWAY.replace("${skill}", "demo"))
+    backend = Recorder()
+    result = wfexec.run(gateway, backend=backend)
+    assert result.type == "success", result.message
+    assert result.message == f"Ran from {root}"
+    assert f"Its instructions are in {root / 'skills' / 'demo' / 'SKILL.md'}." in backend.prompts[0]
+
+
+def test_an_error_ending_reads_the_failure_as_error_message(tmp_path, monkeypatch):
+    monkeypatch.delenv("CLAUDE_PLUGIN_ROOT", raising=False)
+    root = tmp_path / "plugin"
+    make_plugin(root)
+    gateway = root / "commands" / "gateway" / "workflow.yaml"
+    gateway.parent.mkdir(parents=True)
+    gateway.write_text(GATEWAY.replace("${skill}", "missing"))
+    assert [d for d in wfexec.validate(gateway) if "error" in d.message] == []  # `error` is the run's own name
+    result = wfexec.run(gateway, backend=Recorder())
+    assert result.ending == "error_skill_failed"
+    assert result.message.startswith("Skill execution failed: invoke_skill failed: skill "
+                                     f"'{root}/skills/missing/SKILL.md' does not exist")
+    assert result.message.endswith("(at execute_skill)")

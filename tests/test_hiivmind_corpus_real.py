@@ -433,3 +433,82 @@ def test_init_scaffolds_a_single_corpus_plugin_after_the_user_fixes_its_regex(tm
     # The section the workflow names was renamed "(Legacy)": the agent got the whole template document.
     prompt = (tmp_path / "prompt.md").read_text()
     assert "asks for the section 'Single-corpus Plugin'" in prompt and "## Single-corpus Plugin (Legacy)" in prompt
+
+
+def test_the_gateway_offers_the_tied_rules_of_an_ambiguous_request_and_follows_the_choice(tmp_path):
+    """'refresh polars corpus' matches two rules equally: the gateway asks which, labelling each option with
+    `top_candidates[i].rule.name` (the era's candidate shape), and the answer routes to that rule's action."""
+    plugin = plugin_copy(tmp_path, "856e42a")
+    work = tmp_path / "work"
+    work.mkdir()
+    gateway = plugin / "commands" / "hiivmind-corpus"
+    asked, _ = run_real(tmp_path, gateway, work, "--set", "ARGUMENTS=refresh polars corpus", "--format", "json")
+    assert asked.returncode == 3, asked.stdout + asked.stderr
+    question = json.loads(asked.stdout[asked.stdout.index("{"):])
+    assert question["node"] == "show_disambiguation_menu"
+    rules = {rule["name"]: rule for rule in yaml.safe_load(
+        (gateway / "intent-mapping.yaml").read_text())["intent_rules"]}
+    labels = [option["label"] for option in question["options"]]
+    assert labels == ["refresh_only", "list_only"]
+    assert [option["description"] for option in question["options"]] == [rules[n]["description"] for n in labels]
+
+    replies = cassette(tmp_path / "cassette.yaml", "Refreshed the polars corpus.")  # delegate_refresh: invoke_skill
+    ran, state = run_real(tmp_path, gateway, work, "--set", "ARGUMENTS=refresh polars corpus",
+                          "--answer", "show_disambiguation_menu=option_0", "--replay", replies)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert state["intent"] == "refresh_only"
+    assert state["computed"]["matched_action"] == rules["refresh_only"]["action"]
+    assert state["target_corpus"] == "polars"
+
+
+# build's judgement steps, played by a stand-in for the model: each reply is what the prompt asks for. The
+# reference steps have no `store_as`; wfexec asks for the state the nodes after them read (`## Reply`).
+BUILD_AGENT = '''
+import json, pathlib, sys
+prompt = sys.stdin.read()
+with open(sys.argv[1], "a") as log:
+    log.write(prompt + "\\n=====\\n")
+asked = prompt.split("## Reply", 1)[1] if "## Reply" in prompt else ""
+if "Parse config.yaml" in prompt:
+    reply = {"corpus": {"name": "polars", "display_name": "Polars"},
+             "sources": [{"id": "polars", "type": "local", "path": "uploads/polars/"}]}
+elif "`computed.scan_result`" in asked:
+    reply = {"computed.scan_result": {"source_id": "polars", "type": "local", "file_count": 1,
+                                      "sections": [{"name": "Guide"}]}}
+elif "`index.content`" in asked:
+    reply = {"index.content": "# Polars Documentation Corpus\\n\\n## Guide\\n- [Guide](polars:guide.md)\\n",
+             "index.sub_indexes": []}
+else:
+    reply = None
+print(json.dumps(reply))
+'''
+
+
+def test_build_runs_to_success_as_written_with_the_model_writing_the_state_its_steps_leave_to_it(tmp_path):
+    plugin = plugin_copy(tmp_path, "856e42a")
+    corpus = tmp_path / "corpus"
+    (corpus / "uploads" / "polars").mkdir(parents=True)
+    (corpus / "uploads" / "polars" / "guide.md").write_text("# Guide\n")
+    (corpus / "config.yaml").write_text(CONFIG.replace(
+        "sources: []", "sources:\n  - id: polars\n    type: local\n    path: uploads/polars/"))
+    (tmp_path / "agent.py").write_text(BUILD_AGENT)
+    answers = write_yaml(tmp_path / "answers.yaml", {
+        "ask_use_case": "daily_reference", "ask_organization": "by_topic", "ask_skip_sections": "none",
+        "show_draft_to_user": "satisfied"})
+    prompts = tmp_path / "prompts.md"
+    ran, state = run_real(tmp_path, plugin / "skills" / "hiivmind-corpus-build", corpus, "--answers", answers,
+                          "--backend", f"command:{sys.executable} {tmp_path / 'agent.py'} {prompts}")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "Index built successfully at index.md" in ran.stdout
+    assert "Found 1 source(s) with 1 total files" in ran.stdout
+    assert "- **polars** (local): 1 files\n  Sections: Guide" in ran.stdout  # a key written as `${sources[0].id}`
+    assert (corpus / "index.md").read_text().startswith("# Polars Documentation Corpus\n")
+    config = yaml.safe_load((corpus / "config.yaml").read_text())
+    assert config["sources"][0]["last_indexed_at"] and config["corpus"]["index"]["format"] == "markdown"
+    assert state["scan_results"] == {"polars": {"source_id": "polars", "type": "local", "file_count": 1,
+                                                "sections": [{"name": "Guide"}]}}
+    assert state["computed"]["total_files"] == 1 and state["computed"]["source_count"] == 1
+    asked = [part.split("## Reply", 1)[1] for part in prompts.read_text().split("=====") if "## Reply" in part]
+    assert len(asked) == 2
+    assert "- `computed.scan_result`" in asked[0]
+    assert "- `index.content`\n- `index.sub_indexes`" in asked[1]

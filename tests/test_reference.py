@@ -182,3 +182,63 @@ def test_a_hash_line_in_a_code_block_is_code_not_a_heading():
     assert extract_section(text, "Split") == "## Split\n\n```bash\n# Skip confirmation\nsplit --yes\n```\n\nDone."
     with pytest.raises(LookupError, match=r"its headings: Guide, Split, Next\)"):
         extract_section(text, "Skip confirmation")
+
+
+# A document step with no `store_as`, as hiivmind writes them: the nodes after it read what the model was meant
+# to leave in state (`computed.scan`, a placeholder `report.body: null`), which no node writes.
+LEFT_TO_THE_MODEL = """
+name: scan
+version: 1
+start_node: scan
+initial_state: {report: {body: null, pages: []}, title: Docs}
+nodes:
+  scan:
+    type: reference
+    doc: guide.md
+    section: Reviewing
+    next_node: summarise
+  summarise:
+    type: action
+    actions:
+      - {type: compute, expression: "computed.scan.count * 2", store_as: computed.doubled}
+    on_success: done
+    on_failure: failed
+endings:
+  done: {type: success, message: "${title}: ${computed.doubled} ${report.body}"}
+  failed: {type: failure, message: "${computed.last_error}"}
+"""
+
+
+class Replies:
+    def __init__(self, *replies):
+        self.replies, self.prompts = list(replies), []
+
+    def complete(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        return self.replies.pop(0)
+
+
+def test_a_document_step_without_store_as_is_asked_for_what_the_next_nodes_read_and_its_reply_is_kept(tmp_path):
+    (tmp_path / "guide.md").write_text(GUIDE)
+    path = tmp_path / "workflow.yaml"
+    path.write_text(LEFT_TO_THE_MODEL)
+    backend = Replies('```json\n{"computed.scan": {"count": 21}, "report.body": "all read", "other.path": 1}\n```')
+    result = wfexec.run(path, backend=backend)
+    assert result.type == "success", result.message
+    assert result.message == "Docs: 42 all read"
+    assert "other" not in result.state  # only what the workflow reads is written
+    # Declared with a value (`title`), or written by a node (`computed.doubled`): not asked for.
+    assert backend.prompts[0].split("## Reply", 1)[1].count("- `") == 2
+    assert "- `computed.scan`\n" in backend.prompts[0] and "- `report.body`\n" in backend.prompts[0]
+
+
+def test_a_reply_that_gives_none_of_the_values_asked_for_is_a_located_run_error(tmp_path, cli):
+    (tmp_path / "guide.md").write_text(GUIDE)
+    path = tmp_path / "workflow.yaml"
+    path.write_text(LEFT_TO_THE_MODEL)
+    replies = tmp_path / "cassette.yaml"
+    replies.write_text('wfexec_cassette: 1\ninteractions: [{kind: llm, reply: "I looked at it."}]\n')
+    ran = cli("run", path, "--replay", replies, "--ephemeral")
+    assert ran.returncode == 1
+    assert "workflow.yaml:8:5: error: node 'scan': reference node 'scan' (guide.md): the LLM's reply is not a JSON " \
+        "value: 'I looked at it.' — the prompt asks for one JSON object keyed by the state paths" in ran.stderr

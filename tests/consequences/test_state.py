@@ -12,8 +12,8 @@ from wfexec.language.diagnostics import WorkflowError
 from conftest import one_action
 
 
-def run_actions(run_yaml, *actions):
-    result, _ = run_yaml(one_action(*actions))
+def run_actions(run_yaml, *actions, initial_state=None):
+    result, _ = run_yaml(one_action(*actions, initial_state=initial_state))
     return result
 
 
@@ -96,3 +96,20 @@ def test_timestamps_and_flags(run_yaml):
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", result.state["computed"]["at"])
     assert result.state["computed"]["year"] == result.state["computed"]["at"][:4]
     assert result.state["flags"] == {"small": True} and result.state["computed"]["small"] is True
+
+
+def test_evaluate_keeps_the_value_at_store_as_and_its_truth_in_the_flag(run_yaml):
+    """Real files count with `evaluate` (`len(sources)` stored as `computed.source_count`)."""
+    result = run_actions(run_yaml, {"type": "evaluate", "expression": "len(items)", "set_flag": "has_items",
+                                    "store_as": "computed.count"}, initial_state={"items": ["a", "b"]})
+    assert result.ending == "done", result.message
+    assert result.state["computed"]["count"] == 2 and result.state["flags"]["has_items"] is True
+
+
+def test_a_key_written_as_a_template_is_filled_in(run_yaml):
+    """hiivmind keys a result by a value: `{"${sources[0].id}": "${computed.scan}"}`."""
+    result = run_actions(run_yaml, {"type": "set_state", "field": "scan_results",
+                                    "value": {"${sources[0].id}": "${computed.scan}", "fixed": 1}},
+                         initial_state={"sources": [{"id": "polars"}], "computed": {"scan": {"files": 3}}})
+    assert result.ending == "done", result.message
+    assert result.state["scan_results"] == {"polars": {"files": 3}, "fixed": 1}

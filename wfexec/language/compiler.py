@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from wfexec.language import composites, schema, v8
-from wfexec.language.documents import HOW_DOCUMENTS_RESOLVE, PLUGIN_ROOT_PREFIXES, find_document, manifest_places
+from wfexec.language.documents import (HOW_DOCUMENTS_RESOLVE, PLUGIN_ROOT_ENV, PLUGIN_ROOT_PREFIXES, find_document,
+                                      manifest_places, plugin_root)
 from wfexec.language.diagnostics import Diagnostic, Reporter, format_yaml_path, has_errors
 from wfexec.language.expressions import (Expression, ExpressionError, Template, compile_value, has_templates,
                                          missing_reads_null)
@@ -24,7 +25,7 @@ from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.prose import Prose, is_prose
 from wfexec.language.checked import Checked
 from wfexec.nodes.base import node_type, node_types
-from wfexec.language.name_checks import check_names
+from wfexec.language.name_checks import check_names, unwritten_reads
 from wfexec.language.scalar_positions import offset_in, position_in_file
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
                        Registry, consequences, preconditions)
@@ -379,7 +380,8 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             consequences=tuple(c.calls(raw.get("consequences"), ("consequences",), CONSEQUENCE))
             if raw.get("consequences") else (),
             silent=isinstance(raw.get("behavior"), dict) and raw["behavior"].get("type") == "silent",
-            delegate=_delegate(raw.get("behavior"), c), where=c.where(), reported_as=str(raw.get(v8.REPORTED_AS, "")))
+            delegate=_delegate(raw.get("behavior"), c), where=c.where(), reported_as=str(raw.get(v8.REPORTED_AS, "")),
+            code=raw.get("code"))
     c.prefix = ()
 
     for node_id in nodes.keys() & endings.keys():
@@ -410,11 +412,12 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
             path=path, source_hash=source_hash(data, imports), raw=data,
             documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
-            format="v8" if is_v8 else "", default_error=default_error if isinstance(default_error, str) else None)
+            format="v8" if is_v8 else "", default_error=default_error if isinstance(default_error, str) else None,
+            reply_paths=_reply_paths(nodes, unwritten_reads(data, c.expressions, _bound_names(nodes))),
+            plugin_root=_plugin_root_read(path, c.expressions))
     check_report = doc.reporter()
     checks.check(data, nodes, endings, c.static_targets, check_report, endings_are_nodes=is_v8)
-    bound = {name for node in nodes.values() for name in node.kind.bound_names(node.spec)}
-    check_names(data, c.expressions, check_report, bound)
+    check_names(data, c.expressions, check_report, _bound_names(nodes))
     diagnostics += check_report.diagnostics + c.extra_diagnostics
     if has_errors(diagnostics):
         workflow = None
@@ -422,6 +425,44 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
     if composite_of:
         diagnostics = [_at_composite(d, composite_of) for d in diagnostics]
     return Checked(workflow, diagnostics, raw_nodes, nodes, data, composite_of)
+
+
+def _plugin_root_read(path: Path, expressions: list) -> str:
+    """The plugin root, when an expression reads `${CLAUDE_PLUGIN_ROOT}`: Claude Code sets it for the plugin; a run
+    outside Claude Code has the same root from the nearest `.claude-plugin/plugin.json` (documents resolve from it)."""
+    if not any(PLUGIN_ROOT_ENV in expression.reads for _, expression in expressions):
+        return ""
+    root = plugin_root(path)
+    return str(root) if root is not None else ""
+
+
+def _bound_names(nodes: dict) -> set[str]:
+    return {name for node in nodes.values() for name in node.kind.bound_names(node.spec)}
+
+
+def _reply_paths(nodes: dict, unwritten: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """For each judgement step that may leave its result in state (`Node.kind.replies_into_state`): the paths
+    that the nodes reachable after it read and nothing writes, in the order first read. Hiivmind files expect
+    the model to write them (build's `scan_single_source` is followed by a read of `computed.scan_result`)."""
+    found = {}
+    for node_id, node in nodes.items():
+        if not node.kind.replies_into_state(node.spec):
+            continue
+        paths: dict[str, None] = {}
+        seen = {node_id}
+        queue = [target for _, target in node.kind.targets(node.spec)]
+        while queue:
+            target = queue.pop(0)
+            if not isinstance(target, str) or target in seen:
+                continue
+            seen.add(target)
+            paths.update(dict.fromkeys(unwritten.get(target, ())))  # an ending's message reads state too
+            if target not in nodes:
+                continue
+            queue.extend(t for _, t in nodes[target].kind.targets(nodes[target].spec))
+        if paths:
+            found[node_id] = tuple(paths)
+    return found
 
 
 def _at_composite(diagnostic: Diagnostic, composite_of: dict) -> Diagnostic:

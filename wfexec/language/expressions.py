@@ -46,7 +46,9 @@ _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # The key in a scope's extras of what the run says about itself (RUNTIME_NAMES), as hiivmind's state model has
 # them at its top level: read-only, and never stored in state.
 RUNTIME = "__runtime__"
-RUNTIME_NAMES = ("workflow_name", "workflow_version", "current_node", "previous_node")
+# `error` is the last failure as blueprint-lib's engine hands it to `on_failure` ({message, hint, node}; its
+# fields null before any), so an ending's `${error.message}` reads what `computed.last_error` holds.
+RUNTIME_NAMES = ("workflow_name", "workflow_version", "current_node", "previous_node", "error")
 # Present in a scope's extras when a bare name means the state's top level before `computed`, `flags` and
 # `user_responses`: blueprint-lib's engine (v3 on, so every v8 file) dispatches on the prefix, and v8 files keep
 # a parent's inputs at the top level beside results of the same name in `computed` (`intent_flags`).
@@ -561,12 +563,43 @@ def compile_value(value: Any) -> Any:
             except ExpressionError as exc:
                 exc.path = (key,) + exc.path
                 raise
+        if isinstance(value, dict) and any(isinstance(key, str) and "${" in key for key in value):
+            return _with_key_templates(compiled)
         return compiled
     return value
 
 
+class KeyTemplates(dict):
+    """A mapping some of whose keys are templates (`{"${source.id}": ...}`, as hiivmind writes a result keyed by
+    a value): the keys stay as written, for every reader of the compiled value; rendering fills them in."""
+
+    __slots__ = ("templates",)
+
+    def __reduce__(self):
+        return _key_templates_again, (dict(self), self.templates)
+
+
+def _key_templates_again(items: dict, templates: dict) -> KeyTemplates:
+    mapping = KeyTemplates(items)
+    mapping.templates = templates
+    return mapping
+
+
+def _with_key_templates(compiled: dict) -> KeyTemplates:
+    templates = {}
+    for key in compiled:
+        if isinstance(key, str) and "${" in key:
+            try:
+                template = compile_value(key)
+            except ExpressionError as exc:
+                exc.path = (key,) + exc.path
+                raise
+            templates[key] = template
+    return _key_templates_again(compiled, templates)
+
+
 def has_templates(value: Any) -> bool:
-    if isinstance(value, Template):
+    if isinstance(value, (Template, KeyTemplates)):
         return True
     if isinstance(value, dict):
         return any(has_templates(v) for v in value.values())
@@ -582,6 +615,9 @@ def render_value(value: Any, scope: Scope) -> Any:
         return value.render(scope)
     if cls is str:
         return value
+    if cls is KeyTemplates:
+        return {to_text(render_value(value.templates.get(k, k), scope)): render_value(v, scope)
+                for k, v in value.items()}
     if isinstance(value, dict):
         return {k: render_value(v, scope) for k, v in value.items()}
     if isinstance(value, list):

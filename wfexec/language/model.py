@@ -107,6 +107,7 @@ class Ending:
     where: Where | None = None
     delegate: Any = None            # v8 `behavior: {type: delegate}`: {skill, args, context}, compiled
     reported_as: str = ""           # the id a result names, when not `id` (a v8 restart ending's last part)
+    code: Any = None                # blueprint-lib v3: a code for tools, in the result's JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +135,11 @@ class Workflow:
     format: str = ""
     # v8: where a failure no route handles goes (a computed target that names nothing, for one).
     default_error: str | None = None
+    # A judgement step whose reply has no `store_as` → the state paths the nodes after it read and nothing
+    # writes: the reply is asked for, and applied, as those paths' values.
+    reply_paths: Mapping[str, tuple[str, ...]] = field(repr=False, default_factory=dict)
+    # What `${CLAUDE_PLUGIN_ROOT}` reads when the environment does not say (only when an expression reads it).
+    plugin_root: str = ""
 
     @property
     def base_dir(self) -> Path:

@@ -31,6 +31,7 @@ class Written:
 
     def __init__(self, data: dict):
         self.top: set[str] = set()
+        self.whole: set[str] = set()  # top-level names a step writes whole (`store_as: config`)
         self.inside: set[tuple[str, str]] = set(_ENGINE_WRITES)
         self.locals: set[str] = {"item", "index"}
         self.inputs: set[str] | None = None
@@ -82,6 +83,8 @@ class Written:
             return
         if parts and isinstance(parts[0], str):
             self.top.add(parts[0])
+            if len(parts) == 1:
+                self.whole.add(parts[0])
             if len(parts) > 1 and isinstance(parts[1], str):
                 self.inside.add((parts[0], parts[1]))
 
@@ -103,6 +106,51 @@ def check_names(data: dict, expressions: Iterable[tuple[tuple, Any]], report: Re
         for name, keys in expression.reads.items():
             for problem in _problems(written, name, keys):
                 report.warning(path, "unwritten-name", problem[0], problem[1])
+
+
+def unwritten_reads(data: dict, expressions: Iterable[tuple[tuple, Any]], bound: Iterable[str] = ()
+                    ) -> dict[str, tuple[str, ...]]:
+    """Node (or ending) id → the state paths its expressions read that no node writes, and that `initial_state` leaves
+    undeclared or empty (`index: {content: null}`): what hiivmind files leave to the model of a judgement step
+    before them to write (`computed.scan_result`, `index.content`)."""
+    declared = Written(data)
+    by_nodes = Written({key: value for key, value in data.items() if key != "initial_state"})
+    for written in (declared, by_nodes):
+        written.locals.update(bound)
+    initial = data.get("initial_state") if isinstance(data.get("initial_state"), dict) else {}
+
+    def placeholder(name: str, key: str | None) -> bool:
+        value = initial.get(name)
+        if key is not None:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value is None or value == "" or value == [] or value == {}
+
+    def left_to_model(name: str, key: str | None) -> bool:
+        if name in _NAMESPACES:
+            if (name, key) in by_nodes.inside:
+                return False
+            return (name, key) not in declared.inside or placeholder(name, key)
+        if key is None:
+            if by_nodes.has_bare(name):
+                return False
+            return not declared.has_bare(name) or placeholder(name, None)
+        if name in by_nodes.whole or (name, key) in by_nodes.inside:
+            return False
+        return placeholder(name, key)
+
+    found: dict[str, dict[str, None]] = {}
+    for path, expression in expressions:
+        if len(path) < 2 or path[0] not in ("nodes", "endings"):
+            continue
+        for name, keys in expression.reads.items():
+            # `index` is also a loop's default local name: a state key of that name is still state
+            if (name in declared.locals and name not in initial) or name in ("input", "imports") or \
+                    (name in _ALWAYS_THERE and name not in _NAMESPACES):
+                continue
+            for key in (keys or (None,)) if name not in _NAMESPACES else (keys or ()):
+                if left_to_model(name, key):
+                    found.setdefault(str(path[1]), {})[name if key is None else f"{name}.{key}"] = None
+    return {node: tuple(paths) for node, paths in found.items()}
 
 
 def _problems(written: Written, name: str, keys: tuple | None):

@@ -48,6 +48,8 @@ TOP_LEVEL = {
                                                          "Schema of type object with `properties`"},
         "output_schema": {"type": "object", "description": "values the workflow returns: name → {type, description}"},
         "definitions": {"description": "accepted and ignored: wfexec ships its types."},
+        "composes": {"description": "blueprint-lib v3: the sub-flows this workflow is made of, for readers; "
+                                    "accepted and ignored (a `reference` node runs a sub-workflow)"},
         "nodes": {"type": "object", "minProperties": 1, "additionalProperties": {"$ref": "#/$defs/node"},
                   "description": "node id → node (action, conditional, user_prompt, ...): the steps."},
         "endings": {"type": "object", "minProperties": 1, "additionalProperties": {"$ref": "#/$defs/ending"},
@@ -92,6 +94,8 @@ ENDING = {
                     "description": "the line shown when the run ends (templates rendered with the final state)"},
         "details": {"type": "string", "description": "more text shown under the message"},
         "category": {"type": "string", "description": "a free label for tools (e.g. the kind of failure)"},
+        "code": {"type": ["string", "integer"],
+                 "description": "blueprint-lib v3: a code for tools (`MISSING_JQ`), printed by `--format json`"},
         "summary": {"type": "object", "additionalProperties": {},
                     "description": "label → value, shown one per line under the message"},
         "recovery": {"description": "what to do next: a sentence, a skill name, or "

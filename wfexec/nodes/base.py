@@ -96,6 +96,10 @@ def _rerun_safe(spec: Spec) -> bool:
     return True
 
 
+def _keeps_its_own_results(spec: Spec) -> bool:
+    return False
+
+
 def _no_subworkflows(spec: Spec) -> tuple[Workflow, ...]:
     return ()
 
@@ -144,6 +148,9 @@ class NodeType:
     # -- `validate`'s summary of what runs for free
     asks_person: bool = False                   # it puts a question to a person
     judgement: Callable[[Spec | None, dict[str, Any]], str | None] | None = None  # (spec or None, raw) → what of it goes to the LLM
+    # -- a judgement step that names no place for its reply: the model is asked for the values the nodes after it
+    #    read and nothing writes (`Workflow.reply_paths`), and its reply is stored there
+    replies_into_state: Callable[[Spec], bool] = _keeps_its_own_results
 
 
 @dataclass

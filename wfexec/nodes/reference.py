@@ -5,7 +5,9 @@ A sub-workflow (`workflow:`) runs in its own state (spawn semantics): the
 rendered `input` (or `context`) goes in as its inputs, and on a success ending
 its `output` is stored at `store_as` and copied by `output_mapping`. A
 document (`doc:`, optional `section:`) is rendered with `context` into a
-prompt; the backend's reply is stored at `store_as`.
+prompt; the backend's reply is stored at `store_as`. Without `store_as`, the
+prompt asks for the values the following nodes read and nothing writes, as
+one JSON object keyed by state path, and each is set (`Workflow.reply_paths`).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from typing import Any
 
 from wfexec.language.documents import extract_section
 from wfexec.language.expressions import render_value
-from wfexec.language.paths import get_path
+from wfexec.language.paths import get_path, parse_path
 from wfexec.nodes.base import TARGET, NodeType, Outcome
+from wfexec.types.registry import ActionFailed
 
 TYPE = "reference"
 SCHEMA = {
@@ -103,10 +106,24 @@ def execute(node, run) -> Outcome:
     inputs = render_value(spec.inputs, run.scope)
     if spec.workflow is not None:
         return _run_subworkflow(node, run, inputs)
-    reply = run.judge_document(node, spec.doc, render_value(spec.section, run.scope), inputs)
+    expected = () if spec.store_as else run.workflow.reply_paths.get(node.id, ())
+    try:
+        reply = run.judge_document(node, spec.doc, render_value(spec.section, run.scope), inputs, expected)
+    except ActionFailed as failure:  # a reply that gives none of the values asked for
+        run.keep_error(failure.message)
+        if spec.on_failure is None:
+            run.fail(node, failure.message, failure.hint, node.where)
+        return Outcome(spec.on_failure, {"success": False}, "on_failure")
     if spec.store_as:
         run.set(spec.store_as, reply)
+    elif expected:
+        for path, value in reply.items():
+            run.set(tuple(parse_path(path)), value)
     return Outcome(spec.on_success, {"success": True}, "on_success")
+
+
+def replies_into_state(spec) -> bool:
+    return spec.doc is not None and spec.store_as is None
 
 
 def _run_subworkflow(node, run, inputs) -> Outcome:
@@ -171,8 +188,11 @@ NODE_TYPE = NodeType(
     to its message and go to `on_failure` (none: run error).
 - `doc: FILE` (optional `section`: one heading of it) is a judgement step. The document (or that section), with
   `context` rendered as its values, is a prompt: wfexec sends it to the LLM backend; an agent follows it
-  itself. Store the reply at `store_as`, then go to `on_success` (or `next_node`).
+  itself. Store the reply at `store_as`, then go to `on_success` (or `next_node`). Without `store_as`, when the
+  nodes after it read state that nothing in the workflow writes (`computed.scan_result`), the step must produce
+  those values: reply with one JSON object of them, keyed by state path, and set each.
 """,
     effects=effects, idempotent=idempotent, skip_edge="on_success", subworkflows=subworkflows,
+    replies_into_state=replies_into_state,
     shape_name="double-sided box", mermaid_shape=("[[", "]]"), dot_shape="shape=box, peripheries=2",
 )

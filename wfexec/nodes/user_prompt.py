@@ -75,6 +75,15 @@ SCHEMA = {
                                        "description": "a state path to a list: one option per item"},
                 "option_mapping": {**_MAPPING, "description": "how an item of options_from_state becomes an option"},
                 "option_template": {**_MAPPING, "description": "the same as option_mapping (v3 name)"},
+                # blueprint-lib v3 leaves `prompt` open, and its files use these:
+                "mode": {"type": "string", "description": "v3: `text_input` asks for free text (no options); the "
+                                                          "answer goes to `other`, else to the one handler"},
+                "placeholder": {"type": "string", "description": "v3: a hint shown with a free-text question"},
+                "allow_other": {"type": "boolean", "description": "v3: free text is accepted besides the options "
+                                                                 "(it goes to `other`)"},
+                "other_label": {"type": "string", "description": "v3: the label of the free-text entry"},
+                "multiSelect": {"type": "boolean", "description": "v3: accepted; wfexec asks for one option, and "
+                                                                 "`response.values` lists it"},
             },
             "required": ["question"],
             "additionalProperties": False,
@@ -123,6 +132,8 @@ class UserPrompt:
     handlers: dict                 # id → Handler
     item_name: str | None = None   # the singular of the list's name, bound to each item beside `item`
     item_fields: bool = False      # v8 `options` mapping: the item's own fields are names too, and go in the answer
+    free_text: bool = False        # free text is an answer (an `other` handler, v3 `allow_other` or `text_input`)
+    text_handler: str = OTHER      # where free text goes: `other`, else a v3 text question's one handler
 
 
 def compile(node_id, raw, c):
@@ -165,10 +176,14 @@ def compile(node_id, raw, c):
             consequences=c.calls(listed, ("on_response", handler_id, field), "consequence"),
             next_node=c.target(handler.get("next_node"), ("on_response", handler_id, "next_node")),
         )
+    text_only = prompt.get("mode") == "text_input" or (not options and source is None)
+    text_handler = OTHER if OTHER in handlers or not (text_only and len(handlers) == 1) else next(iter(handlers))
     return UserPrompt(question=c.value(prompt.get("question", ""), ("prompt", "question")),
                       header=c.value(prompt.get("header", ""), ("prompt", "header")),
                       options=tuple(options), options_from=options_from, mapping=mapping, handlers=handlers,
-                      item_name=item_name, item_fields=item_fields)
+                      item_name=item_name, item_fields=item_fields,
+                      free_text=text_handler in handlers or prompt.get("allow_other") is True or text_only,
+                      text_handler=text_handler)
 
 
 def _v8_mapping(written: dict, source, other_mapping, c) -> dict:
@@ -190,6 +205,10 @@ def _v8_mapping(written: dict, source, other_mapping, c) -> dict:
         if compiled is not None:
             mapping[field] = compiled
     return mapping
+
+
+def _bound_names(spec) -> tuple:
+    return _item_names(spec) + ("response",)
 
 
 def _item_names(spec) -> tuple:
@@ -261,7 +280,7 @@ def build_question(node, run) -> Question:
                          f"each item is named {names} in the option template", node.where)
     return Question(node=node.id, text=str(render_value(spec.question, scope)),
                     header=str(render_value(spec.header, scope) or ""), choices=tuple(choices),
-                    allow_other=OTHER in spec.handlers, dynamic=dynamic)
+                    allow_other=spec.free_text, dynamic=dynamic)
 
 
 def _dynamic_choice(spec, item, index, scope) -> Choice:
@@ -305,17 +324,22 @@ def execute(node, run) -> Outcome:
                 response = {**{str(k): v for k, v in choice.item.items()}, **response}
             response["selected"] = choice.item
         handler_id = choice.id if choice.id in spec.handlers else (SELECTED if question.dynamic else choice.id)
+        value = choice.item if question.dynamic and choice.item is not None else choice.id
+        answered = {"id": choice.id, "label": choice.label, "value": value, "values": [value], "text": None}
     else:
         response = {"id": OTHER, "raw": {"text": answer.text}, "text": answer.text}
-        handler_id = OTHER
+        handler_id = spec.text_handler
+        answered = {"id": OTHER, "label": None, "value": answer.text, "values": [answer.text], "text": answer.text}
     run.set(("user_responses", node.id), response)
     handler = spec.handlers.get(handler_id)
     if handler is None:
         run.fail(node, f"the answer '{response['id']}' has no handler in on_response",
                  f"add `on_response: {{{handler_id}: {{next_node: ...}}}}`", node.where)
+    # blueprint-lib v3 handlers read the answer as `response` (`${response.value}`, `${response.text}`).
+    scope = run.scope.child(response=answered) if handler.consequences else None
     for call in handler.consequences:
         try:
-            run.apply(call)
+            run.apply(call, scope)
         except ActionFailed as failure:
             # A handler has no on_failure to route to: the run stops here, saying why.
             run.fail(node, f"the answer's {call.type} failed: {failure.message}", failure.hint, call.where)
@@ -348,14 +372,17 @@ def check(node, raw: dict, report) -> None:
                              f"option id '{option_id}' appears twice in '{node.id}'", "give each option its own id")
             seen.add(option_id)
         count = len(option_ids)
-        if not OPTION_RANGE[0] <= count <= OPTION_RANGE[1] and not (count == 1 and OTHER in handlers):
+        free_text_question = count == 0 and spec.free_text  # v3 `mode: text_input`
+        if not OPTION_RANGE[0] <= count <= OPTION_RANGE[1] and not (count == 1 and OTHER in handlers) and \
+                not free_text_question:
             hint = "split a long menu into two questions" if count > OPTION_RANGE[1] else \
                 "add options, or an `other` handler so a single option can be answered with free text"
             report.warning(path + ("prompt", "options"), "prompt-option-count",
                            f"'{node.id}' offers {count} option(s); a question shows 2 to 4 well", hint)
     for handler_id in handlers:
         allowed = handler_id in option_ids or handler_id == OTHER or (
-            handler_id == SELECTED and spec.options_from is not None) or spec.options_from is not None
+            handler_id == SELECTED and spec.options_from is not None) or spec.options_from is not None or \
+            handler_id == spec.text_handler
         if not allowed:
             hint = did_you_mean(handler_id, option_ids + [OTHER]) or \
                 f"handler keys are option ids ({', '.join(dict.fromkeys(option_ids))}), `other` or, for options " \
@@ -389,7 +416,7 @@ def questions(node, raw: dict) -> dict:
 
 NODE_TYPE = NodeType(
     name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, check=check,
-    asks_person=True, bound_names=_item_names,
+    asks_person=True, bound_names=_bound_names,
     doc=__doc__, order=30,
     field_notes={
         "prompt": "`question`, `header` (12 characters at most), and `options` "

@@ -22,6 +22,7 @@ from wfexec.running.dry_run import DryRun
 from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, Template, render_value,
                                          to_text)
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
+from wfexec.language.documents import PLUGIN_ROOT_ENV
 from wfexec.running.io import Io
 from wfexec.running.prompts import Answer, AnswerError, Answers, NeedsAnswer, match_answer
 from wfexec.types.registry import ActionFailed
@@ -83,6 +84,7 @@ class Result:
     run_id: str | None = None  # the durable run's id (wfexec.run with a store); not part of to_json
     silent: bool = False  # v8 `behavior: silent`: the command prints no message; not part of to_json
     delegate: dict | None = None  # v8 `behavior: delegate`: {skill, args, context}, rendered
+    code: str | int | None = None  # blueprint-lib v3: the ending's `code`
 
     def to_json(self) -> dict:
         out = {"ending": self.ending, "type": self.type, "message": self.message, "details": self.details,
@@ -90,6 +92,8 @@ class Result:
                "steps": self.steps}
         if self.delegate is not None:
             out["delegate"] = self.delegate
+        if self.code is not None:
+            out["code"] = self.code
         return out
 
 
@@ -140,10 +144,15 @@ class Run:
         # `${PWD}` is the run's working directory (as in its shell steps), not what the environment last said.
         # `current_node` is the node being run; while an ending is rendered it is the node that led there, so
         # `Unexpected failure at ${current_node}` (a v8 default_error idiom) names where the run failed.
+        computed = self.state.get("computed") or {}
         self.runtime: dict[str, Any] = {"workflow_name": workflow.name, "workflow_version": workflow.version,
-                                        "current_node": None, "previous_node": None}
+                                        "current_node": None, "previous_node": None,
+                                        "error": {"message": computed.get("last_error"),
+                                                  "hint": computed.get("last_error_hint"), "node": None}}
         self.extras: dict[str, Any] = {"imports": workflow.imports, "input": self.inputs, "env": os.environ,
                                        "PWD": str(self.cwd), RUNTIME: self.runtime}
+        if workflow.plugin_root and PLUGIN_ROOT_ENV not in os.environ:
+            self.extras[PLUGIN_ROOT_ENV] = workflow.plugin_root
         if workflow.format == "v8":
             self.extras[TOP_LEVEL_FIRST] = True
         # The time expressions read (`Date.now()`), in milliseconds: read from the clock the first time a step
@@ -245,6 +254,7 @@ class Run:
         elif "last_error_hint" in self.state["computed"]:
             del self.state["computed"]["last_error_hint"]
             self.changed[("computed", "last_error_hint")] = None
+        self.runtime["error"] = {"message": message, "hint": hint or None, "node": self.runtime["current_node"]}
         self.io.trace(f"  failed: {message}" + (f" — {hint}" if hint else ""))
 
     def record_error(self, node: Node, call: Call, failure: ActionFailed) -> str:
@@ -317,10 +327,18 @@ class Run:
         reply = self.judge(prose_prompt(prose, named_values(prose, scope)), purpose)
         return None if self.options.dry_run else parse_reply(reply, purpose)
 
-    def judge_document(self, node: Node, doc: Path, section: str | None, context: dict) -> str:
+    def judge_document(self, node: Node, doc: Path, section: str | None, context: dict,
+                       reply_paths: tuple[str, ...] = ()) -> Any:
+        """The reply as text; given `reply_paths`, the state values it gives for them (ActionFailed: none)."""
         from wfexec.language.documents import document_prompt
+        from wfexec.running.prose import reply_request, state_updates
 
-        return self.judge(document_prompt(doc, section, context), f"reference node '{node.id}' ({doc.name})")
+        purpose = f"reference node '{node.id}' ({doc.name})"
+        prompt = document_prompt(doc, section, context)
+        if not reply_paths:
+            return self.judge(prompt, purpose)
+        reply = self.judge(prompt + "\n" + reply_request(reply_paths) + "\n", purpose)
+        return state_updates(reply, reply_paths, purpose)
 
     def run_subworkflow(self, node: Node, workflow: Workflow, inputs: dict) -> Result:
         child = Run(workflow, io=self.io, options=self.options, inputs=inputs, budget=self.budget)
@@ -477,7 +495,7 @@ class Run:
         return Result(ending=ending.reported_as or ending.id, type=ending.type, message=message, details=details,
                       summary=summary,
                       recovery=recovery, output=output, state=self.state, steps=self.steps, silent=ending.silent,
-                      delegate=delegate)
+                      delegate=delegate, code=ending.code)
 
 
 def run_workflow(workflow: Workflow, *, io: Io, options: Options | None = None,

@@ -69,3 +69,30 @@ def parse_reply(reply: str, purpose: str) -> Any:
         raise ActionFailed(f"{purpose}: the LLM's reply is not a JSON value: {shown[:120]!r}",
                            "the prompt asks for a JSON value only; check the backend, or write the step as an "
                            "expression") from None
+
+
+def reply_request(paths: tuple[str, ...]) -> str:
+    """What a judgement step with no `store_as` is asked to return: the values the nodes after it will read."""
+    listed = "\n".join(f"- `{path}`" for path in paths)
+    example = json.dumps({path: "..." for path in paths[:2]})
+    return ("## Reply\n\nThe steps after this one read these state values, which nothing else writes:\n\n"
+            f"{listed}\n\nDo the work above, then reply with only one JSON object whose keys are those paths and "
+            f"whose values are the results, e.g. `{example}`.")
+
+
+_ASKED_FOR_OBJECT = ("the prompt asks for one JSON object keyed by the state paths the next steps read; or give the "
+                     "node a `store_as` and write those values from it")
+
+
+def state_updates(reply: str, paths: tuple[str, ...], purpose: str) -> dict[str, Any]:
+    """The values a reply gives for `paths` (keys it adds beyond them are ignored: the model writes only what the
+    workflow reads); ActionFailed when it is not a JSON object naming at least one of them."""
+    try:
+        value = parse_reply(reply, purpose)
+    except ActionFailed as failure:
+        raise ActionFailed(failure.message, _ASKED_FOR_OBJECT) from None
+    given = {path: value[path] for path in paths if isinstance(value, dict) and path in value}
+    if not given:
+        raise ActionFailed(f"{purpose}: the LLM's reply gives none of the values asked for ({', '.join(paths)})",
+                           _ASKED_FOR_OBJECT)
+    return given

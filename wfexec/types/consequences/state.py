@@ -112,12 +112,15 @@ def mutate_state(params, ctx):
                                 "store_as": STORE_AS},
                    ["expression"], expressions=("expression",), paths=("store_as",))
 def evaluate(params, ctx):
-    """Evaluate a boolean expression into `flags.<set_flag>` (and/or `store_as`)."""
+    """Evaluate an expression: its truth into `flags.<set_flag>`, its value as it is at `store_as`.
+
+    The catalogue's `evaluate` has only `set_flag`; files that give it `store_as` keep a count or a name there
+    (`len(sources)` as `computed.source_count`), so that result is the value, not its truth."""
     if "set_flag" not in params and "store_as" not in params:
         raise ActionFailed("evaluate needs `set_flag` or `store_as` to keep its result")
-    value = truthy(ctx.evaluate(params["expression"]))
+    value = ctx.evaluate(params["expression"])
     if "set_flag" in params:
-        ctx.set(("flags",) + ctx.path(params["set_flag"]), value)
+        ctx.set(("flags",) + ctx.path(params["set_flag"]), truthy(value))
     if "store_as" in params:
         ctx.set(params["store_as"], value)
 
