@@ -157,3 +157,31 @@ def test_an_ephemeral_run_waits_fails_and_stops_with_the_usual_exit_codes(cli, t
     stopped = cli("run", path, "--ephemeral", "--max-steps", "5")
     assert stopped.returncode == 4 and "more than 5 steps" in stopped.stderr
     assert not private_run_store.exists()  # none of them was recorded
+
+
+def test_every_way_a_run_ends_traces_its_ending(cli, tmp_path):
+    """`Ending: …` closes the trace of an ephemeral run, a durable one and a resumed one alike."""
+    store = tmp_path / "runs.db"
+    for how in (("--ephemeral",), ("--store", store)):
+        done = cli("run", QUICKSTART, "--answer", "ask_mood=plain", "--trace", *how)
+        assert done.returncode == 0 and "[WORKFLOW] Ending: done (success) after 3 steps in " in done.stderr, how
+    parked = cli("run", QUICKSTART, "--non-interactive", "--store", store, "--format", "json")
+    run_id = json.loads(parked.stdout)["run_id"]
+    resumed = cli("resume", run_id, "--answer", "ask_mood=plain", "--store", store, "--trace")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "[WORKFLOW] Ending: done (success) after 3 steps in " in resumed.stderr
+
+
+@pytest.mark.parametrize("how", [("--ephemeral",), ("--store", "runs.db")])
+def test_state_out_is_written_when_a_run_waits_or_fails(cli, tmp_path, how):
+    how = tuple(str(tmp_path / part) if part.endswith(".db") else part for part in how)
+    waiting = tmp_path / "waiting.json"
+    parked = cli("run", QUICKSTART, "--non-interactive", "--set", "name=Ada", "--state-out", waiting, *how)
+    assert parked.returncode == 3
+    assert json.loads(waiting.read_text())["name"] == "Ada"
+    failed_state = tmp_path / "failed.json"
+    path = tmp_path / "loop.yaml"
+    path.write_text(LOOP)
+    failed = cli("run", path, "--max-steps", "5", "--state-out", failed_state, *how)
+    assert failed.returncode == 4
+    assert json.loads(failed_state.read_text())["flags"] == {"x": True}

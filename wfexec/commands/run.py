@@ -268,8 +268,10 @@ def _run_ephemeral(request, workflow, inputs, overrides, io, options) -> int:
         with io.status_line():
             result = run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
     except NeedsAnswer as waiting:
+        _write_state_out(request, getattr(waiting, "state", None))
         return _report_waiting(request, waiting.question, None)
     except RunError as exc:
+        _write_state_out(request, getattr(exc, "state", None))
         return report_error(exc, request.debug)
     return _report_result(request, result, io, None)
 
@@ -335,11 +337,21 @@ def driven_json(driven) -> dict:
             **{key: value for key, value in error.to_json().items() if key not in ("message", "error")}}
 
 
+def _write_state_out(request, state) -> None:
+    """`--state-out`: the state where the run ended, parked or failed (whatever this process last held)."""
+    if request.state_out and state is not None:
+        from wfexec.system.files import write_atomic
+
+        write_atomic(request.state_out, json.dumps(state, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
 def _report_driven(request, driven, io) -> int:
     if driven.status == "waiting":
+        _write_state_out(request, driven.state)
         return _report_waiting(request, driven.question, driven.run_id)
     if driven.result is not None:
         return _report_result(request, driven.result, io, driven.run_id)
+    _write_state_out(request, driven.state)
     error = driven.error
     code = report_error(error, request.debug)
     if driven.status == "stopped":
@@ -366,10 +378,7 @@ def _report_waiting(request, question, run_id) -> int:
 
 
 def _report_result(request, result, io, run_id) -> int:
-    if request.state_out:
-        from wfexec.system.files import write_atomic
-
-        write_atomic(request.state_out, json.dumps(result.state, indent=2, ensure_ascii=False, default=str) + "\n")
+    _write_state_out(request, result.state)
     if request.json_output:
         from wfexec.durable.store import ending_status
 

@@ -212,6 +212,7 @@ class Driven:
     error: RunError | StoreError | None = None
     question: Any = None                # the Question a waiting run asks
     notes: list = field(default_factory=list)
+    state: Any = None                   # the run's state where this process left it (for --state-out)
 
 
 def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: str | None,
@@ -235,16 +236,16 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: 
             "node": question.node, "key": question.key, "question": question.text, "header": question.header,
             "options": [{"id": c.id, "label": c.label, "description": c.description} for c in question.choices],
             "allow_other": question.allow_other})
-        return Driven(run_id, "waiting", question=question)
+        return _left(run, Driven(run_id, "waiting", question=question))
     except EntryGateFailed as exc:
         store.set_status(run_id, "failed", last_error=exc.message)
-        return Driven(run_id, "failed", error=exc)
+        return _left(run, Driven(run_id, "failed", error=exc))
     except RunStopped as exc:
         store.set_status(run_id, "stopped", last_error=exc.format())
-        return Driven(run_id, "stopped", error=exc)
+        return _left(run, Driven(run_id, "stopped", error=exc))
     except RunError as exc:
         store.set_status(run_id, "failed", last_error=exc.format())
-        return Driven(run_id, "failed", error=exc)
+        return _left(run, Driven(run_id, "failed", error=exc))
     except StoreWriteError as exc:
         exc.located(run.current.where if run.current is not None else None,
                     run.current.id if run.current is not None else None)
@@ -252,7 +253,7 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: 
             store.set_status(run_id, "stopped", last_error=exc.format())
         except StoreError:  # not even that fits: the run stays `running` with a dead owner, shown `interrupted`
             pass
-        return Driven(run_id, "stopped", error=exc)
+        return _left(run, Driven(run_id, "stopped", error=exc))
     except KeyboardInterrupt as interrupt:
         why = f"interrupted ({interrupt})" if str(interrupt) else "interrupted"
         store.set_status(run_id, "stopped", last_error=why)
@@ -265,13 +266,18 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: 
                               node=run.current.id if run.current is not None else None)
         error.__cause__ = exc
         store.set_status(run_id, "failed", last_error=error.format())
-        return Driven(run_id, "failed", error=error)
+        return _left(run, Driven(run_id, "failed", error=error))
     finally:
         store.release(run_id)
     status = ending_status(result.type)
     store.set_status(run_id, status, ending=result.ending, ending_type=result.type, current_node=None,
                      pending_question=None, result={k: v for k, v in result.to_json().items() if k != "state"})
-    return Driven(run_id, status, result=result)
+    return _left(run, Driven(run_id, status, result=result))
+
+
+def _left(run: Run, driven: Driven) -> Driven:
+    driven.state = run.state
+    return driven
 
 
 def start_run(store: Store, workflow: Workflow, *, inputs: dict, overrides: dict, io, options: Options) -> Driven:

@@ -367,6 +367,7 @@ class Run:
         history = self.state["history"]
         tracing = self.io.tracing
         journal = self.journal
+        started = time.perf_counter() if tracing else 0.0
         while node_id not in endings:
             node = self.enter(node_id)
             self.step_ms, self.resumed_step_ms, self.clock_served = self.resumed_step_ms, None, False
@@ -393,7 +394,11 @@ class Run:
                 journal.after_step(self, node, entry)
             node_id = target
         self.current = None
-        return self.finish(endings[node_id])
+        result = self.finish(endings[node_id])
+        if tracing:  # here, so a run, a resumed run and a durable one all say how they ended
+            self.io.trace(f"Ending: {result.ending} ({result.type}) after {result.steps} steps in "
+                          f"{(time.perf_counter() - started) * 1000:.1f} ms")
+        return result
 
     def enter(self, node_id: str) -> Node:
         """What starting a step at `node_id` does before the node runs, in this loop and in the Temporal
@@ -501,15 +506,15 @@ class Run:
 def run_workflow(workflow: Workflow, *, io: Io, options: Options | None = None,
                  inputs: dict | None = None, overrides: dict | None = None) -> Result:
     """Check the entry gate, initialise state, run to an ending."""
-    started = time.perf_counter()
     run = Run(workflow, io=io, options=options, inputs=inputs)
     for path, value in (overrides or {}).items():
         try:
             set_path(run.state, parse_cached(path), value)
         except PathError as exc:
             raise RunError(f"--set {path}: {exc}", "use a dotted path such as computed.x or flags.ready") from None
-    run.check_entry()
-    result = run.execute()
-    run.io.trace(f"Ending: {result.ending} ({result.type}) after {result.steps} steps in "
-                 f"{(time.perf_counter() - started) * 1000:.1f} ms")
-    return result
+    try:
+        run.check_entry()
+        return run.execute()
+    except (RunError, NeedsAnswer) as stopped:
+        stopped.state = run.state  # type: ignore[attr-defined]  # where it stopped, for --state-out
+        raise
