@@ -274,6 +274,8 @@ class Expression:
                                   source, *_line_column(code, exc.offset)) from None
         builtins = javascript.global_names()
         reads = {name: keys for name, keys in found.reads.items() if name not in builtins and name not in KEYWORDS}
+        if "|" in code and _reads_a_jq_filter(code, reads):  # `x | tojson` is JavaScript too: 0, silently
+            _refuse_foreign_idiom(source)
         self.names = tuple(sorted(name for name in found.free if name in reads))
         unknown_calls = {name: at for name, at in found.calls.items()
                          if name not in builtins and name not in found.declared and name not in KEYWORDS}
@@ -282,6 +284,7 @@ class Expression:
             from wfexec.language.diagnostics import did_you_mean
 
             line, column = _line_column(code, at)
+            _refuse_foreign_idiom(source)
             hint = did_you_mean(name, [*HELPERS, *sorted(n for n in builtins if not n.startswith("__"))]) or \
                 f"the functions are JavaScript's own ({', '.join(('Math.max', 'JSON.stringify', 'String'))}, …) " \
                 f"and the helpers {', '.join(HELPERS)}; call methods on values: `s.trim()`, `items.map(...)`"
@@ -329,6 +332,7 @@ class Expression:
         return {name: keys for name, keys in self._reads if name in names}
 
     def _invalid(self, exc: javascript.JavaScriptError) -> ExpressionError:
+        _refuse_foreign_idiom(self.source)
         prose = " (this reads as prose, not code)" if _reads_as_words(self.code) else ""
         return ExpressionError(f"invalid JavaScript in `{_short(self.source)}`: {exc.message}{prose}", LANGUAGE_HINT,
                                self.source, exc.line, exc.column)
@@ -465,6 +469,28 @@ def _find_close(text: str, start: int) -> int:
     return -1
 
 
+def _reads_a_jq_filter(code: str, reads: dict) -> bool:
+    from wfexec.language.foreign_syntax import jq_filters
+
+    return any(name in reads for name in jq_filters(code))
+
+
+def _shell_default(inside: str, javascript_failed: bool) -> bool:
+    from wfexec.language.foreign_syntax import is_shell_expansion
+
+    return is_shell_expansion(inside, javascript_failed)
+
+
+def _refuse_foreign_idiom(source: str) -> None:
+    """A jq filter or a shell operator where JavaScript is expected: say what to write instead."""
+    from wfexec.language.foreign_syntax import javascript_for
+
+    found = javascript_for(source)
+    if found is not None:
+        what, instead = found
+        raise ExpressionError(f"{what} in `{_short(source)}`", f"in JavaScript: {instead}", source)
+
+
 class Template:
     """A string with `${...}` parts. A string that is one `${...}` yields the value itself."""
 
@@ -486,13 +512,21 @@ class Template:
                 if close < 0:
                     raise ExpressionError(f"unclosed `${{` in `{_short(source)}`", "add the closing `}`, or write "
                                           "`$${` for a literal `${`", source, *_line_column(source, i))
+                inside = source[i + 2: close]
+                try:
+                    if ":" in inside and _shell_default(inside, False):
+                        raise ExpressionError("the shell's", "", inside)
+                    expression = Expression(inside)
+                except ExpressionError as exc:
+                    if _shell_default(inside, True):  # `${name##*-}`, `${x:-y}`: the script's shell expands it
+                        literal.append(source[i: close + 1])
+                        i = close + 1
+                        continue
+                    raise _shifted(exc, source, i + 2) from None
                 if literal:
                     parts.append("".join(literal))
                     literal = []
-                try:
-                    parts.append(Expression(source[i + 2: close]))
-                except ExpressionError as exc:
-                    raise _shifted(exc, source, i + 2) from None
+                parts.append(expression)
                 i = close + 1
                 continue
             literal.append(source[i])

@@ -13,6 +13,7 @@ import re
 from typing import Any, Iterable
 
 from wfexec.language.diagnostics import Reporter, did_you_mean
+from wfexec.language.foreign_syntax import assigned_in_script, shell_expanded_names
 from wfexec.language.expressions import RUNTIME_NAMES
 from wfexec.language.paths import PathError, parse_path
 
@@ -181,3 +182,43 @@ def _problems(written: Written, name: str, keys: tuple | None):
     hint = did_you_mean(name, written.known_names()) or \
         "set it first (store_as, field, flag, initial_state or an input), or spell out its namespace"
     yield f"`{name}` is read here but nothing in the workflow writes it, so it is always undefined", hint
+
+
+_TEMPLATE_NAME = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}")
+
+
+def check_script_names(data: dict, calls: Iterable[tuple[tuple, Any]], report: Reporter) -> None:
+    """Warn where a `${…}` in a script can be read two ways: a template `${name}` for a variable the script sets
+    itself, or a shell expansion `${name:-x}` (left to the shell) of a name that is also the workflow's state."""
+    written = Written(data)
+    for path, call in calls:
+        if "process" not in call.spec.effects:
+            continue
+        for key, text in _strings(call.raw):
+            script_sets = assigned_in_script(text)
+            for name in dict.fromkeys(_TEMPLATE_NAME.findall(text)):
+                if name in script_sets and not written.has_bare(name):
+                    report.warning(path + key, "script-name",
+                                   f"`${{{name}}}` is filled in by wfexec from state, where nothing writes `{name}`, "
+                                   f"but the script sets `{name}` itself",
+                                   f"for the shell's variable write `$${{{name}}}` (or `${name}`); for a value from "
+                                   "state, name it by its path (`${computed." + name + "}`)")
+            for name in shell_expanded_names(text):
+                if written.has_bare(name) and not _ENV_NAME.match(name) and name not in script_sets:
+                    report.warning(path + key, "script-name",
+                                   f"this `${{{name}…}}` is the shell's own expansion, so the script reads its "
+                                   f"variable `${name}`, not the workflow's state `{name}`",
+                                   f"for the state value write a template such as `${{{name} ?? ''}}`; to keep the "
+                                   "shell's, leave it (or set it in the script first)")
+
+
+def _strings(value: Any, key: tuple = ()):
+    if isinstance(value, str):
+        if "${" in value:
+            yield key, value
+    elif isinstance(value, dict):
+        for k, item in value.items():
+            yield from _strings(item, key + (k,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, key + (index,))
