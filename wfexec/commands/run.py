@@ -196,6 +196,9 @@ def execute_run(request: RunRequest) -> int:
     workflow = _load_or_report(request.path, None if isinstance(document, Path) else document)
     if workflow is None:
         return exit_code_for("invalid")
+    refused = _refused_state_out(request)
+    if refused:
+        return refused
     try:
         inputs = _gather_inputs(request, workflow)
         overrides = {k: parse_scalar(v) for k, v in split_pairs(request.overrides, "--set")}
@@ -227,6 +230,9 @@ def execute_resume(request: RunRequest) -> int:
     except (AnswerError, ValueError) as exc:
         _error(f"error: {exc}")
         return exit_code_for("invalid")
+    refused = _refused_state_out(request)
+    if refused:
+        return refused
     io = _console(request)
     if request.temporal:
         refused = _refused_on_cluster(request, backend)
@@ -249,6 +255,22 @@ def _refused_on_cluster(request: RunRequest, backend) -> int:
         return 0
     _error(f"error: {taken[0]} cannot be used with --temporal: a run on the cluster is recorded there and runs its "
            "steps on the workers, one after another on any of them — run without --temporal for that")
+    return exit_code_for("invalid")
+
+
+def _refused_state_out(request: RunRequest) -> int:
+    """0, or exit 2 after saying that --state-out names the run store (the same rule as for a workflow's files)."""
+    if request.state_out is None:
+        return 0
+    import os
+
+    from wfexec.system.run_store import STORE_FOLDER, store_conflict
+
+    why = store_conflict(os.path.realpath(request.state_out), Path.cwd(), request.store)
+    if why is None:
+        return 0
+    _error(f"error: --state-out {request.state_out} {why}; the final state may not be written over the run store "
+           f"or anything in {STORE_FOLDER}/ — write it to another file")
     return exit_code_for("invalid")
 
 

@@ -36,13 +36,13 @@ from typing import Any, Sequence
 from pathlib import Path
 
 from wfexec.errors import WfexecError
+from wfexec.system.run_store import DEFAULT_STORE, store_location  # noqa: F401  (where the store is: one definition)
 
 APP_ID = "wfexec"
 SCHEMA_VERSION = 4
 # Read as they are by the commands that only read (schemas 3 and 4 added columns and a table that older stores
 # simply lack); anything that writes upgrades the store first.
 READS_SCHEMAS = (2, 3, 4)
-DEFAULT_STORE = Path(".wfexec") / "runs.db"
 
 MIGRATIONS = {
     1: """
@@ -600,11 +600,6 @@ class _Transaction:
                                "its last commit",
                                "make room on the disk (or raise the file-size limit, `ulimit -f`), then continue "
                                "with `wfexec resume`")
-
-def store_location(path: str | os.PathLike | None = None) -> Path:
-    """Where the store is: `path`, else $WFEXEC_STORE, else .wfexec/runs.db under the current directory."""
-    return Path(path or os.environ.get("WFEXEC_STORE") or DEFAULT_STORE).expanduser()
-
 
 def open_store(path: str | os.PathLike | None = None, *, readonly: bool = False) -> Store:
     """The store at store_location(path); created when missing, unless `readonly`."""
