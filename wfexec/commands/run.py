@@ -109,13 +109,14 @@ def _gather_inputs(request: RunRequest, workflow) -> dict:
 
 
 def _load_or_report(path, document=None) -> Any:
-    """The compiled workflow, or None after printing its errors."""
-    from wfexec.api import check, resolve_workflow_path
+    """The compiled workflow, or None after printing its errors: what `wfexec validate` reports as one, the lint
+    of the states a `states` node runs included (at the state file's line)."""
+    from wfexec.api import check_to_run, resolve_workflow_path
     from wfexec.language.diagnostics import ERROR
     from wfexec.types.registry import BrokenPlugins
 
     try:
-        workflow, diagnostics = check(path, document)
+        workflow, diagnostics = check_to_run(path, document)
     except BrokenPlugins as exc:
         _error(exc.format())
         return None
@@ -438,6 +439,22 @@ def _print_delegate(result, io) -> None:
         io.print(f"Next: /{to_text(delegate['skill'])}" + (f" {args}" if args else ""))
 
 
+def _refused_states(path) -> int:
+    """0, or exit 2 after printing the errors `wfexec validate` reports for this states folder (Raymond's lint, at
+    each state file's line), so that a run never starts on them."""
+    from wfexec.commands.states import lint_diagnostics, states_line
+    from wfexec.language.diagnostics import ERROR
+
+    errors = [d for d in lint_diagnostics(path) or () if d.severity == ERROR]
+    if not errors:
+        return 0
+    for d in errors:
+        _error(states_line(d))
+    _error(f"{path}: not run, the states have {len(errors)} error{'s' if len(errors) != 1 else ''} "
+           "(wfexec validate shows them all)")
+    return exit_code_for("invalid")
+
+
 def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps, trace, json_output, backend,
                    record, replay, answers=(), interactive=False, store=None, ephemeral=False, debug=False,
                    temporal: str | None = None, task_queue: str = "wfexec") -> int:
@@ -460,6 +477,9 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
     # On a cluster the workers read the written workflow too: beside the folder's run, in the working directory.
     into = Path(scratch.name) if scratch else Path(".wfexec", "states") if temporal else \
         store_location(store).parent / "states"
+    refused = _refused_states(path)
+    if refused:
+        return refused
     try:
         try:
             workflow = states_workflow(path, into, start=start, with_input=input is not None,
