@@ -211,7 +211,8 @@ def _file_checks(name: str, parsed: _Parsed, known: set[str], resolvable: set[st
                     add(ERROR, name, f"<ask> in {name} has {key}='{value}', which is not a state of this workflow",
                         "missing-target", "ask", value)
             if t.attributes.get("cd"):
-                add(ERROR, name, f"<ask> in {name} does not support the `cd` attribute", "unsupported-cd-attribute", "ask", "cd")
+                add(ERROR, name, f"<ask> in {name} does not support the `cd` attribute", "unsupported-cd-attribute",
+                    "ask", "cd")
         if t.tag in _RETURN_TAGS:
             back = t.attributes.get("return", "")
             if not back:
@@ -234,7 +235,8 @@ def _file_checks(name: str, parsed: _Parsed, known: set[str], resolvable: set[st
                 and t.target + MARKDOWN in known and t.target + _SCRIPT in known:
             seen_ambiguous.add(t.target)
             add(ERROR, name, f"ambiguous state '{t.target}': both {t.target}.md and {t.target}.sh exist; transitions "
-                             f"to '{t.target}' without an extension fail", "ambiguous-state-resolution", t.tag, t.target)
+                             f"to '{t.target}' without an extension fail", "ambiguous-state-resolution",
+                t.tag, t.target)
     forks = [t for t in transitions if t.tag == "fork"]
     if forks and not any(t.attributes.get("next") for t in forks) and not any(t.tag == "goto" for t in transitions):
         add(ERROR, name, f"<fork> in {name} has no `next` and no <goto> beside it: the parent has nowhere to go on",
