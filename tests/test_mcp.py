@@ -95,3 +95,25 @@ def test_without_the_sdk_the_command_says_what_to_install(tmp_path):
                           env=environment, stdin=subprocess.DEVNULL, timeout=60)
     assert done.returncode == 2
     assert "pip install 'wfexec[mcp]'" in done.stderr
+
+
+def test_the_tools_take_a_run_id_exactly_or_a_literal_prefix(tmp_path):
+    """`show`, `answer`, `cancel` and the state resource go through the store's one lookup: `%`, `_` and '' are
+    no run (they once matched every run through LIKE, so `cancel %` cancelled the only one)."""
+    async def body(session):
+        parked = (await session.call_tool("run", {"path": QUICKSTART})).structured_content
+        run_id = parked["run_id"]
+        refused = {}
+        for given in ("%", "_", "", run_id[:3] + "_%"):
+            refused[given] = [(await session.call_tool(tool, arguments)).structured_content for tool, arguments in
+                              (("cancel", {"run_id": given}), ("show", {"run_id": given}),
+                               ("answer", {"run_id": given, "answers": {"ask_mood": "plain"}}))]
+        shown = (await session.call_tool("show", {"run_id": run_id[:4]})).structured_content
+        return run_id, refused, shown
+
+    run_id, refused, shown = with_server(tmp_path, body)
+    for given, answers in refused.items():
+        for answer in answers:
+            assert answer.get("status", "invalid") == "invalid", (given, answer)  # `show` gives only the error
+            assert ("the run id is empty" if not given else f"no run '{given}'") in answer["error"], (given, answer)
+    assert shown["id"] == run_id and shown["status"] == "waiting"

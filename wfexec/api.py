@@ -58,14 +58,34 @@ def check_with_summary(path: str | os.PathLike, document=None):
     return checked
 
 
+def lint_nodes(workflow: Workflow) -> list[Diagnostic]:
+    """What each node reads besides the workflow file, checked by its type's `lint` (a `states` node: Raymond's
+    lint of its states, at the state file's line). Read anew each time: those files change on their own."""
+    found: list[Diagnostic] = []
+    for node in workflow.nodes.values():
+        if node.kind.lint is not None:
+            found.extend(node.kind.lint(node))
+    return found
+
+
+def check_to_run(path: str | os.PathLike, document=None) -> tuple[Workflow | None, list[Diagnostic]]:
+    """`check`, plus `lint_nodes`: everything `wfexec validate` reports, which a run refuses to start on (run,
+    resume, the API, MCP alike)."""
+    workflow, diagnostics = check(path, document)
+    if workflow is not None and not has_errors(diagnostics):
+        diagnostics = [*diagnostics, *lint_nodes(workflow)]
+    return workflow, diagnostics
+
+
 def validate(path: str | os.PathLike) -> list[Diagnostic]:
     """Every diagnostic for one workflow (errors and warnings)."""
     return check(path)[1]
 
 
 def load(path: str | os.PathLike) -> Workflow:
-    """The compiled workflow; raises WorkflowError carrying the diagnostics when it has errors."""
-    workflow, diagnostics = check(path)
+    """The compiled workflow; raises WorkflowError carrying the diagnostics when it has errors (those of the
+    states its `states` nodes run included)."""
+    workflow, diagnostics = check_to_run(path)
     if workflow is None or has_errors(diagnostics):
         raise WorkflowError([d for d in diagnostics if d.severity == "error"])
     return workflow

@@ -127,7 +127,7 @@ def run(
 
 @app.command()
 def resume(
-    run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of it)."),
+    run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of 4 characters or more)."),
     answer: List[str] = typer.Option([], "--answer", "-a", metavar="NODE=ANSWER", help="Answer a question (repeatable)."),
     answers: List[Path] = typer.Option([], "--answers", metavar="FILE", help="A YAML file mapping node ids to answers."),
     non_interactive: bool = typer.Option(False, "--non-interactive", help="Never prompt."),
@@ -201,7 +201,7 @@ def runs(
 
 @app.command()
 def show(
-    run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of it)."),
+    run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of 4 characters or more)."),
     state: bool = typer.Option(False, "--state", help="Also print the run's state as YAML."),
     agent: Optional[str] = typer.Option(None, "--agent", metavar="NAME",
                                         help="Print what a states agent was sent and replied, state by state."),
@@ -225,7 +225,7 @@ def mcp(
 
 @app.command()
 def cancel(
-    run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of it)."),
+    run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of 4 characters or more)."),
     store: Optional[Path] = STORE_OPTION,
     temporal: Optional[str] = TEMPORAL_OPTION,
 ):

@@ -81,3 +81,11 @@ class ActionFailed(WfexecError):
 
     Defined here, the lowest layer, so file and process helpers can raise it; plugins import it from
     `wfexec.types`."""
+
+
+class Refused(WfexecError):
+    """A step asked for what no workflow may do (write, move or delete wfexec's run store): the run ends with
+    this error at the step, whatever its `on_failure` says (exit 1). Raised by the file guard
+    (`wfexec.system.files.guarded_path`); the run loop locates it at the call."""
+
+    outcome = "failed"

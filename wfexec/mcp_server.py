@@ -49,15 +49,24 @@ class Server:
         from wfexec.language.diagnostics import ERROR
 
         checked = self._checked(path)
-        diagnostics = [d.to_json() for d in checked.diagnostics]
-        return {"valid": not any(d.severity == ERROR for d in checked.diagnostics), "diagnostics": diagnostics,
+        found = self._linted(checked)
+        diagnostics = [d.to_json() for d in found]
+        return {"valid": not any(d.severity == ERROR for d in found), "diagnostics": diagnostics,
                 "summary": checked.summary.to_json() if checked.summary is not None else None}
+
+    @staticmethod
+    def _linted(checked) -> list:
+        """Its diagnostics and those of what its nodes read besides it (a states folder): what `wfexec validate`
+        reports, and what a run refuses to start on."""
+        from wfexec.api import lint_nodes
+
+        return [*checked.diagnostics, *(lint_nodes(checked.workflow) if checked.workflow is not None else ())]
 
     def _workflow(self, path: str):
         from wfexec.language.diagnostics import ERROR, WorkflowError
 
         checked = self._checked(path)
-        errors = [d for d in checked.diagnostics if d.severity == ERROR]
+        errors = [d for d in self._linted(checked) if d.severity == ERROR]
         if checked.workflow is None or errors:
             raise WorkflowError(errors)
         return checked.workflow

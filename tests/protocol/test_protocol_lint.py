@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import wfexec_in_process as cli
+from conftest import wfexec_cli, wfexec_in_process as cli
 from protocol_support import write_states
 
 POLICY = "---\nallowed_transitions:\n{entries}\n---\n"
@@ -84,8 +84,9 @@ def test_each_lint_fixture_gives_raymonds_checks_and_verdict(tmp_path, name):
         assert f"{name}: valid states" in done.stderr
 
 
-def test_a_workflows_states_node_is_linted_at_its_node_and_runs_all_the_same(tmp_path):
-    """`validate` reports the findings at the node; `run` does not refuse them (ray runs what ray lint flags)."""
+def test_a_target_the_script_computes_is_not_checked_and_runs(tmp_path):
+    """A script's `<goto>$NEXT_STATE</goto>` is known only when it runs: lint does not call it missing (`ray lint`
+    does), so `validate` passes and `run`, which refuses what lint calls an error, runs it."""
     write_states(tmp_path / "flow", {"START.sh": "echo \"<goto>$NEXT_STATE</goto>\"\n",
                                      "END.sh": "echo '<result>ran</result>'\n"})
     (tmp_path / "workflow.yaml").write_text("""
@@ -98,7 +99,89 @@ endings:
   done: {type: success, message: "${computed.out}"}
 """)
     done = cli("validate", "workflow.yaml", cwd=tmp_path)
-    assert done.returncode == 2
-    assert "states node 'agents': <goto> in START.sh names '$NEXT_STATE'" in done.stdout
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "missing-target" not in done.stdout
     ran = cli("run", "workflow.yaml", "--ephemeral", cwd=tmp_path, env={"NEXT_STATE": "END"})
     assert (ran.returncode, ran.stdout.strip()) == (0, "ran"), ran.stderr
+
+
+# -- run refuses what validate calls an error (issue #24) ----------------------------------------------------------
+
+BROKEN_FLOW = {"START.sh": "touch started.marker\necho '<goto>NOPE.sh</goto>'\n",
+               "END.sh": "echo '<result>ran</result>'\n"}
+WITH_STATES = """
+name: linted
+version: 1
+start_node: agents
+nodes:
+  agents: {type: states, folder: flow, store_as: computed.out, on_success: done}
+endings:
+  done: {type: success, message: "${computed.out}"}
+"""
+NOPE = "<goto> in START.sh names 'NOPE.sh', which is not a state of this workflow [missing-target]"
+
+
+def test_run_refuses_a_workflow_whose_states_folder_validate_calls_wrong_at_the_state_files_line(tmp_path,
+                                                                                                   private_run_store):
+    import wfexec
+    from wfexec.language.diagnostics import WorkflowError
+
+    write_states(tmp_path / "flow", BROKEN_FLOW)
+    (tmp_path / "workflow.yaml").write_text(WITH_STATES)
+    expected = f"flow/START.sh:2:7: error: states node 'agents': {NOPE}"
+    validated = wfexec_cli("validate", "workflow.yaml", cwd=tmp_path)
+    assert validated.returncode == 2 and validated.stdout.splitlines()[0] == expected, validated.stdout
+    for args in (["run", "workflow.yaml"], ["run", "workflow.yaml", "--ephemeral"]):
+        ran = wfexec_cli(*args, cwd=tmp_path)
+        assert ran.returncode == 2, ran.stdout + ran.stderr
+        assert ran.stderr.splitlines() == [expected, "workflow.yaml: not run, the workflow has 1 error (wfexec "
+                                                     "validate shows them all)"], ran.stderr
+    assert not (tmp_path / "started.marker").exists() and not private_run_store.exists()
+    with pytest.raises(WorkflowError, match="flow/START.sh:2:7: error"):
+        wfexec.run(tmp_path / "workflow.yaml", cwd=tmp_path, store=private_run_store)
+
+
+@pytest.mark.parametrize("command", [["run"], ["states"]])
+def test_run_and_states_refuse_a_states_folder_validate_calls_wrong(tmp_path, private_run_store, command):
+    write_states(tmp_path / "flow", {"START.md": "---\nmodel: gpt-9\n---\nFirst.\nThen <goto>GONE</goto>.\n",
+                                     "GONE2.sh": "touch started.marker\necho '<result>x</result>'\n"})
+    validated = wfexec_cli("validate", "flow", cwd=tmp_path)
+    errors = [line for line in validated.stdout.splitlines() if ": error: " in line]
+    assert errors == ["flow/START.md:2:1: error: invalid model 'gpt-9' in START.md; must be one of: opus, sonnet, "
+                      "haiku [invalid-model]",
+                      "flow/START.md:5:6: error: <goto> in START.md names 'GONE', which is not a state of this "
+                      "workflow [missing-target]"], validated.stdout
+    ran = wfexec_cli(*command, "flow", "--backend", "command:cat", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert ran.stderr.splitlines() == [*errors, "flow: not run, the states have 2 errors (wfexec validate shows "
+                                                "them all)"], ran.stderr
+    assert not private_run_store.exists() and not (tmp_path / "started.marker").exists()
+
+
+def test_resume_refuses_once_a_state_file_is_broken(tmp_path, private_run_store):
+    """A run parked before its states node cannot be resumed into states that validate now calls wrong."""
+    write_states(tmp_path / "flow", {"START.sh": "echo '<goto>END.sh</goto>'\n",
+                                     "END.sh": "echo '<result>ran</result>'\n"})
+    (tmp_path / "workflow.yaml").write_text(WITH_STATES.replace("start_node: agents", "start_node: ask").replace(
+        "nodes:\n", "nodes:\n  ask:\n    type: user_prompt\n    prompt: {question: Go on, options: [{id: go, label: Go}]}\n"
+                    "    on_response: {go: {next_node: agents}}\n"))
+    parked = wfexec_cli("run", "workflow.yaml", cwd=tmp_path)
+    assert parked.returncode == 3, parked.stderr
+    (tmp_path / "flow" / "START.sh").write_text("echo '<goto>NOPE.sh</goto>'\n")
+    run_id = parked.stderr.split("wfexec resume ")[1].split()[0]
+    resumed = wfexec_cli("resume", run_id, "--answer", "ask=go", cwd=tmp_path)
+    assert resumed.returncode == 2, resumed.stdout + resumed.stderr
+    assert resumed.stderr.splitlines()[0] == f"flow/START.sh:1:7: error: states node 'agents': {NOPE}", resumed.stderr
+    assert "no longer validates" in resumed.stderr
+
+
+def test_a_raymond_yaml_states_target_with_an_extension_is_a_known_state(tmp_path):
+    """A Raymond .yaml names states without extensions; `<goto>COUNT.md</goto>` there is state COUNT, as the run
+    resolves it. Lint called it missing, which `run` now refuses: it must not."""
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "raymond.yaml"
+    (tmp_path / "flow.yaml").write_text(fixture.read_text())
+    assert "COUNT.md</goto>" in fixture.read_text()
+    done = wfexec_cli("validate", "flow.yaml", cwd=tmp_path)
+    assert done.returncode == 0 and "flow.yaml: valid states" in done.stderr, done.stdout + done.stderr

@@ -89,7 +89,8 @@ def validate(paths: Sequence[Path], format: str = "text", strict: bool = False, 
 
     everything = []
     files = []
-    from wfexec.commands.states import lint_diagnostics, node_lint_diagnostics
+    from wfexec.api import lint_nodes
+    from wfexec.commands.states import lint_diagnostics, states_line
 
     for path in paths:
         linted = lint_diagnostics(path)
@@ -99,7 +100,7 @@ def validate(paths: Sequence[Path], format: str = "text", strict: bool = False, 
             everything.extend(linted)
             if format == "text":
                 for d in linted:
-                    print(f"{d.file}: {d.severity}: {d.message}" + (f" — {d.hint}" if d.hint else ""))
+                    print(states_line(d))
                 if not any(d.severity == ERROR for d in linted):
                     warnings = sum(1 for d in linted if d.severity == WARNING)
                     note = f" ({warnings} warning{'s' if warnings != 1 else ''})" if warnings else ""
@@ -113,8 +114,8 @@ def validate(paths: Sequence[Path], format: str = "text", strict: bool = False, 
             print(exc.format(), file=sys.stderr)
             return exit_code_for(exc)
         diagnostics = checked.diagnostics
-        if checked.workflow is not None and any(n.type == "states" for n in checked.workflow.nodes.values()):
-            diagnostics = diagnostics + node_lint_diagnostics(checked.workflow)
+        if checked.workflow is not None:
+            diagnostics = diagnostics + lint_nodes(checked.workflow)
         if strict:
             diagnostics = [d if d.severity == ERROR else replace(d, severity=ERROR) for d in diagnostics]
         everything.extend(diagnostics)

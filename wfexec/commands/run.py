@@ -109,13 +109,14 @@ def _gather_inputs(request: RunRequest, workflow) -> dict:
 
 
 def _load_or_report(path, document=None) -> Any:
-    """The compiled workflow, or None after printing its errors."""
-    from wfexec.api import check, resolve_workflow_path
+    """The compiled workflow, or None after printing its errors: what `wfexec validate` reports as one, the lint
+    of the states a `states` node runs included (at the state file's line)."""
+    from wfexec.api import check_to_run, resolve_workflow_path
     from wfexec.language.diagnostics import ERROR
     from wfexec.types.registry import BrokenPlugins
 
     try:
-        workflow, diagnostics = check(path, document)
+        workflow, diagnostics = check_to_run(path, document)
     except BrokenPlugins as exc:
         _error(exc.format())
         return None
@@ -196,6 +197,9 @@ def execute_run(request: RunRequest) -> int:
     workflow = _load_or_report(request.path, None if isinstance(document, Path) else document)
     if workflow is None:
         return exit_code_for("invalid")
+    refused = _refused_state_out(request)
+    if refused:
+        return refused
     try:
         inputs = _gather_inputs(request, workflow)
         overrides = {k: parse_scalar(v) for k, v in split_pairs(request.overrides, "--set")}
@@ -227,6 +231,9 @@ def execute_resume(request: RunRequest) -> int:
     except (AnswerError, ValueError) as exc:
         _error(f"error: {exc}")
         return exit_code_for("invalid")
+    refused = _refused_state_out(request)
+    if refused:
+        return refused
     io = _console(request)
     if request.temporal:
         refused = _refused_on_cluster(request, backend)
@@ -249,6 +256,22 @@ def _refused_on_cluster(request: RunRequest, backend) -> int:
         return 0
     _error(f"error: {taken[0]} cannot be used with --temporal: a run on the cluster is recorded there and runs its "
            "steps on the workers, one after another on any of them — run without --temporal for that")
+    return exit_code_for("invalid")
+
+
+def _refused_state_out(request: RunRequest) -> int:
+    """0, or exit 2 after saying that --state-out names the run store (the same rule as for a workflow's files)."""
+    if request.state_out is None:
+        return 0
+    import os
+
+    from wfexec.system.run_store import STORE_FOLDER, store_conflict
+
+    why = store_conflict(os.path.realpath(request.state_out), Path.cwd(), request.store)
+    if why is None:
+        return 0
+    _error(f"error: --state-out {request.state_out} {why}; the final state may not be written over the run store "
+           f"or anything in {STORE_FOLDER}/ — write it to another file")
     return exit_code_for("invalid")
 
 
@@ -425,6 +448,22 @@ def _print_delegate(result, io) -> None:
         io.print(f"Next: /{to_text(delegate['skill'])}" + (f" {args}" if args else ""))
 
 
+def _refused_states(path) -> int:
+    """0, or exit 2 after printing the errors `wfexec validate` reports for this states folder (Raymond's lint, at
+    each state file's line), so that a run never starts on them."""
+    from wfexec.commands.states import lint_diagnostics, states_line
+    from wfexec.language.diagnostics import ERROR
+
+    errors = [d for d in lint_diagnostics(path) or () if d.severity == ERROR]
+    if not errors:
+        return 0
+    for d in errors:
+        _error(states_line(d))
+    _error(f"{path}: not run, the states have {len(errors)} error{'s' if len(errors) != 1 else ''} "
+           "(wfexec validate shows them all)")
+    return exit_code_for("invalid")
+
+
 def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps, trace, json_output, backend,
                    record, replay, answers=(), interactive=False, store=None, ephemeral=False, debug=False,
                    temporal: str | None = None, task_queue: str = "wfexec") -> int:
@@ -447,6 +486,9 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
     # On a cluster the workers read the written workflow too: beside the folder's run, in the working directory.
     into = Path(scratch.name) if scratch else Path(".wfexec", "states") if temporal else \
         store_location(store).parent / "states"
+    refused = _refused_states(path)
+    if refused:
+        return refused
     try:
         try:
             workflow = states_workflow(path, into, start=start, with_input=input is not None,

@@ -244,9 +244,18 @@ def may_be_states(p: Path) -> bool:
     return False
 
 
+def states_line(d) -> str:
+    """A states lint diagnostic in one line: `path:line:col: error: ...` when it has a line, else `path: error: ...`
+    (a finding about the folder as a whole)."""
+    if d.line:
+        return d.format()
+    return f"{d.file}: {d.severity}: {d.message}" + (f" — {d.hint}" if d.hint else "")
+
+
 def lint_diagnostics(path: str | os.PathLike) -> list | None:
     """Raymond's lint findings for a states folder (a directory without a wfexec workflow.yaml, a .zip or a
-    Raymond .yaml), as diagnostics naming each state file; None when `path` is not one."""
+    Raymond .yaml), as diagnostics naming each state file at the line of the finding; None when `path` is not
+    one. `wfexec validate` reports them, and `wfexec run`/`states` refuse to start on their errors."""
     from wfexec.commands.run import workflow_document
     from wfexec.language.diagnostics import Diagnostic
     from wfexec.protocol.lint import lint_scope
@@ -265,31 +274,6 @@ def lint_diagnostics(path: str | os.PathLike) -> list | None:
         scope = open_scope(p, str(p))
     except ScopeError as exc:
         return [Diagnostic(str(p), 0, 0, "", "error", "states-scope", exc.message, exc.hint)]
-    return [Diagnostic(str(Path(p, finding.file)) if finding.file and p.is_dir() else
-                       (f"{p}/{finding.file}" if finding.file else str(p)), 0, 0, "", finding.severity,
-                       finding.check, f"{finding.message} [{finding.check}]")
-            for finding in lint_scope(scope)]
+    from wfexec.nodes.states import state_diagnostic
 
-
-def node_lint_diagnostics(workflow) -> list:
-    """Raymond's lint findings for the states folder of each `states` node of a workflow, placed at the node."""
-    from wfexec.language.diagnostics import Diagnostic
-    from wfexec.nodes.states import open_scope as open_node_scope
-    from wfexec.protocol.errors import ProtocolError
-    from wfexec.protocol.lint import lint_scope
-
-    found = []
-    for node in workflow.nodes.values():
-        if node.type != "states":
-            continue
-        try:
-            scope = open_node_scope(node.spec)
-        except ProtocolError:
-            continue  # the workflow's own check has said so
-        for finding in lint_scope(scope, start=node.spec.start):
-            where = node.where
-            state = f"{finding.file}: " if finding.file and finding.file not in finding.message else ""
-            found.append(Diagnostic(where.file, where.line, where.column, where.yaml_path, finding.severity,
-                                    finding.check, f"states node '{node.id}': {state}{finding.message} "
-                                                   f"[{finding.check}]"))
-    return found
+    return [state_diagnostic(finding, scope, str(p)) for finding in lint_scope(scope)]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -280,7 +280,13 @@ def _left(run: Run, driven: Driven) -> Driven:
     return driven
 
 
+def _guarding(options: Options, store: Store) -> Options:
+    """The run's options naming its store, which no file consequence may then write, move or delete."""
+    return options if options.store is not None else replace(options, store=store.path.absolute())
+
+
 def start_run(store: Store, workflow: Workflow, *, inputs: dict, overrides: dict, io, options: Options) -> Driven:
+    options = _guarding(options, store)
     run = Run(workflow, io=io, options=options, inputs=inputs)
     for path, value in overrides.items():
         try:
@@ -327,6 +333,7 @@ def compare_versions(record_hashes: dict, workflow: Workflow, completed: set[str
 
 def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Options,
                choices: ResumeChoices) -> Driven:
+    options = _guarding(options, store)
     record = store.get(run_id)
     run_id = record.id
     if record.status in FINISHED:

@@ -36,13 +36,13 @@ from typing import Any, Sequence
 from pathlib import Path
 
 from wfexec.errors import WfexecError
+from wfexec.system.run_store import DEFAULT_STORE, store_location  # noqa: F401  (where the store is: one definition)
 
 APP_ID = "wfexec"
 SCHEMA_VERSION = 4
 # Read as they are by the commands that only read (schemas 3 and 4 added columns and a table that older stores
 # simply lack); anything that writes upgrades the store first.
 READS_SCHEMAS = (2, 3, 4)
-DEFAULT_STORE = Path(".wfexec") / "runs.db"
 
 MIGRATIONS = {
     1: """
@@ -117,6 +117,11 @@ STATUSES = ("running", "waiting", "completed", "failed", "stopped", "cancelled")
 FINISHED = ("completed", "failed", "cancelled")
 
 
+# A run is named by its whole id or by a prefix at least this long: `wfexec cancel 0` must not pick a run.
+MIN_PREFIX = 4
+AMBIGUOUS_SHOWN = 10  # the candidates an ambiguous prefix lists
+
+
 class StoreError(WfexecError):
     """The store cannot be used: not a wfexec store, corrupt, locked, or a run is unknown/busy."""
 
@@ -126,6 +131,12 @@ class StoreWriteError(StoreError):
     commit is intact for `show` and `resume` once the cause is gone (exit 4)."""
 
     outcome = "stopped"
+
+
+def refuse_empty_run_id(run_id: str) -> None:
+    """An empty run id names no run (every door refuses it, exit 2)."""
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise StoreError("the run id is empty", "give the run's id (`wfexec runs` lists them)")
 
 
 def new_run_id() -> str:
@@ -354,16 +365,28 @@ class Store:
         return run_id
 
     def get(self, run_id: str) -> RunRecord:
+        """The run with this id, or the one run whose id starts with it (at least MIN_PREFIX characters, taken
+        literally: `%` and `_` are characters, not wildcards). The one lookup of every door (CLI, API, MCP)."""
+        refuse_empty_run_id(run_id)
         row = self.db.execute(f"{self._select_runs} WHERE runs.id = ?", (run_id,)).fetchone()
-        if row is None:
-            matches = self.db.execute(f"{self._select_runs} WHERE runs.id LIKE ? ORDER BY runs.id",
-                                      (run_id + "%",)).fetchall()
-            if len(matches) == 1:
-                return RunRecord.from_row(matches[0])
-            if len(matches) > 1:
-                raise StoreError(f"'{run_id}' matches {len(matches)} runs", "give more characters of the id")
+        if row is not None:
+            return RunRecord.from_row(row)
+        if len(run_id) < MIN_PREFIX:
+            raise StoreError(f"no run '{run_id}' in {self.path}",
+                             f"give the run's whole id, or at least {MIN_PREFIX} of its first characters "
+                             "(`wfexec runs` lists them)")
+        pattern = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        # LIKE folds ASCII case: the substr comparison keeps the prefix exact as typed.
+        ids = [r[0] for r in self.db.execute("SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\' AND substr(id, 1, ?) = ? "
+                                             "ORDER BY id DESC LIMIT ?",
+                                             (pattern, len(run_id), run_id, AMBIGUOUS_SHOWN + 1))]
+        if not ids:
             raise StoreError(f"no run '{run_id}' in {self.path}", "`wfexec runs` lists them")
-        return RunRecord.from_row(row)
+        if len(ids) > 1:
+            more = ", …" if len(ids) > AMBIGUOUS_SHOWN else ""
+            raise StoreError(f"'{run_id}' is the start of several runs' ids: {', '.join(ids[:AMBIGUOUS_SHOWN])}{more}",
+                             "give more characters of the id")
+        return RunRecord.from_row(self.db.execute(f"{self._select_runs} WHERE runs.id = ?", (ids[0],)).fetchone())
 
     def count(self, status: str | None = None) -> int:
         if status == "interrupted":  # stored as running: each one's process must be looked at
@@ -600,11 +623,6 @@ class _Transaction:
                                "its last commit",
                                "make room on the disk (or raise the file-size limit, `ulimit -f`), then continue "
                                "with `wfexec resume`")
-
-def store_location(path: str | os.PathLike | None = None) -> Path:
-    """Where the store is: `path`, else $WFEXEC_STORE, else .wfexec/runs.db under the current directory."""
-    return Path(path or os.environ.get("WFEXEC_STORE") or DEFAULT_STORE).expanduser()
-
 
 def open_store(path: str | os.PathLike | None = None, *, readonly: bool = False) -> Store:
     """The store at store_location(path); created when missing, unless `readonly`."""

@@ -124,6 +124,10 @@ class NodeType:
     calls: Callable[[Spec], Iterable[Call]] = _no_calls  # spec → the registry calls it runs (effects, skills)
     # -- validation beyond the schema: (node, raw mapping, reporter) → None, reporting at ("nodes", id, ...)
     check: Callable[[Node, dict[str, Any], Reporter], None] | None = None
+    # -- what the node reads besides the workflow file (a states folder): node → diagnostics, at that file's
+    #    line. `wfexec validate` reports them and every run refuses to start on their errors; never cached
+    #    with the compiled workflow, since those files change on their own.
+    lint: Callable[[Node], list] | None = None
     # -- documentation (`wfexec docs`, SKILL.md)
     doc: str = ""                               # first paragraph: the summary under its heading in schema.md
     field_notes: Mapping[str, str] = field(default_factory=dict)  # field → what it is for (schema gives the type)

@@ -152,6 +152,50 @@ def open_scope(spec: States):
     return open_folder(spec.folder, spec.label)
 
 
+def _shown(path: Path) -> str:
+    """A path as messages show it: relative to the working directory when it is inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except (OSError, ValueError):
+        return str(path)
+
+
+def state_diagnostic(finding, scope, shown: str, at=None, prefix: str = ""):
+    """A lint finding (wfexec.protocol.lint) as a diagnostic at the state file's line and column (a folder's or a
+    zip's state: the file is there as written), else at `at` (the node, for states held in a YAML file or
+    inline), else the scope."""
+    from wfexec.language.diagnostics import Diagnostic
+
+    message = f"{prefix}{finding.message} [{finding.check}]"
+    if finding.file and scope.kind in ("folder", "zip"):
+        return Diagnostic(f"{shown}/{finding.file}", finding.line, finding.column, "", finding.severity,
+                          finding.check, message)
+    if at is not None:
+        state = f"{finding.file}: " if finding.file and finding.file not in finding.message else ""
+        return Diagnostic(at.file, at.line, at.column, at.yaml_path, finding.severity, finding.check,
+                          f"{prefix}{state}{finding.message} [{finding.check}]")
+    return Diagnostic(f"{shown}/{finding.file}" if finding.file else shown, 0, 0, "", finding.severity,
+                      finding.check, message)
+
+
+def lint(node) -> list:
+    """Raymond's lint findings for the node's states, at the state file's line and column for a folder or a zip,
+    at the node for states in a YAML file or inline."""
+    from wfexec.protocol.errors import ProtocolError
+    from wfexec.protocol.lint import lint_scope
+
+    spec = node.spec
+    if spec.folder is None and spec.inline is None:
+        return []
+    try:
+        scope = open_scope(spec)
+    except ProtocolError:
+        return []  # the workflow's own check has said so
+    shown = _shown(spec.folder) if spec.folder is not None else ""
+    return [state_diagnostic(finding, scope, shown, node.where, f"states node '{node.id}': ")
+            for finding in lint_scope(scope, start=spec.start)]
+
+
 def targets(spec):
     edges = [(f"result {k}", v) for k, v in spec.on_result.items()]
     return edges + [("on_success", spec.on_success), ("on_failure", spec.on_failure)]
@@ -387,6 +431,7 @@ NODE_TYPE = NodeType(
     name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, doc=__doc__, order=60,
     agents=AgentSteps,
     judgement=judgement,
+    lint=lint,
     field_notes={
         "folder": "a directory, `.zip` or Raymond `.yaml` of `.md`/`.sh` states",
         "states": "inline states: file name → content, or state name → Raymond state object",

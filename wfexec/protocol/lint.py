@@ -19,6 +19,7 @@ and are left out. Windows script states are not considered (this platform runs `
 from __future__ import annotations
 
 import os
+import re
 from collections import deque
 from dataclasses import dataclass
 
@@ -42,6 +43,8 @@ class Finding:
     file: str       # the state file, or "" for the folder as a whole
     message: str
     check: str      # Raymond's name for the check
+    line: int = 0   # where in the state file's text (1-based; 0: the file or folder as a whole)
+    column: int = 0
 
 
 @dataclass
@@ -50,6 +53,39 @@ class _Parsed:
     policy: Policy | None
     frontmatter_error: str | None
     body: str
+    text: str = ""  # the state file as written, to say where a finding is
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _where(text: str, tag: str = "", value: str = "", key: str = "") -> tuple[int, int]:
+    """Where a finding is written in a state file: the first `<tag ...>` holding `value` (a target or an
+    attribute's value), else the first `<tag`, else the frontmatter's `key:`, else `value` itself (an
+    allowed_transitions entry), else the first line."""
+    if tag:
+        first = None
+        for match in re.finditer(rf"<{re.escape(tag)}\b", text):
+            first = first if first is not None else match.start()
+            end = text.find(f"</{tag}>", match.end())
+            if not value or value in text[match.start():end if end >= 0 else len(text)]:
+                return _position(text, match.start())
+        if first is not None and not value:
+            return _position(text, first)
+    if key:
+        match = re.search(rf"^[ \t-]*{re.escape(key)}[ \t]*:", text, re.M)
+        if match:
+            return _position(text, match.start() + len(match.group(0)) - len(match.group(0).lstrip(" \t-")))
+    if value:
+        at = text.find(value)
+        if at >= 0:
+            return _position(text, at)
+    if tag:
+        match = re.search(rf"<{re.escape(tag)}\b", text)
+        if match:
+            return _position(text, match.start())
+    return 1, 1
 
 
 def _stem(name: str) -> str:
@@ -88,14 +124,14 @@ def _from_policy(policy: Policy) -> list[Transition]:
 def _parse(scope: StateScope, name: str) -> _Parsed:
     text = scope.read_text(name)
     if extension(name) != MARKDOWN:
-        return _Parsed(_tags(text.replace('\\"', '"')), None, None, "")
+        return _Parsed(_tags(text.replace('\\"', '"')), None, None, "", text)
     try:
         policy, body = parse_frontmatter(text)
     except PolicyError as exc:
-        return _Parsed(_tags(text), None, str(exc), "")
+        return _Parsed(_tags(text), None, str(exc), "", text)
     if policy is not None and policy.allowed:
-        return _Parsed(_from_policy(policy), policy, None, body)
-    return _Parsed(_tags(body), policy, None, body)
+        return _Parsed(_from_policy(policy), policy, None, body, text)
+    return _Parsed(_tags(body), policy, None, body, text)
 
 
 def state_transitions(scope: StateScope) -> dict[str, list[Transition]]:
@@ -111,16 +147,24 @@ def lint_scope(scope: StateScope, start: str | None = None) -> list[Finding]:
     files = sorted(n for n in scope.names() if extension(n) in (MARKDOWN, _SCRIPT))
     known = set(files)
     stems = {_stem(n) for n in files}
+    # States of a Raymond YAML file or an inline mapping are named without their extension: `COUNT.md` there is
+    # state COUNT whatever its kind, as the run resolves it (scopes.resolve_state).
+    resolvable = known | {s + ext for s in stems for ext in (MARKDOWN, _SCRIPT)} if scope.strips_extensions \
+        else known
     findings: list[Finding] = []
 
-    def add(severity: str, file: str, message: str, check: str) -> None:
-        findings.append(Finding(severity, file, message, check))
+    def add(severity: str, file: str, message: str, check: str, tag: str = "", value: str = "",
+            key: str = "") -> None:
+        line, column = _where(parsed[file].text, tag, value, key) if file in parsed else (0, 0)
+        findings.append(Finding(severity, file, message, check, line, column))
+
+    parsed: dict[str, _Parsed] = {}
 
     entry = _stem(start) if start else _entry_state(scope, add)
-    parsed = {name: _parse(scope, name) for name in files}
+    parsed.update((name, _parse(scope, name)) for name in files)
     seen_ambiguous: set[str] = set()
     for name in files:
-        _file_checks(name, parsed[name], known, seen_ambiguous, add)
+        _file_checks(name, parsed[name], known, resolvable, seen_ambiguous, add)
     _unknown_fields(scope, files, parsed, add)
     _graph_checks(files, parsed, stems, entry, add)
     order = {ERROR: 0, WARNING: 1}
@@ -139,71 +183,84 @@ def _entry_state(scope: StateScope, add) -> str | None:
         return None
 
 
-def _file_checks(name: str, parsed: _Parsed, known: set[str], seen_ambiguous: set[str], add) -> None:
+def _computed(name: str, target: str) -> bool:
+    """A script's target the shell computes when it runs (`<goto>$NEXT</goto>`): not known before, so not checked
+    (a deliberate difference from `ray lint`, which calls it missing; `wfexec run` refuses what lint calls an
+    error, and such a script runs)."""
+    return extension(name) == _SCRIPT and ("$" in target or "`" in target)
+
+
+def _file_checks(name: str, parsed: _Parsed, known: set[str], resolvable: set[str], seen_ambiguous: set[str],
+                 add) -> None:
     policy, transitions = parsed.policy, parsed.transitions
     if parsed.frontmatter_error is not None:
         add(ERROR, name, f"invalid YAML frontmatter in {name}: {parsed.frontmatter_error}", "frontmatter-parse-error")
     if policy is not None and policy.model and policy.model not in _MODELS:
         add(ERROR, name, f"invalid model {policy.model!r} in {name}; must be one of: opus, sonnet, haiku",
-            "invalid-model")
+            "invalid-model", key="model")
     if policy is not None and policy.effort and policy.effort not in _EFFORTS:
         add(ERROR, name, f"invalid effort {policy.effort!r} in {name}; must be one of: low, medium, high",
-            "invalid-effort")
+            "invalid-effort", key="effort")
     for t in transitions:
-        if t.tag in _TARGET_TAGS and not _exists(t.target, known):
+        if t.tag in _TARGET_TAGS and not _exists(t.target, resolvable) and not _computed(name, t.target):
             add(ERROR, name, f"<{t.tag}> in {name} names '{t.target}', which is not a state of this workflow",
-                "missing-target")
+                "missing-target", t.tag, t.target)
         if t.tag == "ask":
             for key, value in (("next", t.target), ("timeout_next", t.attributes.get("timeout_next", ""))):
-                if value and not _exists(value, known):
+                if value and not _exists(value, resolvable) and not _computed(name, value):
                     add(ERROR, name, f"<ask> in {name} has {key}='{value}', which is not a state of this workflow",
-                        "missing-target")
+                        "missing-target", "ask", value)
             if t.attributes.get("cd"):
-                add(ERROR, name, f"<ask> in {name} does not support the `cd` attribute", "unsupported-cd-attribute")
+                add(ERROR, name, f"<ask> in {name} does not support the `cd` attribute", "unsupported-cd-attribute",
+                    "ask", "cd")
         if t.tag in _RETURN_TAGS:
             back = t.attributes.get("return", "")
             if not back:
-                add(ERROR, name, f"<{t.tag}> in {name} is missing its `return` attribute", "missing-return")
-            elif not _exists(back, known):
+                add(ERROR, name, f"<{t.tag}> in {name} is missing its `return` attribute", "missing-return", t.tag,
+                    t.target)
+            elif not _exists(back, resolvable) and not _computed(name, back):
                 add(ERROR, name, f"<{t.tag}> in {name} has return='{back}', which is not a state of this workflow",
-                    "missing-return")
+                    "missing-return", t.tag, back)
         task = t.attributes.get("task", "")
         if task and task not in ("new", "inherit"):
             add(ERROR, name, f'<{t.tag}> in {name} has task="{task}"; it must be "new" or "inherit"',
-                "invalid-task-value")
+                "invalid-task-value", t.tag, task)
         if task and t.tag in _NO_TASK_TAGS:
-            add(ERROR, name, f"<{t.tag}> in {name} does not support the `task` attribute", "unsupported-task-attribute")
+            add(ERROR, name, f"<{t.tag}> in {name} does not support the `task` attribute", "unsupported-task-attribute",
+                t.tag, task)
         elif task == "inherit" and t.tag in ("reset", "reset-workflow"):
             add(ERROR, name, f'<{t.tag}> in {name} does not support task="inherit"; a reset keeps its task folder',
-                "unsupported-task-attribute")
+                "unsupported-task-attribute", t.tag, task)
         if t.tag not in WORKFLOW_TAGS and t.target and not extension(t.target) and t.target not in seen_ambiguous \
                 and t.target + MARKDOWN in known and t.target + _SCRIPT in known:
             seen_ambiguous.add(t.target)
             add(ERROR, name, f"ambiguous state '{t.target}': both {t.target}.md and {t.target}.sh exist; transitions "
-                             f"to '{t.target}' without an extension fail", "ambiguous-state-resolution")
+                             f"to '{t.target}' without an extension fail", "ambiguous-state-resolution",
+                t.tag, t.target)
     forks = [t for t in transitions if t.tag == "fork"]
     if forks and not any(t.attributes.get("next") for t in forks) and not any(t.tag == "goto" for t in transitions):
         add(ERROR, name, f"<fork> in {name} has no `next` and no <goto> beside it: the parent has nowhere to go on",
-            "missing-fork-next")
+            "missing-fork-next", "fork")
     nexts = [t.attributes["next"] for t in forks if t.attributes.get("next")]
     if len(set(nexts)) > 1:
         other = next(v for v in nexts[1:] if v != nexts[0])
         add(WARNING, name, f"{name} has forks whose `next` differ: '{nexts[0]}' and '{other}'; all must agree",
-            "fork-next-mismatch")
+            "fork-next-mismatch", "fork", other)
     if policy is not None and len(policy.allowed) > 1:
         for entry in policy.allowed:
             target = str(entry.get("target") or "")
             if entry.get("tag") not in ("result", "ask") and target and target not in parsed.body:
                 add(WARNING, name, f"{name}: allowed_transitions lists '{target}', which the prompt never mentions",
-                    "unused-allowed-transition")
+                    "unused-allowed-transition", value=target)
     if policy is not None:
         if policy.force_implicit and implicit_entry(policy) is None:
             add(ERROR, name, f"{name} sets force_implicit, but its policy allows no implicit transition (it needs "
                              "exactly one allowed transition, neither <ask> nor a <result> without payload)",
-                "force-implicit-invalid")
+                "force-implicit-invalid", key="force_implicit")
         for entry in policy.allowed:
             if entry.get("tag") == "ask" and not entry.get("next"):
-                add(ERROR, name, f"allowed_transitions in {name} has an <ask> entry with no `next`", "missing-ask-next")
+                add(ERROR, name, f"allowed_transitions in {name} has an <ask> entry with no `next`", "missing-ask-next",
+                    key="allowed_transitions")
 
 
 def _unknown_fields(scope: StateScope, files: list[str], parsed: dict, add) -> None:
@@ -220,7 +277,8 @@ def _unknown_fields(scope: StateScope, files: list[str], parsed: dict, add) -> N
     for name in files:
         policy = parsed[name].policy
         for key in policy.unknown if policy is not None else ():
-            add(WARNING, name, f"{name}: unrecognised field '{key}' (ignored when it runs)", "unknown-field")
+            add(WARNING, name, f"{name}: unrecognised field '{key}' (ignored when it runs)", "unknown-field",
+                key=key)
 
 
 def _graph_checks(files: list[str], parsed: dict, stems: set[str], entry: str | None, add) -> None:
@@ -256,7 +314,7 @@ def _graph_checks(files: list[str], parsed: dict, stems: set[str], entry: str | 
             callee = _stem(t.target)
             if callee in stems and not (_reachable(callee, loops) & with_result):
                 add(WARNING, name, f"<{t.tag}> in {name} calls {callee}, but no state reachable from {callee} emits "
-                                   "<result>: the call never returns", "call-without-result-path")
+                                   "<result>: the call never returns", "call-without-result-path", t.tag, t.target)
 
 
 def _reachable(start: str, edges: dict[str, list[str]]) -> set[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, NoReturn
 
 from wfexec.system import progress
-from wfexec.errors import WfexecError
+from wfexec.errors import Refused, WfexecError
 from wfexec.running.context import CallContext, parse_cached
 from wfexec.running.dry_run import DryRun
 from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, Template, render_value,
@@ -66,6 +66,9 @@ class Options:
     # A durable run commits every step that changes state, state-only ones too, as LangGraph's durability
     # "sync" does (slower; by default state-only steps are committed in batches, see wfexec.durable.journal).
     commit_every_step: bool = False
+    # The run store of a durable run (the driver sets it): no file consequence may write, move or delete it
+    # (wfexec.system.run_store; the default store and .wfexec/ are protected with or without one).
+    store: Path | None = None
 
 
 @dataclass
@@ -243,7 +246,11 @@ class Run:
             raise ActionFailed(exc.message, exc.hint) from None
         if self.io.tracing:
             self.io.trace(f"Action: {call.describe()}")
-        call.spec.handler(params, CallContext(self, call, scope))
+        try:
+            call.spec.handler(params, CallContext(self, call, scope))
+        except Refused as exc:  # a rule no workflow may break: a run error at the call, whatever on_failure says
+            raise RunError(f"{call.type}: {exc.message}", exc.hint, call.where,
+                           self.current.id if self.current else None) from None
 
     def keep_error(self, message: str, hint: str = "") -> None:
         """Put a failure where endings and later nodes read it: `computed.last_error` (and

@@ -66,6 +66,8 @@ def _inside(path: str, root: str) -> bool:
 def guarded_path(ctx, params: dict, param: str, verb: str, *, the_link_itself: bool = False) -> Path:
     """The real path a file parameter names, for a consequence about to change it.
 
+    Refused (`Refused`, which ends the run) when it is wfexec's run store, one of its files or anything in
+    `.wfexec/`, however spelled, literal absolute paths included (`refuse_run_store`).
     Refused (ActionFailed) when it leaves the working directory through `..` or
     a symbolic link, unless the workflow itself wrote that absolute path: a
     workflow downloaded with a skill must not reach outside the folder it was
@@ -84,6 +86,7 @@ def guarded_path(ctx, params: dict, param: str, verb: str, *, the_link_itself: b
         real = os.path.join(os.path.realpath(path.parent), path.name)
     else:
         real = os.path.realpath(path)
+    refuse_run_store(real, ctx, shown, verb)
     if _written_absolute(ctx.call.raw.get(param)):
         return Path(real)
     root = os.path.realpath(ctx.cwd)
@@ -100,3 +103,18 @@ def guarded_path(ctx, params: dict, param: str, verb: str, *, the_link_itself: b
         f"refusing to {verb} '{shown}': it resolves to {real}, outside the working directory {root} ({why}); "
         "run wfexec from a folder that contains it, or write that absolute path literally in the workflow",
         "the guard keeps a downloaded workflow inside the folder it is run in")
+
+
+def refuse_run_store(real: str, ctx, shown: str, verb: str) -> None:
+    """Raise `Refused` when changing `real` (symbolic links resolved) would touch wfexec's run store: the run's
+    store (`ctx.run.options.store`), the one --store/$WFEXEC_STORE or the default names, their -wal/-shm/-journal
+    files, or anything in `.wfexec/`. The one place every file consequence passes (through `guarded_path`)."""
+    from wfexec.errors import Refused
+    from wfexec.system.run_store import STORE_FOLDER, store_conflict
+
+    options = getattr(getattr(ctx, "run", None), "options", None)
+    why = store_conflict(real, ctx.cwd, getattr(options, "store", None))
+    if why is not None:
+        raise Refused(f"refused to {verb} '{shown}': it {why}; a workflow may not write, move or delete the run "
+                      f"store or anything in {STORE_FOLDER}/",
+                      "write somewhere else: only wfexec changes its run store (`wfexec runs`, `show`, `cancel`)")

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
-from wfexec.durable.store import new_run_id
+from wfexec.durable.store import AMBIGUOUS_SHOWN, MIN_PREFIX, StoreError, new_run_id, refuse_empty_run_id
 from wfexec.errors import WfexecError
 from wfexec.language.model import Workflow
 from wfexec.temporal import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, TemporalUnavailable
@@ -65,7 +65,12 @@ async def start(client: Client, workflow: Workflow, request: dict, task_queue: s
 
 
 async def find(client: Client, run_id: str) -> WorkflowHandle:
-    """The run with this id, or the one whose id starts with it."""
+    """The run with this id, or the one whose id starts with it (at least MIN_PREFIX characters): the rule of
+    the SQLite store's lookup (`Store.get`)."""
+    try:
+        refuse_empty_run_id(run_id)
+    except StoreError as exc:
+        raise RunNotFound(exc.message, exc.hint) from None
     handle = client.get_workflow_handle(run_id)
     try:
         await handle.describe()
@@ -73,13 +78,18 @@ async def find(client: Client, run_id: str) -> WorkflowHandle:
     except RPCError as exc:
         if exc.status != RPCStatusCode.NOT_FOUND:
             raise
-    matches = [wf.id async for wf in client.list_workflows(f'WorkflowType="{WORKFLOW_NAME}"', limit=1000)
-               if wf.id.startswith(run_id)]
-    if len(set(matches)) == 1:
+    if len(run_id) < MIN_PREFIX:
+        raise RunNotFound(f"no run '{run_id}' on the cluster", f"give the run's whole id, or at least {MIN_PREFIX} "
+                          "of its first characters (`wfexec runs --temporal ...` lists them)")
+    matches = sorted({wf.id async for wf in client.list_workflows(f'WorkflowType="{WORKFLOW_NAME}"', limit=1000)
+                      if wf.id.startswith(run_id)}, reverse=True)
+    if len(matches) == 1:
         return client.get_workflow_handle(matches[0])
     if not matches:
         raise RunNotFound(f"no run '{run_id}' on the cluster", "`wfexec runs --temporal ...` lists them")
-    raise RunNotFound(f"'{run_id}' names several runs: {', '.join(sorted(set(matches))[:5])}", "give more of the id")
+    more = ", …" if len(matches) > AMBIGUOUS_SHOWN else ""
+    raise RunNotFound(f"'{run_id}' is the start of several runs' ids: {', '.join(matches[:AMBIGUOUS_SHOWN])}{more}",
+                      "give more characters of the id")
 
 
 async def progress(handle: WorkflowHandle) -> dict | None:
