@@ -166,6 +166,64 @@ def test_malformed_v8_endings_are_errors_at_the_line_written(tmp_path, change, a
     assert any(words in d["message"] and d["line"] == line for d in errors), errors
 
 
+# blueprint-lib v7: v8's shapes (default_error, `consequences:`, flat conditionals, handler shorthands) with the
+# endings still in an `endings:` block, as v7's own examples write them.
+V7 = """\
+name: v7-release
+version: "1.0"
+default_error: error_generic
+start_node: check
+initial_state: {computed: {tag: v1}}
+nodes:
+  check:
+    type: conditional
+    condition: "computed.tag.startsWith('v')"
+    on_true: tag
+    on_false: error_bad_tag
+  tag:
+    type: action
+    consequences:
+      - {type: set_state, field: computed.tagged, value: true}
+      - {type: read_file, path: "${computed.notes}", store_as: computed.text}
+    on_success: ask
+  ask:
+    type: user_prompt
+    prompt:
+      question: Publish?
+      header: Publish
+      options:
+        - {id: yes_pub, label: "Yes"}
+        - {id: no_pub, label: "No"}
+    on_response:
+      yes_pub: published
+      no_pub:
+        consequences: [{type: set_state, field: computed.skipped, value: true}]
+        next_node: cancelled
+endings:
+  published: {type: success, message: "Published ${computed.tag}"}
+  cancelled: {type: cancelled, message: "Not published"}
+  error_bad_tag: {type: error, message: "bad tag"}
+  error_generic: {type: error, message: "Unexpected failure at ${current_node}: ${computed.last_error}"}
+"""
+
+
+def test_a_v7_workflow_with_an_endings_block_validates_and_runs(tmp_path):
+    write(tmp_path, V7.replace('"${computed.notes}"', "notes.txt"))
+    (tmp_path / "notes.txt").write_text("v1 notes")
+    assert cli("validate", "workflow.yaml", "--strict", cwd=tmp_path).returncode == 0
+    done, result = run_json(tmp_path, "--answer", "ask=no_pub")
+    assert done.returncode == 1 and result["ending"] == "cancelled" and result["state"]["computed"]["skipped"]
+    done, result = run_json(tmp_path, "--answer", "ask=yes_pub")
+    assert done.returncode == 0 and result["message"] == "Published v1"
+
+
+def test_a_v7_action_without_on_failure_fails_to_default_error_in_the_endings_block(tmp_path):
+    write(tmp_path, V7.replace('"${computed.notes}"', "missing.txt"))
+    done, result = run_json(tmp_path)
+    assert result["ending"] == "error_generic"
+    assert result["message"].startswith("Unexpected failure at tag: read_file failed:")
+
+
 def test_the_seed_and_v3_formats_are_untouched(tmp_path):
     done = cli("run", "skills/quickstart", "--ephemeral", "--answer", "ask_mood=plain")
     assert done.returncode == 0 and done.stdout.startswith("Hello, world")

@@ -13,7 +13,8 @@ A v8 file names no library version; it is recognised by its shape: a node of `ty
 | a handler written `option: node` | `option: {next_node: node}` |
 | `default_error` | the `on_failure` of every action and the `on_unknown` of every conditional that has none |
 
-A top-level `endings:` block in a v8 file is an error (v8 writes endings as nodes), as blueprint-lib's schema says.
+A blueprint-lib v7 file has the same shapes with its endings in a top-level `endings:` block (entries with
+`type:`); it is read the same way. A file with both ending nodes and an `endings:` block is an error.
 """
 
 from __future__ import annotations
@@ -74,10 +75,15 @@ def normalize(doc: Document) -> tuple[Document, list[tuple[tuple, str, str, str]
     data = dict(doc.data)
     rewrite = _Rewrite(doc)
     default_error = data.pop("default_error", None)
-    if "endings" in data:
+    written_as_nodes = any(isinstance(raw, dict) and raw.get("type") == "ending"
+                           for raw in (data.get("nodes") or {}).values())
+    if "endings" in data and written_as_nodes:
+        # v7 (`default_error`, `consequences:`) keeps an `endings:` block; v8 moved endings into nodes. One file
+        # doing both is neither.
         rewrite.errors.append((("endings",), "v8-endings-block",
                                "a v8 workflow writes its endings as nodes (`type: ending`), not in an `endings:` block",
-                               "move each ending under `nodes:` with `type: ending` and `outcome:`"))
+                               "move each ending under `nodes:` with `type: ending` and `outcome:` (an `endings:` "
+                               "block alone is blueprint-lib v7's form, also accepted)"))
     nodes: dict = {}
     endings: dict = {}
     for node_id, raw in (data.get("nodes") or {}).items():
