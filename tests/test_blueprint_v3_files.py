@@ -109,3 +109,50 @@ def test_a_text_question_waits_saying_it_takes_free_text(loader, tmp_path):
     assert ran.returncode == 3
     assert "node 'ask_path' asks: Please provide the path to the SKILL.md file:" in ran.stderr
     assert "--answer ask_path=<text>" in ran.stderr
+
+
+# A v1-era gateway: its command's markdown loads the intent-mapping.yaml beside the workflow into state, and the
+# workflow reads `${intent_flags}` and `${intent_rules}` with no `imports:`.
+GATEWAY = """\
+name: gateway
+version: "1.0.0"
+initial_state: {arguments: null, flags: {has_arguments: false}, computed: {}}
+start_node: parse_intent
+nodes:
+  parse_intent:
+    type: action
+    actions:
+      - {type: parse_intent_flags, input: "${arguments}", flag_definitions: "${intent_flags}",
+         store_as: computed.intent_flags}
+      - {type: match_3vl_rules, flags: "${computed.intent_flags}", rules: "${intent_rules}",
+         store_as: computed.intent_matches}
+    on_success: routed
+    on_failure: failed
+endings:
+  routed: {type: success, message: "${computed.intent_matches.winner.action}"}
+  failed: {type: error, message: "${computed.last_error}"}
+"""
+MAPPING = """\
+intent_flags:
+  has_init: {keywords: [init, setup]}
+  has_help: {keywords: [help]}
+intent_rules:
+  - {name: init, conditions: {has_init: T}, action: run_init}
+  - {name: help, conditions: {has_help: T, has_init: F}, action: show_help}
+"""
+
+
+def test_a_v1_gateway_reads_the_intent_mapping_its_launcher_loads(tmp_path):
+    folder = tmp_path / "commands" / "gateway"
+    folder.mkdir(parents=True)
+    (folder / "workflow.yaml").write_text(GATEWAY)
+    (folder / "intent-mapping.yaml").write_text(MAPPING)
+    checked = wfexec_cli("validate", folder)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    said = checked.stdout + checked.stderr
+    assert "workflow.yaml:9:77: warning: `intent_flags` comes from intent-mapping.yaml beside the workflow, which " \
+        "wfexec loads into state as a v1 launcher does" in said
+    assert "never written" not in said and "nothing in the workflow writes" not in said
+    ran = wfexec_cli("run", folder, "--ephemeral", "--set", "arguments=please setup the project")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.stdout.strip() == "run_init"

@@ -394,6 +394,9 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
                 "each input of input_schema is a JSON Schema (type, enum, pattern, items, properties, ...) "
                 "plus `required: true`")
     imports = _load_imports(data.get("imports"), c)
+    launcher_data = _launcher_data(data, c)
+    written_initial = data.get("initial_state") if isinstance(data.get("initial_state"), dict) else {}
+    as_started = {**data, "initial_state": {**launcher_data, **written_initial}} if launcher_data else data
     start = data.get("start_node")
     if isinstance(start, str):
         c.static_targets.append((("start_node",), start))
@@ -408,16 +411,17 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
         workflow = Workflow(
             name=str(data.get("name", "")), version=str(data.get("version", "")),
             description=str(data.get("description", "")), start_node=start, nodes=nodes, endings=endings,
-            entry_preconditions=entry, initial_state=data.get("initial_state") or {}, imports=imports,
+            entry_preconditions=entry, initial_state=as_started.get("initial_state") or {},
+            imports=imports,
             input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
             path=path, source_hash=source_hash(data, imports), raw=data,
             documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
             format="v8" if is_v8 else "", default_error=default_error if isinstance(default_error, str) else None,
-            reply_paths=_reply_paths(nodes, unwritten_reads(data, c.expressions, _bound_names(nodes))),
+            reply_paths=_reply_paths(nodes, unwritten_reads(as_started, c.expressions, _bound_names(nodes))),
             plugin_root=_plugin_root_read(path, c.expressions))
     check_report = doc.reporter()
     checks.check(data, nodes, endings, c.static_targets, check_report, endings_are_nodes=is_v8)
-    check_names(data, c.expressions, check_report, _bound_names(nodes))
+    check_names(as_started, c.expressions, check_report, _bound_names(nodes))
     check_script_names(data, c.compiled_calls, check_report)
     diagnostics += check_report.diagnostics + c.extra_diagnostics
     if has_errors(diagnostics):
@@ -481,6 +485,38 @@ def _delegate(behavior: Any, c: Compiler) -> Any:
     if not (isinstance(behavior, dict) and behavior.get("type") == "delegate"):
         return None
     return {key: c.value(behavior[key], ("behavior", key)) for key in ("skill", "args", "context") if key in behavior}
+
+
+LAUNCHER_DATA = "intent-mapping.yaml"
+
+
+def _launcher_data(data: dict, c: Compiler) -> dict:
+    """What a v1-era launcher loads into state before the workflow starts: its command's markdown reads the
+    `intent-mapping.yaml` beside the workflow, and the workflow reads `${intent_flags}` with no `imports:`.
+    Loaded only then (no `imports:`, and a bare name read that is a key of that file and nothing writes)."""
+    if "imports" in data:
+        return {}
+    place = Path(c.doc.path).parent / LAUNCHER_DATA
+    if _lookups is not None:
+        _lookups.append(place)
+    if not place.is_file():
+        return {}
+    loaded = load_file(place)
+    if loaded.diagnostics or not isinstance(loaded.data, dict):
+        return {}
+    initial = data.get("initial_state") if isinstance(data.get("initial_state"), dict) else {}
+    first_read: dict[str, tuple] = {}
+    for path, expression in c.expressions:
+        for name in expression.reads:
+            first_read.setdefault(name, path)
+    names = [key for key in loaded.data if key in first_read and key not in initial]
+    for name in names:
+        c.report.warning(first_read[name], "launcher-data",
+                         f"`{name}` comes from {LAUNCHER_DATA} beside the workflow, which wfexec loads into state "
+                         "as a v1 launcher does, since the workflow has no `imports:`",
+                         f"say so in the file: `imports: {{intent_mapping: {LAUNCHER_DATA}}}` and "
+                         f"`${{imports.intent_mapping.{name}}}`")
+    return {name: loaded.data[name] for name in names}
 
 
 def _load_imports(imports: Any, c: Compiler) -> dict:
