@@ -74,16 +74,21 @@ class Server:
         from wfexec.durable.store import open_store
         from wfexec.errors import WfexecError
         from wfexec.running.console import Console
+        from wfexec.running.prompts import AnswerRefused
 
         out, err = io.StringIO(), io.StringIO()
         console = Console(out=out, err=err, color=False)
         store = open_store(self.store)
         try:
             driven = drive(store, console)
+        except AnswerRefused:
+            raise  # the tool's error (`serve`), not a result: the run did not move
         except WfexecError as exc:
             return {"status": exc.outcome, "error": exc.message, "hint": exc.hint or None}
         finally:
             store.close()
+        if driven.refused is not None:
+            raise driven.refused
         result = driven_json(driven)
         result["output"] = out.getvalue()
         if err.getvalue():
@@ -169,9 +174,11 @@ def serve(store: Path | None = None) -> int:
     try:
         import anyio
         from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:
         print("error: `wfexec mcp` needs the MCP SDK — pip install 'wfexec[mcp]'", file=sys.stderr)
         return 2
+    from wfexec.running.prompts import AnswerRefused
     from wfexec.version import __version__
 
     work = Server(store)
@@ -182,7 +189,10 @@ def serve(store: Path | None = None) -> int:
     async def off_the_loop(fn, *args):
         # A run blocks (scripts, LLM calls, a states node's own event loop): it goes to a worker thread, and one
         # call runs at a time, since a run marks the processes it starts as its own (wfexec.system.subprocesses).
-        return await anyio.to_thread.run_sync(lambda: fn(*args), limiter=one_at_a_time)
+        try:
+            return await anyio.to_thread.run_sync(lambda: fn(*args), limiter=one_at_a_time)
+        except AnswerRefused as refused:  # a tool error the model reads, with the options to answer again
+            raise ToolError(refused.message + (f" — {refused.hint}" if refused.hint else "")) from None
 
     @server.tool(structured_output=True, description="Check a workflow.yaml (or a skill folder holding one): its diagnostics, and how "
                              "many of its steps run as code, ask a person, or go to an LLM.")

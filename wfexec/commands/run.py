@@ -336,6 +336,10 @@ def driven_json(driven) -> dict:
 
 
 def _report_driven(request, driven, io) -> int:
+    if driven.refused is not None:
+        if request.json_output:
+            _print_json({**question_json(driven.question, driven.run_id), "error": driven.refused.message})
+        return report_error(driven.refused, request.debug)
     if driven.status == "waiting":
         return _report_waiting(request, driven.question, driven.run_id)
     if driven.result is not None:

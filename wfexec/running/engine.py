@@ -23,7 +23,7 @@ from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionErr
                                          to_text)
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.running.io import Io
-from wfexec.running.prompts import Answer, AnswerError, Answers, NeedsAnswer, match_answer
+from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, check_answer_keys, match_answer
 from wfexec.types.registry import ActionFailed
 from wfexec.language.paths import PathError, absolute_path, format_path, get_path, set_path
 from wfexec.running.state import new_state
@@ -282,9 +282,10 @@ class Run:
             given, source = self.io.ask(question), "terminal"
         try:
             answer = given if isinstance(given, Answer) else match_answer(question, given)
-        except AnswerError as exc:
-            self.fail(self.current, str(exc), "answer with one of the option ids, e.g. "
-                      f"--answer {question.key}={question.choices[0].id if question.choices else 'TEXT'}")
+        except AnswerRefused as refused:
+            # Not used, and nothing changed: the run waits on the question as if it had no answer, and the door
+            # that gave it says why.
+            raise NeedsAnswer(question, refused=refused) from None
         if source != "terminal":
             shown = answer.choice.id if answer.choice else repr(answer.text)
             self.io.trace(f"Answer: {question.key} = {shown} ({source})")
@@ -485,13 +486,19 @@ def run_workflow(workflow: Workflow, *, io: Io, options: Options | None = None,
     """Check the entry gate, initialise state, run to an ending."""
     started = time.perf_counter()
     run = Run(workflow, io=io, options=options, inputs=inputs)
+    check_answer_keys(workflow, run.options.answers)
     for path, value in (overrides or {}).items():
         try:
             set_path(run.state, parse_cached(path), value)
         except PathError as exc:
             raise RunError(f"--set {path}: {exc}", "use a dotted path such as computed.x or flags.ready") from None
     run.check_entry()
-    result = run.execute()
+    try:
+        result = run.execute()
+    except NeedsAnswer as waiting:
+        if waiting.refused is not None:  # no store keeps the run waiting: the refusal is all there is to say
+            raise waiting.refused from None
+        raise
     run.io.trace(f"Ending: {result.ending} ({result.type}) after {result.steps} steps in "
                  f"{(time.perf_counter() - started) * 1000:.1f} ms")
     return result
