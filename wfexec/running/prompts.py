@@ -179,10 +179,11 @@ def question_from_pending(pending: dict) -> Question:
                     asker=pending["key"] if pending.get("key") not in (None, pending["node"]) else "")
 
 
-def check_answer_keys(workflow, answers: Answers) -> None:
+def check_answer_keys(workflow, answers: Answers, also: Sequence[str] = ()) -> None:
     """Refuse, before a run starts or resumes, an answer whose key names no question of the workflow (nor of a
-    sub-workflow it runs, whose questions share the run's answers)."""
-    keys = answer_keys(workflow)
+    sub-workflow it runs, whose questions share the run's answers), nor one of `also` (the question a run waits
+    on, which may be the driver's own: rerun or skip)."""
+    keys = list(dict.fromkeys(answer_keys(workflow) + list(also)))
     names = [key for key in keys if isinstance(key, str)]
     for given in answers.keys():
         if any(given == key if isinstance(key, str) else key.fullmatch(given) for key in keys):
