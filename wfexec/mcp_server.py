@@ -202,13 +202,15 @@ def serve(store: Path | None = None) -> int:
     @server.tool(structured_output=True, description="Start a run of a workflow. Returns its ending, or the question it waits on "
                              "(status `waiting`, with `answer_key`, `question` and `options`): answer it with "
                              "`answer`. `inputs` are the workflow's inputs; `answers` may answer questions up front "
-                             "({node id: option id or text}).")
+                             "({node id: option id or text}, each used once; a key ending in `*` answers every "
+                             "time). An answer that is no option, or a key that names no question, is an error.")
     async def run(path: str, inputs: dict[str, Any] | None = None, answers: dict[str, str] | None = None) -> dict[str, Any]:
         return await off_the_loop(work.run, path, inputs, answers)
 
     @server.tool(structured_output=True, description="Answer the question a run waits on and go on: `answers` maps the question's "
                              "`answer_key` to an option id (or free text when `allow_other`). Returns the next "
-                             "question or the ending, as `run` does.")
+                             "question or the ending, as `run` does. An answer that is no option is an error "
+                             "naming the options; the run keeps waiting for a right one.")
     async def answer(run_id: str, answers: dict[str, str]) -> dict[str, Any]:
         return await off_the_loop(work.resume, run_id, answers)
 
