@@ -90,8 +90,8 @@ def _no_names(spec: Spec) -> tuple[str, ...]:
     return ()
 
 
-def _no_answer_keys(node: Node) -> tuple[str, ...]:
-    return ()
+def _own_id_if_it_asks(node: Node) -> tuple[str, ...]:
+    return (node.id,) if node.kind.asks_person else ()
 
 
 def _no_effects(spec: Spec) -> tuple[str, ...]:
@@ -150,8 +150,9 @@ class NodeType:
     # -- `validate`'s summary of what runs for free
     asks_person: bool = False                   # it puts a question to a person
     # -- the keys an answer given up front (`--answer KEY=…`) may name to reach its questions: names, or compiled
-    #    patterns for names made as it runs; an answer naming no key of any node is refused before the run starts
-    answer_keys: Callable[[Node], Iterable[str | re.Pattern]] = _no_answer_keys
+    #    patterns for names made as it runs; an answer naming no key of any node is refused before the run starts.
+    #    By default the node's id when it asks a person (`asks_person`), as `Question.key` is.
+    answer_keys: Callable[[Node], Iterable[str | re.Pattern]] = _own_id_if_it_asks
     judgement: Callable[[Spec | None, dict[str, Any]], str | None] | None = None  # (spec or None, raw) → what of it goes to the LLM
 
 

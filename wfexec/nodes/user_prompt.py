@@ -387,13 +387,9 @@ def questions(node, raw: dict) -> dict:
     }
 
 
-def answer_keys(node) -> tuple[str]:
-    return (node.id,)
-
-
 NODE_TYPE = NodeType(
     name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, check=check,
-    asks_person=True, answer_keys=answer_keys, bound_names=_item_names,
+    asks_person=True, bound_names=_item_names,
     doc=__doc__, order=30,
     field_notes={
         "prompt": "`question`, `header` (12 characters at most), and `options` "
