@@ -34,7 +34,7 @@ def test_the_readme_example_runs_as_written(tmp_path):
         "True ask_mood ['cheerful', 'plain']",
         "Hello, Ada!",
         "Hello, world",
-        "ask_mood 'grumpy' is not an option of 'ask_mood'; the options are: cheerful, plain",
+        "ask_mood 'grumpy' is not an option of 'ask_mood' (options: cheerful, plain)",
     ]
     assert (tmp_path / "runs.db").exists()
 

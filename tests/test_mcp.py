@@ -84,6 +84,47 @@ def test_validate_runs_show_and_cancel_answer_with_data(tmp_path):
     assert "no run 'nope'" in unknown["error"]
 
 
+TAG = str(ROOT / "tests" / "workflows" / "answers" / "tag_release.yaml")
+
+
+def test_a_wrong_answer_is_a_tool_error_and_the_run_keeps_waiting_unchanged(tmp_path):
+    async def body(session):
+        parked = (await session.call_tool("run", {"path": TAG})).structured_content
+        before = (await session.call_tool("show", {"run_id": parked["run_id"]})).structured_content
+        refused = await session.call_tool("answer", {"run_id": parked["run_id"], "answers": {"ask_tag": "yes-tag"}})
+        after = (await session.call_tool("show", {"run_id": parked["run_id"]})).structured_content
+        done = (await session.call_tool("answer", {"run_id": parked["run_id"],
+                                                   "answers": {"ask_tag": "yes_tag"}})).structured_content
+        return parked, before, refused, after, done
+
+    parked, before, refused, after, done = with_server(tmp_path, body)
+    assert parked["status"] == "waiting"
+    assert refused.is_error, refused
+    text = refused.content[0].text
+    assert "'yes-tag' is not an option of 'ask_tag' (options: yes_tag, no_tag, later)" in text
+    assert "did you mean 'yes_tag'?" in text
+    assert after == before and after["status"] == "waiting"
+    # the same question can still be answered
+    assert (done["status"], done["answer_key"]) == ("waiting", "pick_branch")
+
+
+def test_an_answer_key_that_names_no_question_is_a_tool_error_before_the_run_starts(tmp_path):
+    async def body(session):
+        refused = await session.call_tool("run", {"path": TAG, "answers": {"ask_tga": "yes_tag"}})
+        listed = (await session.call_tool("runs", {})).structured_content
+        parked = (await session.call_tool("run", {"path": TAG})).structured_content
+        before = (await session.call_tool("show", {"run_id": parked["run_id"]})).structured_content
+        again = await session.call_tool("answer", {"run_id": parked["run_id"], "answers": {"ask_tga": "yes_tag"}})
+        after = (await session.call_tool("show", {"run_id": parked["run_id"]})).structured_content
+        return refused, listed, again, before, after
+
+    refused, listed, again, before, after = with_server(tmp_path, body)
+    assert refused.is_error and "did you mean 'ask_tag'?" in refused.content[0].text, refused
+    assert listed["total"] == 0
+    assert again.is_error and "did you mean 'ask_tag'?" in again.content[0].text, again
+    assert after == before
+
+
 def test_without_the_sdk_the_command_says_what_to_install(tmp_path):
     """What a user without the extra sees (the SDK hidden from the child process)."""
     blocker = tmp_path / "sitecustomize.py"

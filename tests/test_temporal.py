@@ -517,3 +517,58 @@ def test_a_states_folder_runs_on_the_cluster_as_a_one_node_workflow(server, work
     done = wfexec(server, "resume", run_id_from(parked.stderr), "--answer", "main=ok", cwd=tmp_path, check_code=0)
     assert done.stdout == "answered ok\n"
     assert list((tmp_path / ".wfexec" / "states").glob("agents-*.yaml"))  # what the workers read
+
+
+TAG = ROOT / "tests" / "workflows" / "answers" / "tag_release.yaml"
+
+
+def shown_on_cluster(server, run_id: str, cwd: Path) -> dict:
+    return json.loads(wfexec(server, "show", run_id, "--format", "json", cwd=cwd, check_code=0).stdout)
+
+
+def test_a_wrong_answer_is_refused_on_the_cluster_and_the_run_keeps_waiting_unchanged(server, workers, tmp_path):
+    run_id = run_id_from(wfexec(server, "run", TAG, cwd=tmp_path, check_code=3).stderr)
+    before = shown_on_cluster(server, run_id, tmp_path)
+    refused = wfexec(server, "resume", run_id, "--answer", "ask_tag=yes-tag", cwd=tmp_path, check_code=2)
+    assert refused.stderr.count("\n") == 1, refused.stderr
+    assert "'yes-tag' is not an option of 'ask_tag' (options: yes_tag, no_tag, later); did you mean 'yes_tag'?" \
+        in refused.stderr
+    after = shown_on_cluster(server, run_id, tmp_path)
+    assert after == before and after["status"] == "waiting"
+    # a wrong answer given with the run, to a question whose options come from state, parks the run there
+    given = wfexec(server, "run", TAG, "--answer", "ask_tag=yes_tag", "--answer", "pick_branch=dev", cwd=tmp_path,
+                   check_code=2)
+    assert "'dev' is not an option of 'pick_branch' (options: main, release)" in given.stderr, given.stderr
+    other = run_id_from(given.stderr)
+    assert shown_on_cluster(server, other, tmp_path)["current_node"] == "pick_branch"
+    wfexec(server, "resume", other, cwd=tmp_path, check_code=3)  # the refusal was said once; now it just waits
+    done = wfexec(server, "resume", other, "--answer", "pick_branch=main", cwd=tmp_path, check_code=0)
+    assert done.stdout == "tagged main after 0 deferrals\n"
+    first = wfexec(server, "resume", run_id, "--answer", "ask_tag=yes_tag", "--answer", "pick_branch=release",
+                   cwd=tmp_path, check_code=0)
+    assert first.stdout == "tagged release after 0 deferrals\n"
+
+
+def test_an_answer_key_that_names_no_question_is_refused_before_a_run_starts_on_the_cluster(
+        server, workers, tmp_path):
+    def run_ids() -> set:
+        listed = wfexec(server, "runs", "--format", "json", cwd=tmp_path, check_code=0)
+        return {row["id"] for row in json.loads(listed.stdout)["runs"]}
+
+    known = run_ids()
+    refused = wfexec(server, "run", TAG, "--answer", "ask_tga=yes_tag", cwd=tmp_path, check_code=2)
+    assert "'ask_tga' names no question of tag-release" in refused.stderr and "did you mean 'ask_tag'?" in \
+        refused.stderr, refused.stderr
+    assert run_ids() == known
+    run_id = run_id_from(wfexec(server, "run", TAG, cwd=tmp_path, check_code=3).stderr)
+    before = shown_on_cluster(server, run_id, tmp_path)
+    again = wfexec(server, "resume", run_id, "--answer", "ask_tga=yes_tag", cwd=tmp_path, check_code=2)
+    assert "did you mean 'ask_tag'?" in again.stderr, again.stderr
+    assert shown_on_cluster(server, run_id, tmp_path) == before
+
+
+def test_a_self_looping_question_answered_once_parks_the_second_time_on_the_cluster(server, workers, tmp_path):
+    looped = wfexec(server, "run", TAG, "--answer", "ask_tag=later", "--max-steps", "50", cwd=tmp_path,
+                    check_code=3)
+    assert "waiting: node 'ask_tag' asks" in looped.stderr
+    assert shown_on_cluster(server, run_id_from(looped.stderr), tmp_path)["steps"] == 1

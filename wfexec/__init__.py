@@ -5,7 +5,7 @@ from __future__ import annotations
 from wfexec.version import __version__
 
 __all__ = ["__version__", "load", "validate", "run", "resume", "WorkflowError", "Diagnostic", "WfexecError",
-           "NeedsAnswer", "RunError"]
+           "NeedsAnswer", "AnswerRefused", "RunError"]
 
 
 def __getattr__(name):
@@ -22,10 +22,10 @@ def __getattr__(name):
         from wfexec.errors import WfexecError
 
         return WfexecError
-    if name == "NeedsAnswer":
-        from wfexec.running.prompts import NeedsAnswer
+    if name in ("NeedsAnswer", "AnswerRefused"):
+        from wfexec.running import prompts
 
-        return NeedsAnswer
+        return getattr(prompts, name)
     if name == "RunError":
         from wfexec.running.engine import RunError
 

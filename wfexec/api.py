@@ -103,8 +103,13 @@ def run(workflow: Workflow | str | os.PathLike, *, inputs: dict | None = None, a
     `result.run_id` names it, and a run that waits or stops can be continued with `resume`.
 
     Raises `NeedsAnswer` when a question has no answer (its `run_id` says which run to resume, with a
-    store), `EntryGateFailed`, `RunError` or `RunStopped` when the run cannot reach an ending; every
-    error is a `wfexec.errors.WfexecError` with `message`, `hint` and `position`.
+    store), `AnswerRefused` when a given answer fits no option of its question (with a store, the run waits
+    on it: `run_id`) or names no question of the workflow (nothing ran), `EntryGateFailed`, `RunError` or
+    `RunStopped` when the run cannot reach an ending; every error is a `wfexec.errors.WfexecError` with
+    `message`, `hint` and `position`.
+
+    Each answer in `answers` is used once; a list answers the same question again, in turn, and a key ending
+    in `*` (`{"retry*": "no"}`) answers it every time.
     """
     from wfexec.running.engine import run_workflow
     from wfexec.language.inputs import check_inputs
@@ -128,7 +133,8 @@ def resume(run_id: str, *, answers: dict | None = None, store: str | os.PathLike
            skip: bool = False, accept_changes: bool = False):
     """Continue a durable run that waits for an answer, was stopped, or was killed, from `store` (default
     $WFEXEC_STORE, else .wfexec/runs.db). Returns the `Result` and raises like `run`; `rerun`/`skip`
-    decide about a step that was in flight when the process died."""
+    decide about a step that was in flight when the process died. An answer refused (`AnswerRefused`) leaves
+    the waiting run as it was."""
     from wfexec.durable.journal import ResumeChoices, resume_run
 
     options = _options(answers, interactive, max_steps, backend, cwd, ask)
@@ -163,6 +169,8 @@ def _durably(store, drive):
     if driven.result is not None:
         driven.result.run_id = driven.run_id
         return driven.result
+    if driven.refused is not None:
+        raise driven.refused
     if driven.status == "waiting":
         raise NeedsAnswer(driven.question, driven.run_id)
     driven.error.run_id = driven.run_id

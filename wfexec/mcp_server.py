@@ -83,16 +83,21 @@ class Server:
         from wfexec.durable.store import open_store
         from wfexec.errors import WfexecError
         from wfexec.running.console import Console
+        from wfexec.running.prompts import AnswerRefused
 
         out, err = io.StringIO(), io.StringIO()
         console = Console(out=out, err=err, color=False)
         store = open_store(self.store)
         try:
             driven = drive(store, console)
+        except AnswerRefused:
+            raise  # the tool's error (`serve`), not a result: the run did not move
         except WfexecError as exc:
             return {"status": exc.outcome, "error": exc.message, "hint": exc.hint or None}
         finally:
             store.close()
+        if driven.refused is not None:
+            raise driven.refused
         result = driven_json(driven)
         result["output"] = out.getvalue()
         if err.getvalue():
@@ -178,9 +183,11 @@ def serve(store: Path | None = None) -> int:
     try:
         import anyio
         from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:
         print("error: `wfexec mcp` needs the MCP SDK — pip install 'wfexec[mcp]'", file=sys.stderr)
         return 2
+    from wfexec.running.prompts import AnswerRefused
     from wfexec.version import __version__
 
     work = Server(store)
@@ -191,7 +198,10 @@ def serve(store: Path | None = None) -> int:
     async def off_the_loop(fn, *args):
         # A run blocks (scripts, LLM calls, a states node's own event loop): it goes to a worker thread, and one
         # call runs at a time, since a run marks the processes it starts as its own (wfexec.system.subprocesses).
-        return await anyio.to_thread.run_sync(lambda: fn(*args), limiter=one_at_a_time)
+        try:
+            return await anyio.to_thread.run_sync(lambda: fn(*args), limiter=one_at_a_time)
+        except AnswerRefused as refused:  # a tool error the model reads, with the options to answer again
+            raise ToolError(refused.message + (f" — {refused.hint}" if refused.hint else "")) from None
 
     @server.tool(structured_output=True, description="Check a workflow.yaml (or a skill folder holding one): its diagnostics, and how "
                              "many of its steps run as code, ask a person, or go to an LLM.")
@@ -201,13 +211,15 @@ def serve(store: Path | None = None) -> int:
     @server.tool(structured_output=True, description="Start a run of a workflow. Returns its ending, or the question it waits on "
                              "(status `waiting`, with `answer_key`, `question` and `options`): answer it with "
                              "`answer`. `inputs` are the workflow's inputs; `answers` may answer questions up front "
-                             "({node id: option id or text}).")
+                             "({node id: option id or text}, each used once; a key ending in `*` answers every "
+                             "time). An answer that is no option, or a key that names no question, is an error.")
     async def run(path: str, inputs: dict[str, Any] | None = None, answers: dict[str, str] | None = None) -> dict[str, Any]:
         return await off_the_loop(work.run, path, inputs, answers)
 
     @server.tool(structured_output=True, description="Answer the question a run waits on and go on: `answers` maps the question's "
                              "`answer_key` to an option id (or free text when `allow_other`). Returns the next "
-                             "question or the ending, as `run` does.")
+                             "question or the ending, as `run` does. An answer that is no option is an error "
+                             "naming the options; the run keeps waiting for a right one.")
     async def answer(run_id: str, answers: dict[str, str]) -> dict[str, Any]:
         return await off_the_loop(work.resume, run_id, answers)
 

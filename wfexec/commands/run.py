@@ -369,6 +369,10 @@ def _write_state_out(request, state) -> None:
 
 
 def _report_driven(request, driven, io) -> int:
+    if driven.refused is not None:
+        if request.json_output:
+            _print_json({**question_json(driven.question, driven.run_id), "error": driven.refused.message})
+        return report_error(driven.refused, request.debug)
     if driven.status == "waiting":
         _write_state_out(request, driven.state)
         return _report_waiting(request, driven.question, driven.run_id)

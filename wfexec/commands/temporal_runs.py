@@ -44,21 +44,27 @@ def _show_events(io) -> Callable[[list], None]:
     return lambda events: replay_events(events, io)
 
 
-async def _follow_and_report(request, client, handle, io, printed: int = 0) -> int:
-    """Follow the run until it ends or waits; answer at a terminal, else park with exit 3."""
+async def _follow_and_report(request, client, handle, io, printed: int = 0, pending=None,
+                             known: dict | None = None) -> int:
+    """Follow the run until it ends or waits; answer at a terminal, else park with exit 3. `known`: the question
+    the run already waited on, unanswered, when this command began (a refusal on it was reported before)."""
     from wfexec.commands.run import _report_result, _report_waiting
     from wfexec.running.engine import Result
+    from wfexec.running.prompts import AnswerRefused, Answers
     from wfexec.temporal.client import follow, send_answer
     from wfexec.temporal.steps import question_from_json
 
-    pending = _answers_by_key(request)
+    pending = pending if pending is not None else Answers()
     while True:
         outcome = await follow(handle, printed, _show_events(io), _error, request.task_queue, request.temporal)
         if outcome["status"] != "waiting":
             break
         printed = outcome["printed"]
         question = question_from_json(outcome["question"])
-        value: Any = pending.pop(question.key, None)
+        if outcome["question"].get("refused") and outcome["question"] != known:
+            raise AnswerRefused(outcome["question"]["refused"], key=question.key, question=question) \
+                .waiting_in(handle.id)
+        value: Any = pending.take(question.key)
         if value is None and request.interactive:
             answer = io.ask(question)
             value = answer.choice.id if getattr(answer, "choice", None) else getattr(answer, "text", answer)
@@ -82,17 +88,6 @@ async def _follow_and_report(request, client, handle, io, printed: int = 0) -> i
     return exit_code_for(outcome["status"] if outcome["status"] != "cancelled" else "failed")
 
 
-def _answers_by_key(request) -> dict[str, Any]:
-    """Answers given to `resume` (and --rerun/--skip, the answer to a lost step's question), by question key."""
-    from wfexec.running.prompts import Answers
-
-    given = {key: values[-1] for key, values in Answers.parse(request.answers, request.answer_files).to_dict().items()}
-    decision = "rerun" if request.rerun else "skip" if request.skip else None
-    if decision is not None:
-        given["\0decision"] = decision
-    return given
-
-
 def run_on_cluster(request, workflow, inputs: dict, overrides: dict, answers, io) -> int:
     async def body() -> int:
         from wfexec.temporal.client import connect, run_request, start
@@ -104,8 +99,7 @@ def run_on_cluster(request, workflow, inputs: dict, overrides: dict, answers, io
                              request.task_queue)
         if request.trace:
             _error(f"Run {handle.id} (Temporal {request.temporal}, task queue {request.task_queue})")
-        request.answers, request.answer_files = [], []  # given with the run: the workflow takes them itself
-        return await _follow_and_report(request, client, handle, io)
+        return await _follow_and_report(request, client, handle, io)  # the workflow takes the answers itself
 
     return _guarded(request.temporal, body, request.debug)
 
@@ -113,7 +107,8 @@ def run_on_cluster(request, workflow, inputs: dict, overrides: dict, answers, io
 def resume_on_cluster(request, io) -> int:
     async def body() -> int:
         from wfexec.commands.run import _report_waiting
-        from wfexec.temporal.client import connect, find, progress, send_answer
+        from wfexec.running.prompts import Answers
+        from wfexec.temporal.client import check_answers, connect, find, progress, send_answer
         from wfexec.temporal.steps import RERUN_OR_SKIP, question_from_json
 
         client = await connect(request.temporal)
@@ -129,17 +124,22 @@ def resume_on_cluster(request, io) -> int:
                                 "there is nothing to resume",
                                 "`wfexec show RUN --temporal ...` prints how it ended; start a new run with `wfexec run`")
         seen = await progress(handle)
-        pending = _answers_by_key(request)
+        pending = Answers.parse(request.answers, request.answer_files)
+        await check_answers(handle, pending)
+        known = None
         if seen is not None and seen["status"] == "waiting":
             question = question_from_json(seen["question"])
-            value = pending.get(question.key)
-            if value is None and question.header == RERUN_OR_SKIP:
-                value = pending.get("\0decision")
+            value = pending.take(question.key)
+            if value is None and question.header == RERUN_OR_SKIP:  # --rerun/--skip: a lost step's question
+                value = "rerun" if request.rerun else "skip" if request.skip else None
             if value is None and not request.interactive:
                 return _report_waiting(request, question, handle.id)
             if value is not None:
                 await send_answer(handle, question.key, value)
-        return await _follow_and_report(request, client, handle, io, printed=seen["events"] if seen else 0)
+            else:
+                known = seen["question"]
+        return await _follow_and_report(request, client, handle, io, printed=seen["events"] if seen else 0,
+                                        pending=pending, known=known)
 
     return _guarded(request.temporal, body, request.debug)
 

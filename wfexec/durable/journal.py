@@ -28,7 +28,8 @@ from typing import Any
 
 from wfexec.running.engine import EntryGateFailed, InternalError, Journal, Options, Run, RunError, RunStopped
 from wfexec.language.model import Node, Workflow
-from wfexec.running.prompts import NeedsAnswer
+from wfexec.running.prompts import (AnswerRefused, NeedsAnswer, check_answer_keys, match_answer,
+                                    question_from_pending)
 from wfexec.language.paths import parse_path, set_path
 from wfexec.durable.changes import record as record_changes
 from wfexec.durable.store import FINISHED, Replayed, Store, StoreError, StoreWriteError, ending_status
@@ -213,6 +214,7 @@ class Driven:
     question: Any = None                # the Question a waiting run asks
     notes: list = field(default_factory=list)
     state: Any = None                   # the run's state where this process left it (for --state-out)
+    refused: Any = None                 # AnswerRefused: the given answer a waiting run did not use, and why
 
 
 def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: str | None,
@@ -236,7 +238,9 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: 
             "node": question.node, "key": question.key, "question": question.text, "header": question.header,
             "options": [{"id": c.id, "label": c.label, "description": c.description} for c in question.choices],
             "allow_other": question.allow_other})
-        return _left(run, Driven(run_id, "waiting", question=question))
+        if waiting.refused is not None:
+            waiting.refused.waiting_in(run_id)
+        return _left(run, Driven(run_id, "waiting", question=question, refused=waiting.refused))
     except EntryGateFailed as exc:
         store.set_status(run_id, "failed", last_error=exc.message)
         return _left(run, Driven(run_id, "failed", error=exc))
@@ -288,6 +292,7 @@ def _guarding(options: Options, store: Store) -> Options:
 def start_run(store: Store, workflow: Workflow, *, inputs: dict, overrides: dict, io, options: Options) -> Driven:
     options = _guarding(options, store)
     run = Run(workflow, io=io, options=options, inputs=inputs)
+    check_answer_keys(workflow, run.options.answers)
     for path, value in overrides.items():
         try:
             set_path(run.state, parse_path(path), value)
@@ -346,6 +351,7 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
     subprocesses.run_tag = run_id
     try:
         workflow = workflow_loader(record.workflow_path)
+        _check_answers(record, workflow, options.answers)
         replayed = store.replay(run_id)
         steps_done, state = replayed.step, replayed.state
         state["history"] = [{k: row[k] for k in ("node", "type", "outcome", "target", "at")}
@@ -390,6 +396,20 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
     driven = _drive(store, run_id, run, journal, start, check_entry=False)
     driven.notes = notes + driven.notes
     return driven
+
+
+def _check_answers(record, workflow: Workflow, answers) -> None:
+    """Refuse the answers before anything of the run moves: a key that names no question, or an answer to the
+    question the run waits on that fits none of its options as they were when it was asked."""
+    try:
+        check_answer_keys(workflow, answers)
+        pending = record.pending_question
+        if record.status == "waiting" and pending and pending.get("key") in answers:
+            match_answer(question_from_pending(pending), answers.peek(pending["key"]))
+    except AnswerRefused as refused:
+        if refused.question is not None:
+            refused.waiting_in(record.id)
+        raise
 
 
 def _settle_in_flight(store: Store, run: Run, journal: DurableJournal, workflow: Workflow, record, choices,

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 if TYPE_CHECKING:  # annotations only: these layers sit above or beside the node types
+    import re
+
     from wfexec.system.plugins import Point
     from wfexec.language.compiler import Compiler
     from wfexec.language.diagnostics import Reporter
@@ -88,6 +90,10 @@ def _no_names(spec: Spec) -> tuple[str, ...]:
     return ()
 
 
+def _own_id_if_it_asks(node: Node) -> tuple[str, ...]:
+    return (node.id,) if node.kind.asks_person else ()
+
+
 def _no_effects(spec: Spec) -> tuple[str, ...]:
     return ()
 
@@ -151,6 +157,10 @@ class NodeType:
     bound_names: Callable[[Spec], Iterable[str]] = _no_names  # spec → names it binds, e.g. each item of a list
     # -- `validate`'s summary of what runs for free
     asks_person: bool = False                   # it puts a question to a person
+    # -- the keys an answer given up front (`--answer KEY=…`) may name to reach its questions: names, or compiled
+    #    patterns for names made as it runs; an answer naming no key of any node is refused before the run starts.
+    #    By default the node's id when it asks a person (`asks_person`), as `Question.key` is.
+    answer_keys: Callable[[Node], Iterable[str | re.Pattern]] = _own_id_if_it_asks
     judgement: Callable[[Spec | None, dict[str, Any]], str | None] | None = None  # (spec or None, raw) → what of it goes to the LLM
     # -- a judgement step that names no place for its reply: the model is asked for the values the nodes after it
     #    read and nothing writes (`Workflow.reply_paths`), and its reply is stored there

@@ -255,6 +255,16 @@ def _question(node, agent):
                     allow_other=True, dynamic=False, asker=agent.id)
 
 
+def answer_keys(node) -> tuple:
+    """An `<ask>` is answered by its agent's id: `main`, or a forked agent's, made from its parent's as it forks
+    (`main_worker1`, wfexec.protocol.agents.worker_id)."""
+    import re
+
+    from wfexec.protocol.agents import MAIN
+
+    return (MAIN, re.compile(re.escape(MAIN) + r"(_\w+)+"))
+
+
 def _answer(node, run, outcome):
     """The agents once the first asking one has its answer (`run.ask`: given with --answer AGENT=TEXT, asked at
     the terminal, or the run parks there with the agents saved, exit 3)."""
@@ -430,8 +440,7 @@ def effects(spec):
 NODE_TYPE = NodeType(
     name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, doc=__doc__, order=60,
     agents=AgentSteps,
-    judgement=judgement,
-    lint=lint,
+    judgement=judgement, lint=lint, answer_keys=answer_keys,
     field_notes={
         "folder": "a directory, `.zip` or Raymond `.yaml` of `.md`/`.sh` states",
         "states": "inline states: file name → content, or state name → Raymond state object",

@@ -24,7 +24,7 @@ from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionErr
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.documents import PLUGIN_ROOT_ENV
 from wfexec.running.io import Io
-from wfexec.running.prompts import Answer, AnswerError, Answers, NeedsAnswer, match_answer
+from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, check_answer_keys, match_answer
 from wfexec.types.registry import ActionFailed
 from wfexec.language.paths import PathError, absolute_path, format_path, get_path, set_path
 from wfexec.running.state import new_state
@@ -299,9 +299,10 @@ class Run:
             given, source = self.io.ask(question), "terminal"
         try:
             answer = given if isinstance(given, Answer) else match_answer(question, given)
-        except AnswerError as exc:
-            self.fail(self.current, str(exc), "answer with one of the option ids, e.g. "
-                      f"--answer {question.key}={question.choices[0].id if question.choices else 'TEXT'}")
+        except AnswerRefused as refused:
+            # Not used, and nothing changed: the run waits on the question as if it had no answer, and the door
+            # that gave it says why.
+            raise NeedsAnswer(question, refused=refused) from None
         if source != "terminal":
             shown = answer.choice.id if answer.choice else repr(answer.text)
             self.io.trace(f"Answer: {question.key} = {shown} ({source})")
@@ -514,6 +515,7 @@ def run_workflow(workflow: Workflow, *, io: Io, options: Options | None = None,
                  inputs: dict | None = None, overrides: dict | None = None) -> Result:
     """Check the entry gate, initialise state, run to an ending."""
     run = Run(workflow, io=io, options=options, inputs=inputs)
+    check_answer_keys(workflow, run.options.answers)
     for path, value in (overrides or {}).items():
         try:
             set_path(run.state, parse_cached(path), value)
@@ -522,6 +524,11 @@ def run_workflow(workflow: Workflow, *, io: Io, options: Options | None = None,
     try:
         run.check_entry()
         return run.execute()
-    except (RunError, NeedsAnswer) as stopped:
-        stopped.state = run.state  # type: ignore[attr-defined]  # where it stopped, for --state-out
+    except NeedsAnswer as waiting:
+        if waiting.refused is not None:  # no store keeps the run waiting: the refusal is all there is to say
+            raise waiting.refused from None
+        waiting.state = run.state  # type: ignore[attr-defined]  # where it stopped, for --state-out
+        raise
+    except RunError as stopped:
+        stopped.state = run.state  # type: ignore[attr-defined]
         raise

@@ -6,8 +6,11 @@ Answers come, in order, from: answers given up front (`--answer node=id`,
 and the CLI exits with the waiting code, naming the node and its options.
 
 A given answer may be an option id, an option's label, or, when the node
-has an `other` handler, any free text. A list answers the same node again
-each time the run comes back to it (loops).
+has an `other` handler, any free text; anything else is refused before it is
+used (`match_answer`), as is a key that names no question (`check_answer_keys`).
+Each given answer is used once: a list answers the same node again, in turn,
+each time the run comes back to it (loops); a key ending in `*` repeats its
+last answer for good.
 """
 
 from __future__ import annotations
@@ -34,52 +37,93 @@ class NeedsAnswer(Exception):
 
     outcome = "waiting"
 
-    def __init__(self, question: Question, run_id: str | None = None):
+    def __init__(self, question: Question, run_id: str | None = None, refused: "AnswerRefused | None" = None):
         super().__init__(question.node)
         self.question = question
         self.run_id = run_id  # the durable run that waits, when there is one
+        self.refused = refused  # the given answer that fit none of its options, when that is why the run waits
 
 
 class AnswerError(WfexecError, ValueError):
-    """A given answer that fits no option of its question."""
+    """Answers that cannot be read (`--answer` without `=`, an answers file that is no mapping)."""
+
+
+class AnswerRefused(AnswerError):
+    """A given answer refused before it is used: it fits no option of its question, or its key names no question
+    of the workflow. Nothing of the run changed because of it; `run_id` names the run that waits, when there is
+    one."""
+
+    def __init__(self, message: str, hint: str = "", *, key: str, question: Question | None = None,
+                 run_id: str | None = None):
+        super().__init__(message, hint)
+        self.key = key
+        self.question = question
+        self.run_id = run_id
+
+    def waiting_in(self, run_id: str) -> "AnswerRefused":
+        """This refusal, for the run that still waits on its question; returns self."""
+        self.run_id = run_id
+        if self.question is not None and not self.hint:
+            value = "<option id>" if self.question.choices else "<text>"
+            self.hint = f"run {run_id} still waits: wfexec resume {run_id} --answer {self.key}={value}"
+        return self
+
+
+REPEAT = "*"  # `--answer 'NODE*=ID'`, `NODE*: ID`: the last answer for NODE is used every time it asks
 
 
 class Answers:
-    """Answers given before the run, consumed as questions come."""
+    """Answers given before the run, consumed as questions come: each is used once, in the order given, unless
+    its key ends in `*` (REPEAT): then the last one answers every later time too."""
 
     def __init__(self, given: dict[str, Any] | None = None):
         self._given: dict[str, list] = {}
-        for node, value in (given or {}).items():
-            self._given[str(node)] = list(value) if isinstance(value, list) else [value]
+        self._repeat: set[str] = set()
+        for key, value in (given or {}).items():
+            node = str(key)
+            if node.endswith(REPEAT) and len(node) > len(REPEAT):
+                node = node[: -len(REPEAT)]
+                self._repeat.add(node)
+            self._given.setdefault(node, []).extend(value if isinstance(value, list) else [value])
 
     def take(self, node: str):
         queue = self._given.get(node)
         if not queue:
             return None
-        return queue.pop(0) if len(queue) > 1 else queue[0]
+        return queue[0] if len(queue) == 1 and node in self._repeat else queue.pop(0)
+
+    def peek(self, node: str):
+        """The answer `take` would give, left in place."""
+        queue = self._given.get(node)
+        return queue[0] if queue else None
 
     def with_defaults(self, defaults: dict[str, list]) -> "Answers":
         """These answers, plus `defaults` for the nodes they do not answer (a replayed cassette's)."""
         merged = Answers()
         merged._given = {node: list(values) for node, values in defaults.items()}
         merged._given.update({node: list(values) for node, values in self._given.items()})
+        merged._repeat = set(self._repeat)
         return merged
 
     def give(self, node: str, value: Any) -> None:
         """One more answer for a node, taken before any given earlier (an answer that arrives while the run
         waits: wfexec.temporal)."""
-        self._given[str(node)] = [value]
+        self._given.setdefault(str(node), []).insert(0, value)
 
     def to_dict(self) -> dict[str, list]:
         """The answers not yet taken, as `Answers(...)` accepts them (to send them to another process)."""
-        return {node: list(values) for node, values in self._given.items() if values}
+        return {node + (REPEAT if node in self._repeat else ""): list(values)
+                for node, values in self._given.items() if values}
+
+    def keys(self) -> list[str]:
+        return [node for node, values in self._given.items() if values]
 
     def __contains__(self, node: str) -> bool:
         return bool(self._given.get(node))
 
     @classmethod
     def parse(cls, pairs: list[str], files: Sequence[Path] = ()) -> "Answers":
-        """`node=id` pairs and YAML files mapping node → answer (or a list of answers)."""
+        """`node=id` pairs and YAML files mapping node → answer (or a list of answers, used in turn)."""
         from wfexec.language.loader import load_file
 
         given: dict[str, Any] = {}
@@ -104,7 +148,9 @@ class Answers:
 
 
 def match_answer(question: Question, value: Any) -> Answer:
-    """Turn a given answer into a choice or free text, or explain why it fits nothing."""
+    """Turn a given answer into a choice or free text, or refuse it (AnswerRefused), naming the options and the
+    closest of them. Every door's answers go through here: the run's own questions, a waiting run's pending one
+    before it is resumed (wfexec.durable.journal), a Temporal run's `answer` update."""
     text = value if isinstance(value, str) else ("true" if value is True else "false" if value is False else str(value))
     for choice in question.choices:
         if choice.id == text:
@@ -115,8 +161,50 @@ def match_answer(question: Question, value: Any) -> Answer:
             return Answer(choice)
     if question.allow_other:
         return Answer(None, text)
-    ids = ", ".join(c.id for c in question.choices) or "(none)"
-    raise AnswerError(f"'{text}' is not an option of '{question.node}'; the options are: {ids}")
+    from wfexec.language.diagnostics import did_you_mean
+
+    ids = [c.id for c in question.choices]
+    suggestion = did_you_mean(text, ids)
+    raise AnswerRefused(f"'{text}' is not an option of '{question.key}' (options: {', '.join(ids) or 'none'})"
+                        + (f"; {suggestion}" if suggestion else ""), key=question.key, question=question)
+
+
+def question_from_pending(pending: dict) -> Question:
+    """The question a waiting run asks, as the store keeps it (`pending_question`): its options as they were
+    when it was asked."""
+    return Question(node=pending["node"], text=pending.get("question") or "", header=pending.get("header") or "",
+                    choices=tuple(Choice(str(c["id"]), str(c.get("label") or ""), c.get("description") or "")
+                                  for c in pending.get("options") or ()),
+                    allow_other=bool(pending.get("allow_other")), dynamic=False,
+                    asker=pending["key"] if pending.get("key") not in (None, pending["node"]) else "")
+
+
+def check_answer_keys(workflow, answers: Answers, also: Sequence[str] = ()) -> None:
+    """Refuse, before a run starts or resumes, an answer whose key names no question of the workflow (nor of a
+    sub-workflow it runs, whose questions share the run's answers), nor one of `also` (the question a run waits
+    on, which may be the driver's own: rerun or skip)."""
+    keys = list(dict.fromkeys(answer_keys(workflow) + list(also)))
+    names = [key for key in keys if isinstance(key, str)]
+    for given in answers.keys():
+        if any(given == key if isinstance(key, str) else key.fullmatch(given) for key in keys):
+            continue
+        from wfexec.language.diagnostics import did_you_mean
+
+        suggestion = did_you_mean(given, names)
+        asked = ", ".join(names) if names else "none: it asks nothing"
+        raise AnswerRefused(f"the answer key '{given}' names no question of {workflow.name} (questions: {asked})"
+                            + (f"; {suggestion}" if suggestion else ""), key=given)
+
+
+def answer_keys(workflow, _seen: frozenset = frozenset()) -> list:
+    """The keys the workflow's questions are answered by (`NodeType.answer_keys`): names, or patterns."""
+    found: list = []
+    for node in workflow.nodes.values():
+        found.extend(node.kind.answer_keys(node))
+        for sub in node.kind.subworkflows(node.spec):
+            if sub.path not in _seen:
+                found.extend(answer_keys(sub, _seen | {workflow.path}))
+    return list(dict.fromkeys(found))
 
 
 def ask_terminal(question: Question) -> Answer:

@@ -37,7 +37,9 @@ def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: 
             raise run._as_run_error(node, exc) from exc
         target = resolve_target(run, node, outcome)
     except NeedsAnswer as waiting:
-        return {"question": question_json(waiting.question), "events": io.events}
+        return {"question": question_json(waiting.question), "events": io.events,
+                "answers": run.options.answers.to_dict(),
+                **({"refused": waiting.refused.message} if waiting.refused is not None else {})}
     except RunError as exc:
         return {"error": error_json(exc), "events": io.events}
     except WfexecError as exc:
@@ -45,7 +47,8 @@ def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: 
                 "events": io.events}
     state = run.state
     state.pop("history", None)  # the workflow keeps its own
-    return {"state": state, "target": target, "outcome": outcome.outcome, "events": io.events}
+    return {"state": state, "target": target, "outcome": outcome.outcome, "events": io.events,
+            "answers": run.options.answers.to_dict()}
 
 
 def _backend(spec: str | None):

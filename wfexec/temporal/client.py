@@ -13,6 +13,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from wfexec.durable.store import AMBIGUOUS_SHOWN, MIN_PREFIX, StoreError, new_run_id, refuse_empty_run_id
 from wfexec.errors import WfexecError
+from wfexec.running.prompts import AnswerRefused, Answers, check_answer_keys
 from wfexec.language.model import Workflow
 from wfexec.temporal import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, TemporalUnavailable
 from wfexec.temporal.blobs import data_converter
@@ -26,10 +27,6 @@ HEARTBEAT_VARIABLE = "WFEXEC_TEMPORAL_HEARTBEAT"  # seconds; how soon a dead wor
 
 
 class RunNotFound(WfexecError):
-    outcome = "invalid"
-
-
-class AnswerRefused(WfexecError):
     outcome = "invalid"
 
 
@@ -60,6 +57,7 @@ def run_request(workflow: Workflow, *, inputs: dict, overrides: dict, answers: d
 
 
 async def start(client: Client, workflow: Workflow, request: dict, task_queue: str) -> WorkflowHandle:
+    check_answer_keys(workflow, Answers(request.get("answers")))  # raises AnswerRefused: nothing is started
     return await client.start_workflow(WORKFLOW_NAME, request, id=new_run_id(), task_queue=task_queue,
                                        memo={"workflow": workflow.name, "path": request["path"]})
 
@@ -139,14 +137,27 @@ async def follow(handle: WorkflowHandle, printed: int, show: Callable[[list], No
 
 
 async def send_answer(handle: WorkflowHandle, key: str, value: Any) -> None:
+    """Answer the question the run waits on; the run's `answer` update refuses, with why, what it would not use
+    (AnswerRefused: the run keeps waiting)."""
     from temporalio.client import WorkflowUpdateFailedError
 
     try:
         await handle.execute_update("answer", {"key": key, "value": value})
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
-        raise AnswerRefused(getattr(cause, "message", None) or str(cause or exc),
-                            "`wfexec show RUN --temporal ...` shows what the run waits for") from None
+        raise AnswerRefused(getattr(cause, "message", None) or str(cause or exc), key=key,
+                            run_id=handle.id) from None
+
+
+async def check_answers(handle: WorkflowHandle, answers: Answers) -> None:
+    """Raise AnswerRefused when the run would refuse any of these answers (its workflow code checks them as a
+    SQLite run's resume does), before one is sent; a run no worker answers for yet is not checked here."""
+    try:
+        why = await handle.query("refusal", answers.to_dict(), rpc_timeout=QUERY_TIMEOUT, result_type=str)
+    except Exception:  # no worker yet: each answer is still checked by the update that brings it
+        return
+    if why:
+        raise AnswerRefused(why, key="", run_id=handle.id)
 
 
 # A workflow execution's status on the cluster, in the words `wfexec runs` uses for SQLite runs.

@@ -21,7 +21,7 @@ from wfexec.language.model import Node, Workflow
 from wfexec.language.paths import PathError, parse_path, set_path
 from wfexec.nodes.base import Choice, Question
 from wfexec.running.engine import EntryGateFailed, InternalError, Result, Run, RunError, RunStopped
-from wfexec.running.prompts import AnswerError, NeedsAnswer, match_answer
+from wfexec.running.prompts import AnswerRefused, Answers, NeedsAnswer, check_answer_keys, match_answer
 from wfexec.temporal import WORKFLOW_NAME
 from wfexec.temporal.steps import (AT_FORMAT, DEFAULT_HEARTBEAT_SECONDS, HISTORY_WINDOW, RERUN_OR_SKIP, RecordingIo,
                                    compiled, effect_nodes, error_json, make_run, question_json, resolve_target,
@@ -59,6 +59,7 @@ class WfexecRun:
         self.events: list = []             # what the run printed, for the command following it
         self.arrived: dict[str, Any] = {}  # answers the `answer` update brought, by question key
         self.state: dict = {}
+        self.workflow: Workflow | None = None
 
     @workflow.run
     async def run(self, request: dict) -> dict:
@@ -114,17 +115,35 @@ class WfexecRun:
             raise ValueError("the run is not waiting for an answer")
         if given.get("key") != question["key"]:
             raise ValueError(f"the run waits for an answer to '{question['key']}', not '{given.get('key')}'")
-        choices = question["choices"]
+        refused = self._refusal({given["key"]: given.get("value")})
+        if refused is not None:
+            raise ValueError(refused.message)
+
+    @workflow.query
+    def refusal(self, answers: dict) -> str:
+        """Why answers given to `resume` would be refused, before any is sent ('' when none would be)."""
+        refused = self._refusal(answers)
+        return refused.message if refused is not None else ""
+
+    def _refusal(self, answers: dict) -> AnswerRefused | None:
+        """The checks a SQLite run's resume makes (wfexec.durable.journal): keys that name no question, and the
+        answer to the question the run waits on, against its options as they were asked."""
+        from wfexec.temporal.steps import question_from_json
+
+        given = Answers(answers)
+        question = self.question
         try:
-            match_answer(Question(node=question["node"], text=question["text"], header=question["header"],
-                                  choices=tuple(Choice(c["id"], c["label"]) for c in choices),
-                                  allow_other=question["allow_other"], dynamic=False), given.get("value"))
-        except AnswerError as exc:
-            raise ValueError(str(exc)) from None
+            if self.workflow is not None:
+                check_answer_keys(self.workflow, given, [question["key"]] if question is not None else [])
+            if question is not None and question["key"] in given:
+                match_answer(question_from_json(question), given.peek(question["key"]))
+        except AnswerRefused as refused:
+            return refused
+        return None
 
     # -- the loop -----------------------------------------------------------
     async def _execute(self, request: dict) -> Result:
-        wf = compiled(request["path"], request["source_hash"])
+        wf = self.workflow = compiled(request["path"], request["source_hash"])
         run = make_run(WorkflowClockRun, wf, request, RecordingIo(self.events))
         self.state = run.state
         for path, value in (request.get("overrides") or {}).items():
@@ -190,16 +209,21 @@ class WfexecRun:
                 outcome = node.kind.execute(node, run)
                 return outcome.outcome, resolve_target(run, node, outcome)
             except NeedsAnswer as waiting:  # the node runs again from its start once answered
-                run.options.answers.give(waiting.question.key, await self._wait_for_answer(waiting.question))
+                run.options.answers.give(waiting.question.key, await self._wait_for_answer(waiting.question,
+                                                                                            waiting.refused))
             except RunError:
                 raise
             except Exception as exc:
                 raise run._as_run_error(node, exc) from exc
 
-    async def _wait_for_answer(self, question) -> Any:
+    async def _wait_for_answer(self, question, refused: AnswerRefused | str | None = None) -> Any:
+        """The answer the `answer` update brings. `refused`: why the answer given with the run was not used,
+        shown by the command following the run."""
         key = question.key
         self.arrived.pop(key, None)
         self.question, self.status = question_json(question), "waiting"
+        if refused is not None:
+            self.question["refused"] = refused if isinstance(refused, str) else refused.message
         await workflow.wait_condition(lambda: key in self.arrived)
         return self.arrived.pop(key)
 
@@ -224,11 +248,13 @@ class WfexecRun:
                 # Only offered when the node has a static edge to skip to (_rerun_or_skip).
                 return {"skipped": True}, str(getattr(node.spec, str(node.kind.skip_edge)))
             self.events.extend(done.get("events") or ())
+            if "answers" in done:  # what the step took of them is used up here too
+                run.options.answers = Answers(done["answers"])
             if "question" in done:
                 from wfexec.temporal.steps import question_from_json
 
                 question = question_from_json(done["question"])
-                run.options.answers.give(question.key, await self._wait_for_answer(question))
+                run.options.answers.give(question.key, await self._wait_for_answer(question, done.get("refused")))
                 continue
             if "error" in done:
                 raise _rebuilt_error(done["error"])
@@ -362,7 +388,8 @@ class WfexecRun:
                 answer = run.ask(question)
                 return answer.choice.id if answer.choice is not None else answer.text or ""
             except NeedsAnswer as waiting:
-                run.options.answers.give(waiting.question.key, await self._wait_for_answer(waiting.question))
+                run.options.answers.give(waiting.question.key, await self._wait_for_answer(waiting.question,
+                                                                                            waiting.refused))
 
     async def _rerun_or_skip(self, node: Node, lost: ActivityError) -> str:
         """The step's one attempt was lost (its worker died or it timed out): it may or may not have had its

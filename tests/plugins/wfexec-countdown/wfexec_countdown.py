@@ -97,6 +97,7 @@ NODE_TYPE = NodeType(
 3. With `log`, append `left=<count>` to that file on each visit.
 """,
     effects=effects, idempotent=idempotent,
+    asks_person=True,  # `confirm`: answered by the node's id (`--answer NODE=go`)
     shape_name="trapezoid", mermaid_shape=("[\\", "/]"), dot_shape="shape=trapezium",
     tools=frozenset({"AskUserQuestion"}),
 )
