@@ -130,3 +130,58 @@ def test_a_prose_step_is_an_llm_effect_that_resume_will_not_silently_repeat():
     node = workflow.nodes["read_config"]
     assert has_outside_effects(workflow, node) and not is_idempotent(workflow, node)
     assert is_idempotent(workflow, workflow.nodes["refresh"])
+
+
+# Older hiivmind files give some action nodes no `actions`, only their work in prose.
+PROSE_EFFECT = """\
+name: prose-effect
+version: "1"
+start_node: parse_config
+initial_state: {computed: {config_raw: "corpus: {name: polars}"}}
+nodes:
+  parse_config:
+    type: action
+    description: Parse the configuration
+    effect: |
+      Parse computed.config_raw as YAML and keep the corpus name.
+      result = parse(config_raw)
+    on_success: greet
+    on_failure: failed
+  greet:
+    type: action
+    actions: [{type: set_state, field: computed.greeting, value: "Corpus ${computed.corpus_name}"}]
+    on_success: done
+endings:
+  done: {type: success, message: "${computed.greeting}"}
+  failed: {type: error, message: "${computed.last_error}"}
+"""
+
+
+def test_a_prose_effect_is_a_judgement_step_whose_reply_sets_what_the_next_nodes_read(tmp_path, cli):
+    path = tmp_path / "workflow.yaml"
+    path.write_text(PROSE_EFFECT)
+    checked = cli("validate", path)
+    assert checked.returncode == 0
+    assert "workflow.yaml:9:13: warning: action node 'parse_config' has no `actions`, only a prose `effect`" \
+        in checked.stdout + checked.stderr
+    assert "- parse_config: prose effect at nodes.parse_config.effect" in checked.stdout + checked.stderr
+    assert cli("validate", "--strict", path).returncode != 0
+    prompts = []
+
+    class Model:
+        def complete(self, prompt):
+            prompts.append(prompt)
+            return '{"computed.corpus_name": "polars"}'
+
+    result = wfexec.run(path, backend=Model())
+    assert result.message == "Corpus polars"
+    assert "Parse computed.config_raw as YAML" in prompts[0]
+    assert '"computed.config_raw": "corpus: {name: polars}"' in prompts[0]
+    assert "- `computed.corpus_name`" in prompts[0]
+
+    class Unhelpful:
+        def complete(self, prompt):
+            return "Done."
+
+    result = wfexec.run(path, backend=Unhelpful())
+    assert result.ending == "failed" and "the LLM's reply is not a JSON value" in result.message

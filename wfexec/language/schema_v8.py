@@ -86,6 +86,8 @@ def action_node(type_names: list[str]) -> dict:
     properties["run_as"] = {"enum": ["inline", "subagent"],
                             "description": "written by a goal_seek's expansion for a goal `run_as: subagent`; "
                                            "wfexec runs it inline"}
+    properties.pop("effect", None)  # an older file's prose action: v8 files write their work as consequences
+    schema = {key: value for key, value in schema.items() if key != "anyOf"}
     return {**schema, "properties": properties, "required": ["type", "consequences", "on_success"]}
 
 

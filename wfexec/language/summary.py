@@ -81,7 +81,7 @@ def _node_steps(node_id: str, raw: Any, node) -> list[LlmStep]:
     if judgement is not None:
         what = judgement(node.spec if node is not None else None, raw)
         if what:
-            field = "doc" if "doc" in raw else "states" if "states" in raw else "folder" if "folder" in raw else ""
+            field = next((key for key in ("doc", "states", "folder", "effect") if key in raw), "")
             found.append(LlmStep(node_id, what, f"nodes.{node_id}" + (f".{field}" if field else "")))
     if node is not None:
         tops = node.kind.calls(node.spec)

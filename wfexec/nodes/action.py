@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wfexec.language.paths import parse_path
+from wfexec.language.prose import Prose
 from wfexec.types.registry import ActionFailed
 from wfexec.nodes.base import CONSEQUENCES, TARGET, NodeType, Outcome
 
 TYPE = "action"
 SCHEMA = {
-    "properties": {"actions": CONSEQUENCES, "on_success": TARGET, "on_failure": TARGET},
-    "required": ["actions", "on_success"],
+    "properties": {"actions": CONSEQUENCES, "on_success": TARGET, "on_failure": TARGET,
+                   "effect": {"type": "string", "description": "older hiivmind files: the node's work written as "
+                                                               "prose, without `actions`: a judgement step"}},
+    "required": ["on_success"],
+    "anyOf": [{"required": ["actions"]}, {"required": ["effect"]}],
 }
 
 
@@ -19,13 +24,22 @@ class Action:
     actions: tuple
     on_success: object
     on_failure: object
+    effect: object = None   # Prose: the work as older files describe it, for the LLM backend
 
 
 def compile(node_id, raw, c):
+    effect = None
+    if isinstance(raw.get("effect"), str) and not raw.get("actions"):
+        effect = Prose.of(raw["effect"], "value")
+        c.report.warning(c.full(("effect",)), "prose-step",
+                         f"action node '{node_id}' has no `actions`, only a prose `effect`: it runs as a judgement "
+                         "step on the LLM backend", "write its work as `actions:` to run it as code, for free; keep "
+                         "it and the run needs --backend (validate --strict refuses it)")
     return Action(
         actions=c.calls(raw.get("actions", []), ("actions",), "consequence"),
         on_success=c.target(raw.get("on_success"), ("on_success",)),
         on_failure=c.target(raw.get("on_failure"), ("on_failure",)),
+        effect=effect,
     )
 
 
@@ -39,6 +53,8 @@ def calls(spec):
 
 def execute(node, run) -> Outcome:
     spec = node.spec
+    if spec.effect is not None:
+        return _judged(node, run)
     for index, call in enumerate(spec.actions):
         try:
             run.apply(call)
@@ -51,6 +67,37 @@ def execute(node, run) -> Outcome:
             return Outcome(spec.on_failure, {"success": False, "error": error, "failed_action": index},
                            "on_failure")
     return Outcome(spec.on_success, {"success": True}, "on_success")
+
+
+def _judged(node, run) -> Outcome:
+    """A prose `effect`: the model does the work; its reply gives the values the nodes after it read."""
+    spec = node.spec
+    try:
+        updates = run.judge_effect(node, spec.effect, run.workflow.reply_paths.get(node.id, ()))
+    except ActionFailed as failure:
+        run.keep_error(failure.message, failure.hint)
+        if spec.on_failure is None:
+            run.fail(node, failure.message, failure.hint, node.where)
+        return Outcome(spec.on_failure, {"success": False, "error": failure.message}, "on_failure")
+    for path, value in updates.items():
+        run.set(tuple(parse_path(path)), value)
+    return Outcome(spec.on_success, {"success": True}, "on_success")
+
+
+def judgement(spec, raw) -> str | None:
+    return "prose effect" if isinstance(raw.get("effect"), str) and not raw.get("actions") else None
+
+
+def replies_into_state(spec) -> bool:
+    return spec.effect is not None
+
+
+def effects(spec):
+    return ("llm",) if spec.effect is not None else ()
+
+
+def idempotent(spec) -> bool:
+    return spec.effect is None  # a model's work may differ, and may have cost money
 
 
 NODE_TYPE = NodeType(
@@ -67,6 +114,10 @@ NODE_TYPE = NodeType(
    actions changed stays changed (`create_checkpoint` / `rollback_checkpoint` undo state, not files). With no
    `on_failure`, the failure is a run error.
 3. When all succeed, go to `on_success`.
+4. An older file's action node may have no `actions`, only `effect:` (its work in prose): that is a judgement
+   step. Do the work it describes; when the nodes after it read state that nothing in the workflow writes, set
+   those values (wfexec asks the model for them as one JSON object keyed by state path). Then go to `on_success`.
 """,
     skip_edge="on_success", shape_name="rectangle", mermaid_shape=("[", "]"), dot_shape="shape=box",
+    judgement=judgement, replies_into_state=replies_into_state, effects=effects, idempotent=idempotent,
 )

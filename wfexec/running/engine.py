@@ -335,6 +335,16 @@ class Run:
         reply = self.judge(prose_prompt(prose, named_values(prose, scope)), purpose)
         return None if self.options.dry_run else parse_reply(reply, purpose)
 
+    def judge_effect(self, node: Node, prose, reply_paths: tuple[str, ...]) -> dict:
+        """A node's work written as prose: the model does it; the state values it gives for `reply_paths`."""
+        from wfexec.running.prose import effect_prompt, named_values, state_updates
+
+        purpose = f"the prose effect of action node '{node.id}'"
+        reply = self.judge(effect_prompt(prose, named_values(prose, self.scope), reply_paths), purpose)
+        if self.options.dry_run or not reply_paths:
+            return {}
+        return state_updates(reply, reply_paths, purpose)
+
     def judge_document(self, node: Node, doc: Path, section: str | None, context: dict,
                        reply_paths: tuple[str, ...] = ()) -> Any:
         """The reply as text; given `reply_paths`, the state values it gives for them (ActionFailed: none)."""

@@ -56,6 +56,16 @@ def prose_prompt(prose: Prose, values: dict[str, Any]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def effect_prompt(prose: Prose, values: dict[str, Any], reply_paths: tuple[str, ...]) -> str:
+    """A node's work written as prose: the text, the state it names, and what to give back."""
+    parts = [prose.text]
+    if values:
+        parts.append("## State values named above\n\n```json\n"
+                     + json.dumps(values, indent=2, ensure_ascii=False, default=str) + "\n```")
+    parts.append(reply_request(reply_paths) if reply_paths else "Do the work above, then reply with a short summary.")
+    return "\n\n".join(parts) + "\n"
+
+
 def parse_reply(reply: str, purpose: str) -> Any:
     """The JSON value of the reply (a fenced ```json block is unwrapped); ActionFailed when it is not JSON."""
     text = reply.strip()
