@@ -512,3 +512,60 @@ def test_build_runs_to_success_as_written_with_the_model_writing_the_state_its_s
     assert len(asked) == 2
     assert "- `computed.scan_result`" in asked[0]
     assert "- `index.content`\n- `index.sub_indexes`" in asked[1]
+
+
+# refresh's judgement steps, played by a stand-in for the model: the upstream SHA (read with git, as the
+# document tells the model to), the files changed, and the index updated.
+REFRESH_AGENT = '''
+import json, subprocess, sys
+prompt = sys.stdin.read()
+asked = prompt.split("## Reply", 1)[1] if "## Reply" in prompt else ""
+context = json.loads(prompt.split("## Context", 1)[1].split("```json", 1)[1].split("```", 1)[0])
+reply = {}
+if "`computed.diff_result`" in asked:
+    reply["computed.diff_result"] = {"added": ["docs/lazy.md"], "modified": [], "deleted": []}
+elif "`computed.upstream_sha`" in asked:
+    out = subprocess.run(["git", "ls-remote", context["repo_url"], context["branch"]], capture_output=True, text=True)
+    reply["computed.upstream_sha"] = out.stdout.split()[0]
+if "`computed.updated_index_content`" in asked:
+    reply.update({"computed.updated_index_content": "# Polars\\n\\n- [Guide](polars:guide.md)\\n- [Lazy](polars:lazy.md)\\n",
+                  "computed.entries_added": 1, "computed.entries_removed": 0,
+                  "computed.index_preview": "+ [Lazy](polars:lazy.md)"})
+print(json.dumps(reply))
+'''
+
+
+def test_refresh_reports_status_then_updates_a_stale_git_source_to_success(tmp_path, upstream):
+    """refresh at 0a56d54 as written: a status run finds the source current; after an upstream commit an update
+    run pulls it, asks the model for the changes and the new index, saves both and records the new SHA."""
+    plugin = plugin_copy(tmp_path, "0a56d54")
+    repo, sha = upstream
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    git("clone", "-q", repo.as_uri(), str(corpus / ".source" / "polars"), cwd=tmp_path)
+    (corpus / "config.yaml").write_text(CONFIG.replace("sources: []", (
+        f"sources:\n  - id: polars\n    type: git\n    repo_url: {repo.as_uri()}\n    branch: main\n"
+        f"    docs_root: docs\n    last_commit_sha: {sha}\n    last_indexed_at: '2026-01-01T00:00:00Z'")))
+    (corpus / "index.md").write_text("# Polars\n\n- [Guide](polars:guide.md)\n")
+    (tmp_path / "agent.py").write_text(REFRESH_AGENT)
+    model = ("--backend", f"command:{sys.executable} {tmp_path / 'agent.py'}")
+    refresh = plugin / "skills" / "hiivmind-corpus-refresh"
+
+    status, _ = run_real(tmp_path, refresh, corpus, "--answer", "prompt_command_mode=status", *model)
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert "Status: UP TO DATE" in status.stdout and "All sources are up to date." in status.stdout
+
+    (repo / "docs" / "lazy.md").write_text("# Lazy\n")
+    git("add", ".", cwd=repo)
+    git("commit", "-q", "-m", "lazy", cwd=repo)
+    new_sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    updated, state = run_real(tmp_path, refresh, corpus, "--answer", "prompt_command_mode=update",
+                              "--answer", "prompt_select_sources=all_stale", "--answer", "prompt_confirm_changes=save",
+                              *model)
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert "Refresh complete for polars." in updated.stdout
+    assert (corpus / "index.md").read_text().endswith("- [Lazy](polars:lazy.md)\n")
+    [source] = yaml.safe_load((corpus / "config.yaml").read_text())["sources"]
+    assert source["last_commit_sha"] == new_sha and source["last_indexed_at"] != "2026-01-01T00:00:00Z"
+    assert (corpus / ".source" / "polars" / "docs" / "lazy.md").exists()  # pulled
+    assert state["computed"]["file_changes"] == {"added": ["docs/lazy.md"], "modified": [], "deleted": []}

@@ -417,11 +417,12 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             path=path, source_hash=source_hash(data, imports), raw=data,
             documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
             format="v8" if is_v8 else "", default_error=default_error if isinstance(default_error, str) else None,
-            reply_paths=_reply_paths(nodes, unwritten_reads(as_started, c.expressions, _bound_names(nodes))),
+            reply_paths=_reply_paths(nodes, unwritten_reads(as_started, c.expressions, _bound_names(nodes),
+                                                            _fixed_writes(c))),
             plugin_root=_plugin_root_read(path, c.expressions))
     check_report = doc.reporter()
     checks.check(data, nodes, endings, c.static_targets, check_report, endings_are_nodes=is_v8)
-    check_names(as_started, c.expressions, check_report, _bound_names(nodes))
+    check_names(as_started, c.expressions, check_report, _bound_names(nodes), _fixed_writes(c))
     check_script_names(data, c.compiled_calls, check_report)
     diagnostics += check_report.diagnostics + c.extra_diagnostics
     if has_errors(diagnostics):
@@ -441,13 +442,17 @@ def _plugin_root_read(path: Path, expressions: list) -> str:
     return str(root) if root is not None else ""
 
 
+def _fixed_writes(c: Compiler) -> list[str]:
+    return [path for _, call in c.compiled_calls for path in call.spec.writes]
+
+
 def _bound_names(nodes: dict) -> set[str]:
     return {name for node in nodes.values() for name in node.kind.bound_names(node.spec)}
 
 
 def _reply_paths(nodes: dict, unwritten: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
     """For each judgement step that may leave its result in state (`Node.kind.replies_into_state`): the paths
-    that the nodes reachable after it read and nothing writes, in the order first read. Hiivmind files expect
+    that the nodes reachable after it, up to the next such step, read and nothing writes, in the order first read. Hiivmind files expect
     the model to write them (build's `scan_single_source` is followed by a read of `computed.scan_result`)."""
     found = {}
     for node_id, node in nodes.items():
@@ -462,8 +467,8 @@ def _reply_paths(nodes: dict, unwritten: dict[str, tuple[str, ...]]) -> dict[str
                 continue
             seen.add(target)
             paths.update(dict.fromkeys(unwritten.get(target, ())))  # an ending's message reads state too
-            if target not in nodes:
-                continue
+            if target not in nodes or nodes[target].kind.replies_into_state(nodes[target].spec):
+                continue  # what is read past the next such step may be that step's to write
             queue.extend(t for _, t in nodes[target].kind.targets(nodes[target].spec))
         if paths:
             found[node_id] = tuple(paths)

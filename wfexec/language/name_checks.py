@@ -30,7 +30,7 @@ _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 class Written:
     """What a workflow can write: top-level keys, (namespace, key) pairs and local names."""
 
-    def __init__(self, data: dict):
+    def __init__(self, data: dict, fixed_writes: Iterable[str] = ()):
         self.top: set[str] = set()
         self.whole: set[str] = set()  # top-level names a step writes whole (`store_as: config`)
         self.inside: set[tuple[str, str]] = set(_ENGINE_WRITES)
@@ -56,6 +56,8 @@ class Written:
                 if isinstance(node, dict) and node.get("type") == "states" and isinstance(node.get("store_as"), str):
                     self._path(node["store_as"] + "_forks")
         self._walk(data)
+        for path in fixed_writes:  # what the types called always write (TypeSpec.writes)
+            self._path(path)
 
     def _walk(self, value: Any) -> None:
         if isinstance(value, dict):
@@ -98,10 +100,10 @@ class Written:
 
 
 def check_names(data: dict, expressions: Iterable[tuple[tuple, Any]], report: Reporter,
-                bound: Iterable[str] = ()) -> None:
+                bound: Iterable[str] = (), fixed_writes: Iterable[str] = ()) -> None:
     """Warn, at the expression, about each name it reads that nothing writes (`bound`: names node types bind,
-    such as each item of a list a question offers)."""
-    written = Written(data)
+    such as each item of a list a question offers; `fixed_writes`: the paths the types called always write)."""
+    written = Written(data, fixed_writes)
     written.locals.update(bound)
     for path, expression in expressions:
         for name, keys in expression.reads.items():
@@ -109,13 +111,14 @@ def check_names(data: dict, expressions: Iterable[tuple[tuple, Any]], report: Re
                 report.warning(path, "unwritten-name", problem[0], problem[1])
 
 
-def unwritten_reads(data: dict, expressions: Iterable[tuple[tuple, Any]], bound: Iterable[str] = ()
-                    ) -> dict[str, tuple[str, ...]]:
+def unwritten_reads(data: dict, expressions: Iterable[tuple[tuple, Any]], bound: Iterable[str] = (),
+                    fixed_writes: Iterable[str] = ()) -> dict[str, tuple[str, ...]]:
     """Node (or ending) id → the state paths its expressions read that no node writes, and that `initial_state` leaves
     undeclared or empty (`index: {content: null}`): what hiivmind files leave to the model of a judgement step
     before them to write (`computed.scan_result`, `index.content`)."""
-    declared = Written(data)
-    by_nodes = Written({key: value for key, value in data.items() if key != "initial_state"})
+    fixed_writes = tuple(fixed_writes)
+    declared = Written(data, fixed_writes)
+    by_nodes = Written({key: value for key, value in data.items() if key != "initial_state"}, fixed_writes)
     for written in (declared, by_nodes):
         written.locals.update(bound)
     initial = data.get("initial_state") if isinstance(data.get("initial_state"), dict) else {}

@@ -301,8 +301,8 @@ def _bl_log(params, ctx) -> dict:
     "skill_name": {"type": "string"},
     "plugin_name": {"type": "string"},
     "execution_path": {"type": "string", "description": "default: the working directory"},
-}, [], paths=("store_as",), effects=("files",), example={"workflow_name": "hiivmind-corpus-refresh",
-                                                         "skill_name": "refresh"})
+}, [], paths=("store_as",), effects=("files",), writes=("computed.expected_log_path", LOG_PATH),
+   example={"workflow_name": "hiivmind-corpus-refresh", "skill_name": "refresh"})
 def init_log(params, ctx):
     """Start the run log: `store_as` (+ metadata) makes the seed log there; `workflow_name` makes blueprint-lib's at `log`."""
     if params.get("store_as"):
@@ -587,7 +587,7 @@ def _write_log_file(ctx, target: str, text: str, raw_param: str) -> Path:
     "location": DIRECTORY,
     "filename": {"type": "string", "description": "default <skill or workflow>-<start time>.<ext>"},
     "include_node_history": {"type": "boolean"}, "include_events": {"type": "boolean"},
-}, [], effects=("files",))
+}, [], effects=("files",), writes=("computed.log_file_path", "computed.log_path"))
 def write_log(params, ctx):
     """Write the run log to a file (yaml, json or markdown); its path goes to computed.log_file_path and computed.log_path."""
     _, shape, log = required_log(ctx)
@@ -615,7 +615,7 @@ def write_log(params, ctx):
     "path": DIRECTORY, "location": DIRECTORY,
     "pattern": {"type": ["string", "array"], "items": {"type": "string"},
                 "description": "file names to consider (default *.yaml; seed: refresh-*.yaml/json/md)"},
-}, ["strategy"], effects=("files",))
+}, ["strategy"], effects=("files",), writes=("computed.logs_deleted",))
 def apply_log_retention(params, ctx):
     """Delete old log files by age (`days`) or number (`count`); computed.logs_deleted says how many."""
     import time
