@@ -98,7 +98,7 @@ def _write_file_workflow(path, content="x"):
 
 @pytest.mark.parametrize("path,message", [
     ("a\x00b", "holds a NUL character"),
-    ("x" * 5000, "cannot write"),
+    ("x" * 5000, "a name may have at most 255 bytes"),
     (["a", "b"], "must be a string, not a list"),
 ], ids=["nul", "5000-chars", "list"])
 def test_an_impossible_file_path_is_an_error_not_a_traceback(tmp_path, path, message):
@@ -137,3 +137,52 @@ def test_a_huge_expression_is_an_answer_not_a_traceback(tmp_path, expression):
     assert "Traceback" not in result.stderr and "internal error" not in result.stdout + result.stderr
     if result.returncode == 2:
         assert "workflow.yaml:1:" in result.stderr
+
+
+@pytest.mark.parametrize("action, message", [
+    ({"type": "run_command", "command": ["true"], "timeout": int("9" * 400)},
+     "`timeout` must be a positive number of seconds up to 2,592,000 (30 days), got 99999"),
+    ({"type": "delete_file", "path": "x" * 5000},
+     "`path` names a file or folder 5,000 characters long ('xxxx"),
+    ({"type": "write_file", "path": "a/" * 3000 + "f", "content": "x"},
+     "`path` is a path of 6,001 characters; a path may have at most 4096 bytes"),
+])
+def test_an_out_of_range_value_from_a_workflow_is_a_run_error_saying_which(tmp_path, action, message):
+    path = tmp_path / "workflow.yaml"
+    path.write_text(one_action(action))
+    ran = wfexec_cli("run", path, "--ephemeral", cwd=tmp_path)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert message in ran.stdout and "internal error" not in ran.stdout + ran.stderr
+
+
+def test_a_path_two_thousand_folders_deep_is_made_one_level_at_a_time(tmp_path):
+    """pathlib's mkdir recurses once per level: such a path used to end in a RecursionError."""
+    path = tmp_path / "workflow.yaml"
+    path.write_text(one_action({"type": "write_file", "path": "d/" * 2000 + "f", "content": "deep"}))
+    deepest = tmp_path.joinpath(*["d"] * 2000)
+    try:
+        ran = wfexec_cli("run", path, "--ephemeral", cwd=tmp_path)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert (deepest / "f").read_text() == "deep"
+    finally:  # shutil.rmtree, as pytest cleans up, recurses once per level too: a leftover would break it
+        subprocess.run(["find", str(tmp_path / "d"), "-depth", "-delete"], check=False, capture_output=True)
+
+
+def test_an_object_with_accessors_and_methods_is_not_a_call_of_their_names(tmp_path):
+    path = tmp_path / "workflow.yaml"
+    path.write_text(one_action({"type": "compute", "store_as": "computed.x",
+                                "expression": "({get a() { return 1 }, set b(v) { }, c(w) { return w }}).a"}))
+    checked = wfexec_cli("validate", "--strict", path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert wfexec_cli("run", path, "--ephemeral", cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--set", "computed..x=1"), "error: --set computed..x: invalid state path `computed..x`: empty segment"),
+    (("--max-steps", "99999999999999999999999"), "Invalid value for '--max-steps'"),
+])
+@pytest.mark.parametrize("store", [("--ephemeral",), ()])
+def test_a_wrong_command_line_value_exits_2_before_any_run(tmp_path, args, message, store):
+    ran = wfexec_cli("run", ROOT / "skills" / "quickstart", "--answer", "ask_mood=plain", *store, *args, cwd=tmp_path)
+    assert ran.returncode == 2 and message in ran.stderr, ran.stderr
+    assert not (tmp_path / ".wfexec").exists() or "no runs" in wfexec_cli("runs", cwd=tmp_path).stdout

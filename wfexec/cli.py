@@ -27,6 +27,10 @@ def _rich_help() -> Any:
     return "rich" if sys.stdout.isatty() and os.environ.get("TERM") != "dumb" else None
 
 
+# A budget larger than any run can take: past it the number is a typo, not a budget.
+MAX_STEPS = 1_000_000_000
+
+
 app = typer.Typer(
     name="wfexec",
     help="Run YAML agent workflows deterministically: validate, run, inspect.",
@@ -108,7 +112,7 @@ def run(
     answers: List[Path] = typer.Option([], "--answers", metavar="FILE", help="A YAML file mapping node ids to answers (a list: used in turn)."),
     non_interactive: bool = typer.Option(False, "--non-interactive",
                                          help="Never prompt; a question without an answer exits 3."),
-    max_steps: int = typer.Option(10_000, "--max-steps", min=1, metavar="N", help="Stop after this many steps (exit 4)."),
+    max_steps: int = typer.Option(10_000, "--max-steps", min=1, max=MAX_STEPS, metavar="N", help="Stop after this many steps (exit 4)."),
     trace: bool = typer.Option(False, "--trace", help="Print each node, action, condition and route to stderr."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Run only what changes nothing outside the run: print what each effect would do, and the LLM prompts."),
     state_out: Optional[Path] = typer.Option(None, "--state-out", metavar="FILE", help="Write the final state as JSON here."),
@@ -135,7 +139,7 @@ def resume(
     skip: bool = typer.Option(False, "--skip", help="Skip the step that was in flight, as if it succeeded."),
     accept_changes: bool = typer.Option(False, "--accept-changes",
                                         help="Continue although nodes that already ran have changed."),
-    max_steps: int = typer.Option(10_000, "--max-steps", min=1, metavar="N", help="Step budget, counting earlier steps."),
+    max_steps: int = typer.Option(10_000, "--max-steps", min=1, max=MAX_STEPS, metavar="N", help="Step budget, counting earlier steps."),
     trace: bool = typer.Option(False, "--trace", help="Print each node, action, condition and route to stderr."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Run only what changes nothing outside the run: print what each effect would do, and the LLM prompts."),
     state_out: Optional[Path] = typer.Option(None, "--state-out", metavar="FILE", help="Write the final state as JSON here."),
@@ -160,7 +164,7 @@ def states(
                                                "once this much was spent."),
     timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS", help="Inactivity timeout per state."),
     model: Optional[str] = typer.Option(None, "--model", help="The model for .md states (backend permitting)."),
-    max_steps: int = typer.Option(10_000, "--max-steps", min=1, metavar="N", help="Stop after this many states."),
+    max_steps: int = typer.Option(10_000, "--max-steps", min=1, max=MAX_STEPS, metavar="N", help="Stop after this many states."),
     trace: bool = typer.Option(False, "--trace", help="Print each state, tag and script output to stderr."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     answer: List[str] = typer.Option([], "--answer", "-a", metavar="AGENT=TEXT",
@@ -592,7 +596,7 @@ def lean_table() -> dict:
             if param.param_type_name == "argument":
                 arguments.append({**described, "variadic": param.nargs == -1})
                 continue
-            described.update(multiple=param.multiple, envvar=param.envvar, min=param.min)
+            described.update(multiple=param.multiple, envvar=param.envvar, min=param.min, max=param.max)
             for opt in param.opts:
                 options[opt] = described
         table[name] = {"arguments": arguments, "options": options}

@@ -120,6 +120,8 @@ def _convert(value: str, option: dict) -> Any:
         raise _NotLean from None
     if option.get("min") is not None and number < option["min"]:
         raise _NotLean
+    if option.get("max") is not None and number > option["max"]:
+        raise _NotLean  # typer says what the range is
     return number
 
 

@@ -30,7 +30,7 @@ from wfexec.running.engine import EntryGateFailed, InternalError, Journal, Optio
 from wfexec.language.model import Node, Workflow
 from wfexec.running.prompts import (AnswerRefused, NeedsAnswer, check_answer_keys, match_answer,
                                     question_from_pending)
-from wfexec.language.paths import parse_path, set_path
+from wfexec.running.state import apply_overrides
 from wfexec.durable.changes import record as record_changes
 from wfexec.durable.store import FINISHED, Replayed, Store, StoreError, StoreWriteError, ending_status
 from wfexec.types.registry import EFFECTS
@@ -293,11 +293,7 @@ def start_run(store: Store, workflow: Workflow, *, inputs: dict, overrides: dict
     options = _guarding(options, store)
     run = Run(workflow, io=io, options=options, inputs=inputs)
     check_answer_keys(workflow, run.options.answers)
-    for path, value in overrides.items():
-        try:
-            set_path(run.state, parse_path(path), value)
-        except ValueError as exc:
-            raise RunError(f"--set {path}: {exc}", "use a dotted path such as computed.x or flags.ready") from None
+    apply_overrides(run.state, overrides)
     run_id = store.create_run(workflow_path=str(workflow.path.resolve()), workflow_name=workflow.name,
                               workflow_hash=workflow.source_hash, node_hashes=node_hashes(workflow),
                               inputs=inputs, state=state_for_snapshot(run.state), start_node=workflow.start_node)

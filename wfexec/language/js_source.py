@@ -192,6 +192,9 @@ class Usage:
         return set(self.reads) - self.declared
 
 
+_ACCESSOR_WORDS = ("get", "set", "async", "static")
+
+
 def usage(source: str) -> Usage:
     """Free names, declarations and bare calls of a JavaScript source (raises TokenError)."""
     tokens = tokenize(source)
@@ -238,9 +241,15 @@ def usage(source: str) -> Usage:
         if after is not None and after.text == ":" and brackets and brackets[-1] == "{" and \
                 before is not None and before.text in ("{", ","):
             continue  # an object key (or a label)
-        if after is not None and after.text == "(" and brackets and brackets[-1] == "{" and \
-                before is not None and before.text in ("{", ","):
-            continue  # a method in an object literal: `{ f() { ... } }`
+        in_object = bool(brackets) and brackets[-1] == "{"
+        if in_object and text in _ACCESSOR_WORDS and after is not None and after.kind == "name" and \
+                index + 2 < count and tokens[index + 2].text == "(" and before is not None and before.text in ("{", ","):
+            continue  # `get`/`set`/`async` before a method's name: `{ get a() { ... } }`
+        if after is not None and after.text == "(" and in_object and before is not None and (
+                before.text in ("{", ",", "*") or (before.text in _ACCESSOR_WORDS and index >= 2
+                                                    and tokens[index - 2].text in ("{", ","))):
+            _function_params(tokens, index + 1, found.declared)
+            continue  # a method in an object literal: `{ f() { ... } }`, `{ get f() { ... } }`
         keys = found.reads.get(text, set())
         if keys is not None:
             if after is not None and after.text == "." and index + 2 < count and tokens[index + 2].kind == "name":

@@ -13,11 +13,11 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, NoReturn
+from typing import Any, Callable, NoReturn
 
 from wfexec.system import progress
 from wfexec.errors import Refused, WfexecError
-from wfexec.running.context import CallContext, parse_cached
+from wfexec.running.context import CallContext
 from wfexec.running.dry_run import DryRun
 from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, Template, render_value,
                                          to_text)
@@ -27,7 +27,7 @@ from wfexec.running.io import Io
 from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, check_answer_keys, match_answer
 from wfexec.types.registry import ActionFailed
 from wfexec.language.paths import PathError, absolute_path, format_path, get_path, set_path
-from wfexec.running.state import new_state
+from wfexec.running.state import apply_overrides, new_state
 
 DEFAULT_MAX_STEPS = 10_000
 
@@ -526,11 +526,7 @@ def run_workflow(workflow: Workflow, *, io: Io, options: Options | None = None,
     """Check the entry gate, initialise state, run to an ending."""
     run = Run(workflow, io=io, options=options, inputs=inputs)
     check_answer_keys(workflow, run.options.answers)
-    for path, value in (overrides or {}).items():
-        try:
-            set_path(run.state, parse_cached(path), value)
-        except PathError as exc:
-            raise RunError(f"--set {path}: {exc}", "use a dotted path such as computed.x or flags.ready") from None
+    apply_overrides(run.state, overrides or {})
     try:
         run.check_entry()
         return run.execute()

@@ -14,6 +14,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
+from wfexec.errors import WfexecError
+
 STANDARD_KEYS = ("flags", "computed", "user_responses", "history", "checkpoints")
 
 
@@ -26,3 +28,20 @@ def new_state(initial_state: Mapping[str, Any] | None) -> dict:
         else:
             state[key] = value
     return state
+
+
+class BadOverride(WfexecError):
+    """A `--set PATH=VALUE` whose path cannot be set: the command line is wrong (exit 2)."""
+
+    outcome = "invalid"
+
+
+def apply_overrides(state: dict, overrides: Mapping[str, Any]) -> None:
+    """`--set PATH=VALUE`, each in turn, on a run's state before its first step."""
+    from wfexec.language.paths import PathError, parse_path, set_path
+
+    for path, value in overrides.items():
+        try:
+            set_path(state, parse_path(path), value)
+        except (PathError, ValueError) as exc:
+            raise BadOverride(f"--set {path}: {exc}", "use a dotted path such as computed.x or flags.ready") from None

@@ -8,10 +8,28 @@ from glob import escape as glob_escape
 from pathlib import Path
 
 
+def make_folders(folder: str | os.PathLike) -> None:
+    """`mkdir -p`, one level at a time: pathlib's and os.makedirs recurse once per level, so a path a thousand
+    folders deep (a value from state can be one) would end in a RecursionError."""
+    missing = []
+    current = Path(folder)
+    while not current.is_dir():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for level in reversed(missing):
+        try:
+            level.mkdir()
+        except FileExistsError:
+            if not level.is_dir():
+                raise
+
+
 def write_atomic(path: str | os.PathLike, content: str | bytes, encoding: str = "utf-8") -> None:
     """Write to a temporary file beside `path`, then rename it over `path`."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(target.parent)
     data = content.encode(encoding) if isinstance(content, str) else content
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
@@ -63,6 +81,22 @@ def _inside(path: str, root: str) -> bool:
     return path == root or os.path.commonpath([path, root]) == root
 
 
+NAME_MAX, PATH_MAX = 255, 4096  # Linux's limits (and near every other system's): past them the OS refuses
+
+
+def _check_length(shown: str, param: str) -> None:
+    from wfexec.errors import ActionFailed
+
+    longest = max(shown.replace("\\", "/").split("/"), key=len)
+    if len(longest.encode("utf-8", "surrogateescape")) > NAME_MAX:
+        raise ActionFailed(f"`{param}` names a file or folder {len(longest):,} characters long "
+                           f"('{longest[:40]}…'); a name may have at most {NAME_MAX} bytes",
+                           "shorten the name; a value from state may need trimming first")
+    if len(shown.encode("utf-8", "surrogateescape")) > PATH_MAX:
+        raise ActionFailed(f"`{param}` is a path of {len(shown):,} characters; a path may have at most "
+                           f"{PATH_MAX} bytes", "use a shorter path")
+
+
 def guarded_path(ctx, params: dict, param: str, verb: str, *, the_link_itself: bool = False) -> Path:
     """The real path a file parameter names, for a consequence about to change it.
 
@@ -81,6 +115,7 @@ def guarded_path(ctx, params: dict, param: str, verb: str, *, the_link_itself: b
         raise ActionFailed(f"`{param}` must be a file path (text), not {type(shown).__name__} {shown!r:.80}")
     if "\x00" in shown:
         raise ActionFailed(f"`{param}` holds a NUL character, which no file name can contain: {shown!r:.120}")
+    _check_length(shown, param)
     path = ctx.resolve_file(shown)
     if the_link_itself and os.path.islink(path):
         real = os.path.join(os.path.realpath(path.parent), path.name)

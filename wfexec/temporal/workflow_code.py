@@ -18,10 +18,10 @@ from temporalio.exceptions import ActivityError, TemporalError
 
 from wfexec.durable.store import ending_status
 from wfexec.language.model import Node, Workflow
-from wfexec.language.paths import PathError, parse_path, set_path
 from wfexec.nodes.base import Choice, Question
 from wfexec.running.engine import EntryGateFailed, InternalError, Result, Run, RunError, RunStopped
 from wfexec.running.prompts import AnswerRefused, Answers, NeedsAnswer, check_answer_keys, match_answer
+from wfexec.running.state import BadOverride, apply_overrides
 from wfexec.temporal import WORKFLOW_NAME
 from wfexec.temporal.steps import (AT_FORMAT, DEFAULT_HEARTBEAT_SECONDS, HISTORY_WINDOW, RERUN_OR_SKIP, RecordingIo,
                                    compiled, effect_nodes, error_json, make_run, question_json, resolve_target,
@@ -146,11 +146,10 @@ class WfexecRun:
         wf = self.workflow = compiled(request["path"], request["source_hash"])
         run = make_run(WorkflowClockRun, wf, request, RecordingIo(self.events))
         self.state = run.state
-        for path, value in (request.get("overrides") or {}).items():
-            try:
-                set_path(run.state, parse_path(path), value)
-            except (PathError, ValueError) as exc:
-                raise RunError(f"--set {path}: {exc}", "use a dotted path such as computed.x or flags.ready") from None
+        try:
+            apply_overrides(run.state, request.get("overrides") or {})
+        except BadOverride as exc:  # the client checked them; a run error here ends the run, not the worker
+            raise RunError(exc.message, exc.hint) from None
         heartbeat = timedelta(seconds=float(request.get("heartbeat_seconds") or DEFAULT_HEARTBEAT_SECONDS))
         effects = effect_nodes(wf)
         if touches_the_world(wf.entry_preconditions):

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from wfexec.language.expressions import to_text
-from wfexec.system.files import guarded_path, write_atomic
+from wfexec.system.files import guarded_path, make_folders, write_atomic
 from wfexec.types.registry import ActionFailed, TypeList
 
 TYPES = TypeList()
@@ -164,7 +164,7 @@ def create_directory(params, ctx):
     """Create a directory and its parents (mkdir -p); an existing directory is fine."""
     shown = params["path"]
     try:
-        guarded_path(ctx, params, "path", "create").mkdir(parents=True, exist_ok=True)
+        make_folders(guarded_path(ctx, params, "path", "create"))
     except FileExistsError:
         raise ActionFailed(f"cannot create directory '{shown}': a file with that name exists") from None
     except OSError as exc:

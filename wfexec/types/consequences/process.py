@@ -291,11 +291,12 @@ def _timeout(params) -> float:
     value = params.get("timeout", DEFAULT_TIMEOUT)
     try:
         seconds = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer of hundreds of digits
         seconds = 0
     if not 0 < seconds <= MAX_TIMEOUT:  # NaN fails this too
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
         raise ActionFailed(f"`timeout` must be a positive number of seconds up to {MAX_TIMEOUT:,} (30 days), "
-                           f"got {value!r}")
+                           f"got {shown}")
     return seconds
 
 
