@@ -12,7 +12,7 @@ JavaScript meaning Python can match exactly, checked on the values at hand:
 - parentheses.
 
 Anything else, at compile time or on the values of one evaluation (an
-`undefined`, a number beyond 2**53, a string compared with `<`, an object as the
+`undefined`, an integer beyond 2**53 - 1 (a BigInt there), a string compared with `<`, an object as the
 result), gives MISSING and the caller asks the engine. A differential test over
 generated expressions and states holds this module to the engine's answers.
 """
@@ -23,7 +23,8 @@ import re
 from typing import Any, Callable
 
 
-_SAFE_INTEGER = 2 ** 53
+# Beyond Number.MAX_SAFE_INTEGER an integer is a BigInt in the engine (javascript.py): the engine's business.
+_SAFE_INTEGER = 2 ** 53 - 1
 _DECIMAL = re.compile(r"^(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?$")
 _LITERALS = {"true": "True", "false": "False", "null": "None"}
 _RESERVED_NAMES = frozenset(("undefined", "NaN", "Infinity", "this", "arguments", "globalThis"))
