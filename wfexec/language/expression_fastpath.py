@@ -23,8 +23,6 @@ import re
 from typing import Any, Callable
 
 
-# Beyond Number.MAX_SAFE_INTEGER an integer is a BigInt in the engine (javascript.py): the engine's business.
-_SAFE_INTEGER = 2 ** 53 - 1
 _DECIMAL = re.compile(r"^(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?$")
 _LITERALS = {"true": "True", "false": "False", "null": "None"}
 _RESERVED_NAMES = frozenset(("undefined", "NaN", "Infinity", "this", "arguments", "globalThis"))
@@ -67,7 +65,7 @@ def fast_source(code: str, builtins: frozenset[str] = frozenset()) -> str | None
                   f"    if c is int: return r if -SAFE <= r <= SAFE else MISSING\n"
                   f"    if c is float:\n"
                   f"        if r != r or r in (INF, -INF): return None\n"
-                  f"        return int(r) if r.is_integer() else r\n"
+                  f"        return int(r) if r.is_integer() and -SAFE <= r <= SAFE else r\n"
                   f"    if c is str or c is bool or r is None: return r\n"
                   f"    return MISSING\n")
     return f"def fast(scope):\n    st = scope.state; loc = scope.locals; ex = scope.extras\n{body}\n{ending}"
@@ -108,7 +106,10 @@ def js_len(value: Any) -> int:
 _CHECKED = ("json", "num", "str", "bool", "null")
 
 
-from wfexec.language.expressions import NAMESPACES_IN_STATE  # noqa: E402 - expressions imports this module lazily
+from wfexec.language.expressions import MAX_SAFE_INTEGER, NAMESPACES_IN_STATE  # noqa: E402 - expressions imports this module lazily
+
+# Beyond Number.MAX_SAFE_INTEGER an integer is a BigInt in the engine (javascript.py): the engine's business.
+_SAFE_INTEGER = MAX_SAFE_INTEGER
 
 
 class _Writer:

@@ -20,10 +20,12 @@ state); a whole number is a Python int.
 
 Values cross exactly or not at all. The wrapper's string converter ends a string at a NUL and cannot
 read a lone surrogate, and JSON.parse rounds an integer beyond 2**53, so: a result that is not a number,
-a boolean, null or a plain string leaves the engine as JSON text behind a "\x01" (prelude.js, `toHost`),
-where a cyclic value, a throwing `toJSON` or a function fails inside the call, at the expression; an
-integer beyond Number.MAX_SAFE_INTEGER enters as a BigInt (the JSON text is parsed with a reviver
-only when it holds a run of 16 digits) and a BigInt leaves as an int. What Python cannot keep (nesting
+a boolean, null or a plain string leaves the engine as JSON text behind a "\x01" or "\x02" (prelude.js,
+`toHost`), where a cyclic value, a throwing `toJSON` or a function fails inside the call, at the
+expression. Python ints beyond Number.MAX_SAFE_INTEGER are BigInts in the engine (the JSON text is parsed
+with a reviver only when it holds a run of 16 digits) and BigInts come back as ints; floats are Numbers
+both ways, so a double beyond 2**53 comes back a float, not an int that would return as a BigInt.
+What Python cannot keep (nesting
 deeper than VALUE_DEPTH_LIMIT, a lone surrogate) is refused here, and a promise job an evaluation leaves
 queued retires the whole context, so nothing it holds reaches the next evaluation.
 """
@@ -42,6 +44,7 @@ from typing import Any
 TIME_LIMIT_SECONDS = 2.0
 MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
 STACK_LIMIT_BYTES = 512 * 1024
+MAX_SAFE_INTEGER = 2 ** 53 - 1  # Number.MAX_SAFE_INTEGER: beyond it an integer is a BigInt in the engine
 VALUE_DEPTH_LIMIT = 200  # as for YAML: deeper values break Python's recursive copies and JSON writers
 
 # The compiled function's first line; the source starts on line 2, column 1.
@@ -259,26 +262,35 @@ def from_js(value: Any, object_type: type) -> Any:
     and infinities as None (what JSON.stringify makes of them)."""
     cls = value.__class__
     if cls is float:
-        if value.is_integer():
+        if value.is_integer() and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             return int(value)
         return value if math.isfinite(value) else None
     if cls is str:
-        return _from_text(value[1:]) if value and value[0] == "\x01" else value
+        if value:
+            marker = value[0]
+            if marker == "\x01" or marker == "\x02":
+                return _from_text(value[1:], marker == "\x02")
+        return value
     if cls is object_type:  # only when the expression replaced the converter (`var __wfexec_out` in a program)
         try:
             text = value.json()
         except Exception as exc:  # noqa: BLE001
             raise JavaScriptError(f"the value cannot be stored: {str(exc).split(chr(10), 1)[0]}", kind="value") \
                 from None
-        return None if text is None else _from_text(text)
+        return None if text is None else _from_text(text, False)
     return value
 
 
-def _from_text(text: str) -> Any:
+def _from_text(text: str, bigints: bool) -> Any:
     if text.count("[") + text.count("{") > VALUE_DEPTH_LIMIT and _depth(text) > VALUE_DEPTH_LIMIT:
         raise JavaScriptError(f"the value cannot be stored: it nests deeper than {VALUE_DEPTH_LIMIT} levels",
                               kind="value")
-    value = json.loads(text)
+    if bigints:
+        value = json.loads(text, parse_int=_number, parse_float=_bigint_or_number)
+    elif _LONG_DIGITS.search(text) is not None:
+        value = json.loads(text, parse_int=_number)
+    else:
+        value = json.loads(text)
     if _SURROGATE_ESCAPE in text:
         try:  # json.loads joins the halves of a pair; what stays a surrogate was alone
             json.dumps(value, ensure_ascii=False).encode("utf-8")
@@ -286,6 +298,16 @@ def _from_text(text: str) -> Any:
             raise JavaScriptError("the value cannot be stored: a string holds a lone UTF-16 surrogate (half of a "
                                   "character), which no text encoding can write", kind="value") from None
     return value
+
+
+def _number(digits: str) -> int | float:
+    """A whole Number as JSON.stringify writes it: an int while exact, else the double it is."""
+    whole = int(digits)
+    return whole if -MAX_SAFE_INTEGER <= whole <= MAX_SAFE_INTEGER else float(digits)
+
+
+def _bigint_or_number(text: str) -> int | float:
+    return int(text[:-2]) if text.endswith("e0") else float(text)
 
 
 def _depth(text: str) -> int:

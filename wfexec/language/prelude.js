@@ -44,10 +44,11 @@
 
   // -- values crossing to Python. The host reads a string as C text, so a NUL would end it and a lone
   //    surrogate is no UTF-8; anything not a number, a boolean, null or such a clean string leaves as
-  //    "\x01" + its JSON text, built here where an error still has the expression's position.
-  //    An integer beyond Number.MAX_SAFE_INTEGER is a BigInt on this side and an exact number in the text.
-  const needsText = /^\x01|[\0\ud800-\udfff]/;
-  const bigintAsNumber = (key, value) => typeof value === "bigint" ? JSON.rawJSON(String(value)) : value;
+  //    "\x01" + its JSON text, built here where an error still has the expression's position; "\x02" when
+  //    the text holds BigInts, written `<digits>e0`, a form JSON.stringify never gives a Number, so the
+  //    host tells an exact integer from a double.
+  const needsText = /^[\x01\x02]|[\0\ud800-\udfff]/;
+  const bigintAsNumber = (key, value) => typeof value === "bigint" ? JSON.rawJSON(`${value}e0`) : value;
   const described = (error) => { try { return String(error); } catch { return "an exception"; } };
   const refused = (why) => new TypeError(`the value cannot be stored: ${why}`);
   const toHost = (value) => {
@@ -55,9 +56,9 @@
     if (type === "number" || type === "boolean" || value === undefined || value === null) return value;
     // slice(0) flattens a string built by concatenation (a rope), a kind of string the host cannot read.
     if (type === "string") return needsText.test(value) ? ("\x01" + JSON.stringify(value)).slice(0) : value.slice(0);
-    if (type === "bigint") return "\x01" + String(value);
+    if (type === "bigint") return `\x02${value}e0`.slice(0);
     if (type === "function" || type === "symbol") throw refused(`it is a ${type}, not data`);
-    let text;
+    let text, marker = "\x01";
     try {
       try {
         text = JSON.stringify(value);
@@ -66,6 +67,7 @@
         // call per value: only after the plain form failed.
         if (!(error instanceof TypeError)) throw error;
         text = JSON.stringify(value, bigintAsNumber);
+        marker = "\x02";
       }
     } catch (error) {
       if (error instanceof RangeError && /stack/.test(error.message)) {
@@ -73,7 +75,7 @@
       }
       throw refused(described(error));
     }
-    return text === undefined ? undefined : ("\x01" + text).slice(0);
+    return text === undefined ? undefined : (marker + text).slice(0);
   };
   // Integers the JSON text from Python holds beyond Number.MAX_SAFE_INTEGER arrive as BigInts (a Number
   // would round them); only used when the text has such a number.
