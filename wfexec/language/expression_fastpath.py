@@ -106,7 +106,8 @@ def js_len(value: Any) -> int:
 _CHECKED = ("json", "num", "str", "bool", "null")
 
 
-from wfexec.language.expressions import MAX_SAFE_INTEGER, NAMESPACES_IN_STATE  # noqa: E402 - expressions imports this module lazily
+# Imported below the definitions above: expressions imports this module lazily.
+from wfexec.language.expressions import MAX_SAFE_INTEGER, NAMESPACES_IN_STATE  # noqa: E402
 
 # Beyond Number.MAX_SAFE_INTEGER an integer is a BigInt in the engine (javascript.py): the engine's business.
 _SAFE_INTEGER = MAX_SAFE_INTEGER

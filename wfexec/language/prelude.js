@@ -63,8 +63,8 @@
       try {
         text = JSON.stringify(value);
       } catch (error) {
-        // BigInts (and only they, among TypeErrors worth a second try) need the replacer, which costs a
-        // call per value: only after the plain form failed.
+        // A BigInt makes the plain form throw; the replacer that writes BigInts costs a call per value, so
+        // it runs only then (a TypeError of another cause throws again).
         if (!(error instanceof TypeError)) throw error;
         text = JSON.stringify(value, bigintAsNumber);
         marker = "\x02";
