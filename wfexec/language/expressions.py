@@ -18,7 +18,9 @@ The helpers `len`, `contains`, `startswith`, `endswith`, `parseYaml` and
 `new Date()` read the scope's clock, which the run records per step.
 Lines that start with `#` are comments. Simple expressions
 (`computed.count < 10`) take a Python fast path that agrees with the engine
-(`expression_fastpath.py`).
+(`expression_fastpath.py`). Values cross exactly or not at all (`javascript.py`):
+an integer beyond 2**53 - 1 is a BigInt in an expression, from state or
+written as a literal, and a result that is not data is an ExpressionError.
 """
 
 from __future__ import annotations
