@@ -4,7 +4,8 @@ Thousands of generated expressions over generated states: whenever the fast
 path answers, the engine must answer the same value of the same type (and must
 not throw). Values include the edges where Python and JavaScript differ:
 undefined, null, booleans against numbers, NaN, infinities, -0, integers past
-2**53, non-ASCII strings, objects and arrays.
+2**53 (BigInts in the engine), strings with NUL, non-ASCII strings, objects and arrays.
+And every value the engine reads comes back from it unchanged.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ NAMES = ("computed.a", "computed.b", "flags.x", "flags.y", "a", "b", "input.n", 
 scalars = st.one_of(
     st.none(), st.booleans(),
     st.integers(min_value=-5, max_value=5), st.integers(min_value=-2 ** 60, max_value=2 ** 60),
+    st.sampled_from([2 ** 53 - 1, 2 ** 53, 2 ** 53 + 1, -(2 ** 53), 12345678901234567890123]),
     st.sampled_from([0.0, -0.0, 0.5, 1.0, 2.5, -1.5, 1e16, float("nan"), float("inf"), -float("inf")]),
     st.floats(allow_nan=False, allow_infinity=False, width=64),
-    st.sampled_from(["", "a", "b", "0", "1", "true", "null", "é", "𝄞", "a b"]), st.text(max_size=4),
+    st.sampled_from(["", "a", "b", "0", "1", "true", "null", "é", "𝄞", "a b", "a\x00b", "\x00", "\x01x"]),
+    st.text(max_size=4),
 )
 values = st.one_of(scalars, st.lists(scalars, max_size=2), st.dictionaries(st.sampled_from(["k", "a"]), scalars,
                                                                              max_size=2))
@@ -49,6 +52,7 @@ def states(draw):
 
 literals = st.one_of(
     st.sampled_from(["true", "false", "null", "0", "1", "2", "10", "0.5", "1.5", "9007199254740993",
+                     "9007199254740991", "9007199254740992", "12345678901234567890123",
                      "''", "'a'", "\"b\"", "'0'", "'true'", "'é'"]),
     st.integers(min_value=0, max_value=100).map(str),
 )
@@ -118,3 +122,58 @@ def test_the_fast_path_answers_for_ordinary_values():
         assert expression.evaluate(scope) == expected
         if source != "computed.count / 1":  # division is left to the engine
             assert fast == expected
+
+
+def _as_json(value):
+    """What a value is once it has been JSON: NaN and infinities null, a whole float a whole number."""
+    if isinstance(value, float):
+        return None if not math.isfinite(value) else \
+            (int(value) if value.is_integer() and abs(value) < 2 ** 53 else value)
+    if isinstance(value, list):
+        return [_as_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    return value
+
+
+def _exactly(got, expected) -> bool:
+    if type(got) is not type(expected):
+        return False
+    if isinstance(expected, list):
+        return len(got) == len(expected) and all(_exactly(g, e) for g, e in zip(got, expected))
+    if isinstance(expected, dict):
+        return got.keys() == expected.keys() and all(_exactly(got[k], expected[k]) for k in expected)
+    return got == expected
+
+
+big_values = st.recursive(
+    st.one_of(scalars, st.integers(), st.text()),
+    lambda children: st.one_of(st.lists(children, max_size=3), st.dictionaries(st.text(max_size=3), children,
+                                                                                max_size=3)),
+    max_leaves=8)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=big_values)
+def test_a_value_read_by_the_engine_comes_back_exactly(value):
+    """Both directions of the boundary: a state value into JavaScript and the same value out (integers of any
+    size, strings with NUL, astral characters), where the fast path is not asked."""
+    scope = Scope({"computed": {"a": value}, "flags": {}, "user_responses": {}}, {})
+    for source in ("computed.a", "[computed.a][0]", "({v: computed.a}).v"):
+        got = Expression(source).evaluate_in_engine(scope)
+        assert _exactly(got, _as_json(value)), f"{source}: {value!r} came back as {got!r}"
+
+
+@pytest.mark.parametrize("value", [2 ** 53 - 1, 2 ** 53, 2 ** 53 + 1, -(2 ** 53), 12345678901234567890123, 2.0 ** 60,
+                                   "a\x00b"])
+@pytest.mark.parametrize("source", ["a", "a - 1", "a + 1", "-a", "a === a", "a < 1", "a == 9007199254740992",
+                                    "a + a", "len(a)", "a === 'a\\u0000b'"])
+def test_the_fast_path_and_the_engine_agree_where_bigints_start(value, source):
+    """At Number.MAX_SAFE_INTEGER the engine's integers become BigInts (`2**53 - 1` is a TypeError there): the fast
+    path must step aside, not compute a Number."""
+    scope = Scope({"computed": {"a": value}, "flags": {}, "user_responses": {}}, {})
+    expression = Expression(source)
+    fast = expression._fast(scope) if expression._fast is not None else MISSING
+    if fast is MISSING:
+        return
+    assert _same(fast, expression.evaluate_in_engine(scope)), source

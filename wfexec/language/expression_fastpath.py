@@ -12,7 +12,7 @@ JavaScript meaning Python can match exactly, checked on the values at hand:
 - parentheses.
 
 Anything else, at compile time or on the values of one evaluation (an
-`undefined`, a number beyond 2**53, a string compared with `<`, an object as the
+`undefined`, an integer beyond 2**53 - 1 (a BigInt there), a string compared with `<`, an object as the
 result), gives MISSING and the caller asks the engine. A differential test over
 generated expressions and states holds this module to the engine's answers.
 """
@@ -23,7 +23,6 @@ import re
 from typing import Any, Callable
 
 
-_SAFE_INTEGER = 2 ** 53
 _DECIMAL = re.compile(r"^(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?$")
 _LITERALS = {"true": "True", "false": "False", "null": "None"}
 _RESERVED_NAMES = frozenset(("undefined", "NaN", "Infinity", "this", "arguments", "globalThis"))
@@ -66,7 +65,7 @@ def fast_source(code: str, builtins: frozenset[str] = frozenset()) -> str | None
                   f"    if c is int: return r if -SAFE <= r <= SAFE else MISSING\n"
                   f"    if c is float:\n"
                   f"        if r != r or r in (INF, -INF): return None\n"
-                  f"        return int(r) if r.is_integer() else r\n"
+                  f"        return int(r) if r.is_integer() and -SAFE <= r <= SAFE else r\n"
                   f"    if c is str or c is bool or r is None: return r\n"
                   f"    return MISSING\n")
     return f"def fast(scope):\n    st = scope.state; loc = scope.locals; ex = scope.extras\n{body}\n{ending}"
@@ -107,7 +106,11 @@ def js_len(value: Any) -> int:
 _CHECKED = ("json", "num", "str", "bool", "null")
 
 
-from wfexec.language.expressions import NAMESPACES_IN_STATE  # noqa: E402 - expressions imports this module lazily
+# Imported below the definitions above: expressions imports this module lazily.
+from wfexec.language.expressions import MAX_SAFE_INTEGER, NAMESPACES_IN_STATE  # noqa: E402
+
+# Beyond Number.MAX_SAFE_INTEGER an integer is a BigInt in the engine (javascript.py): the engine's business.
+_SAFE_INTEGER = MAX_SAFE_INTEGER
 
 
 class _Writer:

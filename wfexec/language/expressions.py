@@ -18,7 +18,9 @@ The helpers `len`, `contains`, `startswith`, `endswith`, `parseYaml` and
 `new Date()` read the scope's clock, which the run records per step.
 Lines that start with `#` are comments. Simple expressions
 (`computed.count < 10`) take a Python fast path that agrees with the engine
-(`expression_fastpath.py`).
+(`expression_fastpath.py`). Values cross exactly or not at all (`javascript.py`):
+an integer beyond 2**53 - 1 is a BigInt in an expression, from state or
+written as a literal, and a result that is not data is an ExpressionError.
 """
 
 from __future__ import annotations
@@ -249,7 +251,7 @@ class Expression:
     `names` are the names it reads (what validation checks something writes); `program` says it is
     several statements whose value is the last one's."""
 
-    __slots__ = ("source", "code", "names", "program", "_reads", "_function_text", "_bound", "_fast_fn", "_fast_text",
+    __slots__ = ("source", "code", "names", "program", "_reads", "_function_text", "_fast_fn", "_fast_text",
                  "_reads_clock")
 
     def __init__(self, source: str):
@@ -261,7 +263,7 @@ class Expression:
         from wfexec.language import javascript
         from wfexec.language.js_source import KEYWORDS, TokenError, optional_members, usage
 
-        code = _interpolated_strings(code)
+        code = _exact_integers(_interpolated_strings(code))
         self.code = code
         try:
             found = usage(code)
@@ -299,7 +301,6 @@ class Expression:
         self._function_text = compiled.text
         self.program = compiled.program
         self._reads = tuple((name, tuple(sorted(keys)) if keys is not None else None) for name, keys in reads.items())
-        self._bound: tuple[Any, Any] | None = None
         # Only an expression that can reach the clock asks the run for it, so a run records (and a replay
         # serves) a time only for the steps that read one. Reaching `Date` sideways counts too.
         self._reads_clock = bool(_CLOCK_NAMES & set(found.free)) or "this" in code or "constructor" in code
@@ -368,19 +369,18 @@ class Expression:
         from wfexec.language import javascript
 
         engine = javascript.current()
-        bound = self._bound
-        if bound is not None and bound[0] is engine:
-            function = bound[1]
-        else:
-            # Another thread has its own engine: its function stays in that engine's table, and the first
-            # binding stays here, so no thread drops a value of another thread's engine.
-            function = engine.function(self._function_text, self.code)
-            if bound is None:
-                self._bound = (engine, function)
+        # Looked up in the engine's own table each time, never kept here: a retired engine (a promise job left
+        # queued, memory exhausted) must go with everything it holds, and each thread has its own.
+        function = engine.function(self._function_text, self.code)
         try:
             return engine.call(function, self.arguments(scope), scope.clock() if self._reads_clock else 0)
         except javascript.JavaScriptError as exc:
-            hint = {"time": "look for a loop that never ends", "memory": "build smaller values"}.get(exc.kind, "")
+            hint = {"time": "look for a loop that never ends", "memory": "build smaller values",
+                    "value": "return plain data: objects, arrays, strings, numbers, booleans or null (a BigInt "
+                             "comes back as an integer)"}.get(exc.kind, "")
+            if "BigInt" in exc.message and not hint:
+                hint = "an integer beyond 2**53 is a BigInt in an expression: compute with BigInts (`x + 1n`), " \
+                       "or convert (`Number(x)`, which rounds)"
             raise ExpressionError(f"`{_short(self.source)}` failed: {exc.message}", hint, self.source) from None
 
     def __repr__(self) -> str:
@@ -391,7 +391,6 @@ def _restored_expression(source, code, names, program, reads, function_text, fas
     expression = Expression.__new__(Expression)
     expression.source, expression.code, expression.names, expression.program = source, code, names, program
     expression._reads, expression._function_text, expression._reads_clock = reads, function_text, reads_clock
-    expression._bound = None
     expression._fast_text = fast_text
     expression._fast_fn = _NOT_BUILT if fast_text is not None else None
     return expression
@@ -415,6 +414,33 @@ def _interpolated_strings(code: str) -> str:
             quote, body = token.text[0], token.text[1:-1].replace("`", "\\`")
             pieces += [code[last:token.start], "`", body.replace("\\" + quote, quote), "`"]
             last = token.start + len(token.text)
+    return "".join(pieces) + code[last:]
+
+
+_LONG_DIGITS = re.compile(r"[0-9]{16}")
+_DECIMAL_INTEGER = re.compile(r"^[1-9][0-9_]*$")
+MAX_SAFE_INTEGER = 2 ** 53 - 1
+
+
+def _exact_integers(code: str) -> str:
+    """`code` with each integer literal beyond Number.MAX_SAFE_INTEGER written as a BigInt (`...n`), as an
+    integer that large from state arrives: `12345678901234567890123` keeps its digits, and equals the same
+    number read from state."""
+    if _LONG_DIGITS.search(code) is None:
+        return code
+    from wfexec.language.js_source import TokenError, tokenize
+
+    try:
+        tokens = tokenize(code)
+    except TokenError:
+        return code  # the syntax check reports it
+    pieces, last = [], 0
+    for token in tokens:
+        end = token.start + len(token.text)
+        if token.kind == "number" and _DECIMAL_INTEGER.match(token.text) and \
+                int(token.text.replace("_", "")) > MAX_SAFE_INTEGER and not code.startswith("n", end):
+            pieces += [code[last:end], "n"]
+            last = end
     return "".join(pieces) + code[last:]
 
 

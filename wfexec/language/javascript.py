@@ -17,10 +17,22 @@ the names it reads (parsed by JSON.parse inside the function: measured faster
 than building the objects with the wrapper's parse_json) and of the clock. Values come back as JSON types (objects
 through JSON, so nothing the expression returns shares structure with the run
 state); a whole number is a Python int.
+
+Values cross exactly or not at all. The wrapper's string converter ends a string at a NUL and cannot
+read a lone surrogate, and JSON.parse rounds an integer beyond 2**53, so: a result that is not a number,
+a boolean, null or a plain string leaves the engine as JSON text behind a "\x01" or "\x02" (prelude.js,
+`toHost`), where a cyclic value, a throwing `toJSON` or a function fails inside the call, at the
+expression. Python ints beyond Number.MAX_SAFE_INTEGER are BigInts in the engine (the JSON text is parsed
+with a reviver only when it holds a run of 16 digits) and BigInts come back as ints; floats are Numbers
+both ways, so a double beyond 2**53 comes back a float, not an int that would return as a BigInt.
+What Python cannot keep (nesting
+deeper than VALUE_DEPTH_LIMIT, a lone surrogate) is refused here, and a promise job an evaluation leaves
+queued retires the whole context, so nothing it holds reaches the next evaluation.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -32,11 +44,22 @@ from typing import Any
 TIME_LIMIT_SECONDS = 2.0
 MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
 STACK_LIMIT_BYTES = 512 * 1024
+MAX_SAFE_INTEGER = 2 ** 53 - 1  # Number.MAX_SAFE_INTEGER: beyond it an integer is a BigInt in the engine
+VALUE_DEPTH_LIMIT = 200  # as for YAML: deeper values break Python's recursive copies and JSON writers
 
 # The compiled function's first line; the source starts on line 2, column 1.
-_HEAD = "(function(__wfexec_args, __wfexec_now){__wfexec_clock(__wfexec_now);var {%s}=__wfexec_args?JSON.parse(__wfexec_args):{};"
-_AS_EXPRESSION = _HEAD + "return (\n%s\n);})"
-_AS_PROGRAM = _HEAD + "return eval(%s);})"
+_HEAD = ("(function(__wfexec_args, __wfexec_now, __wfexec_big){__wfexec_clock(__wfexec_now);"
+         "var {%s}=__wfexec_args?JSON.parse(__wfexec_args,__wfexec_big?__wfexec_revive:undefined):{};")
+_AS_EXPRESSION = _HEAD + "return __wfexec_out((\n%s\n));})"
+_AS_PROGRAM = _HEAD + "return __wfexec_out(eval(%s));})"
+# Every integer beyond Number.MAX_SAFE_INTEGER has 16 digits or more; a string holding such a run only costs
+# the slower parse.
+_LONG_DIGITS = re.compile(r"[0-9]{16}")
+# Lone surrogates are the only \ud escapes JSON.stringify writes; a literal backslash before "ud" only costs
+# the check.
+_SURROGATE_ESCAPE = "\\ud"
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _SYNTAX_CHECK = "(function(){\n%s\n})"
 _POSITION = re.compile(r"at (?:[^\n(]*\()?<input>:(\d+):(\d+)")
 
@@ -50,7 +73,7 @@ class JavaScriptError(Exception):
         self.message = message
         self.line = line
         self.column = column
-        self.kind = kind  # syntax, error, time, memory
+        self.kind = kind  # syntax, error, time, memory, value (a result that cannot be stored)
 
 
 @dataclass(frozen=True)
@@ -173,17 +196,33 @@ class Engine:
         return fn
 
     def call(self, fn, arguments: str, now_ms: float) -> Any:
+        big = len(arguments) >= 16 and _LONG_DIGITS.search(arguments) is not None
         try:
-            result = fn(arguments, float(now_ms))  # a Python int crosses as a 32-bit integer
+            result = fn(arguments, float(now_ms), big)  # a Python int crosses as a 32-bit integer
         except self._stack_overflow:
+            self.settle()
             raise JavaScriptError("RangeError: too much recursion (the stack limit was reached)", kind="memory") \
                 from None
         except Exception as exc:  # noqa: BLE001 - JSException: the expression threw
             error = _runtime_error(exc)
             if error.kind == "memory":
                 self.recover()
+            else:
+                self.settle()
             raise error from None
+        self.settle()
         return from_js(result, self._object)
+
+    def settle(self) -> None:
+        """Retire this context when the evaluation left a promise job queued: the job (and all it holds)
+        would otherwise live on into later evaluations. Running one to find out is harmless, the context
+        being dropped either way; a context with nothing queued costs one check."""
+        try:
+            pending = self.context.execute_pending_job()
+        except Exception:  # noqa: BLE001 - the job threw, or ran out of time: it was there all the same
+            pending = True
+        if pending:
+            self.retire()
 
     def recover(self) -> None:
         """After running out of memory: free what the failed call left, or give up this context (the
@@ -192,8 +231,15 @@ class Engine:
             self.context.gc()
             self.context.eval("0")
         except Exception:  # noqa: BLE001
-            if getattr(_local, "engine", None) is self:
-                _local.engine = None
+            self.retire()
+            return
+        self.settle()
+
+    def retire(self) -> None:
+        """The next evaluation on this thread gets a new context; this one goes with its last reference."""
+        self.functions = {}
+        if getattr(_local, "engine", None) is self:
+            _local.engine = None
 
 
 def _runtime_error(exc: Exception) -> JavaScriptError:
@@ -206,21 +252,67 @@ def _runtime_error(exc: Exception) -> JavaScriptError:
             first.strip() in ("null", ""):
         return JavaScriptError(f"the expression used more than {MEMORY_LIMIT_BYTES >> 20} MB and was stopped "
                                f"({first})", kind="memory")
+    if "the value cannot be stored" in first:
+        return JavaScriptError(first.removeprefix("TypeError: "), kind="value")
     return JavaScriptError(first)
 
 
 def from_js(value: Any, object_type: type) -> Any:
-    """A value from the engine as a JSON type: objects through JSON, whole numbers as ints, NaN and
-    infinities as None (what JSON.stringify makes of them)."""
+    """A value from the engine as a JSON type: "\x01"-marked JSON text decoded, whole numbers as ints, NaN
+    and infinities as None (what JSON.stringify makes of them)."""
     cls = value.__class__
     if cls is float:
-        if value.is_integer():
+        if value.is_integer() and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             return int(value)
         return value if math.isfinite(value) else None
-    if cls is object_type:
-        text = value.json()
-        return None if text is None else json.loads(text)
+    if cls is str:
+        if value:
+            marker = value[0]
+            if marker == "\x01" or marker == "\x02":
+                return _from_text(value[1:], marker == "\x02")
+        return value
+    if cls is object_type:  # only when the expression replaced the converter (`var __wfexec_out` in a program)
+        try:
+            text = value.json()
+        except Exception as exc:  # noqa: BLE001
+            raise JavaScriptError(f"the value cannot be stored: {str(exc).split(chr(10), 1)[0]}", kind="value") \
+                from None
+        return None if text is None else _from_text(text, False)
     return value
+
+
+def _from_text(text: str, bigints: bool) -> Any:
+    if text.count("[") + text.count("{") > VALUE_DEPTH_LIMIT and _depth(text) > VALUE_DEPTH_LIMIT:
+        raise JavaScriptError(f"the value cannot be stored: it nests deeper than {VALUE_DEPTH_LIMIT} levels",
+                              kind="value")
+    if bigints:
+        value = json.loads(text, parse_int=_number, parse_float=_bigint_or_number)
+    elif _LONG_DIGITS.search(text) is not None:
+        value = json.loads(text, parse_int=_number)
+    else:
+        value = json.loads(text)
+    if _SURROGATE_ESCAPE in text:
+        try:  # json.loads joins the halves of a pair; what stays a surrogate was alone
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise JavaScriptError("the value cannot be stored: a string holds a lone UTF-16 surrogate (half of a "
+                                  "character), which no text encoding can write", kind="value") from None
+    return value
+
+
+def _number(digits: str) -> int | float:
+    """A whole Number as JSON.stringify writes it: an int while exact, else the double it is."""
+    whole = int(digits)
+    return whole if -MAX_SAFE_INTEGER <= whole <= MAX_SAFE_INTEGER else float(digits)
+
+
+def _bigint_or_number(text: str) -> int | float:
+    return int(text[:-2]) if text.endswith("e0") else float(text)
+
+
+def _depth(text: str) -> int:
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    return max(itertools.accumulate(1 if bracket in "[{" else -1 for bracket in brackets), default=0)
 
 
 _local = threading.local()

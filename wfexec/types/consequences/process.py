@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from wfexec.language.documents import find_document
 from wfexec.language.expressions import Template, to_text
-from wfexec.types.consequences.inline_code import STDIN, code_word, env_split_string, is_shell
+from wfexec.types.consequences.inline_code import FROM_INPUT, STDIN, code_places, env_split_string, language
 from wfexec.types.registry import ActionFailed, TypeList
 from wfexec.system import progress
 from wfexec.system.subprocesses import EXIT_GRACE_SECONDS, done_with, kill_group, start
@@ -160,30 +160,35 @@ def _holds_template(value: Any) -> bool:
 def _refuse_values_in_code(words: list, written_input: Any) -> None:
     """A `${...}` inside code would run a value from state as code: the one injection no argv prevents.
 
-    The code may sit behind wrappers (`env`, `timeout`, `xargs`, `sudo`...), be given to any interpreter
-    (`bash -c`, `python3 -c`, `perl -e`, `awk PROGRAM`), or come in on standard input (`bash -s`, `input:`).
+    The code may sit behind wrappers (`env`, `timeout`, `xargs`, `find -exec`, `sudo`...), be given to any
+    interpreter (`bash -c`, `python3 -c`, `perl -e`, `awk PROGRAM`) or to a program that takes code in an option
+    (`git -c alias.x=!…`, `make --eval`, `script -c`, `vim -c`), or come in on standard input (`bash -s`,
+    `input:`), also as the words `xargs` adds to its command. Which program does what is inline_code.PROGRAMS.
     """
     split = env_split_string(words, _is_templated)
     if split is not None and _is_templated(split):
         raise ActionFailed("`${...}` inside the string of `env -S` would run a value from state as a command line",
                            "write the command as a list, with the value as one argument")
-    found = code_word(words, _is_templated)
-    if found is None:
-        return
-    program, code = found
-    if code is STDIN:
-        if _holds_template(written_input):
+    for program, code in code_places(words, _is_templated):
+        if code is STDIN or code is FROM_INPUT:
+            if not _holds_template(written_input):
+                continue
+            if code is FROM_INPUT:
+                raise ActionFailed(
+                    f"`${{...}}` in `input:` would be run as code: `xargs` puts its input into the command "
+                    f"`{program}` runs here (in its code, or as the program itself)",
+                    "keep the code literal and let xargs add the input after it as arguments "
+                    "(xargs -0 sh -c 'echo \"$@\"' _), or pass the value through `env`")
             raise ActionFailed(
                 f"`${{...}}` in `input:` would be run as code: `{program}` reads its program from standard input "
                 "here", f"put the code in a script file, or pass the value as an argument ({program} -c CODE _ "
                 "'${x}') or through `env`")
-        return
-    if _is_templated(code):
-        raise ActionFailed(
-            f"`${{...}}` inside the code given to `{program}` would run a value from state "
-            f"as {'shell' if is_shell(program) else program} code: pass it as an argument after the code (bash -c 'echo \"$1\"' _ '${{x}}') or through "
-            "`env` (\"$NAME\" in the code)",
-            "write `$${` for a shell variable such as `$${HOME}`")
+        if _is_templated(code):
+            raise ActionFailed(
+                f"`${{...}}` inside the code given to `{program}` would run a value from state as "
+                f"{language(program)} code: pass it as an argument after the code (bash -c 'echo \"$1\"' _ "
+                "'${x}') or through `env` (\"$NAME\" in the code)",
+                "write `$${` for a shell variable such as `$${HOME}`")
 
 
 def _command_argv(params, ctx) -> list[str]:
