@@ -395,7 +395,8 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
                 "plus `required: true`")
     imports = _load_imports(data.get("imports"), c)
     launcher_data = _launcher_data(data, c)
-    written_initial = data.get("initial_state") if isinstance(data.get("initial_state"), dict) else {}
+    given_initial = data.get("initial_state")
+    written_initial: dict = given_initial if isinstance(given_initial, dict) else {}
     as_started = {**data, "initial_state": {**launcher_data, **written_initial}} if launcher_data else data
     start = data.get("start_node")
     if isinstance(start, str):
@@ -509,7 +510,8 @@ def _launcher_data(data: dict, c: Compiler) -> dict:
     loaded = load_file(place)
     if loaded.diagnostics or not isinstance(loaded.data, dict):
         return {}
-    initial = data.get("initial_state") if isinstance(data.get("initial_state"), dict) else {}
+    given_initial = data.get("initial_state")
+    initial: dict = given_initial if isinstance(given_initial, dict) else {}
     first_read: dict[str, tuple] = {}
     for path, expression in c.expressions:
         for name in expression.reads:

@@ -634,6 +634,7 @@ class KeyTemplates(dict):
     a value): the keys stay as written, for every reader of the compiled value; rendering fills them in."""
 
     __slots__ = ("templates",)
+    templates: dict
 
     def __reduce__(self):
         return _key_templates_again, (dict(self), self.templates)

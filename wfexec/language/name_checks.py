@@ -121,7 +121,8 @@ def unwritten_reads(data: dict, expressions: Iterable[tuple[tuple, Any]], bound:
     by_nodes = Written({key: value for key, value in data.items() if key != "initial_state"}, fixed_writes)
     for written in (declared, by_nodes):
         written.locals.update(bound)
-    initial = data.get("initial_state") if isinstance(data.get("initial_state"), dict) else {}
+    written_initial = data.get("initial_state")
+    initial: dict = written_initial if isinstance(written_initial, dict) else {}
 
     def placeholder(name: str, key: str | None) -> bool:
         value = initial.get(name)

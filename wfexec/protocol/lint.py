@@ -74,17 +74,17 @@ def _where(text: str, tag: str = "", value: str = "", key: str = "") -> tuple[in
         if first is not None and not value:
             return _position(text, first)
     if key:
-        match = re.search(rf"^[ \t-]*{re.escape(key)}[ \t]*:", text, re.M)
-        if match:
-            return _position(text, match.start() + len(match.group(0)) - len(match.group(0).lstrip(" \t-")))
+        at_key = re.search(rf"^[ \t-]*{re.escape(key)}[ \t]*:", text, re.M)
+        if at_key:
+            return _position(text, at_key.start() + len(at_key.group(0)) - len(at_key.group(0).lstrip(" \t-")))
     if value:
         at = text.find(value)
         if at >= 0:
             return _position(text, at)
     if tag:
-        match = re.search(rf"<{re.escape(tag)}\b", text)
-        if match:
-            return _position(text, match.start())
+        at_tag = re.search(rf"<{re.escape(tag)}\b", text)
+        if at_tag:
+            return _position(text, at_tag.start())
     return 1, 1
 
 
