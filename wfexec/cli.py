@@ -97,6 +97,25 @@ def validate(
     raise typer.Exit(_call(entrypoints.validate, paths=paths, format=format, strict=strict))
 
 
+@app.command()
+def test(
+    paths: Optional[List[Path]] = typer.Argument(None, help="Skill folders, workflow files, test files, or folders "
+                                                            "of skills (default: the current folder)."),
+    coverage: bool = typer.Option(False, "--coverage", help="Print node and branch coverage per workflow, and "
+                                                            "every branch no case took."),
+    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
+    junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help="Also write the results as JUnit "
+                                                                             "XML, for CI."),
+    fail_under: Optional[float] = typer.Option(None, "--fail-under", min=0, max=100, metavar="N",
+                                               help="Exit 1 when branch coverage is below N percent."),
+):
+    """Run the test cases in each skill's tests/*.yaml; exit 1 when one fails, 2 when a test file is invalid."""
+    from wfexec.commands.testing import test_command
+
+    raise typer.Exit(test_command(paths or [], coverage=coverage, format=format.value, junit=junit,
+                                  fail_under=fail_under, debug=_state["debug"]))
+
+
 # --------------------------------------------------------------------------- #
 @app.command()
 def run(
