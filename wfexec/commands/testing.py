@@ -31,9 +31,11 @@ WORKFLOW_FILE = "workflow.yaml"
 # Ending types, then how a run that reached no ending stopped (the words of `wfexec run --format json`).
 STATUSES = ("success", "failure", "error", "cancelled", "waiting", "stopped", "failed")
 
-# A commit made by a case's `setup:` needs an identity, and the machine running the tests may have none.
+# A commit made by a case's `setup:` needs an identity, and the machine running the tests may have none; with a
+# fixed date too, the same setup makes the same commit ids every time, so a case may expect them.
 SETUP_GIT_IDENTITY = {"GIT_AUTHOR_NAME": "wfexec test", "GIT_AUTHOR_EMAIL": "test@wfexec.invalid",
-                      "GIT_COMMITTER_NAME": "wfexec test", "GIT_COMMITTER_EMAIL": "test@wfexec.invalid"}
+                      "GIT_COMMITTER_NAME": "wfexec test", "GIT_COMMITTER_EMAIL": "test@wfexec.invalid",
+                      "GIT_AUTHOR_DATE": "2025-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2025-01-01T00:00:00Z"}
 SETUP_TIMEOUT = 120.0
 
 _SCALAR = {"type": ["string", "number", "boolean", "null"]}
