@@ -556,8 +556,15 @@ class Coverage:
     workflow: Any
     nodes: list[str]
     branches: list[tuple[str, str, str]]  # (node, label, target as written)
+    # A v8 workflow's routes to its default_error, counted apart: the rewrite gives one to every action and
+    # conditional the author left without (v8.py), so most are routes for failures no input can cause, and
+    # counting them as branches would bury the ones the author wrote.
+    error_routes: list[tuple[str, str, str]] = field(default_factory=list)
     nodes_taken: set = field(default_factory=set)
     branches_taken: set = field(default_factory=set)  # (node, label)
+
+    def error_routes_taken(self) -> int:
+        return sum(1 for b in self.error_routes if b[:2] in self.branches_taken)
 
     @property
     def uncovered_nodes(self) -> list[str]:
@@ -577,6 +584,7 @@ class Coverage:
         return {"workflow": _display(self.workflow.path), "name": self.workflow.name,
                 "nodes": {"covered": nodes, "total": node_total},
                 "branches": {"covered": branches, "total": branch_total, "percent": _percent(branches, branch_total)},
+                "default_error_routes": {"covered": self.error_routes_taken(), "total": len(self.error_routes)},
                 "uncovered_nodes": self.uncovered_nodes,
                 "uncovered_branches": [{"node": n, "label": label, "target": target}
                                        for n, label, target in self.uncovered_branches]}
@@ -592,13 +600,15 @@ def coverage_of(workflows: Iterable, results: Iterable[CaseResult]) -> list[Cove
         workflow = pending.pop(0)
         if workflow.path in found:
             continue
-        branches = []
+        branches, error_routes = [], []
         for node in workflow.nodes.values():
             for label, target in node.kind.targets(node.spec):
-                if target is not None:
-                    branches.append((node.id, label, target.source if isinstance(target, Template) else str(target)))
+                if target is None:
+                    continue
+                edge = (node.id, label, target.source if isinstance(target, Template) else str(target))
+                (error_routes if workflow.default_error and edge[2] == workflow.default_error else branches).append(edge)
             pending += list(node.kind.subworkflows(node.spec))
-        found[workflow.path] = Coverage(workflow, list(workflow.nodes), branches)
+        found[workflow.path] = Coverage(workflow, list(workflow.nodes), branches, error_routes)
     for result in results:
         for path, node in result.nodes:
             if path in found:
@@ -643,8 +653,11 @@ def _text_report(results: list[CaseResult], coverage: list[Coverage] | None, sec
         lines.append("coverage:")
         for measured in coverage:
             nodes, node_total, branches, branch_total = measured.counts()
+            routes = measured.error_routes
             lines.append(f"  {_display(measured.workflow.path)}: nodes {nodes}/{node_total}, branches "
-                         f"{branches}/{branch_total} ({_percent(branches, branch_total):g}%)")
+                         f"{branches}/{branch_total} ({_percent(branches, branch_total):g}%)"
+                         + (f"; routes to default_error {measured.error_routes_taken()}/{len(routes)} taken"
+                            if routes else ""))
             for node, label, target in measured.uncovered_branches:
                 lines.append(f"    not taken: {node} → {target} ({label})")
         covered, total = _branch_totals(coverage)
