@@ -558,7 +558,8 @@ def new_skill(
     v8: bool = typer.Option(False, "--v8", help="Write the workflow as a blueprint-lib v8 file (ending nodes, "
                                                  "default_error)."),
 ):
-    """Scaffold DIR/NAME/: workflow.yaml, answers.yaml (so it runs end to end) and SKILL.md."""
+    """Scaffold DIR/NAME/: workflow.yaml, answers.yaml (so it runs end to end), tests/NAME.yaml (so `wfexec test`
+    checks it) and SKILL.md."""
     from wfexec.language.diagnostics import WorkflowError
     from wfexec.outputs.scaffold import new_skill as scaffold_skill
     from wfexec.outputs.skillgen import SkillError
@@ -575,6 +576,7 @@ def new_skill(
         typer.echo(f"{path}: written", err=True)
     folder = written[0].parent.as_posix()
     typer.echo(f"next: wfexec run {folder} --answers {folder}/answers.yaml", err=True)
+    typer.echo(f"      wfexec test {folder} --coverage", err=True)
 
 
 # --------------------------------------------------------------------------- #
