@@ -119,29 +119,32 @@ def find_suites(paths: Sequence[Path]) -> tuple[list[Suite], list[str]]:
     recursively), and the problems with paths that hold none."""
     found: list[Suite] = []
     problems: list[str] = []
-    for path in paths:
+    for given in paths:
+        # Absolute: each case runs in a folder of its own, and what the workflow names is found from its file.
+        path = Path(given).resolve()
+        shown = _display(path)
         if path.is_file() and path.name == WORKFLOW_FILE or path.is_dir() and (path / WORKFLOW_FILE).is_file():
             workflow = path if path.is_file() else path / WORKFLOW_FILE
             suites = _suites_of(workflow)
             if not suites:
-                problems.append(f"{path}: error: the skill has no tests — add {workflow.parent / TESTS_FOLDER}/"
-                                f"{workflow.parent.name}.yaml with `cases:` (README: Testing workflows)")
+                problems.append(f"{shown}: error: the skill has no tests — add {_display(workflow.parent / TESTS_FOLDER)}"
+                                f"/{workflow.parent.name}.yaml with `cases:` (README: Testing workflows)")
             found += suites
         elif path.is_file():
             workflow = path.parent.parent / WORKFLOW_FILE
             if path.parent.name != TESTS_FOLDER or not workflow.is_file():
-                problems.append(f"{path}: error: a test file lives in the `{TESTS_FOLDER}/` folder beside the "
+                problems.append(f"{shown}: error: a test file lives in the `{TESTS_FOLDER}/` folder beside the "
                                 f"{WORKFLOW_FILE} it tests — move it to SKILL/{TESTS_FOLDER}/")
                 continue
             found.append(Suite(path, workflow))
         elif path.is_dir():
             suites = [suite for workflow in _workflows_below(path) for suite in _suites_of(workflow)]
             if not suites:
-                problems.append(f"{path}: error: no tests found (no {TESTS_FOLDER}/*.yaml beside a {WORKFLOW_FILE}) "
+                problems.append(f"{shown}: error: no tests found (no {TESTS_FOLDER}/*.yaml beside a {WORKFLOW_FILE}) "
                                 f"— add SKILL/{TESTS_FOLDER}/SKILL.yaml with `cases:` (README: Testing workflows)")
             found += suites
         else:
-            problems.append(f"{path}: error: no such file or folder — pass a skill folder, a workflow, a test "
+            problems.append(f"{given}: error: no such file or folder — pass a skill folder, a workflow, a test "
                             "file, or a folder of skills")
     unique = list(dict.fromkeys(found))
     return unique, problems
@@ -211,7 +214,7 @@ def read_suite(suite: Suite, workflow) -> list[Case]:
         line, column = report.position(at)
         cases.append(Case(raw["name"], document.path, line, column, raw))
     if report.diagnostics:
-        raise TestFileError(report.diagnostics)
+        raise TestFileError(sorted(report.diagnostics, key=lambda d: (d.line, d.column)))
     return cases
 
 
@@ -431,11 +434,8 @@ def _run_in(folder: Path, case: Case, suite: Suite, workflow, recorder: Recorder
         for node, values in backend.answers().items():
             if node not in answers and f"{node}*" not in answers:
                 answers[node] = values
-    here = os.getcwd()
-    # The run's working directory is passed to the engine; the process's is moved too, so that nothing a
-    # workflow or a plugin resolves against the process's own (a relative path, a subprocess) lands in the
-    # project the tests were started from.
-    os.chdir(folder)
+    # The case's folder is the run's working directory (files, commands, git); the process stays where it is,
+    # since the compiled workflow's own paths (its documents, sub-workflows) are relative to it.
     try:
         result = api.run(workflow, inputs=data.get("inputs") or {}, answers=answers, overrides=data.get("set") or {},
                          io=recorder, backend=backend, cwd=folder)
@@ -449,8 +449,6 @@ def _run_in(folder: Path, case: Case, suite: Suite, workflow, recorder: Recorder
                 "state": getattr(exc, "state", None), "message": exc.format()}
     except WfexecError as exc:  # an answer refused, a cassette the run diverged from: the case is wrong
         return {"status": "failed", "message": exc.format()}
-    finally:
-        os.chdir(here)
     return {"status": result.type, "ending": result.ending, "message": result.message, "output": result.output,
             "state": result.state}
 
