@@ -222,7 +222,7 @@ def _check_case(raw: dict, at: tuple, report, suite: Suite, workflow) -> None:
     """What the schema cannot say: the names a case uses must be the workflow's, paths must stay in the case's
     folder, the inputs must fit the workflow's input schema."""
     from wfexec.language.diagnostics import did_you_mean
-    from wfexec.language.inputs import check_inputs
+    from wfexec.language.inputs import InputError, check_inputs
     from wfexec.language.paths import PathError, parse_path
     from wfexec.running.prompts import REPEAT, answer_keys
 
@@ -255,11 +255,19 @@ def _check_case(raw: dict, at: tuple, report, suite: Suite, workflow) -> None:
     replies = raw.get("replies")
     if isinstance(replies, str) and not (suite.tests.parent / replies).is_file():
         report.error(at + ("replies",), "no-cassette", f"no cassette at {replies}",
-                     f"a path relative to {suite.tests.parent}, or a list of replies")
+                     f"a path relative to {_display(suite.tests.parent)}, or a list of replies")
+    elif isinstance(replies, str):
+        from wfexec.backends.replay import CassetteError, load_cassette
+
+        try:
+            load_cassette(suite.tests.parent / replies)
+        except CassetteError as exc:
+            report.error(at + ("replies",), "bad-cassette", exc.message,
+                         "record one with `wfexec run --record FILE`, or give the replies as a list")
     try:
         check_inputs(raw.get("inputs") or {}, workflow.input_schema)
-    except Exception as exc:  # InputError, and a schema check's own errors: all say what is wrong with the inputs
-        report.error(at + ("inputs",) if "inputs" in raw else at, "bad-inputs", getattr(exc, "message", str(exc)),
+    except InputError as exc:
+        report.error(at + ("inputs",) if "inputs" in raw else at, "bad-inputs", exc.message,
                      "give the inputs the workflow's input_schema asks for")
 
 
@@ -427,16 +435,16 @@ def _run_in(folder: Path, case: Case, suite: Suite, workflow, recorder: Recorder
         problem = _setup(command, folder)
         if problem:
             return {"status": "setup", "message": problem, "mismatches": [Mismatch("setup", command, problem)]}
-    backend = _replies(data.get("replies"), case, suite)
-    answers = dict(data.get("answers") or {})
-    if backend is not None:
-        # As `wfexec run --replay`: a cassette's recorded answers answer what the case leaves unanswered.
-        for node, values in backend.answers().items():
-            if node not in answers and f"{node}*" not in answers:
-                answers[node] = values
     # The case's folder is the run's working directory (files, commands, git); the process stays where it is,
     # since the compiled workflow's own paths (its documents, sub-workflows) are relative to it.
     try:
+        backend = _replies(data.get("replies"), case, suite)
+        answers = dict(data.get("answers") or {})
+        if backend is not None:
+            # As `wfexec run --replay`: a cassette's recorded answers answer what the case leaves unanswered.
+            for node, values in backend.answers().items():
+                if node not in answers and f"{node}*" not in answers:
+                    answers[node] = values
         result = api.run(workflow, inputs=data.get("inputs") or {}, answers=answers, overrides=data.get("set") or {},
                          io=recorder, backend=backend, cwd=folder)
     except NeedsAnswer as waiting:
@@ -447,7 +455,7 @@ def _run_in(folder: Path, case: Case, suite: Suite, workflow, recorder: Recorder
     except RunError as exc:
         return {"status": exc.outcome if exc.outcome == "stopped" else "failed",
                 "state": getattr(exc, "state", None), "message": exc.format()}
-    except WfexecError as exc:  # an answer refused, a cassette the run diverged from: the case is wrong
+    except WfexecError as exc:  # an answer refused, a cassette unreadable or diverged from: the case is wrong
         return {"status": "failed", "message": exc.format()}
     return {"status": result.type, "ending": result.ending, "message": result.message, "output": result.output,
             "state": result.state}
