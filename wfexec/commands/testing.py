@@ -606,7 +606,8 @@ def coverage_of(workflows: Iterable, results: Iterable[CaseResult]) -> list[Cove
         workflow = pending.pop(0)
         if workflow.path in found:
             continue
-        branches, error_routes = [], []
+        branches: list[tuple[str, str, str]] = []
+        error_routes: list[tuple[str, str, str]] = []
         for node in workflow.nodes.values():
             for label, target in node.kind.targets(node.spec):
                 if target is None:
