@@ -16,7 +16,7 @@ def test_new_skill_validates_runs_and_has_its_skill_md(tmp_path):
     done = wfexec_cli("new", "skill", "hello-world", "--dir", tmp_path / "skills")
     assert done.returncode == 0, done.stderr
     folder = tmp_path / "skills" / "hello-world"
-    assert sorted(p.name for p in folder.iterdir()) == ["SKILL.md", "answers.yaml", "without-wfexec.md",
+    assert sorted(p.name for p in folder.iterdir()) == ["SKILL.md", "answers.yaml", "tests", "without-wfexec.md",
                                                         "workflow.yaml"]
     assert f"wfexec run {folder.as_posix()} --answers {folder.as_posix()}/answers.yaml" in done.stderr
 
@@ -30,6 +30,12 @@ def test_new_skill_validates_runs_and_has_its_skill_md(tmp_path):
     result = json.loads(run.stdout)
     assert (result["ending"], result["message"]) == ("done", "hello-world ran")
     assert result["state"]["user_responses"]["confirm"]["id"] == "go"
+
+    tested = wfexec_cli("test", folder, "--format", "json", cwd=tmp_path)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    report = json.loads(tested.stdout)
+    assert (report["passed"], report["failed"]) == (2, 0)
+    assert [c["file"] for c in report["cases"]] == ["skills/hello-world/tests/hello-world.yaml"] * 2
 
 
 def test_the_schema_comment_points_at_the_nearest_schema(cli, tmp_path):
@@ -78,6 +84,11 @@ def test_a_v8_skill_validates_runs_and_names_the_v8_schema(tmp_path):
     assert text.splitlines()[0] == "# yaml-language-server: $schema=../../schemas/workflow-v8.schema.json"
     assert (tmp_path / "schemas" / "workflow-v8.schema.json").is_file()  # written where the comment points
     assert "type: ending" in text and "default_error: failed" in text and "endings:" not in text
+    tested = wfexec_cli("test", folder, "--coverage", cwd=tmp_path)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "2 passed, 0 failed" in tested.stdout
+    # Its cases take every branch it has; only the route the v8 rewrite adds to default_error is left.
+    assert "nodes 2/2, branches 3/3 (100%); routes to default_error 0/1 taken" in tested.stdout
 
     validated = wfexec_cli("validate", "--strict", "--format", "json", folder)
     assert validated.returncode == 0 and json.loads(validated.stdout)["diagnostics"] == []

@@ -101,6 +101,25 @@ def validate(
     raise typer.Exit(_call(entrypoints.validate, paths=paths, format=format, strict=strict))
 
 
+@app.command()
+def test(
+    paths: Optional[List[Path]] = typer.Argument(None, help="Skill folders, workflow files, test files, or folders "
+                                                            "of skills (default: the current folder)."),
+    coverage: bool = typer.Option(False, "--coverage", help="Print node and branch coverage per workflow, and "
+                                                            "every branch no case took."),
+    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
+    junit: Optional[Path] = typer.Option(None, "--junit", metavar="FILE", help="Also write the results as JUnit "
+                                                                             "XML, for CI."),
+    fail_under: Optional[float] = typer.Option(None, "--fail-under", min=0, max=100, metavar="N",
+                                               help="Exit 1 when branch coverage is below N percent."),
+):
+    """Run the test cases in each skill's tests/*.yaml; exit 1 when one fails, 2 when a test file is invalid."""
+    from wfexec.commands.testing import test_command
+
+    raise typer.Exit(test_command(paths or [], coverage=coverage, format=format.value, junit=junit,
+                                  fail_under=fail_under, debug=_state["debug"]))
+
+
 # --------------------------------------------------------------------------- #
 @app.command()
 def run(
@@ -543,7 +562,8 @@ def new_skill(
     v8: bool = typer.Option(False, "--v8", help="Write the workflow as a blueprint-lib v8 file (ending nodes, "
                                                  "default_error)."),
 ):
-    """Scaffold DIR/NAME/: workflow.yaml, answers.yaml (so it runs end to end) and SKILL.md."""
+    """Scaffold DIR/NAME/: workflow.yaml, answers.yaml (so it runs end to end), tests/NAME.yaml (so `wfexec test`
+    checks it) and SKILL.md."""
     from wfexec.language.diagnostics import WorkflowError
     from wfexec.outputs.scaffold import new_skill as scaffold_skill
     from wfexec.outputs.skillgen import SkillError
@@ -560,6 +580,7 @@ def new_skill(
         typer.echo(f"{path}: written", err=True)
     folder = written[0].parent.as_posix()
     typer.echo(f"next: wfexec run {folder} --answers {folder}/answers.yaml", err=True)
+    typer.echo(f"      wfexec test {folder} --coverage", err=True)
 
 
 # --------------------------------------------------------------------------- #

@@ -118,9 +118,12 @@ def _block_safe(text: str) -> bool:
 class ReplayBackend(Backend):
     name = "replay"
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, interactions: list[dict] | None = None):
+        """Replay the cassette at `path`, or `interactions` already read (a `wfexec test` case's `replies:`),
+        which `path` then only names in messages."""
         self.path = Path(path)
-        interactions = load_cassette(self.path)
+        if interactions is None:
+            interactions = load_cassette(self.path)
         self._queues: dict[tuple, deque] = {}
         self._served: dict[tuple, int] = {}
         self._answers: dict[str, list] = {}

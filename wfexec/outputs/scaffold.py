@@ -2,8 +2,9 @@
 
 The folder gets `workflow.yaml` (with the `yaml-language-server` schema comment
 editors read), `answers.yaml` (answers to its questions, so
-`wfexec run NAME --answers NAME/answers.yaml` runs without asking) and the
-generated `SKILL.md`. An existing folder is never touched.
+`wfexec run NAME --answers NAME/answers.yaml` runs without asking),
+`tests/NAME.yaml` (cases `wfexec test NAME` runs) and the generated `SKILL.md`.
+An existing folder is never touched.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ def schema_reference(folder: Path, v8: bool = False) -> str:
 
 
 def new_skill(name: str, directory: str | os.PathLike = "skills", v8: bool = False) -> list[Path]:
-    """Create `directory/name/` with workflow.yaml (in blueprint-lib's v8 form with `v8`), answers.yaml and
-    SKILL.md; the files written."""
+    """Create `directory/name/` with workflow.yaml (in blueprint-lib's v8 form with `v8`), answers.yaml,
+    tests/NAME.yaml and SKILL.md; the files written."""
     from wfexec.outputs import skillgen
     from wfexec.outputs.docgen import render
     from wfexec.system.files import write_atomic
@@ -80,11 +81,14 @@ def new_skill(name: str, directory: str | os.PathLike = "skills", v8: bool = Fal
         template = "workflow-v8.yaml.j2" if v8 else "workflow.yaml.j2"
         write_atomic(workflow, render(template, name=name, schema=schema_reference(folder, v8)))
         write_atomic(answers, render("answers.yaml.j2", run_path=shown, answers_path=f"{shown}/answers.yaml"))
+        tests = folder / "tests" / f"{name}.yaml"
+        tests.parent.mkdir()
+        write_atomic(tests, render("tests.yaml.j2", name=name, run_path=shown, v8=v8))
         skill, _ = skillgen.write(folder)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # made by us a moment ago: leave nothing half-done
         raise
-    return [workflow, answers, skill, folder / skillgen.FALLBACK_FILE]
+    return [workflow, answers, tests, skill, folder / skillgen.FALLBACK_FILE]
 
 
 def _exists(folder: Path) -> SkillError:
