@@ -495,6 +495,19 @@ def test_state_over_the_payload_limit_is_passed_by_reference(server, workers, tm
     shown = wfexec(server, "show", result["run_id"], "--state", cwd=tmp_path, env=elsewhere)
     assert shown.returncode == 5, shown.stdout + shown.stderr
     assert f"which is not in {tmp_path / 'empty'}" in shown.stderr and "WFEXEC_TEMPORAL_BLOBS" in shown.stderr
+    # blobs are files like any other: readable by the group a shared folder gives them, as the umask says
+    umask = os.umask(0)
+    os.umask(umask)
+    assert {p.stat().st_mode & 0o777 for p in stored} == {0o666 & ~umask}
+    # a client that does not see the folder lists every run all the same, the one it cannot read marked
+    wfexec(server, "run", ROOT / "skills" / "quickstart", "--answer", "ask_mood=plain", cwd=tmp_path, check_code=0)
+    listed = wfexec(server, "runs", "--format", "json", cwd=tmp_path, env=elsewhere)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    rows = {row["id"]: row for row in json.loads(listed.stdout)["runs"]}
+    assert len(rows) > 1 and "not in" in rows[result["run_id"]]["problem"]
+    assert not any(row.get("problem") for run_id, row in rows.items() if run_id != result["run_id"])
+    text = wfexec(server, "runs", cwd=tmp_path, env=elsewhere)
+    assert text.returncode == 0 and f"(state missing: a run's state is stored by reference" in text.stdout
 
 
 def test_paused_agents_wait_on_the_cluster_until_resume_runs_their_states_again(server, workers, tmp_path):

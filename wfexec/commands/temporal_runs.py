@@ -158,7 +158,7 @@ def list_on_cluster(address: str, status: str | None, as_json: bool, limit: int,
             return 0
         for row in rows:
             print(f"{row['id']}  {row['status']:<10} {row['workflow']:<24} {row['current_node'] or '-':<20} "
-                  f"{row['started'] or ''}")
+                  f"{row['started'] or ''}" + (f"  (state missing: {row['problem']})" if row.get("problem") else ""))
         return 0
 
     return _guarded(address, body, debug)

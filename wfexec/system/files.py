@@ -38,7 +38,7 @@ def write_atomic(path: str | os.PathLike, content: str | bytes, encoding: str = 
             handle.flush()
             os.fsync(handle.fileno())
         # mkstemp makes the file 0600; a plain open() would have given 0666 less the umask.
-        os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask())
+        os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else new_file_mode())
         os.replace(tmp, target)
         _remove_leftovers(target)
     except BaseException:
@@ -47,6 +47,11 @@ def write_atomic(path: str | os.PathLike, content: str | bytes, encoding: str = 
         except FileNotFoundError:
             pass
         raise
+
+
+def new_file_mode() -> int:
+    """The mode `open()` would give a new file (0666 less the umask): mkstemp's 0600 would keep others out."""
+    return 0o666 & ~_umask()
 
 
 def _umask() -> int:

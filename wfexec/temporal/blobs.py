@@ -8,7 +8,8 @@ payload sent twice is stored once). For a cluster spread over machines the folde
 mounted bucket); the SDK also has S3 and GCS drivers (`temporalio.contrib`).
 
 Where: `$WFEXEC_TEMPORAL_BLOBS`, else `$XDG_DATA_HOME/wfexec/temporal-blobs`, else
-`~/.local/share/wfexec/temporal-blobs`.
+`~/.local/share/wfexec/temporal-blobs`. Files and folders get the modes the umask gives any other: workers
+running as different users share the folder through a common group (umask 002, a setgid folder).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from temporalio.converter import (DataConverter, ExternalStorage, StorageDriver,
                                   StorageDriverRetrieveContext, StorageDriverStoreContext)
 
 from wfexec.system.digest import sha256
+from wfexec.system.files import new_file_mode
 from wfexec.temporal import TemporalUnavailable
 
 FOLDER_VARIABLE = "WFEXEC_TEMPORAL_BLOBS"
@@ -67,6 +69,8 @@ class FolderStorageDriver(StorageDriver):
                 try:
                     with os.fdopen(handle, "wb") as out:
                         out.write(data)
+                    # as any file would be: workers under other users of a shared group read it (umask 002)
+                    os.chmod(temporary, new_file_mode())
                     os.replace(temporary, path)
                 except BaseException:
                     Path(temporary).unlink(missing_ok=True)

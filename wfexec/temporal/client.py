@@ -16,7 +16,7 @@ from wfexec.errors import WfexecError
 from wfexec.running.prompts import AnswerRefused, Answers, check_answer_keys
 from wfexec.language.model import Workflow
 from wfexec.temporal import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, TemporalUnavailable
-from wfexec.temporal.blobs import data_converter
+from wfexec.temporal.blobs import MissingBlob, data_converter
 from wfexec.temporal.steps import DEFAULT_HEARTBEAT_SECONDS, env_names
 
 NAMESPACE = "default"
@@ -176,14 +176,17 @@ async def list_runs(client: Client, limit: int) -> list[dict]:
         status = _CLUSTER_STATUS.get(wf.status, "unknown") if wf.status is not None else "unknown"
         row = {"id": wf.id, "workflow": memo.get("workflow", ""), "status": status, "current_node": None,
                "started": wf.start_time.isoformat(timespec="seconds") if wf.start_time else None}
-        if wf.status == WorkflowExecutionStatus.COMPLETED:  # completed on the cluster; its ending says how
-            outcome = await client.get_workflow_handle(wf.id).result()
-            row["status"] = outcome.get("status", "completed")
-        elif wf.status == WorkflowExecutionStatus.RUNNING:
-            seen = await progress(client.get_workflow_handle(wf.id))
-            if seen is not None:
-                row["status"] = seen["status"] if seen["status"] != "finished" else "running"
-                row["current_node"] = seen["current_node"]
+        try:
+            if wf.status == WorkflowExecutionStatus.COMPLETED:  # completed on the cluster; its ending says how
+                outcome = await client.get_workflow_handle(wf.id).result()
+                row["status"] = outcome.get("status", "completed")
+            elif wf.status == WorkflowExecutionStatus.RUNNING:
+                seen = await progress(client.get_workflow_handle(wf.id))
+                if seen is not None:
+                    row["status"] = seen["status"] if seen["status"] != "finished" else "running"
+                    row["current_node"] = seen["current_node"]
+        except MissingBlob as missing:  # one run's lost state must not hide every other run
+            row["problem"] = missing.message
         rows.append(row)
     return rows
 
