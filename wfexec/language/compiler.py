@@ -65,6 +65,7 @@ class Compiler:
         self.extra_diagnostics: list[Diagnostic] = []
         self.expressions: list[tuple[tuple, Expression]] = []  # (YAML path, expression): for name checks
         self.compiled_calls: list[tuple[tuple, Call]] = []  # (YAML path, call), nested ones too: for v8_checks
+        self.era = ""  # "v8" for a blueprint-lib v4–v8 file: its calls get their type's era_params
 
     # -- positions ----------------------------------------------------------
     def full(self, rel: tuple) -> tuple:
@@ -229,6 +230,8 @@ class Compiler:
                 self.path(value, at)
             if name in spec.documents and isinstance(value, str) and "${" not in value:
                 self.file(value, at, "document", allow_dir=name in spec.document_folders)
+        for name, value in spec.era_params.get(self.era, {}).items():
+            params.setdefault(name, value)  # what the era's catalogue says, unless the call says otherwise
         if any(isinstance(v, Prose) for v in params.values()):
             # This call asks the LLM: resume, dry runs and the summary must know it, as for an LLM hook.
             spec = replace(spec, effects=tuple(dict.fromkeys(spec.effects + ("llm",))), idempotent=False)
@@ -340,6 +343,7 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
 
     path = Path(doc.path)
     c = Compiler(doc, path.parent, loading or (path.resolve(),))
+    c.era = "v8" if is_v8 else ""
     for where, code, message, hint in v8_problems:
         c.report.error(where, code, message, hint, at_key=True)
     data = doc.data
@@ -417,7 +421,7 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
             path=path, source_hash=source_hash(data, imports), raw=data,
             documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
-            format="v8" if is_v8 else "", default_error=default_error if isinstance(default_error, str) else None,
+            top_level_first=is_v8, default_error=default_error if isinstance(default_error, str) else None,
             reply_paths=_reply_paths(nodes, unwritten_reads(as_started, c.expressions, _bound_names(nodes),
                                                             _fixed_writes(c))),
             plugin_root=_plugin_root_read(path, c.expressions))

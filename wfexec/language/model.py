@@ -130,9 +130,9 @@ class Workflow:
     documents: Mapping[str, tuple[Path, ...]] = field(repr=False, default_factory=dict)
     # v8: each node a composite expanded into → (the composite's id, its type), for pictures and summaries.
     composite_of: Mapping[str, tuple[str, str]] = field(repr=False, default_factory=dict)
-    # "v8" for a blueprint-lib v4–v8 file (rewritten at load): the few types whose v8 catalogue entry says
-    # something else than earlier formats (run_command's store_as, where log_node/log_entry write) read it.
-    format: str = ""
+    # A bare name reads the top level of state before `computed`, `flags` and `user_responses` (blueprint-lib v8's
+    # lookup; settled at load, like the types' era_params, so nothing at run time asks which era a file is).
+    top_level_first: bool = False
     # v8: where a failure no route handles goes (a computed target that names nothing, for one).
     default_error: str | None = None
     # A judgement step whose reply has no `store_as` → the state paths the nodes after it read and nothing

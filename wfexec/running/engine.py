@@ -156,7 +156,7 @@ class Run:
                                        "PWD": str(self.cwd), RUNTIME: self.runtime}
         if workflow.plugin_root and PLUGIN_ROOT_ENV not in os.environ:
             self.extras[PLUGIN_ROOT_ENV] = workflow.plugin_root
-        if workflow.format == "v8":
+        if workflow.top_level_first:
             self.extras[TOP_LEVEL_FIRST] = True
         # The time expressions read (`Date.now()`), in milliseconds: read from the clock the first time a step
         # asks (most steps never do), then the same for the rest of the step. A resumed run sets

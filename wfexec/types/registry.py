@@ -63,6 +63,8 @@ class TypeSpec:
     raw: tuple = ()              # params passed as written, never interpolated
     nested: dict = field(default_factory=dict)  # param → NESTED_* kind
     paths: tuple = ()            # params that are state paths, checked at load
+    era_params: dict = field(default_factory=dict)  # era ("v8") → parameters a call gets in a file of that era,
+                                 # where the era's catalogue says otherwise: the era is settled at load
     writes: tuple = ()           # state paths the handler always writes (`computed.log_file_path`): for the name
                                  # checks, which otherwise know only the paths a call is given
     documents: tuple = ()        # params that are document paths (plugin root, workflow folder), checked at load

@@ -211,8 +211,11 @@ def _clear_winner(ranked: list, flags: dict) -> bool:
                    {"flags": {"type": "object", "description": "flag → T|F|U, e.g. from parse_intent_flags"},
                     "rules": {"type": "array", "items": {"type": "object"},
                               "description": "[{name, conditions: {flag: T|F|U}, action, priority?}]"},
-                    "store_as": STORE_AS},
-                   ["flags", "rules", "store_as"], paths=("store_as",))
+                    "store_as": STORE_AS,
+                    "ranking": {"enum": ["seed", "blueprint"],
+                                "description": "seed (default; blueprint-lib v8 files: blueprint): how candidates "
+                                               "score and which one wins"}},
+                   ["flags", "rules", "store_as"], paths=("store_as",), era_params={"v8": {"ranking": "blueprint"}})
 def match_3vl_rules(params, ctx):
     """Score intent rules against T/F/U flags (seed scoring); store the clear winner and the ranking.
 
@@ -234,7 +237,7 @@ def match_3vl_rules(params, ctx):
     candidate is the rule's fields plus `rule` (the rule as written, the
     spec's `candidate.rule.name`) and its `score`.
 
-    In a v8 file, blueprint-lib's own ranking instead (v8's catalogue states it): a rule's U is a wildcard;
+    With `ranking: blueprint` (the default in a v8 file), blueprint-lib's own ranking (v8's catalogue states it): a rule's U is a wildcard;
     a flag that agrees is a hard match, a U flag a soft one, one that disagrees excludes the rule; candidates
     sort by hard matches (more first), soft matches, then conditions (fewer first); the winner (the rule) is
     clear when no other candidate ties with it on all three. Each candidate is the rule's fields plus `rule`,
@@ -248,7 +251,7 @@ def match_3vl_rules(params, ctx):
     if not isinstance(rules, list):
         raise ActionFailed(f"`rules` must be a list, got {type(rules).__name__}",
                            "e.g. rules: ${imports.mapping.intent_rules}")
-    result = (rank_rules_v8 if getattr(ctx.workflow, "format", "") == "v8" else rank_rules)(flags, rules)
+    result = (rank_rules_v8 if params.get("ranking") == "blueprint" else rank_rules)(flags, rules)
     ctx.set(params["store_as"], result)
     top = ", ".join(f"{c.get('name')}={c['score']}" for c in result["top_candidates"]) or "no candidates"
     ctx.trace(f"3VL rules: {top}; clear winner: {result['winner'].get('name') if result['winner'] else 'none'}")

@@ -446,14 +446,17 @@ def _run(params, ctx, interpreter: str | None = None) -> Completed:
     **COMMON,
     "store_as": {"type": "string", "description": "the state path for {exit_code, stdout, stderr} (in a v8 file: "
                                                   "the trimmed stdout)"},
-}, [], paths=("store_as",), effects=("process",), idempotent=False)
+    "keep": {"enum": ["result", "stdout"],
+             "description": "what store_as keeps: result ({exit_code, stdout, stderr}; the default) or stdout "
+                            "(trimmed; the default in a v8 file)"},
+}, [], paths=("store_as",), effects=("process",), idempotent=False, era_params={"v8": {"keep": "stdout"}})
 def run_command(params, ctx):
     """Run a program (`command`: argv list) or a `script` without a shell; `store_as` gets exit_code/stdout/stderr
     (in a blueprint-lib v8 file, the trimmed stdout, as its catalogue says)."""
     completed = _run(params, ctx)
     if "store_as" in params:
-        v8 = getattr(ctx.workflow, "format", "") == "v8"
-        ctx.set(params["store_as"], completed.stdout.strip() if v8 else completed.as_state())
+        ctx.set(params["store_as"],
+                completed.stdout.strip() if params.get("keep") == "stdout" else completed.as_state())
     _check_exit(completed, params)
 
 

@@ -152,12 +152,16 @@ def _append_to_v8_log(ctx, key: str, record: dict) -> None:
     ctx.set(LOG_PATH, log)
 
 
+# In a v8 file a log call with no log started keeps its record in v8's log mapping (its catalogue's shape).
+IN_V8 = {"v8": {"without_log": "v8"}}
+
+
 def _record(ctx, level: str, fallback: dict, seed, bl, v8: tuple[str, dict] | None = None) -> None:
     """Keep one record: `seed(path)` / `bl(path)` on a log mapping (when the level allows), else `fallback` in the
     list — in a v8 file, `v8` = (key, record) (default: `fallback` in `entries`) in v8's log mapping."""
     found = active_log(ctx)
     if found is None:
-        if getattr(ctx.workflow, "format", "") == "v8":
+        if ctx.call.params.get("without_log") == "v8":
             _append_to_v8_log(ctx, *(v8 or (V8_ENTRIES, fallback)))
         else:
             _append_to_list(ctx, fallback)
@@ -187,7 +191,7 @@ _ENTRY_EXTRAS = ("context", "event_type", "error_type", "recoverable")
                                  "context": {"type": "object"}, "event_type": {"type": "string"},
                                  "error_type": {"type": "string"}, "recoverable": {"type": "boolean"},
                                  "node": {"type": "string"}},
-                   ["level", "message"])
+                   ["level", "message"], era_params=IN_V8)
 def log_entry(params, ctx):
     """v3: record a message in the run log (errors, warnings or events of an init_log log; else the list at `log`)."""
     level = _one_of(params["level"], ENTRY_LEVELS, "level")
@@ -215,7 +219,7 @@ def log_entry(params, ctx):
 @TYPES.consequence("log_event", {"event_type": {"type": "string"}, "data": {},
                                  "level": {"enum": EVENT_LEVELS, "description": "kept only when the log level "
                                                                                 "allows it (default info)"}},
-                   ["event_type"])
+                   ["event_type"], era_params=IN_V8)
 def log_event(params, ctx):
     """Record `{event_type, data}` in the run log (events of an init_log log; else the list at `log`)."""
     level = _one_of(params.get("level", "info"), EVENT_LEVELS, "level")
@@ -324,7 +328,7 @@ def init_log(params, ctx):
 @TYPES.consequence("log_node", {"node": {"type": "string"}, "outcome": {"type": "string", "description":
                                 "free text: success, error, skipped, blocked, response:<id>, branch:true..."},
                                 "details": CONTEXT},
-                   ["node", "outcome"])
+                   ["node", "outcome"], era_params=IN_V8)
 def log_node(params, ctx):
     """Record that a node ran and how it came out, in the log's node_history."""
     record = {"node": params["node"], "timestamp": now(), "outcome": params["outcome"],
@@ -335,7 +339,7 @@ def log_node(params, ctx):
     _record(ctx, "info", fallback, on_log, on_log, (V8_HISTORY, record))
 
 
-@TYPES.consequence("log_warning", {"message": {"type": "string"}, "context": CONTEXT, "node": NODE}, ["message"])
+@TYPES.consequence("log_warning", {"message": {"type": "string"}, "context": CONTEXT, "node": NODE}, ["message"], era_params=IN_V8)
 def log_warning(params, ctx):
     """Record a warning in the run log (a seed log keeps the message text only)."""
     message, node, stamp = to_text(params["message"]), _node_id(params, ctx), now()
@@ -348,7 +352,7 @@ def log_warning(params, ctx):
 @TYPES.consequence("log_error", {"message": {"type": "string"}, "details": {"description": "seed: what went wrong"},
                                  "error_type": {"type": "string"}, "context": CONTEXT, "node": NODE,
                                  "recoverable": {"type": "boolean"}},
-                   ["message"])
+                   ["message"], era_params=IN_V8)
 def log_error(params, ctx):
     """Record an error in the run log (it only records: the action does not fail)."""
     message, node, stamp = to_text(params["message"]), _node_id(params, ctx), now()
@@ -374,7 +378,7 @@ _STATUS_EXTRAS = ("indexed_sha", "upstream_sha", "indexed_hash", "current_hash",
     "indexed_sha": {"type": ["string", "null"]}, "upstream_sha": {"type": ["string", "null"]},
     "indexed_hash": {"type": ["string", "null"]}, "current_hash": {"type": ["string", "null"]},
     "commits_behind": NULLABLE_INT, "action": {"type": "string", "description": "default pending"},
-}, ["source_id", "source_type", "status"])
+}, ["source_id", "source_type", "status"], era_params=IN_V8)
 def log_source_status(params, ctx):
     """Record a source's freshness (seed: sources.details, counted as checked; else a source_status event)."""
     given = {key: params[key] for key in _STATUS_EXTRAS if key in params}
@@ -406,7 +410,7 @@ def _change_lists(changes: Any) -> dict:
     "source_id": {"type": "string"},
     "changes": {"type": ["object", "array"], "description": "{added: [...], modified: [...], deleted: [...]}, "
                                                             "or a list (taken as modified)"},
-}, ["source_id", "changes"])
+}, ["source_id", "changes"], era_params=IN_V8)
 def log_source_changes(params, ctx):
     """Record the files a source update changed (seed: marks the source updated, with computed.new_sha)."""
     data = {"source_id": params["source_id"], **_change_lists(params["changes"])}
@@ -429,7 +433,7 @@ def log_source_changes(params, ctx):
 @TYPES.consequence("log_index_update", {
     "files": {"type": "array", "items": {"type": "string"}, "description": "the index files written"},
     "entries_added": NULLABLE_INT, "entries_removed": NULLABLE_INT, "keywords_preserved": {"type": "boolean"},
-}, ["files"])
+}, ["files"], era_params=IN_V8)
 def log_index_update(params, ctx):
     """Record an index update: files written, entries added and removed, keywords kept."""
     counts = {"entries_added": params.get("entries_added") or 0, "entries_removed": params.get("entries_removed") or 0,
