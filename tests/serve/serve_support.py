@@ -21,6 +21,7 @@ description: Asks how to greet, then greets.
 start_node: ask
 input_schema:
   type: object
+  additionalProperties: false
   properties:
     who: {type: string, description: Whom to greet}
 initial_state:
