@@ -91,5 +91,8 @@ def _run(config, sock, debug: bool) -> int:
                                            lifespan="off", timeout_graceful_shutdown=1))
     print(f"wfexec serve: runs in {config.store}" + (" (read-only)" if config.read_only else ""), file=sys.stderr)
     print(config.start_url(), flush=True)
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn hands Ctrl-C back once it has shut down: stopping a server is no failure
+        pass
     return 0
