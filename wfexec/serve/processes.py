@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from wfexec.durable.store import lease_holder, open_store
+from wfexec.durable.store import StoreError, lease_holder, open_store
 
 # How often the store is looked at while a new process takes its run: well under what a person notices.
 POLL_SECONDS = 0.05
@@ -83,16 +83,23 @@ class Processes:
             code = child.poll()
             if code is not None:
                 return _ended(code, run_id, out, err)
-            if self.store.exists():
-                store = open_store(self.store, readonly=True)
-                try:
-                    record = store.driven_by(lease)
-                finally:
-                    store.close()
-                if record is not None and record.status == "running" and (run_id is None or record.id == run_id):
-                    return Started(record.id)
+            record = self._driven_by(lease)
+            if record is not None and record.status == "running" and (run_id is None or record.id == run_id):
+                return Started(record.id)
             time.sleep(POLL_SECONDS)
         return Started(run_id, None, "the run's process is still starting")
+
+    def _driven_by(self, lease: str):
+        if not self.store.exists():
+            return None
+        try:
+            store = open_store(self.store, readonly=True)
+        except StoreError:  # the first run of a new store is creating its tables right now
+            return None
+        try:
+            return store.driven_by(lease)
+        finally:
+            store.close()
 
     def _reap(self, child: subprocess.Popen, started: Started, out: Path, err: Path) -> None:
         code = child.wait()

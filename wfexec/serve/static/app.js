@@ -22,6 +22,8 @@
     event.preventDefault();
     const error = form.querySelector(".form-error");
     if (error) error.textContent = "";
+    // Read before the buttons are disabled: a disabled submitter's value is left out of the form.
+    const body = new URLSearchParams(new FormData(form, event.submitter));
     const buttons = form.querySelectorAll("button");
     buttons.forEach(function (b) { b.disabled = true; });
     let data = {};
@@ -29,7 +31,7 @@
     try {
       const response = await fetch(form.action, {
         method: "POST",
-        body: new URLSearchParams(new FormData(form, event.submitter)),
+        body: body,
         headers: { Accept: "application/json", "X-CSRF-Token": csrf },
         credentials: "same-origin",
       });
@@ -86,7 +88,7 @@
     const row = document.createElement("tr");
     row.dataset.step = step.step;
     const cells = [String(step.step), step.node, step.type, String(step.target),
-                   (step.duration_ms || 0).toFixed(1) + " ms", (step.changes || []).join(", ")];
+                   (step.duration_ms || 0).toFixed(1) + " ms", Object.keys(step.changes || {}).join(", ")];
     cells.forEach(function (text, i) {
       const cell = document.createElement("td");
       if (i === 1 || i === 3) {
