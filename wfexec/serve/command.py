@@ -32,12 +32,10 @@ def _read_token(token_file: Path) -> str | None:
 
 def serve(host: str = "127.0.0.1", port: int = 8765, store: Path | None = None, roots: Sequence[Path] = (),
           read_only: bool = False, token_file: Path | None = None, debug: bool = False) -> int:
-    try:
-        import uvicorn  # noqa: F401
-        import sse_starlette  # noqa: F401
-        import starlette  # noqa: F401
-        import multipart  # noqa: F401  # python-multipart: the forms' bodies
-    except ImportError:
+    from importlib.util import find_spec
+
+    # multipart: python-multipart, which reads the forms' bodies.
+    if any(find_spec(name) is None for name in ("uvicorn", "starlette", "sse_starlette", "multipart")):
         return _error("`wfexec serve` needs the web extra — pip install 'wfexec[serve]'")
     import socket
 
@@ -74,9 +72,12 @@ def serve(host: str = "127.0.0.1", port: int = 8765, store: Path | None = None, 
                       + ("pass --port N (0: any free port)" if exc.errno == 98 else "check --host"))
     sock.listen(128)
     bound = sock.getsockname()[1]
-    extra = {"token": token} if token else {}
     config = ServeConfig(host=host.strip("[]"), port=bound, store=location, roots=tuple(roots),
-                         read_only=read_only, **extra)
+                         read_only=read_only)
+    if token:
+        from dataclasses import replace
+
+        config = replace(config, token=token)
     return _run(config, sock, debug)
 
 

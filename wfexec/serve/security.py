@@ -65,7 +65,9 @@ class Sessions:
         return session
 
     def valid(self, session: str | None) -> bool:
-        return bool(session) and any(hmac.compare_digest(session, s) for s in self._ids)  # type: ignore[arg-type]
+        if not session:
+            return False
+        return any(hmac.compare_digest(session, s) for s in self._ids)
 
 
 def _header(scope: dict, name: bytes) -> str | None:
@@ -132,9 +134,9 @@ class Guard:
             if not config.token_matches(token):
                 raise Refused(401, "this link's token is not the one this server was started with; use the "
                                    "address `wfexec serve` printed")
-            session = self.sessions.new()
+            fresh = self.sessions.new()
             rest = urlencode([(k, v) for k, v in query if k != "token"])
-            cookie = (f"{cookie_name(config)}={session}; HttpOnly; SameSite=Strict; Path=/").encode()
+            cookie = (f"{cookie_name(config)}={fresh}; HttpOnly; SameSite=Strict; Path=/").encode()
             return [(b"location", (path + (f"?{rest}" if rest else "")).encode()), (b"set-cookie", cookie),
                     (b"cache-control", b"no-store")]
         session = _cookies(scope).get(cookie_name(config))
