@@ -32,6 +32,15 @@ def test_a_short_token_file_is_refused(tmp_path):
     assert done.returncode == 2 and "at least 16 characters" in done.stderr
 
 
+def test_another_host_with_a_token_file_is_warned_about(tmp_path):
+    """The warning comes before anything else is checked: here a missing --root stops it before it listens, so
+    the test opens no port outside the loopback."""
+    (tmp_path / "token").write_text("a-token-of-enough-length\n")
+    done = wfexec_cli("serve", "--host", "0.0.0.0", "--token-file", "token", "--root", "missing", cwd=tmp_path)
+    assert "warning: serving on 0.0.0.0: anyone who can reach it and knows the token" in done.stderr
+    assert done.returncode == 2 and "--root missing is not a folder" in done.stderr
+
+
 def test_a_file_that_is_not_a_store_is_refused(tmp_path):
     (tmp_path / "notes.db").write_text("not sqlite")
     done = wfexec_cli("serve", "--store", "notes.db", cwd=tmp_path)
