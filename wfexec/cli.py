@@ -247,6 +247,25 @@ def mcp(
 
 
 @app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", metavar="ADDRESS",
+                             help="Listen here (another address than 127.0.0.1 needs --token-file)."),
+    port: int = typer.Option(8765, "--port", min=0, max=65535, metavar="N", help="The port (0: any free one)."),
+    store: Optional[Path] = STORE_OPTION,
+    root: List[Path] = typer.Option([], "--root", metavar="DIR",
+                                    help="Offer the workflows under DIR to launch (repeatable)."),
+    read_only: bool = typer.Option(False, "--read-only", help="Show runs; refuse to launch, answer or cancel."),
+    token_file: Optional[Path] = typer.Option(None, "--token-file", metavar="FILE",
+                                              help="Use the token in FILE instead of a new one each start."),
+):
+    """Watch, answer and launch runs in the browser (needs wfexec[serve]); prints the address to open."""
+    from wfexec.serve.command import serve as serve_web
+
+    raise typer.Exit(serve_web(host=host, port=port, store=store, roots=root, read_only=read_only,
+                               token_file=token_file, debug=_state["debug"]))
+
+
+@app.command()
 def cancel(
     run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of 4 characters or more)."),
     store: Optional[Path] = STORE_OPTION,

@@ -162,8 +162,9 @@ def _hostname() -> str:
     return os.uname().nodename  # what socket.gethostname() says, without importing socket
 
 
-def lease_holder() -> str:
-    return f"{os.getpid()}@{_hostname()}"
+def lease_holder(pid: int | None = None) -> str:
+    """How the store names the process driving a run (this one, or process `pid` of this machine)."""
+    return f"{os.getpid() if pid is None else pid}@{_hostname()}"
 
 
 def _lease_alive(lease: str | None) -> bool:
@@ -395,16 +396,27 @@ class Store:
             return self.db.execute("SELECT count(*) FROM runs WHERE status = ?", (status,)).fetchone()[0]
         return self.db.execute("SELECT count(*) FROM runs").fetchone()[0]
 
-    def list(self, status: str | None = None, limit: int = 50) -> list[RunRecord]:
-        """The newest `limit` runs (-1: all)."""
+    def list(self, status: str | None = None, limit: int = 50, before: str | None = None) -> list[RunRecord]:
+        """The newest `limit` runs (-1: all), only those older than the run `before` when given (ids sort by
+        creation time: a page that stays put while new runs arrive)."""
         if status == "interrupted":  # stored as running; its process is gone
-            return [r for r in self.list("running", limit) if r.shown_status == "interrupted"]
+            return [r for r in self.list("running", limit, before) if r.shown_status == "interrupted"]
+        where, values = [], []
         if status:
-            rows = self.db.execute(f"{self._select_runs} WHERE runs.status = ? ORDER BY runs.id DESC LIMIT ?",
-                                   (status, limit))
-        else:
-            rows = self.db.execute(f"{self._select_runs} ORDER BY runs.id DESC LIMIT ?", (limit,))
+            where.append("runs.status = ?")
+            values.append(status)
+        if before:
+            where.append("runs.id < ?")
+            values.append(before)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = self.db.execute(f"{self._select_runs}{clause} ORDER BY runs.id DESC LIMIT ?", (*values, limit))
         return [RunRecord.from_row(r) for r in rows]
+
+    def driven_by(self, lease: str) -> RunRecord | None:
+        """The run this process (`pid@host`, as `lease_holder` says) is driving now, if any."""
+        row = self.db.execute(f"{self._select_runs} WHERE runs.lease = ? ORDER BY runs.id DESC LIMIT 1",
+                              (lease,)).fetchone()
+        return RunRecord.from_row(row) if row is not None else None
 
     def acquire(self, run_id: str) -> None:
         """Become the process driving this run, unless a live process already is."""
@@ -533,6 +545,13 @@ class Store:
             if len(tail) >= count:
                 break
         return tail[-count:] if count else []
+
+    def journal_since(self, run_id: str, step: int) -> builtins.list[dict]:
+        """The journal's steps after `step`, oldest first, reading only the rows that hold them (what a watcher
+        that saw up to `step` has missed)."""
+        rows = self.db.execute("SELECT steps FROM journal WHERE run_id = ? AND last_step > ? ORDER BY first_step",
+                               (run_id, step))
+        return [_journal_entry(s) for row in rows for s in json.loads(row[0]) if s[0] > step]
 
     def journal_nodes(self, run_id: str) -> set[str]:
         """Every node that completed a step, read a batch at a time."""

@@ -1,0 +1,150 @@
+"""What the tests of `wfexec serve` share: a small workflow that asks, real runs of it started at the command
+line, the app behind Starlette's TestClient, and a real server process on a free port of 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from conftest import wfexec_cli, with_coverage
+
+ASKS = """\
+name: greeter
+version: "1.0.0"
+description: Asks how to greet, then greets.
+start_node: ask
+input_schema:
+  type: object
+  additionalProperties: false
+  properties:
+    who: {type: string, description: Whom to greet}
+initial_state:
+  who: world
+nodes:
+  ask:
+    type: user_prompt
+    prompt:
+      question: "Greet ${who} how?"
+      header: Greeting
+      options:
+        - {id: warm, label: Warmly}
+        - {id: plain, label: Plainly}
+    on_response:
+      warm: {next_node: note_warm}
+      plain: {next_node: greet}
+  note_warm:
+    type: action
+    actions:
+      - {type: set_flag, flag: warm, value: true}
+    on_success: greet
+    on_failure: failed
+  greet:
+    type: action
+    actions:
+      - {type: set_state, field: computed.greeting, value: "Hello, ${who}"}
+    on_success: done
+    on_failure: failed
+endings:
+  done: {type: success, message: "${computed.greeting}"}
+  failed: {type: failure, message: failed}
+"""
+
+BROKEN = """\
+name: broken
+version: "1.0.0"
+start_node: nowhere
+nodes: {}
+endings:
+  done: {type: success, message: ok}
+"""
+
+URL = re.compile(r"^http://127\.0\.0\.1:(\d+)/\?token=(\S+)$")
+
+
+def workflows(root: Path) -> Path:
+    """`root`/greeter/workflow.yaml (asks) and `root`/broken/workflow.yaml (does not validate)."""
+    for name, text in (("greeter", ASKS), ("broken", BROKEN)):
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "workflow.yaml").write_text(text, encoding="utf-8")
+    return root
+
+
+def waiting_run(workflow: Path, *inputs: str) -> str:
+    """A run started at the command line, as a person would, left waiting on its question: its id."""
+    args = [a for i in inputs for a in ("--input", i)]
+    done = wfexec_cli("run", workflow, "--non-interactive", "--format", "json", *args)
+    assert done.returncode == 3, done.stderr
+    return json.loads(done.stdout)["run_id"]
+
+
+def config(store: Path, roots=(), read_only=False, port=8765):
+    from wfexec.serve.config import ServeConfig
+
+    return ServeConfig(host="127.0.0.1", port=port, store=store, roots=tuple(roots), read_only=read_only)
+
+
+def client(cfg):
+    from starlette.testclient import TestClient
+
+    from wfexec.serve.app import create_app
+
+    return TestClient(create_app(cfg), base_url=f"http://127.0.0.1:{cfg.port}", follow_redirects=False)
+
+
+def signed_in(test_client, cfg) -> str:
+    """Trade the token for the session cookie, as the browser does with the printed address; the page's CSRF
+    field."""
+    answer = test_client.get(f"/?token={cfg.token}")
+    assert answer.status_code == 303, answer.text
+    page = test_client.get("/")
+    found = re.search(r'<meta name="csrf" content="([^"]+)">', page.text)
+    assert found, page.text
+    return found.group(1)
+
+
+def origin(cfg) -> str:
+    return f"http://127.0.0.1:{cfg.port}"
+
+
+@dataclass
+class Live:
+    process: subprocess.Popen
+    port: int
+    token: str
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def start_url(self) -> str:
+        return f"{self.base}/?token={self.token}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_server(store: Path, *args: str) -> Live:
+    """`wfexec serve` for real, on a free port of 127.0.0.1 (it binds port 0 and prints the one it got): the
+    address is its first line, printed once it listens."""
+    environment = with_coverage({**os.environ, "WFEXEC_STORE": str(store)})
+    process = subprocess.Popen([sys.executable, "-m", "wfexec", "serve", "--port", "0", "--store", str(store),
+                                *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+    line = process.stdout.readline().strip()
+    found = URL.match(line)
+    if not found:
+        process.kill()
+        raise AssertionError(f"wfexec serve printed {line!r}; stderr: {process.stderr.read()}")
+    return Live(process, int(found.group(1)), found.group(2))

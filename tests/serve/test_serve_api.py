@@ -1,0 +1,162 @@
+"""The JSON API of `wfexec serve` over one store shared with the command line: runs started at a terminal show,
+answers go through `wfexec resume`'s own checks and process, launches are `wfexec run` processes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("starlette")
+
+from conftest import wfexec_cli  # noqa: E402
+from serve_support import client, config, waiting_run, workflows  # noqa: E402
+
+
+@pytest.fixture
+def root(tmp_path):
+    return workflows(tmp_path / "workflows")
+
+
+@pytest.fixture
+def api(root, private_run_store):
+    cfg = config(private_run_store, roots=[root])
+    with client(cfg) as c:
+        c.headers["Authorization"] = f"Bearer {cfg.token}"
+        yield c
+
+
+def _sse(text: str) -> list[dict]:
+    """The events of a finished stream: each as its fields (`id`, `event`, `data` parsed)."""
+    events = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith(":"))
+        if "data" in fields:
+            fields["data"] = json.loads(fields["data"])
+            events.append(fields)
+    return events
+
+
+def _finish(api, run_id: str) -> list[dict]:
+    """The run's event stream read to its end, which comes when the run has finished (no clock involved)."""
+    return _sse(api.get(f"/api/runs/{run_id}/events").text)
+
+
+def test_a_run_started_at_the_terminal_shows_with_its_question(api, root):
+    run_id = waiting_run(root / "greeter")
+    listed = api.get("/api/runs", params={"status": "waiting"}).json()
+    assert [r["id"] for r in listed["runs"]] == [run_id]
+    shown = api.get(f"/api/runs/{run_id}").json()
+    assert shown["pending_question"]["question"] == "Greet world how?"
+    assert [o["id"] for o in shown["pending_question"]["options"]] == ["warm", "plain"]
+    assert shown["lease"] is None  # nobody drives a waiting run; the server owns none
+
+
+def test_runs_are_paged_newest_first_and_filtered_by_status(api, root):
+    ids = [waiting_run(root / "greeter") for _ in range(3)]
+    first = api.get("/api/runs", params={"limit": 2}).json()
+    assert [r["id"] for r in first["runs"]] == ids[::-1][:2] and first["next"] == ids[1]
+    second = api.get("/api/runs", params={"limit": 2, "before": first["next"]}).json()
+    assert [r["id"] for r in second["runs"]] == [ids[0]] and second["next"] is None
+    assert api.get("/api/runs", params={"status": "completed"}).json()["runs"] == []
+    wrong = api.get("/api/runs", params={"status": "sleeping"})
+    assert wrong.status_code == 400 and "'sleeping' is not a run status" in wrong.json()["error"]
+    assert api.get("/api/runs", params={"limit": "many"}).status_code == 400
+
+
+def test_a_wrong_answer_is_refused_and_the_run_keeps_waiting(api, root):
+    run_id = waiting_run(root / "greeter")
+    refused = api.post(f"/api/runs/{run_id}/answer", json={"answer": "warmly!"})
+    assert refused.status_code == 422
+    assert "not an option of 'ask'" in refused.json()["error"] and refused.json()["options"] == ["warm", "plain"]
+    assert api.post(f"/api/runs/{run_id}/answer", json={"answer": ""}).status_code == 400
+    assert api.get(f"/api/runs/{run_id}").json()["status"] == "waiting"
+    shown = wfexec_cli("show", run_id, "--format", "json")
+    assert json.loads(shown.stdout)["status"] == "waiting"  # as the command line sees it too
+
+
+def test_an_answer_resumes_the_run_in_a_process_of_its_own_to_its_ending(api, root):
+    run_id = waiting_run(root / "greeter", "who=Ada")
+    answered = api.post(f"/api/runs/{run_id}/answer", json={"answer": "Warmly"})  # a label, as at a terminal
+    assert answered.status_code == 200 and answered.json()["run_id"] == run_id
+    events = _finish(api, run_id)
+    assert events[-1]["event"] == "run" and events[-1]["data"]["status"] == "completed"
+    shown = json.loads(wfexec_cli("show", run_id, "--format", "json", "--state").stdout)
+    assert shown["status"] == "completed" and shown["result"]["message"] == "Hello, Ada"
+    assert shown["state"]["flags"]["warm"] is True
+    assert [s["node"] for s in shown["journal"]] == ["ask", "note_warm", "greet"]
+    again = api.post(f"/api/runs/{run_id}/answer", json={"answer": "warm"})
+    assert again.status_code == 409 and "not waiting" in again.json()["error"]
+
+
+def test_journal_state_and_graph_of_a_run(api, root):
+    run_id = waiting_run(root / "greeter")
+    api.post(f"/api/runs/{run_id}/answer", json={"answer": "plain"})
+    _finish(api, run_id)
+    journal = api.get(f"/api/runs/{run_id}/journal").json()["journal"]
+    assert [(s["step"], s["node"]) for s in journal] == [(1, "ask"), (2, "greet")]
+    assert [s["step"] for s in api.get(f"/api/runs/{run_id}/journal", params={"since": 1}).json()["journal"]] == [2]
+    assert api.get(f"/api/runs/{run_id}/state").json()["state"]["computed"]["greeting"] == "Hello, world"
+    graph = api.get(f"/api/runs/{run_id}/graph").json()
+    assert graph["mermaid"].startswith("flowchart")
+    assert {n["id"]: n["visited"] for n in graph["nodes"]} == {"ask": True, "note_warm": False, "greet": True}
+    assert graph["ending"] == "done"
+
+
+def test_a_reconnect_with_last_event_id_gets_exactly_the_steps_it_missed(api, root):
+    run_id = waiting_run(root / "greeter")
+    api.post(f"/api/runs/{run_id}/answer", json={"answer": "warm"})
+    everything = _finish(api, run_id)
+    assert [e["id"] for e in everything if e["event"] == "step"] == ["1", "2", "3"]
+    missed = _sse(api.get(f"/api/runs/{run_id}/events", headers={"Last-Event-ID": "1"}).text)
+    assert [(e["event"], e["id"]) for e in missed] == [("step", "2"), ("step", "3"), ("run", "3")]
+    assert [e["data"]["node"] for e in missed[:2]] == ["note_warm", "greet"]
+    assert [e["id"] for e in _sse(api.get(f"/api/runs/{run_id}/events?since=3").text)] == ["3"]  # the run only
+    assert api.get(f"/api/runs/{run_id}/events", headers={"Last-Event-ID": "x"}).status_code == 400
+
+
+def test_cancel_goes_through_the_command_lines_cancel(api, root):
+    run_id = waiting_run(root / "greeter")
+    assert api.post(f"/api/runs/{run_id}/cancel", json={}).json()["status"] == "cancelled"
+    again = api.post(f"/api/runs/{run_id}/cancel", json={})
+    assert again.status_code == 409 and "already finished (cancelled)" in again.json()["error"]
+    assert api.post(f"/api/runs/{run_id}/resume", json={}).status_code == 409
+
+
+def test_launch_starts_the_run_the_command_line_would(api, root, tmp_path):
+    listed = {w["shown"]: w for w in api.get("/api/workflows").json()["workflows"]}
+    assert listed["greeter"]["valid"] and listed["greeter"]["inputs"][0]["name"] == "who"
+    assert not listed["broken"]["valid"] and "nowhere" in " ".join(listed["broken"]["errors"])
+    launched = api.post("/api/launch", json={"workflow": listed["greeter"]["id"], "inputs": {"who": "Grace"}})
+    assert launched.status_code == 200, launched.text
+    run_id = launched.json()["run_id"]
+    by_server = api.get(f"/api/runs/{run_id}").json()
+    by_terminal = api.get(f"/api/runs/{waiting_run(root / 'greeter', 'who=Grace')}").json()
+    for key in ("workflow_path", "workflow_hash", "status", "current_node", "pending_question", "inputs"):
+        assert by_server[key] == by_terminal[key], key
+    assert by_server["pending_question"]["question"] == "Greet Grace how?"
+
+
+def test_launch_refuses_what_is_not_a_valid_workflow_under_a_root(api, root):
+    listed = {w["shown"]: w["id"] for w in api.get("/api/workflows").json()["workflows"]}
+    for given in ("nope", str(root / "greeter" / "workflow.yaml"), "../../etc/passwd", None):
+        refused = api.post("/api/launch", json={"workflow": given})
+        assert refused.status_code == 404 and "--root" in refused.json()["error"], given
+    broken = api.post("/api/launch", json={"workflow": listed["broken"]})
+    assert broken.status_code == 422 and broken.json()["errors"]
+    wrong_inputs = api.post("/api/launch", json={"workflow": listed["greeter"], "inputs": {"whom": "x"}})
+    assert wrong_inputs.status_code == 422 and "whom" in wrong_inputs.json()["error"]  # `wfexec run`'s own words
+    assert api.post("/api/launch", json={"workflow": listed["greeter"], "inputs": [1]}).status_code == 400
+    assert api.get("/api/runs").json()["runs"] == []
+
+
+def test_bad_requests_get_a_clear_error_never_a_traceback(api, root):
+    unknown = api.get("/api/runs/zzzzzz")
+    assert unknown.status_code == 404 and unknown.json()["error"].startswith("no run")
+    for path in ("/api/runs/zzzzzz/journal", "/api/runs/zzzzzz/graph", "/api/runs/zzzzzz/events"):
+        assert api.get(path).status_code == 404, path
+    body = api.post("/api/runs/zzzzzz/answer", content=b"[1, 2]", headers={"content-type": "application/json"})
+    assert body.status_code == 400 and "JSON object" in body.json()["error"]
+    assert api.post("/api/runs/zzzzzz/answer", content=b"{", headers={"content-type": "application/json"}
+                    ).status_code == 400
+    assert api.get("/api/nothing").status_code == 404

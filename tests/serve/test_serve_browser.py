@@ -1,0 +1,168 @@
+"""`wfexec serve` in a real browser: Debian's Chromium driven by Playwright (never `playwright install`), against
+a real server process on a free port of 127.0.0.1 and runs started at the command line. A failing test keeps a
+screenshot (its path is printed); `WFEXEC_DOCS_SCREENSHOT=1` writes the README's picture, docs/serve-inbox.png."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, wfexec_cli  # noqa: E402
+from serve_support import start_server, waiting_run, workflows  # noqa: E402
+
+pytestmark = pytest.mark.browser
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+FAILURES = Path(os.environ.get("WFEXEC_BROWSER_FAILURES", ROOT / ".browser-failures"))
+WAIT_MS = 30_000  # how long a locator may take to appear: a ceiling for a slow machine, not a measurement
+LAUNCH_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y --no-install-recommends chromium "
+                    "(or set CHROMIUM to its path)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (no browser download)")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=WAIT_MS)
+    context = browser.new_context(viewport={"width": 1100, "height": 800})
+    opened = context.new_page()
+    opened.set_default_timeout(WAIT_MS)
+    elsewhere: list[str] = []
+
+    def only_this_machine(route):
+        # The page must need nothing from another host (no CDN): anything else is refused, and counted.
+        if route.request.url.startswith(("http://127.0.0.1:", "data:")):
+            route.continue_()
+        else:
+            elsewhere.append(route.request.url)
+            route.abort()
+
+    opened.route("**/*", only_this_machine)
+    errors: list[str] = []
+    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    opened.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+    failed_before = request.session.testsfailed
+    yield opened
+    if request.session.testsfailed > failed_before:
+        FAILURES.mkdir(parents=True, exist_ok=True)
+        shot = FAILURES / f"{request.node.name}.png"
+        opened.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot of the failing page: {shot}; console errors: {errors}")
+    context.close()
+    assert not elsewhere, f"the page asked another host for {elsewhere}"
+    # The page's script threw nothing and the CSP blocked nothing. (A stream cut when its server stops is no
+    # error of the page's.)
+    assert not [e for e in errors if "ERR_INCOMPLETE_CHUNKED_ENCODING" not in e and "status of 4" not in e], errors
+
+
+@pytest.fixture
+def root(tmp_path):
+    return workflows(tmp_path / "workflows")
+
+
+@pytest.fixture
+def server(root, private_run_store):
+    live = start_server(private_run_store, "--root", str(root))
+    yield live
+    live.stop()
+
+
+def test_answer_a_waiting_run_from_the_inbox_and_see_it_complete_without_a_reload(page, server, root):
+    from playwright.sync_api import expect
+
+    run_id = waiting_run(root / "greeter", "who=Ada")
+    page.goto(server.start_url)
+    assert page.url == f"{server.base}/"  # the token was traded for a cookie and left the address
+    card = page.locator(f'.card[data-run="{run_id}"]')
+    expect(card.locator(".asks")).to_have_text("Greet Ada how?")
+    if os.environ.get("WFEXEC_DOCS_SCREENSHOT"):
+        page.screenshot(path=str(ROOT / "docs" / "serve-inbox.png"))
+    page.evaluate("window.stillTheSamePage = true")
+    page.locator(f'.card[data-run="{run_id}"] button[data-option="warm"]').click()
+    done = page.locator(f'[data-section="recent"] .card[data-run="{run_id}"]')
+    expect(done).to_have_attribute("data-status", "completed")
+    expect(page.locator(f'[data-section="waiting"] .card[data-run="{run_id}"]')).to_have_count(0)
+    assert page.evaluate("window.stillTheSamePage") is True  # no reload, no navigation
+    assert '"completed"' in wfexec_cli("show", run_id, "--format", "json").stdout
+
+
+def test_a_wrong_answer_typed_in_is_refused_in_place(page, server, root, tmp_path):
+    """A question that takes no free text shows no text box; one posted anyway (a stale page, a script) is refused
+    with the options, and the run keeps waiting."""
+    from playwright.sync_api import expect
+
+    run_id = waiting_run(root / "greeter")
+    page.goto(server.start_url)
+    card = page.locator(f'.card[data-run="{run_id}"]')
+    expect(card.locator("input[type=text]")).to_have_count(0)
+    refused = page.evaluate("""async ([run]) => {
+        const csrf = document.querySelector('meta[name="csrf"]').content;
+        const r = await fetch('/api/runs/' + run + '/answer', {method: 'POST', headers: {'X-CSRF-Token': csrf,
+            'Content-Type': 'application/json'}, body: JSON.stringify({answer: 'loudly'})});
+        return [r.status, (await r.json()).error];
+    }""", [run_id])
+    assert refused[0] == 422 and "not an option" in refused[1]
+    expect(card).to_have_attribute("data-status", "waiting")
+
+
+def test_launch_from_a_workflow_page_then_answer_on_the_run_page(page, server, root):
+    from playwright.sync_api import expect
+
+    page.goto(server.start_url)
+    page.get_by_role("link", name="Workflows").click()
+    expect(page.locator("tr", has_text="broken").locator(".badge.bad")).to_contain_text("error")
+    page.get_by_role("link", name="greeter", exact=True).click()
+    page.fill('input[name="input.who"]', "Grace")
+    page.locator('button[data-action="launch"]').click()
+    page.wait_for_url("**/runs/*")
+    expect(page.locator(".asks")).to_have_text("Greet Grace how?")
+    expect(page.locator('li.node.current[data-node="ask"]')).to_have_count(1)
+    page.locator('button[data-option="plain"]').click()
+    expect(page.locator('#summary [data-field="status"]')).to_have_text("completed")
+    expect(page.locator("#journal tr")).to_have_count(2)
+    expect(page.locator("#state")).to_contain_text("Hello, Grace")
+    run_id = page.url.rsplit("/", 1)[1]
+    assert '"Hello, Grace"' in wfexec_cli("show", run_id, "--format", "json").stdout
+
+
+def test_cancel_a_waiting_run_from_its_page(page, server, root):
+    from playwright.sync_api import expect
+
+    run_id = waiting_run(root / "greeter")
+    page.goto(server.start_url)
+    page.locator(f'.card[data-run="{run_id}"] a.run-link').click()
+    page.locator('button[data-action="cancel"]').click()
+    expect(page.locator('#summary [data-field="status"]')).to_have_text("cancelled")
+    expect(page.locator('button[data-action="cancel"]')).to_have_count(0)
+    assert '"cancelled"' in wfexec_cli("show", run_id, "--format", "json").stdout
+
+
+def test_read_only_shows_runs_without_a_button(page, root, private_run_store):
+    from playwright.sync_api import expect
+
+    run_id = waiting_run(root / "greeter")
+    live = start_server(private_run_store, "--root", str(root), "--read-only")
+    try:
+        page.goto(live.start_url)
+        expect(page.locator(".badge.read-only")).to_be_visible()
+        expect(page.locator(f'.card[data-run="{run_id}"] .asks')).to_have_text("Greet world how?")
+        for path in ("/", f"/runs/{run_id}", "/workflows"):
+            page.goto(live.base + path)
+            expect(page.locator("main")).to_be_visible()
+            assert page.locator("button, form").count() == 0, path
+    finally:
+        live.stop()

@@ -1,0 +1,84 @@
+"""What a person can do to a run from the page: answer it, cancel it, continue it, launch a new one. Each goes
+through the code the command line uses: an answer is checked by the engine's own `match_answer` against the
+question as the store keeps it, then given to a `wfexec resume --answer` process (which checks it again, as it
+would at a terminal); a cancel is `wfexec cancel`'s function; a launch is a `wfexec run` process."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from wfexec.durable.store import StoreError
+from wfexec.serve.processes import Processes, Started
+from wfexec.serve.store_view import one_run
+from wfexec.serve.workflows import Workflows
+
+
+class ActionRefused(Exception):
+    """The action cannot be done as asked; `status` is the HTTP status that says why."""
+
+    def __init__(self, status: int, message: str, hint: str = "", **extra: Any):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.hint = hint
+        self.extra = extra
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": self.message, **({"hint": self.hint} if self.hint else {}), **self.extra}
+
+
+def answer(store: Path, processes: Processes, run_id: str, value: Any) -> Started:
+    from wfexec.running.prompts import AnswerRefused, match_answer, question_from_pending
+
+    if not isinstance(value, str) or not value.strip():
+        raise ActionRefused(400, "give an answer: one of the options, or text where the question takes it")
+    record = one_run(store, run_id)
+    pending = record.get("pending_question")
+    if record["status"] != "waiting" or not pending:
+        raise ActionRefused(409, f"run {record['id']} is not waiting for an answer (it is {record['status']})")
+    try:
+        match_answer(question_from_pending(pending), value)
+    except AnswerRefused as refused:
+        raise ActionRefused(422, refused.message, options=[o["id"] for o in pending.get("options") or ()]) \
+            from None
+    started = processes.resume(record["id"], (pending.get("key") or pending["node"], value))
+    return _started_or_refused(started)
+
+
+def resume(store: Path, processes: Processes, run_id: str) -> Started:
+    record = one_run(store, run_id)
+    if record["finished"]:
+        raise ActionRefused(409, f"run {record['id']} has already finished ({record['status']})")
+    if record["status"] == "waiting":
+        raise ActionRefused(409, f"run {record['id']} waits for an answer: answer it to go on")
+    return _started_or_refused(processes.resume(record["id"]))
+
+
+def cancel(store: Path, run_id: str) -> dict[str, Any]:
+    from wfexec.commands.runs import cancel_run
+
+    try:
+        cancel_run(store, run_id, out=io.StringIO())
+    except StoreError as exc:
+        raise ActionRefused(409, exc.message, exc.hint) from None
+    return one_run(store, run_id)
+
+
+def launch(processes: Processes, workflows: Workflows, workflow_id: Any, inputs: dict[str, Any]) -> Started:
+    found = workflows.get(workflow_id) if isinstance(workflow_id, str) else None
+    if found is None:
+        raise ActionRefused(404, f"no workflow '{workflow_id}' under the folders this server was given (--root)")
+    described = workflows.describe(found)
+    if not described["valid"]:
+        raise ActionRefused(422, f"{found.path} has errors; it is not run", errors=described["errors"])
+    given = {str(k): str(v) for k, v in inputs.items() if str(v) != ""}
+    return _started_or_refused(processes.launch(found.path, given))
+
+
+def _started_or_refused(started: Started) -> Started:
+    if started.ok:
+        return started
+    raise ActionRefused(422, started.message or f"the run's process ended with exit code {started.exit_code}",
+                        run_id=started.run_id)

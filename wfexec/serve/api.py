@@ -1,0 +1,118 @@
+"""The JSON API under /api/: the same data and actions the pages use (`store_view`, `actions`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sse_starlette import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from wfexec.serve import actions
+from wfexec.serve.events import all_events, run_events
+from wfexec.serve.store_view import PAGE, graph, journal, one_run, runs_page, state, workflow_graph
+
+
+def _number(request: Request, name: str, default, kind=int):
+    text = request.query_params.get(name)
+    if name == "since" and not text:  # a browser's EventSource says where it was when it reconnects
+        text = request.headers.get("last-event-id")
+    if text in (None, ""):
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        raise actions.ActionRefused(400, f"'{name}' must be a number, not '{text}'") from None
+    if value < 0:
+        raise actions.ActionRefused(400, f"'{name}' cannot be negative")
+    return value
+
+
+def routes(server) -> list[Route]:
+    """`server` (wfexec.serve.app.Server) holds the config, the processes and the workflows."""
+    config = server.config
+    store = config.store
+
+    def runs(request: Request):
+        status = request.query_params.get("status") or None
+        return JSONResponse(runs_page(store, status, _number(request, "limit", PAGE),
+                                      request.query_params.get("before") or None))
+
+    def run(request: Request):
+        data = one_run(store, request.path_params["run_id"])
+        ended = server.processes.ended.get(data["id"])
+        data["process"] = ended.to_json() if ended is not None else None
+        return JSONResponse(data)
+
+    def run_journal(request: Request):
+        return JSONResponse({"journal": journal(store, request.path_params["run_id"], _number(request, "since", 0))})
+
+    def run_state(request: Request):
+        return JSONResponse({"state": state(store, request.path_params["run_id"])})
+
+    def run_graph(request: Request):
+        return JSONResponse(graph(store, request.path_params["run_id"]))
+
+    def run_stream(request: Request):
+        one_run(store, request.path_params["run_id"])  # an unknown run is a 404 now, not an empty stream
+        return EventSourceResponse(run_events(store, request.path_params["run_id"], _number(request, "since", 0)),
+                                   ping=15)
+
+    def all_stream(request: Request):
+        return EventSourceResponse(all_events(store, _number(request, "since", 0.0, float)), ping=15)
+
+    def workflows(request: Request):
+        return JSONResponse({"roots": [str(r) for r in server.workflows.roots],
+                             "workflows": [server.workflows.describe(f) for f in server.workflows.found()]})
+
+    def workflow_picture(request: Request):
+        found = server.workflows.get(request.path_params["workflow_id"])
+        if found is None:
+            raise actions.ActionRefused(404, f"no workflow '{request.path_params['workflow_id']}' here")
+        return JSONResponse(workflow_graph(found.path))
+
+    async def answer(request: Request):
+        body = await server.posted(request)
+        started = await server.blocking(actions.answer, store, server.processes, request.path_params["run_id"],
+                                        body.get("answer"))
+        return server.done(request, body, started.to_json())
+
+    async def resume(request: Request):
+        body = await server.posted(request)
+        started = await server.blocking(actions.resume, store, server.processes, request.path_params["run_id"])
+        return server.done(request, body, started.to_json())
+
+    async def cancel(request: Request):
+        body = await server.posted(request)
+        return server.done(request, body, await server.blocking(actions.cancel, store, request.path_params["run_id"]))
+
+    async def launch(request: Request):
+        body = await server.posted(request)
+        inputs: Any = body.get("inputs")
+        if inputs is None:  # a form: its fields named input.NAME
+            inputs = {k[len("input."):]: v for k, v in body.items() if k.startswith("input.")}
+        if not isinstance(inputs, dict):
+            raise actions.ActionRefused(400, "'inputs' must map input names to values")
+        started = await server.blocking(actions.launch, server.processes, server.workflows, body.get("workflow"),
+                                        inputs)
+        return server.done(request, body, started.to_json(), f"/runs/{started.run_id}")
+
+    changing = [
+        Route("/api/runs/{run_id}/answer", answer, methods=["POST"]),
+        Route("/api/runs/{run_id}/cancel", cancel, methods=["POST"]),
+        Route("/api/runs/{run_id}/resume", resume, methods=["POST"]),
+        Route("/api/launch", launch, methods=["POST"]),
+    ]
+    return [
+        Route("/api/runs", runs),
+        Route("/api/events", all_stream),
+        Route("/api/runs/{run_id}", run),
+        Route("/api/runs/{run_id}/journal", run_journal),
+        Route("/api/runs/{run_id}/state", run_state),
+        Route("/api/runs/{run_id}/graph", run_graph),
+        Route("/api/runs/{run_id}/events", run_stream),
+        Route("/api/workflows", workflows),
+        Route("/api/workflows/{workflow_id}/graph", workflow_picture),
+        *server.writable(changing),
+    ]

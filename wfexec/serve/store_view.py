@@ -1,0 +1,122 @@
+"""What the run store says, as the pages and the API show it. Read-only: every write goes through a run's own
+process (`processes`) or the command line's own functions (cancel)."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, Iterator
+
+from wfexec.durable.store import FINISHED, STATUSES, Store, StoreError, open_store
+
+PAGE = 50
+MAX_PAGE = 500
+SHOWN_STATUSES = (*STATUSES, "interrupted")
+
+
+@contextlib.contextmanager
+def reading(store_path: Path) -> Iterator[Store | None]:
+    """The store opened to read, or None while no run was ever recorded there (nothing to show yet)."""
+    if not store_path.exists():
+        yield None
+        return
+    store = open_store(store_path, readonly=True)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def summary(record) -> dict[str, Any]:
+    """A run as lists show it: the record without its journal or state."""
+    data = record.to_json()
+    data["finished"] = record.status in FINISHED
+    return data
+
+
+def runs_page(store_path: Path, status: str | None, limit: int, before: str | None) -> dict[str, Any]:
+    if status is not None and status not in SHOWN_STATUSES:
+        raise StoreError(f"'{status}' is not a run status", f"one of {', '.join(SHOWN_STATUSES)}")
+    limit = max(1, min(limit, MAX_PAGE))
+    with reading(store_path) as store:
+        if store is None:
+            return {"runs": [], "next": None}
+        records = store.list(status, limit + 1, before)
+    more = len(records) > limit
+    records = records[:limit]
+    return {"runs": [summary(r) for r in records], "next": records[-1].id if more and records else None}
+
+
+def inbox(store_path: Path, recent: int = 20) -> dict[str, list]:
+    """The front page: every run waiting on a question, the runs going on, the latest others."""
+    with reading(store_path) as store:
+        if store is None:
+            return {"waiting": [], "running": [], "recent": []}
+        waiting = store.list("waiting", -1)
+        running = store.list("running", -1) + store.list("stopped", -1)
+        done = [r for r in store.list(None, recent + len(waiting) + len(running)) if r.status in FINISHED]
+    return {"waiting": [summary(r) for r in waiting], "running": [summary(r) for r in running],
+            "recent": [summary(r) for r in done[:recent]]}
+
+
+def one_run(store_path: Path, run_id: str) -> dict[str, Any]:
+    with _store(store_path, run_id) as store:
+        return summary(store.get(run_id))
+
+
+def journal(store_path: Path, run_id: str, since: int = 0) -> list[dict]:
+    with _store(store_path, run_id) as store:
+        return store.journal_since(store.get(run_id).id, since)
+
+
+def state(store_path: Path, run_id: str) -> dict[str, Any]:
+    with _store(store_path, run_id) as store:
+        return store.snapshot(store.get(run_id).id)[1]
+
+
+def graph(store_path: Path, run_id: str) -> dict[str, Any]:
+    """The run's workflow as Mermaid text, and its nodes in the file's order with the ones the run went through
+    and the one it stands at marked (what the run page draws)."""
+    with _store(store_path, run_id) as store:
+        record = store.get(run_id)
+        visited = store.journal_nodes(record.id)
+    drawn = workflow_graph(Path(record.workflow_path))
+    current = record.current_node if record.status not in FINISHED else None
+    for node in drawn["nodes"]:
+        node["visited"] = node["id"] in visited
+        node["current"] = node["id"] == current
+    drawn["ending"] = record.ending
+    return drawn
+
+
+def workflow_graph(path: Path) -> dict[str, Any]:
+    """Mermaid text and the node list of the workflow at `path`; `error` says why there is none (it no longer
+    compiles, or is gone)."""
+    from wfexec.api import check
+    from wfexec.errors import WfexecError
+    from wfexec.outputs.graph import mermaid_of, picture
+
+    try:
+        workflow, _ = check(path)
+    except (OSError, WfexecError) as exc:
+        return {"mermaid": None, "nodes": [], "endings": [], "ending": None, "error": str(exc)}
+    if workflow is None:
+        return {"mermaid": None, "nodes": [], "endings": [], "ending": None,
+                "error": f"{path} does not compile now (wfexec validate says why)"}
+    drawn = picture(workflow)
+    targets: dict[str, list[str]] = {}
+    for edge in drawn.edges:
+        targets.setdefault(edge.source, []).append(edge.target)
+    return {"mermaid": mermaid_of(drawn), "error": None, "start": drawn.start,
+            "nodes": [{"id": node_id, "type": workflow.nodes[node_id].type, "next": targets.get(node_id, []),
+                       "visited": False, "current": False} for node_id in workflow.nodes], "ending": None,
+            "endings": [{"id": ending_id, "type": kind} for ending_id, kind in drawn.endings.items()]}
+
+
+@contextlib.contextmanager
+def _store(store_path: Path, run_id: str) -> Iterator[Store]:
+    with reading(store_path) as store:
+        if store is None:
+            raise StoreError(f"no run '{run_id}': there is no run store at {store_path} yet",
+                             "start a run first")
+        yield store
