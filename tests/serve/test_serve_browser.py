@@ -21,7 +21,9 @@ LAUNCH_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networkin
                 "--disable-sync", "--no-first-run"]
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: while Playwright's sync API is open it holds an event loop on the main thread,
+# and every later test calling asyncio.run() (the MCP and Temporal tests) would fail.
+@pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y --no-install-recommends chromium "

@@ -1,0 +1,186 @@
+"""`wfexec serve` at scale: a run of 10,000 journal steps, a store of 10,000 runs, 10 open event streams.
+
+    pip install -e '.[serve,bench]' && python bench/bench_serve.py [--steps 10000] [--runs 10000] [--repeat 9]
+
+Goals (issue #25): the page of a run with 10,000 journal steps opens in under 1 s; `/api/runs` over 10,000 runs
+answers in under 200 ms; the server's memory with 10 event streams open is reported against the idle server's.
+
+Each request goes through the whole app (Starlette's TestClient: routing, the token and Host checks, the store
+read, the JSON or the template) and is set against the floor, the same rows read straight from the store in the
+same process; the two alternate and the medians are printed. The memory figures come from a real `wfexec serve`
+process on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_cli import fill_store  # noqa: E402  (the same store of runs the CLI bench lists)
+
+LOOP = """\
+name: counter
+version: "1"
+start_node: check
+initial_state: {count: 0}
+input_schema:
+  limit: {type: integer, required: true}
+nodes:
+  check:
+    type: conditional
+    condition: {type: evaluate_expression, expression: "count < input.limit"}
+    branches: {on_true: step, on_false: done}
+  step:
+    type: action
+    actions:
+      - {type: compute, expression: "count + 1", store_as: count}
+    on_success: check
+endings:
+  done: {type: success, message: "counted to ${count}"}
+"""
+
+
+def long_run(store: Path, steps: int, work: Path) -> str:
+    workflow = work / "counter.yaml"
+    workflow.write_text(LOOP)
+    done = subprocess.run([sys.executable, "-m", "wfexec.cli", "run", str(workflow), "--store", str(store),
+                           "--input", f"limit={steps // 2}", "--max-steps", str(steps + 10), "--format", "json"],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)["run_id"]
+
+
+def timed(call, repeat: int, floor) -> tuple[float, float]:
+    """Medians in ms of `call` and of `floor`, run alternately."""
+    ours, base = [], []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        call()
+        ours.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        floor()
+        base.append((time.perf_counter() - started) * 1000)
+    return statistics.median(ours), statistics.median(base)
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def streams_memory(store: Path, run_id: str, streams: int) -> tuple[int, int]:
+    """(idle RSS, RSS with `streams` event streams open) of a real server, in KiB."""
+    import httpx
+
+    server = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "serve", "--port", "0", "--store", str(store)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        address = None
+        assert server.stdout is not None
+        for line in server.stdout:
+            found = re.search(r"(http://127\.0\.0\.1:\d+)/\?token=(\S+)", line)
+            if found:
+                address = found.groups()
+                break
+        if address is None:
+            raise SystemExit("wfexec serve printed no address")
+        base, token = address
+        headers = {"Authorization": f"Bearer {token}"}
+        httpx.get(f"{base}/api/runs", headers=headers, timeout=30).raise_for_status()
+        time.sleep(0.5)
+        idle = rss_kib(server.pid)
+        opened = threading.Barrier(streams + 1)
+        stop = threading.Event()
+
+        def follow(path: str) -> None:
+            try:
+                with httpx.stream("GET", f"{base}{path}", headers=headers, timeout=None) as answer:
+                    opened.wait()
+                    for _ in answer.iter_lines():
+                        if stop.is_set():
+                            break
+            except httpx.HTTPError:  # the server is stopped under the open stream at the end
+                pass
+
+        paths = [f"/api/runs/{run_id}/events?since=0"] + ["/api/events"] * (streams - 1)
+        threads = [threading.Thread(target=follow, args=(p,), daemon=True) for p in paths]
+        for thread in threads:
+            thread.start()
+        opened.wait(timeout=60)
+        time.sleep(2)
+        busy = rss_kib(server.pid)
+        stop.set()
+        return idle, busy
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--streams", type=int, default=10)
+    args = parser.parse_args()
+
+    from starlette.testclient import TestClient
+
+    from wfexec.durable.store import Store
+    from wfexec.serve.app import create_app
+    from wfexec.serve.config import ServeConfig
+
+    work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    store_path = work / "runs.db"
+    run_id = long_run(store_path, args.steps, work)
+    fill_store(store_path, args.runs)
+    config = ServeConfig(host="127.0.0.1", port=8765, store=store_path)
+    client = TestClient(create_app(config), base_url="http://127.0.0.1:8765",
+                        headers={"Authorization": f"Bearer {config.token}"})
+    store = Store(store_path)
+    steps = len(store.journal(run_id))
+
+    def page() -> None:
+        answer = client.get(f"/runs/{run_id}")
+        assert answer.status_code == 200, answer.status_code
+
+    def api_runs() -> None:
+        answer = client.get("/api/runs")
+        assert answer.status_code == 200, answer.status_code
+
+    def read_run() -> None:
+        store.get(run_id)
+        store.journal(run_id)
+
+    def read_runs() -> None:
+        store.list(None, 50)
+
+    page()  # templates compiled, caches warm: what every later visit sees
+    print(f"store: {args.runs:,} runs + one run of {steps:,} journal steps ({store_path.stat().st_size:,} bytes)")
+    for name, call, floor, goal in ((f"run page, {steps:,} steps", page, read_run, 1000.0),
+                                    (f"/api/runs over {args.runs:,} runs", api_runs, read_runs, 200.0)):
+        ours, base = timed(call, args.repeat, floor)
+        verdict = "ok" if ours < goal else "OVER"
+        print(f"{name:<28} {ours:8.1f} ms   store alone {base:7.1f} ms   {ours / base:5.1f}x   "
+              f"goal < {goal:.0f} ms  {verdict}")
+    store.close()
+    idle, busy = streams_memory(store_path, run_id, args.streams)
+    print(f"server memory: idle {idle / 1024:.1f} MiB, with {args.streams} event streams open {busy / 1024:.1f} MiB "
+          f"(+{(busy - idle) / 1024:.1f} MiB)")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("NO_COLOR", "1")
+    main()
