@@ -162,8 +162,9 @@ def _hostname() -> str:
     return os.uname().nodename  # what socket.gethostname() says, without importing socket
 
 
-def lease_holder() -> str:
-    return f"{os.getpid()}@{_hostname()}"
+def lease_holder(pid: int | None = None) -> str:
+    """The lease a process writes on the runs it drives (this one's by default)."""
+    return f"{os.getpid() if pid is None else pid}@{_hostname()}"
 
 
 def _lease_alive(lease: str | None) -> bool:

@@ -102,6 +102,12 @@ def start(argv, *, env: dict | None = None, **options) -> subprocess.Popen:
     return process
 
 
+def watch(pid: int) -> None:
+    """A process group started elsewhere (`start_new_session=True`, e.g. by anyio) put under the watchdog's guard;
+    `done_with` releases it."""
+    _tell_watchdog(f"+{pid}")
+
+
 def kill_group(process) -> None:
     """Kill a program started with `start` and everything it started.
 
