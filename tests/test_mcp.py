@@ -343,14 +343,18 @@ def test_a_client_side_cancel_of_a_run_call_stops_the_run(tmp_path):
                 await running
             except asyncio.CancelledError:
                 pass
-            while True:  # the cancelled call is never answered: the run's record says when it stopped
-                listed = (await session.call_tool("runs", {})).structured_content["runs"]
-                if listed[0]["status"] != "running":
-                    break
-                await asyncio.sleep(0.1)
+
+            async def stopped():  # the cancelled call is never answered: the run's record says when it stopped
+                while True:
+                    listed = (await session.call_tool("runs", {})).structured_content["runs"]
+                    if listed[0]["status"] != "running":
+                        return listed[0]
+                    await asyncio.sleep(0.1)
+
+            record = await asyncio.wait_for(stopped(), 120)  # a guard against a run that never stops, not a timing
         finally:
             (tmp_path / "step.release").touch()
-        return pid, listed[0]
+        return pid, record
 
     pid, record = with_server(tmp_path, body)
     assert record["status"] == "stopped", record
