@@ -441,6 +441,8 @@ class Worker:
             with anyio.move_on_after(5):
                 await self.process.wait()
             subprocesses.done_with(self.process)
+            with anyio.move_on_after(2):
+                await self.process.aclose()  # reaped and its pipes closed while the event loop still runs
 
 
 class Workers:

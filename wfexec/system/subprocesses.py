@@ -129,9 +129,10 @@ def done_with(process) -> None:
     _tell_watchdog(f"-{process.pid}")
 
 
-def kill_tagged(tag: str) -> int:
-    """Kill the process groups of every program of ours whose environment says it belongs to run `tag`."""
-    wanted = f"{RUN_TAG_VARIABLE}={tag}".encode()
+def kill_tagged(tag: str, variable: str = RUN_TAG_VARIABLE) -> int:
+    """Kill the process groups of every program of ours whose environment says it belongs to run `tag` (or
+    carries `variable`=`tag`: a process that left its group with `setsid` keeps its environment)."""
+    wanted = f"{variable}={tag}".encode()
     mine = os.getpid()
     groups = set()
     try:
