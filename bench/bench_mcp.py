@@ -46,7 +46,8 @@ def main() -> None:
         return time.perf_counter() - start
 
     async def measure() -> tuple[list[float], list[float]]:
-        params = StdioServerParameters(command=wfexec, args=["mcp"], cwd=str(work), env=env)
+        params = StdioServerParameters(command=wfexec, args=["mcp", "--root", str(ROOT / "skills")], cwd=str(work),
+                                       env=env)
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()

@@ -443,3 +443,99 @@ def test_payload_fields_written_as_mappings_with_defaults():
     assert [field for field, _ in shape.check({"q": "A1", "limit": 99, "tags": ["a", "b", "c"], "mode": "slow"})] \
         == ["q", "limit", "tags", "mode"]
     assert shape.check({"q": "abc", "limit": True, "mode": "fast"})[0][1].startswith("`limit` must be an integer")
+
+
+# -- a hostile server (issue 24) ------------------------------------------------------------------------------
+
+HOSTILE = r'''
+import json, subprocess, sys
+
+mode = sys.argv[1]
+
+
+def reply(ident, result):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": ident, "result": result}) + "\n")
+    sys.stdout.flush()
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method, ident = message.get("method"), message.get("id")
+    if method == "initialize":
+        if mode == "huge-handshake":  # one line that never ends
+            sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"serverInfo": {"name": "' % ident)
+            for _ in range(50):
+                sys.stdout.write("x" * 1_000_000)
+            sys.stdout.flush()
+            sys.stdin.read()
+        if mode == "setsid":  # a child in a session of its own: no group kill reaches it
+            subprocess.Popen(["sh", "-c", "echo $$ > child.pid; exec sleep 300"], start_new_session=True)
+        reply(ident, {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "hostile", "version": "1.0.0"}})
+    elif method == "tools/list":
+        reply(ident, {"tools": [{"name": "dump", "inputSchema": {"type": "object"}}]})
+    elif method == "tools/call":
+        text = "x" * 50_000_000 if mode == "huge-result" else "ok"
+        reply(ident, {"content": [{"type": "text", "text": text}], "isError": False})
+'''
+
+HOSTILE_HEAD = """\
+    name: v8-hostile
+    version: "1.0.0"
+    data_mcps:
+      evil: "hostile@^1"
+    start_node: ask
+    default_error: failed
+"""
+
+# The peak memory of the `wfexec run` it starts (and what that waited for), in MB: RUSAGE_CHILDREN of a process
+# that starts nothing else.
+MEASURED = """\
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+"""
+
+
+def hostile(tmp_path, mode: str):
+    (tmp_path / "hostile.py").write_text(HOSTILE)
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"hostile": {
+        "command": sys.executable, "args": ["${CLAUDE_PLUGIN_ROOT}/hostile.py", mode]}}}))
+    path = tmp_path / "workflow.yaml"
+    path.write_text(textwrap.dedent(workflow("""\
+        - type: mcp_tool_call
+          tool: evil.dump
+          store_as: computed.answer
+    """, head=HOSTILE_HEAD)))
+    return path
+
+
+@pytest.mark.parametrize("mode", ["huge-handshake", "huge-result"])
+def test_a_servers_huge_message_ends_the_step_at_the_limit_without_the_memory(tmp_path, mode):
+    """A 50 MB handshake line or tool result once drove the run to 586–935 MB."""
+    import subprocess
+
+    path = hostile(tmp_path, mode)
+    done, result = run(tmp_path, path)
+    assert done.returncode == 1 and result["ending"] == "failed", done.stderr
+    error = result["state"]["computed"]["last_error"]
+    assert "evil.dump" in error and "more than 8,388,608 bytes, the most one may have" in error, error
+    measured = subprocess.run([sys.executable, "-c", MEASURED, sys.executable, "-m", "wfexec.cli", "run", str(path),
+                               "--store", str(tmp_path / "measured.db")], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300)
+    assert int(measured.stdout) < 250, f"{measured.stdout.strip()} MB"
+
+
+def test_a_child_the_server_moved_to_its_own_session_ends_with_the_call(tmp_path):
+    import os
+
+    path = hostile(tmp_path, "setsid")
+    done, result = run(tmp_path, path)
+    assert done.returncode == 0 and result["state"]["computed"]["answer"] == "ok", done.stderr
+    pid = int((tmp_path / "child.pid").read_text())
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return
+    with open(f"/proc/{pid}/stat") as stat:
+        assert stat.read().split(")")[-1].split()[0] == "Z", f"the server's child {pid} outlived the call"

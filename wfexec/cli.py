@@ -239,11 +239,15 @@ def show(
 @app.command()
 def mcp(
     store: Optional[Path] = STORE_OPTION,
+    root: Optional[List[Path]] = typer.Option(
+        None, "--root", metavar="DIR",
+        help="A folder the tools may read workflows under (repeatable; default: the working directory, "
+             "~/.claude/skills and ~/.claude/plugins)."),
 ):
     """Serve wfexec's commands as MCP tools over stdio (`claude mcp add wfexec -- wfexec mcp`)."""
     from wfexec.mcp_server import serve
 
-    raise typer.Exit(serve(store))
+    raise typer.Exit(serve(store, root or None))
 
 
 @app.command()

@@ -163,7 +163,8 @@ def _hostname() -> str:
 
 
 def lease_holder(pid: int | None = None) -> str:
-    """How the store names the process driving a run (this one, or process `pid` of this machine)."""
+    """How the store names the process driving a run: the lease it writes (this process's, or process `pid`'s of
+    this machine)."""
     return f"{os.getpid() if pid is None else pid}@{_hostname()}"
 
 

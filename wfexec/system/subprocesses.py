@@ -102,6 +102,12 @@ def start(argv, *, env: dict | None = None, **options) -> subprocess.Popen:
     return process
 
 
+def watch(pid: int) -> None:
+    """A process group started elsewhere (`start_new_session=True`, e.g. by anyio) put under the watchdog's guard;
+    `done_with` releases it."""
+    _tell_watchdog(f"+{pid}")
+
+
 def kill_group(process) -> None:
     """Kill a program started with `start` and everything it started.
 
@@ -123,9 +129,10 @@ def done_with(process) -> None:
     _tell_watchdog(f"-{process.pid}")
 
 
-def kill_tagged(tag: str) -> int:
-    """Kill the process groups of every program of ours whose environment says it belongs to run `tag`."""
-    wanted = f"{RUN_TAG_VARIABLE}={tag}".encode()
+def kill_tagged(tag: str, variable: str = RUN_TAG_VARIABLE) -> int:
+    """Kill the process groups of every program of ours whose environment says it belongs to run `tag` (or
+    carries `variable`=`tag`: a process that left its group with `setsid` keeps its environment)."""
+    wanted = f"{variable}={tag}".encode()
     mine = os.getpid()
     groups = set()
     try:

@@ -21,6 +21,12 @@ calls it, and stops it. What is stored: the result's structured content (a value
 `{"result": value}`, with an output schema holding only `result`, is unwrapped), else the text of its one text
 block, else its content blocks as mappings.
 
+What comes from the server is bounded: a message (the handshake, the tool list, the result) is at most
+MAX_MESSAGE_BYTES; a longer one ends the call with an error naming the limit, having read no more of it. The
+server runs in a process group of its own under the orphan watchdog, and carries a tag of this call in its
+environment: when the call ends, the group and every process still carrying the tag go, a child the server
+moved to a session of its own (`setsid`) included.
+
 The MCP SDK (`pip install 'wfexec[mcp]'`) is imported only when a call runs.
 """
 
@@ -29,7 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +54,10 @@ ERROR_LINES = 5
 TOOL_PATTERN = r"^[a-z_][a-z0-9_-]*\.[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
 PARAMS_TYPE_PATTERN = r"^[a-z_][a-z0-9_]*@\d+$"
 INSTALL_HINT = "pip install 'wfexec[mcp]'"
+# One message from a server, at most: a result is stored in the run's state and journal, and a hostile server's
+# endless line must not become the run's memory.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+CALL_TAG_VARIABLE = "WFEXEC_MCP_CALL"
 
 
 # -- finding the server --------------------------------------------------------------------------------------
@@ -220,17 +230,95 @@ def _error_text(result: Any) -> str:
     return " ".join(" ".join(texts).split())[:500] or "(no message)"
 
 
+class _Limits:
+    """What the transport saw go over a limit, for the error the step ends with."""
+
+    too_big: int | None = None  # the size read of a message over MAX_MESSAGE_BYTES
+
+
+@asynccontextmanager
+async def _bounded_stdio(server: Server, cwd: Path, errors, limits: _Limits):
+    """The SDK's stdio transport, with each message from the server bounded (MAX_MESSAGE_BYTES) and the server's
+    processes ended with the call (see the module's doc)."""
+    import uuid
+
+    import anyio
+    import mcp.types as types
+    from anyio.streams.buffered import BufferedByteReceiveStream
+    from mcp.client.stdio import get_default_environment
+    from mcp.shared.message import SessionMessage
+
+    from wfexec.system import subprocesses
+
+    tag = uuid.uuid4().hex
+    env = {**get_default_environment(), **server.env, CALL_TAG_VARIABLE: tag}
+    if subprocesses.run_tag is not None:
+        env[subprocesses.RUN_TAG_VARIABLE] = subprocesses.run_tag
+    process = await anyio.open_process([server.command, *server.args], env=env, cwd=str(cwd), stderr=errors,
+                                       start_new_session=True)
+    subprocesses.watch(process.pid)
+    incoming_writer, incoming = anyio.create_memory_object_stream(0)
+    outgoing, outgoing_reader = anyio.create_memory_object_stream(0)
+
+    async def read_server() -> None:
+        lines = BufferedByteReceiveStream(process.stdout)
+        async with incoming_writer:
+            while True:
+                try:
+                    line = await lines.receive_until(b"\n", MAX_MESSAGE_BYTES)
+                except anyio.DelimiterNotFound:
+                    limits.too_big = MAX_MESSAGE_BYTES
+                    return  # the session sees the connection end; the caller says why
+                except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError,
+                        anyio.BrokenResourceError):
+                    return
+                if not line.strip():
+                    continue
+                try:
+                    message: Any = SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+                except ValueError as exc:
+                    message = exc
+                await incoming_writer.send(message)
+
+    async def write_server() -> None:
+        async with outgoing_reader:
+            async for message in outgoing_reader:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                try:
+                    await process.stdin.send(data.encode())
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                    return
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(read_server)
+            group.start_soon(write_server)
+            try:
+                yield incoming, outgoing
+            finally:
+                group.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            try:
+                await process.stdin.aclose()  # the spec's way to end a stdio server: it may exit on its own
+            except (OSError, anyio.BrokenResourceError):
+                pass
+            with anyio.move_on_after(2):
+                await process.wait()
+            subprocesses.done_with(process)
+            subprocesses.kill_tagged(tag, CALL_TAG_VARIABLE)
+            with anyio.move_on_after(2):
+                await process.aclose()  # reaped and its pipes closed while the event loop still runs
+
+
 async def _call(server: Server, tool: str, arguments: dict, timeout: float, wanted: str, cwd: Path,
-                errors) -> tuple[str | None, bool, Any, Any, list[str]]:
+                errors, limits: _Limits) -> tuple[str | None, bool, Any, Any, list[str]]:
     """(server version, whether it is in `wanted`, CallToolResult or None when not called, the tool's output
     schema, the tool names the server lists)."""
     from mcp import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
     from mcp.types import PaginatedRequestParams
 
-    parameters = StdioServerParameters(command=server.command, args=list(server.args), env=server.env or None,
-                                       cwd=str(cwd))
-    async with stdio_client(parameters, errlog=errors) as (read, write):
+    async with _bounded_stdio(server, cwd, errors, limits) as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=timeout) as session:
             started = await session.initialize()
             version = getattr(getattr(started, "server_info", None), "version", None)
@@ -366,9 +454,11 @@ def _call_server(server: Server, alias: str, tool: str, written: str, arguments:
 
     from mcp.shared.exceptions import MCPError
 
+    limits = _Limits()
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as errors, _sdk_log() as logged:
         try:
-            return _run_async(lambda: _call(server, tool, arguments, timeout, wanted, ctx.cwd, errors), timeout)
+            return _run_async(lambda: _call(server, tool, arguments, timeout, wanted, ctx.cwd, errors, limits),
+                              timeout)
         except TimeoutError:
             raise ActionFailed(f"mcp_tool_call {written}: server '{server.name}' (alias {alias}) did not answer "
                                f"within {timeout:g} s", "raise `timeout:`, or check the server") from None
@@ -379,6 +469,11 @@ def _call_server(server: Server, alias: str, tool: str, written: str, arguments:
         except BaseException as exc:  # an exception group from the SDK's task group, an MCP error, a broken pipe
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
+            if limits.too_big is not None:
+                raise ActionFailed(f"mcp_tool_call {written}: server '{server.name}' (alias {alias}) sent a message "
+                                   f"of more than {MAX_MESSAGE_BYTES:,} bytes, the most one may have; the call was "
+                                   "ended there", "ask the tool for less (its params), or check the server") \
+                    from None
             leaf = _leaf(exc)
             if isinstance(leaf, TimeoutError) or (isinstance(leaf, MCPError) and "timed out" in str(leaf)):
                 raise ActionFailed(f"mcp_tool_call {written}: server '{server.name}' (alias {alias}) did not answer "
