@@ -257,11 +257,18 @@ async def _bounded_stdio(server: Server, cwd: Path, errors, limits: _Limits):
     process = await anyio.open_process([server.command, *server.args], env=env, cwd=str(cwd), stderr=errors,
                                        start_new_session=True)
     subprocesses.watch(process.pid)
+    # open_process with the default pipes always gives both streams
+    assert process.stdout is not None and process.stdin is not None
+    stdout, stdin = process.stdout, process.stdin
+    incoming_writer: Any
+    incoming: Any
+    outgoing: Any
+    outgoing_reader: Any
     incoming_writer, incoming = anyio.create_memory_object_stream(0)
     outgoing, outgoing_reader = anyio.create_memory_object_stream(0)
 
     async def read_server() -> None:
-        lines = BufferedByteReceiveStream(process.stdout)
+        lines = BufferedByteReceiveStream(stdout)
         async with incoming_writer:
             while True:
                 try:
@@ -285,7 +292,7 @@ async def _bounded_stdio(server: Server, cwd: Path, errors, limits: _Limits):
             async for message in outgoing_reader:
                 data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                 try:
-                    await process.stdin.send(data.encode())
+                    await stdin.send(data.encode())
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                     return
 
@@ -300,7 +307,7 @@ async def _bounded_stdio(server: Server, cwd: Path, errors, limits: _Limits):
     finally:
         with anyio.CancelScope(shield=True):
             try:
-                await process.stdin.aclose()  # the spec's way to end a stdio server: it may exit on its own
+                await stdin.aclose()  # the spec's way to end a stdio server: it may exit on its own
             except (OSError, anyio.BrokenResourceError):
                 pass
             with anyio.move_on_after(2):
