@@ -124,8 +124,12 @@ def streams_memory(store: Path, run_id: str, streams: int) -> tuple[int, int]:
         stop.set()
         return idle, busy
     finally:
-        server.terminate()
-        server.wait(timeout=20)
+        server.terminate()  # uvicorn waits for open streams to end: give it a moment, then stop it
+        try:
+            server.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def main() -> None:
