@@ -21,6 +21,43 @@ if "WFEXEC_CACHE_DIR" not in os.environ:
     os.environ["WFEXEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="wfexec-test-cache-")
 
 
+# In CI every package `[test]` installs and every tool `.ci/run` installs is there: a test that skips for want of
+# one hides a broken install, so there it fails instead. Only what a machine may lack whatever CI installs skips.
+SKIPS_CI_ALLOWS = ("needs `unshare -m`",)
+
+
+def _hidden_by_a_skip(report) -> str | None:
+    """The reason of a skip that CI must not accept, or None."""
+    if os.environ.get("CI") != "true" or not report.skipped or hasattr(report, "wasxfail"):
+        return None
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    return None if any(allowed in reason for allowed in SKIPS_CI_ALLOWS) else reason
+
+
+def _failed_in_ci(report, reason: str) -> None:
+    report.outcome = "failed"
+    report.longrepr = (f"skipped in CI: {reason} — CI installs everything the tests need (pip install -e '.[test]', "
+                       "and .ci/run's apt packages), so this skip would hide a broken install")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    reason = _hidden_by_a_skip(report)
+    if reason is not None:
+        _failed_in_ci(report, reason)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    report = outcome.get_result()
+    reason = _hidden_by_a_skip(report)  # a module-level importorskip
+    if reason is not None:
+        _failed_in_ci(report, reason)
+
+
 class Captured:
     def __init__(self):
         self.out = io.StringIO()
