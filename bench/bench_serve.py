@@ -28,32 +28,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_cli import fill_store  # noqa: E402  (the same store of runs the CLI bench lists)
-
-LOOP = """\
-name: counter
-version: "1"
-start_node: check
-initial_state: {count: 0}
-input_schema:
-  limit: {type: integer, required: true}
-nodes:
-  check:
-    type: conditional
-    condition: {type: evaluate_expression, expression: "count < input.limit"}
-    branches: {on_true: step, on_false: done}
-  step:
-    type: action
-    actions:
-      - {type: compute, expression: "count + 1", store_as: count}
-    on_success: check
-endings:
-  done: {type: success, message: "counted to ${count}"}
-"""
+from bench_engine import WORKFLOW  # noqa: E402  (the engine bench's counting loop: two journal steps a count)
 
 
 def long_run(store: Path, steps: int, work: Path) -> str:
     workflow = work / "counter.yaml"
-    workflow.write_text(LOOP)
+    workflow.write_text(WORKFLOW)
     done = subprocess.run([sys.executable, "-m", "wfexec.cli", "run", str(workflow), "--store", str(store),
                            "--input", f"limit={steps // 2}", "--max-steps", str(steps + 10), "--format", "json"],
                           capture_output=True, text=True, check=True)

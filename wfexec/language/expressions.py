@@ -402,6 +402,18 @@ def _interpolated_strings(code: str) -> str:
     (the real init workflow). Lines stay, so error positions keep their line."""
     if "${" not in code:
         return code
+
+    def as_template_literal(token) -> str | None:
+        if token.kind != "string" or "${" not in token.text:
+            return None
+        quote, body = token.text[0], token.text[1:-1].replace("`", "\\`")
+        return "`" + body.replace("\\" + quote, quote) + "`"
+
+    return _tokens_rewritten(code, as_template_literal)
+
+
+def _tokens_rewritten(code: str, rewrite) -> str:
+    """`code` with each token for which `rewrite(token)` gives text written as that text (the rest as it was)."""
     from wfexec.language.js_source import TokenError, tokenize
 
     try:
@@ -410,9 +422,9 @@ def _interpolated_strings(code: str) -> str:
         return code  # the syntax check reports it
     pieces, last = [], 0
     for token in tokens:
-        if token.kind == "string" and "${" in token.text:
-            quote, body = token.text[0], token.text[1:-1].replace("`", "\\`")
-            pieces += [code[last:token.start], "`", body.replace("\\" + quote, quote), "`"]
+        replaced = rewrite(token)
+        if replaced is not None:
+            pieces += [code[last:token.start], replaced]
             last = token.start + len(token.text)
     return "".join(pieces) + code[last:]
 
@@ -428,20 +440,15 @@ def _exact_integers(code: str) -> str:
     number read from state."""
     if _LONG_DIGITS.search(code) is None:
         return code
-    from wfexec.language.js_source import TokenError, tokenize
 
-    try:
-        tokens = tokenize(code)
-    except TokenError:
-        return code  # the syntax check reports it
-    pieces, last = [], 0
-    for token in tokens:
-        end = token.start + len(token.text)
+    def as_bigint(token) -> str | None:
         if token.kind == "number" and _DECIMAL_INTEGER.match(token.text) and \
-                int(token.text.replace("_", "")) > MAX_SAFE_INTEGER and not code.startswith("n", end):
-            pieces += [code[last:end], "n"]
-            last = end
-    return "".join(pieces) + code[last:]
+                int(token.text.replace("_", "")) > MAX_SAFE_INTEGER and \
+                not code.startswith("n", token.start + len(token.text)):
+            return token.text + "n"
+        return None
+
+    return _tokens_rewritten(code, as_bigint)
 
 
 def _line_column(text: str, offset: int) -> tuple[int, int]:

@@ -125,33 +125,24 @@ def _shell_in_javascript(path: str, operator: str, rest: str) -> str:
     return f"{path} (then a JavaScript string method: .replace(), .slice(), …)"
 
 
+# jq filter → its JavaScript, `{value}` the value piped in and `{argument}` the filter's argument.
+_FILTERS_IN_JAVASCRIPT = {
+    "join": "{value}.join({argument})", "tojson": "JSON.stringify({value})", "tostring": "JSON.stringify({value})",
+    "length": "{value}.length", "keys": "Object.keys({value})", "values": "Object.values({value})",
+    "first": "{value}[0]", "last": "{value}.at(-1)", "ascii_downcase": "{value}.toLowerCase()",
+    "ascii_upcase": "{value}.toUpperCase()", "split": "{value}.split({argument})", "sort": "[...{value}].sort()",
+    "reverse": "[...{value}].reverse()",
+}
+
+
 def _filter_in_javascript(value: str, name: str, argument: str) -> str:
-    if name == "join":
-        return f"{value}.join({argument})"
-    if name == "map":
+    if name == "map":  # `.name` inside map's argument is each item's field
         body = re.sub(r"(?<![\w\]\)])\.(?=[A-Za-z_])", "i.", argument)
         return f"{value}.map(i => {body})"
-    if name in ("tojson", "tostring"):
-        return f"JSON.stringify({value})"
-    if name == "length":
-        return f"{value}.length"
-    if name == "keys":
-        return f"Object.keys({value})"
-    if name == "values":
-        return f"Object.values({value})"
-    if name == "first":
-        return f"{value}[0]"
-    if name == "last":
-        return f"{value}.at(-1)"
-    if name == "ascii_downcase":
-        return f"{value}.toLowerCase()"
-    if name == "ascii_upcase":
-        return f"{value}.toUpperCase()"
-    if name == "split":
-        return f"{value}.split({argument})"
-    if name in ("sort", "reverse"):
-        return f"[...{value}].{name}()"
-    return f"{value} (then the JavaScript array method for `{name}`)"
+    written = _FILTERS_IN_JAVASCRIPT.get(name)
+    if written is None:
+        return f"{value} (then the JavaScript array method for `{name}`)"
+    return written.format(value=value, argument=argument)
 
 
 def shell_expanded_names(text: str) -> list[str]:
