@@ -186,3 +186,32 @@ def test_a_wrong_command_line_value_exits_2_before_any_run(tmp_path, args, messa
     ran = wfexec_cli("run", ROOT / "skills" / "quickstart", "--answer", "ask_mood=plain", *store, *args, cwd=tmp_path)
     assert ran.returncode == 2 and message in ran.stderr, ran.stderr
     assert not (tmp_path / ".wfexec").exists() or "no runs" in wfexec_cli("runs", cwd=tmp_path).stdout
+
+
+@pytest.mark.parametrize("script, stream", [
+    ("head -c 20000000 /dev/zero | tr '\\0' x", "stdout"),           # one endless line
+    ("yes to-stderr 1>&2", "stderr"),                                 # never stops by itself
+])
+def test_a_command_writing_more_than_the_output_cap_is_stopped_with_a_located_error(tmp_path, script, stream):
+    path = tmp_path / "workflow.yaml"
+    path.write_text(one_action({"type": "run_command", "command": ["bash", "-c", script],
+                                "store_as": "computed.out", "timeout": 120}))
+    ran = wfexec_cli("run", path, "--ephemeral", cwd=tmp_path, timeout=120)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert f"wrote more than 16 MiB to {stream} and was stopped: a command's output is kept in the run's state" \
+        in ran.stdout
+
+
+def test_an_llm_reply_over_the_cap_is_a_run_error_not_state(tmp_path):
+    import wfexec
+    from wfexec.running.engine import MAX_REPLY, RunError
+
+    path = tmp_path / "workflow.yaml"
+    path.write_text(one_action({"type": "compute", "expression": "# Summarise the notes", "store_as": "computed.s"}))
+
+    class Flood:
+        def complete(self, prompt):
+            return '"' + "x" * MAX_REPLY + '"'
+
+    with pytest.raises(RunError, match=r"the LLM's reply is 4,194,306 characters, over the 4,194,304 a step keeps"):
+        wfexec.run(path, backend=Flood())

@@ -100,6 +100,8 @@ class Result:
         return out
 
 
+MAX_REPLY = 4 * 1024 * 1024  # characters of one LLM reply: replies are kept in state, and state in the store
+
 _clock: list[Any] = [-1, ""]  # [the millisecond last formatted, its text]
 
 
@@ -320,12 +322,16 @@ class Run:
             self.stop(self.current, f"{purpose} needs an LLM backend, and none is configured",
                       "run with --dry-run to see the prompt it would send")
         try:
-            return backend.complete(prompt)
+            reply = backend.complete(prompt)
         except RunError:
             raise
         except Exception as exc:  # a backend is a program or a service: it can fail in many ways
             self.stop(self.current, f"{purpose}: the LLM backend failed: {exc}",
                       "check the backend's configuration, or run with --dry-run")
+        if isinstance(reply, str) and len(reply) > MAX_REPLY:  # a reply may be kept in state, whole
+            self.fail(self.current, f"{purpose}: the LLM's reply is {len(reply):,} characters, over the "
+                      f"{MAX_REPLY:,} a step keeps", "ask for less in the prompt, or have the model write a file")
+        return reply
 
     def judge_prose(self, prose, scope: Scope, call: Call) -> Any:
         """A field written as prose: its text and the state it names go to the LLM; the reply is a JSON value."""

@@ -40,6 +40,8 @@ TYPES = TypeList()
 DEFAULT_TIMEOUT = 300
 MAX_TIMEOUT = 30 * 24 * 3600  # longer overflows the clocks a wait uses
 ERROR_LINES = 5      # lines of stderr quoted in a failure message
+MAX_OUTPUT = 16 * 1024 * 1024  # characters of stdout (and of stderr) a command may write: it is kept in state
+READ_CHUNK = 64 * 1024
 
 ARGUMENT = {"type": ["string", "number", "boolean"]}
 SCRIPT = {"type": "string", "description": "a script file, from the plugin root, else the workflow's folder, "
@@ -334,17 +336,29 @@ def _start(argv: list[str], cwd: Path, env: dict, has_input: bool) -> subprocess
 
 
 class _Output(threading.Thread):
-    """Reads one output stream to its end, passing each line to the trace as it arrives when tracing."""
+    """Reads one output stream to its end, passing each line to the trace as it arrives when tracing. Past
+    MAX_OUTPUT characters it keeps nothing more and calls `overflowed` (which stops the program): a command's
+    output is kept in state, and state is kept whole in memory and in the store."""
 
-    def __init__(self, stream, ctx, name: str):
+    def __init__(self, stream, ctx, name: str, overflowed):
         super().__init__(daemon=True)
         self.stream = stream
+        self.name = name
         self.show = (lambda line: ctx.trace(f"  {name}| {line.rstrip(chr(10))}")) if ctx.run.io.tracing else None
         self.chunks: list[str] = []
+        self.kept = 0
+        self.overflowed = overflowed
+        self.over = False
 
     def run(self) -> None:
         try:
-            for line in self.stream:
+            while line := self.stream.readline(READ_CHUNK):  # a bounded read: one line may be endless
+                self.kept += len(line)
+                if self.kept > MAX_OUTPUT:
+                    self.over = True
+                    self.chunks.clear()
+                    self.overflowed()
+                    return
                 self.chunks.append(line)
                 if self.show is not None:
                     self.show(line)
@@ -377,7 +391,8 @@ def _execute(argv: list[str], params, ctx) -> Completed:
     progress.running(_shown(argv, 60))
     # Threads read the pipes rather than communicate(): output reaches --trace as it comes, and a command
     # that exited is done even while a background child it left still holds the pipes.
-    readers = [_Output(process.stdout, ctx, "stdout"), _Output(process.stderr, ctx, "stderr")]
+    readers = [_Output(process.stdout, ctx, "stdout", lambda: kill_group(process)),
+               _Output(process.stderr, ctx, "stderr", lambda: kill_group(process))]
     try:
         for reader in readers:
             reader.start()
@@ -406,6 +421,12 @@ def _execute(argv: list[str], params, ctx) -> Completed:
             if pipe is not None:
                 pipe.close()
     ctx.trace(f"  exit code {process.returncode}")
+    for reader in readers:
+        if reader.over:
+            raise ActionFailed(f"`{_shown(argv)}` wrote more than {MAX_OUTPUT // (1024 * 1024)} MiB to {reader.name} "
+                               "and was stopped: a command's output is kept in the run's state",
+                               "send large output to a file (a script with `> out.txt`, or the program's own "
+                               "option) and read from it only what the workflow needs")
     return Completed(argv, process.returncode, readers[0].text(), readers[1].text())
 
 
