@@ -101,6 +101,9 @@ PASSED_ON = {
     "make-eval": {"command": ["make", "--eval", "all: ; @echo ${evil}", "all"]},
     "script-c": {"command": ["script", "-q", "-c", "${evil}", "/dev/null"]},
     "vim-c": {"command": ["vim", "-u", "NONE", "-i", "NONE", "-es", "-c", "!${evil}", "-c", "qa!"]},
+    "git-config-env": {"command": ["git", "--config-env=alias.x=EVIL", "x"], "env": {"EVIL": "!${evil}"}},
+    "git-include": {"command": ["git", "-c", "include.path=${evil}", "status"]},
+    "make-assignment": {"command": ["make", "-f", "/dev/null", "X:=$(shell ${evil})", "all"]},
 }
 
 

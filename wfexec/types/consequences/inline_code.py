@@ -53,6 +53,8 @@ class Passes:
     input_as_arguments: bool = False        # its standard input becomes words of the command (xargs)
     replace_options: Mapping[str, str] | None = None  # option -> default string (""=takes a value) that input
     #                                                     replaces inside the command's words (xargs -I {})
+    assignments_are_code: bool = False      # NAME=VALUE operands are evaluated (make: `X=$(shell …)`)
+    env_settings: frozenset[str] = _NONE    # `KEY=ENVNAME`: the variable's value is the setting (git --config-env)
 
 
 def _options(*names: str) -> frozenset[str]:
@@ -74,7 +76,9 @@ _GIT_COMMAND_SETTINGS = re.compile(
     r"(?i)(alias\.[^=]+|core\.(sshcommand|pager|editor|askpass|fsmonitor|hookspath|gitproxy)|diff\.external|"
     r"(diff|merge|difftool|mergetool|filter)\..+\.(command|textconv|driver|cmd|clean|smudge|process)|"
     r"credential(\..+)?\.helper|gpg(\..+)?\.program|sequence\.editor|pager\.[^=]+|uploadpack\.packobjectshook|"
-    r"remote\..+\.(uploadpack|receivepack))=")
+    r"remote\..+\.(uploadpack|receivepack)|"
+    # a config file included from a path: it may set any of the above
+    r"include\.path|includeif\..+\.path)=")
 
 _SHELL = Passes(code_options=_options("-c"), value_options=_options("-o", "+o", "-O", "+O", "--rcfile", "--init-file"),
                 code_in_cluster=True, stdin_options=_options("-s"), runs_stdin="no-operand", language="shell")
@@ -124,12 +128,13 @@ PROGRAMS: dict[str, Passes] = {
                      value_options=_options("-E", "--echo", "-I", "--log-in", "-O", "--log-out", "-B", "--log-io",
                                             "-T", "--log-timing", "-m", "--logging-format")),
     "git": Passes(code_options=_options("-c"), code_when=_GIT_COMMAND_SETTINGS, repeats=True, language="shell",
-                  value_options=_options("-C", "--git-dir", "--work-tree", "--namespace", "--config-env")),
+                  value_options=_options("-C", "--git-dir", "--work-tree", "--namespace", "--config-env"),
+                  env_settings=_options("--config-env")),
     "make": Passes(code_options=_options("--eval", "-E"), repeats=True, script_options=_options("-f", "--file",
                                                                                                   "--makefile"),
                    value_options=_options("-C", "--directory", "-I", "--include-dir", "-o", "--old-file",
                                           "--assume-old", "-W", "--what-if", "--new-file", "--assume-new"),
-                   language="makefile (its recipes run in the shell)"),
+                   language="makefile (its recipes run in the shell)", assignments_are_code=True),
     **{name: _VIM for name in ("vim", "vi", "nvim", "gvim", "view", "vimdiff", "evim", "rvim")},
     "ex": Passes(code_options=_VIM.code_options, code_prefix="+", repeats=True, value_options=_VIM.value_options,
                  runs_stdin="no-code", language=_VIM.language),
@@ -160,6 +165,7 @@ PROGRAMS: dict[str, Passes] = {
 }
 _VERSIONED = re.compile(r"^(python|pypy|perl|ruby|node|lua|php)[0-9.]*$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_MAKE_ASSIGNMENT = re.compile(r"^\s*(override\s+)?[A-Za-z_][\w.-]*\s*(:{1,3}|\+|\?|!)?=")
 
 
 def is_shell(name: str) -> bool:
@@ -187,6 +193,27 @@ def code_places(words: list[Any], is_value) -> Iterator[tuple[str, Any]]:
     `is_value(word)` tells a word filled from `${...}`: such a word in a program's place is no name to follow.
     """
     yield from _walk(list(words), is_value, None)
+
+
+def settings_from_environment(words: list[Any]) -> list[str]:
+    """The environment variables whose value a program takes as a setting that runs a command
+    (`git --config-env=alias.x=NAME`): a value from state there is code as much as in `-c`."""
+    if not words or not isinstance(words[0], str):
+        return []
+    spec = PROGRAMS.get(program_name(words[0]))
+    if spec is None or not spec.env_settings:
+        return []
+    found = []
+    for index, word in enumerate(words[1:], start=1):
+        if not isinstance(word, str):
+            continue
+        option, _, attached = word.partition("=")
+        if option not in spec.env_settings:
+            continue
+        setting = attached if attached else (words[index + 1] if index + 1 < len(words) else "")
+        if isinstance(setting, str) and spec.code_when is not None and spec.code_when.match(setting):
+            found.append(setting.rsplit("=", 1)[-1])
+    return found
 
 
 def code_word(words: list[Any], is_value) -> tuple[str, Any] | None:
@@ -291,6 +318,10 @@ def _walk(words: list[Any], is_value, feed: _Feed | None) -> Iterator[tuple[str,
                 return
         i += 1
     operands = rest[i:]
+    if spec.assignments_are_code:
+        for word in operands:
+            if is_value(word) and _MAKE_ASSIGNMENT.match(_literal_prefix(word) or ""):
+                yield name, word  # make evaluates `X=${value}`: `$(shell …)` in it runs
     if spec.runs_command:
         if len(operands) <= spec.operands:
             if feed is not None:

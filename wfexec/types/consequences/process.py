@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from wfexec.language.documents import find_document
 from wfexec.language.expressions import Template, to_text
-from wfexec.types.consequences.inline_code import FROM_INPUT, STDIN, code_places, env_split_string, language
+from wfexec.types.consequences.inline_code import (FROM_INPUT, STDIN, code_places, env_split_string, language,
+                                                 program_name, settings_from_environment)
 from wfexec.types.registry import ActionFailed, TypeList
 from wfexec.system import progress
 from wfexec.system.subprocesses import EXIT_GRACE_SECONDS, done_with, kill_group, start
@@ -118,7 +119,7 @@ def _split_written(command: Any, ctx) -> list[str]:
     except ValueError as exc:
         raise ActionFailed(f"cannot split the command into words: {exc}",
                            "close the quote, or write `command` as a list") from None
-    _refuse_values_in_code(words, ctx.call.params.get("input"))
+    _refuse_values_in_code(words, ctx.call.params.get("input"), ctx.call.params.get("env"))
     argv = []
     for word in words:
         pieces = _PLACEHOLDER.split(word)  # literal, index, literal, index, ..., literal
@@ -159,7 +160,7 @@ def _holds_template(value: Any) -> bool:
     return _is_templated(value)
 
 
-def _refuse_values_in_code(words: list, written_input: Any) -> None:
+def _refuse_values_in_code(words: list, written_input: Any, written_env: Any = None) -> None:
     """A `${...}` inside code would run a value from state as code: the one injection no argv prevents.
 
     The code may sit behind wrappers (`env`, `timeout`, `xargs`, `find -exec`, `sudo`...), be given to any
@@ -167,6 +168,11 @@ def _refuse_values_in_code(words: list, written_input: Any) -> None:
     (`git -c alias.x=!…`, `make --eval`, `script -c`, `vim -c`), or come in on standard input (`bash -s`,
     `input:`), also as the words `xargs` adds to its command. Which program does what is inline_code.PROGRAMS.
     """
+    for name in settings_from_environment(words):
+        if isinstance(written_env, dict) and _holds_template(written_env.get(name)):
+            raise ActionFailed(f"`${{...}}` in `env: {name}` would run a value from state as a command: "
+                               f"`{program_name(words[0])}` takes that variable as a setting that runs one",
+                               "give the setting a literal value, and the value from state as an argument")
     split = env_split_string(words, _is_templated)
     if split is not None and _is_templated(split):
         raise ActionFailed("`${...}` inside the string of `env -S` would run a value from state as a command line",
@@ -196,7 +202,7 @@ def _refuse_values_in_code(words: list, written_input: Any) -> None:
 def _command_argv(params, ctx) -> list[str]:
     written = ctx.call.params.get("command")
     if isinstance(written, list):
-        _refuse_values_in_code(written, ctx.call.params.get("input"))
+        _refuse_values_in_code(written, ctx.call.params.get("input"), ctx.call.params.get("env"))
     if isinstance(written, (str, Template)) and not isinstance(params["command"], list):
         return _split_written(written, ctx)
     command = params["command"]
