@@ -468,6 +468,11 @@ for line in sys.stdin:
                 sys.stdout.write("x" * 1_000_000)
             sys.stdout.flush()
             sys.stdin.read()
+        if mode == "chatty":  # 50 MB on stderr before it answers: only its end is kept
+            for _ in range(50):
+                sys.stderr.write(("noise " * 170_000)[:999_999] + "\n")
+            sys.stderr.write("the last words\n")
+            sys.stderr.flush()
         if mode == "setsid":  # a child in a session of its own: no group kill reaches it
             subprocess.Popen(["sh", "-c", "echo $$ > child.pid; exec sleep 300"], start_new_session=True)
         reply(ident, {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
@@ -539,3 +544,27 @@ def test_a_child_the_server_moved_to_its_own_session_ends_with_the_call(tmp_path
         return
     with open(f"/proc/{pid}/stat") as stat:
         assert stat.read().split(")")[-1].split()[0] == "Z", f"the server's child {pid} outlived the call"
+
+
+def test_a_servers_stderr_is_kept_only_at_its_end(tmp_path):
+    """A server that writes 50 MB to stderr still answers, and the run does not hold what it wrote: only the end
+    of a server's stderr is ever quoted, so only that is kept (it once went whole to a temporary file)."""
+    import subprocess
+
+    path = hostile(tmp_path, "chatty")
+    done, result = run(tmp_path, path)
+    assert done.returncode == 0 and result["state"]["computed"]["answer"] == "ok", done.stderr
+    measured = subprocess.run([sys.executable, "-c", MEASURED, sys.executable, "-m", "wfexec.cli", "run", str(path),
+                               "--store", str(tmp_path / "measured.db")], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300)
+    assert int(measured.stdout) < 250, f"{measured.stdout.strip()} MB"
+
+
+def test_the_last_lines_of_a_servers_stderr_are_what_is_kept():
+    from wfexec.types.consequences.mcp import STDERR_KEPT, _stderr_tail, _StderrTail
+
+    tail = _StderrTail()
+    for index in range(100_000):
+        tail.add(f"line {index}\n".encode())
+    assert len(tail.data) <= STDERR_KEPT
+    assert _stderr_tail(tail).splitlines()[-1] == "line 99999"

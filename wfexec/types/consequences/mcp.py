@@ -56,6 +56,7 @@ PARAMS_TYPE_PATTERN = r"^[a-z_][a-z0-9_]*@\d+$"
 INSTALL_HINT = "pip install 'wfexec[mcp]'"
 # One message from a server, at most: a result is stored in the run's state and journal, and a hostile server's
 # endless line must not become the run's memory.
+STDERR_KEPT = 64 * 1024  # bytes of a server's stderr kept for a failure message: its last lines
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 CALL_TAG_VARIABLE = "WFEXEC_MCP_CALL"
 
@@ -202,12 +203,22 @@ def version_in_range(version: str, wanted: str) -> bool | None:
 
 # -- calling ---------------------------------------------------------------------------------------------------
 
-def _stderr_tail(errors) -> str:
-    try:
-        errors.seek(0)
-        lines = [line.rstrip() for line in errors.read().splitlines() if line.strip()]
-    except (OSError, ValueError):
-        return ""
+class _StderrTail:
+    """The end of a server's stderr, all that a failure message quotes: a server may write to it without end,
+    so only the last STDERR_KEPT bytes are kept."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        if len(self.data) > STDERR_KEPT:
+            del self.data[:-STDERR_KEPT]
+
+
+def _stderr_tail(errors: _StderrTail) -> str:
+    text = errors.data.decode("utf-8", "replace")
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
     return "\n".join(lines[-ERROR_LINES:])
 
 
@@ -254,12 +265,12 @@ async def _bounded_stdio(server: Server, cwd: Path, errors, limits: _Limits):
     env = {**get_default_environment(), **server.env, CALL_TAG_VARIABLE: tag}
     if subprocesses.run_tag is not None:
         env[subprocesses.RUN_TAG_VARIABLE] = subprocesses.run_tag
-    process = await anyio.open_process([server.command, *server.args], env=env, cwd=str(cwd), stderr=errors,
+    process = await anyio.open_process([server.command, *server.args], env=env, cwd=str(cwd),
                                        start_new_session=True)
     subprocesses.watch(process.pid)
     # open_process with the default pipes always gives both streams
-    assert process.stdout is not None and process.stdin is not None
-    stdout, stdin = process.stdout, process.stdin
+    assert process.stdout is not None and process.stdin is not None and process.stderr is not None
+    stdout, stdin, stderr = process.stdout, process.stdin, process.stderr
     incoming_writer: Any
     incoming: Any
     outgoing: Any
@@ -287,6 +298,13 @@ async def _bounded_stdio(server: Server, cwd: Path, errors, limits: _Limits):
                     message = exc
                 await incoming_writer.send(message)
 
+    async def read_errors() -> None:
+        try:
+            async for chunk in stderr:
+                errors.add(chunk)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            return
+
     async def write_server() -> None:
         async with outgoing_reader:
             async for message in outgoing_reader:
@@ -300,6 +318,7 @@ async def _bounded_stdio(server: Server, cwd: Path, errors, limits: _Limits):
         async with anyio.create_task_group() as group:
             group.start_soon(read_server)
             group.start_soon(write_server)
+            group.start_soon(read_errors)
             try:
                 yield incoming, outgoing
             finally:
@@ -457,12 +476,11 @@ def mcp_tool_call(params, ctx):
 
 def _call_server(server: Server, alias: str, tool: str, written: str, arguments: dict, timeout: float,
                  wanted: str, ctx):
-    import tempfile
-
     from mcp.shared.exceptions import MCPError
 
     limits = _Limits()
-    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as errors, _sdk_log() as logged:
+    errors = _StderrTail()
+    with _sdk_log() as logged:
         try:
             return _run_async(lambda: _call(server, tool, arguments, timeout, wanted, ctx.cwd, errors, limits),
                               timeout)
