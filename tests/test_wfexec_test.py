@@ -4,6 +4,7 @@ line and column, node and branch coverage, JUnit XML and --fail-under — throug
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -341,3 +342,43 @@ def test_every_example_skill_passes_its_tests():
     for name in ("quickstart", "triage", "release-checklist", "project-setup"):
         assert f"skills/{name}/tests/{name}.yaml" in done.stdout
     assert " 0 failed in " in done.stdout
+
+
+def pytest_on(folder: Path, cwd: Path):
+    """`pytest` of a plugin repository's own, in a subprocess: the wfexec plugin (entry point pytest11) collects
+    the skills' tests/*.yaml."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--no-cov", "-q", "-c",
+                           os.devnull, str(folder)], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_pytest_collects_each_case_and_a_failing_one_reads_as_in_wfexec_test(tmp_path):
+    folder = skill(tmp_path, """\
+        cases:
+          - name: small is mistaken for large
+            answers: {ask: small}
+            expect: {ending: big_done}
+          - name: large passes
+            answers: {ask: large}
+            expect: {ending: big_done}
+    """)
+    done = pytest_on(folder, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed, 1 passed" in done.stdout
+    assert "case 'small is mistaken for large' failed\nending:\n  expected: \"big_done\"\n  actual:   " \
+        "\"small_done\"\nnodes taken: ask → check → small_done" in done.stdout
+    assert "FAILED gate/tests/gate.yaml::small is mistaken for large" in done.stdout
+
+
+def test_pytest_reports_an_unusable_test_file_at_its_line(tmp_path):
+    folder = skill(tmp_path, """\
+        cases:
+          - name: misspelt
+            answer: {ask: small}
+            expect: {ending: big_done}
+    """)
+    done = pytest_on(folder, tmp_path)
+    assert done.returncode == 1 or done.returncode == 2, done.stdout
+    assert "gate/tests/gate.yaml:3:5: error: " in done.stdout and "1 error" in done.stdout

@@ -649,13 +649,7 @@ def _text_report(results: list[CaseResult], coverage: list[Coverage] | None, sec
             lines.append(f"  ok    {result.case.name}")
             continue
         lines.append(f"  FAIL  {result.case.name}  ({result.case.place})")
-        for mismatch in result.mismatches:
-            lines.append(f"        {mismatch.what}:")
-            lines.append(f"          expected: {_shown(mismatch.expected)}")
-            lines.append(f"          actual:   {_shown(mismatch.actual)}")
-        if result.message and result.status not in ("success",):
-            lines.append(f"        run: {result.message}")
-        lines.append(f"        nodes taken: {result.route}")
+        lines += ["        " + line for line in failure_lines(result)]
     if coverage is not None:
         lines.append("coverage:")
         for measured in coverage:
@@ -672,6 +666,18 @@ def _text_report(results: list[CaseResult], coverage: list[Coverage] | None, sec
     failed = sum(1 for r in results if not r.passed)
     lines.append(f"{len(results) - failed} passed, {failed} failed in {seconds:.2f} s")
     return "\n".join(lines) + "\n"
+
+
+def failure_lines(result: CaseResult) -> list[str]:
+    """How a failing case reads: each expectation missed, with what came instead, and the nodes taken."""
+    lines = []
+    for mismatch in result.mismatches:
+        lines += [f"{mismatch.what}:", f"  expected: {_shown(mismatch.expected)}",
+                  f"  actual:   {_shown(mismatch.actual)}"]
+    if result.message and result.status not in ("success",):
+        lines.append(f"run: {result.message}")
+    lines.append(f"nodes taken: {result.route}")
+    return lines
 
 
 def _branch_totals(coverage: list[Coverage]) -> tuple[int, int]:
