@@ -328,3 +328,16 @@ def test_file_types_declare_their_effects():
         spec = registry.get(name)
         assert spec.effects == ("files",), name
         assert spec.idempotent, name
+
+
+def test_list_files_globs_files_or_folders_from_the_working_directory(run_yaml, tmp_path):
+    for name in ("docs/guide.md", "docs/api/index.md", "docs/api/notes.txt", "README.md"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    result, _ = run_yaml(one_action({"type": "list_files", "pattern": "docs/**/*.md", "store_as": "computed.pages"},
+                                    {"type": "list_files", "pattern": "docs/*/", "store_as": "computed.folders"},
+                                    {"type": "list_files", "pattern": "nothing/*", "store_as": "computed.none"}))
+    assert result.ending == "done", result.message
+    assert result.state["computed"]["pages"] == ["docs/api/index.md", "docs/guide.md"]
+    assert result.state["computed"]["folders"] == ["docs/api"]
+    assert result.state["computed"]["none"] == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,26 @@ def _read_text(params, ctx) -> str:
 def read_file(params, ctx):
     """Read a UTF-8 text file into state at `store_as`."""
     ctx.set(params["store_as"], _read_text(params, ctx))
+
+
+@TYPES.consequence("list_files", {
+    "pattern": {"type": "string", "description": "a glob from the working directory: `docs/**/*.md`, `*.yaml`; "
+                                                 "a trailing / lists folders"},
+    "store_as": STORE_AS}, ["pattern", "store_as"], paths=("store_as",), effects=("files",),
+    example={"pattern": "docs/**/*.md", "store_as": "computed.pages"})
+def list_files(params, ctx):
+    """Store the sorted paths the glob `pattern` matches (files; folders with a trailing /), relative as written:
+    no shell, so `ls` in a script is not needed to see what is there."""
+    import glob
+
+    pattern = os.path.expanduser(to_text(params["pattern"]))
+    folders = pattern.endswith("/")
+    found = set()
+    for match in glob.glob(pattern, root_dir=ctx.cwd, recursive=True):
+        full = ctx.resolve_file(match)
+        if full.is_dir() if folders else full.is_file():
+            found.add(Path(match.rstrip("/\\")).as_posix())
+    ctx.set(params["store_as"], sorted(found))
 
 
 @TYPES.consequence("read_yaml", {"path": PATH, "store_as": STORE_AS}, ["path", "store_as"],
