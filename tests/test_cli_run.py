@@ -185,3 +185,9 @@ def test_state_out_is_written_when_a_run_waits_or_fails(cli, tmp_path, how):
     failed = cli("run", path, "--max-steps", "5", "--state-out", failed_state, *how)
     assert failed.returncode == 4
     assert json.loads(failed_state.read_text())["flags"] == {"x": True}
+
+
+@pytest.mark.parametrize("answer", ["cheerful", "Cheerfully", "cheerfully", "  CHEERFULLY  "])
+def test_an_answer_names_an_option_by_id_or_by_label_whatever_its_case_and_spaces(cli, answer):
+    done = cli("run", QUICKSTART, "--ephemeral", "--answer", f"ask_mood={answer}")
+    assert done.returncode == 0 and done.stdout.startswith("Hello, world!"), done.stdout + done.stderr
