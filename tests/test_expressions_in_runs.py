@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 import wfexec
-from conftest import Captured
+from conftest import Captured, one_action
 from wfexec.running.engine import Run
 
 CLOCK_WORKFLOW = """
@@ -223,3 +225,24 @@ def test_pwd_is_the_folder_the_run_works_in(run_yaml, tmp_path, monkeypatch):
           done: {type: success, message: "${computed.root}|${computed.data}|${PWD}"}
         """, cwd=work)
     assert result.message == f"{work}|{work}/data|{work}"
+
+
+# A bare name is looked up in computed, flags, user_responses, then the top level: by the Python fast path for a
+# simple read, and by the JavaScript engine for anything else. Both must agree (a mutation of the engine's lookup
+# went unseen while only the fast path was exercised).
+LOOKUP_ORDER = {"computed": {"a": "computed"}, "flags": {"a": "flag", "b": True},
+                "user_responses": {"a": "answer", "b": "answer", "c": {"id": "yes"}},
+                "a": "top", "b": "top", "c": "top", "d": "top"}
+
+
+@pytest.mark.parametrize("name, expected", [("a", "computed"), ("b", True), ("c", {"id": "yes"}), ("d", "top")])
+@pytest.mark.parametrize("form", ["{name}", "[{name}][0]"], ids=["fast path", "engine"])
+def test_a_bare_name_is_looked_up_in_the_same_order_by_both_paths(run_yaml, name, expected, form):
+    from wfexec.language.expressions import Expression
+
+    source = form.format(name=name)
+    assert (Expression(source)._fast_text is None) == (form != "{name}")  # the path the case means to take
+    result, _ = run_yaml(one_action({"type": "compute", "expression": source, "store_as": "computed.found"},
+                                    initial_state=LOOKUP_ORDER))
+    assert result.ending == "done", result.message
+    assert result.state["computed"]["found"] == expected
