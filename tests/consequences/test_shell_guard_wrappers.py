@@ -78,6 +78,11 @@ def test_values_as_arguments_or_data_still_work(tmp_path, command):
     result = _run(tmp_path, action)
     assert result.returncode == 0, result.stdout + result.stderr
     assert not (tmp_path / "pwned").exists()
+    # the value arrived whole, as one argument or as data, where the program wrote it
+    written = (tmp_path / "out.txt").read_text().rstrip("\n") if (tmp_path / "out.txt").exists() else None
+    stored = json.loads(wfexec_cli("run", "workflow.yaml", "--ephemeral", "--format", "json", "--input",
+                                   f"evil={PAYLOAD}", cwd=tmp_path).stdout)["state"]["computed"]["out"]["stdout"]
+    assert PAYLOAD in (written or "") + stored, (written, stored)
 
 
 @pytest.mark.parametrize("timeout", [1e300, "inf", "nan", 10 ** 12])

@@ -6,6 +6,8 @@ worker would, if the attribute reached its environment, run `payload.sh` (which 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import wfexec_cli
@@ -69,8 +71,9 @@ def test_a_link_inside_the_folder_is_fine(tmp_path):
     folder = write_states(tmp_path / "s", {"START.sh": "echo '<goto>WORK</goto>'\n",
                                            "REAL.sh": "echo '<result>ran</result>'\n"})
     (folder / "WORK.sh").symlink_to(folder / "REAL.sh")
-    result = wfexec_cli("states", folder, cwd=tmp_path, timeout=60)
+    result = wfexec_cli("states", folder, "--format", "json", cwd=tmp_path, timeout=60)
     assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["message"] == "ran"  # the link's target ran, as the state it names
 
 
 def test_a_zip_with_a_duplicate_entry_is_refused(tmp_path):

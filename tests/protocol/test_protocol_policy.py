@@ -99,8 +99,11 @@ def test_item29_targets_match(allowed, actual, expected):
 
 def test_item30_call_entry_does_not_allow_call_workflow():
     policy = policy_of({"tag": "call"}, {"tag": "fork"})
-    assert check_transition(policy, Transition("call-workflow", "x/y")) is not None
-    assert check_transition(policy, Transition("fork-workflow", "x/y")) is not None
+    assert check_transition(policy, Transition("call-workflow", "x/y")) == \
+        'tag "call-workflow" is not allowed (allowed tags: call, fork)'
+    assert check_transition(policy, Transition("fork-workflow", "x/y")) == \
+        'tag "fork-workflow" is not allowed (allowed tags: call, fork)'
+    assert check_transition(policy, Transition("call", "x")) is None  # the entry allows its own tag
 
 
 def test_item31_implicit_eligibility():
