@@ -321,30 +321,51 @@ class Kind(str, Enum):
 def types(
     name: Optional[str] = typer.Argument(None, metavar="[NAME]", help="Show this one type in full."),
     kind: Kind = typer.Option(Kind.all, "--kind", help="precondition, consequence or all."),
+    filter: Optional[str] = typer.Option(None, "--filter", metavar="TEXT",
+                                         help="Only types whose name, description, domain or package holds TEXT."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
 ):
-    """List every registered precondition and consequence type; with NAME, one type's parameters, effects and
-    an example."""
+    """List every registered precondition and consequence type, by package and domain (files, git, process, …);
+    with NAME, one type's parameters, effects and an example."""
     from wfexec.types.registry import consequences, preconditions
 
     registries = [r for r in (preconditions(), consequences()) if kind in (Kind.all, r.kind)]
     if name is not None:
         raise typer.Exit(_show_type(name, registries, format == OutputFormat.json))
+    wanted = (filter or "").casefold()
+
+    def shown(spec) -> bool:
+        return not wanted or any(wanted in text.casefold() for text in (spec.name, spec.doc, _domain(spec),
+                                                                         spec.package))
+
     if format == OutputFormat.json:
         _print_json([{"kind": s.kind, "name": s.name, "doc": s.doc, "parameters": s.params,
                       "required": list(s.required), "effects": list(s.effects), "idempotent": s.idempotent,
-                      "source": s.source, "package": s.package} for r in registries for s in r.specs()])
+                      "source": s.source, "package": s.package, "domain": _domain(s)}
+                     for r in registries for s in r.specs() if shown(s)])
         raise typer.Exit(entrypoints.refuse_broken_plugins())
     for registry in registries:
-        typer.echo(f"{registry.kind}s:")
+        groups: dict[tuple[str, str], list] = {}
         for spec in registry.specs():
-            params = ", ".join(p + ("*" if p in spec.required else "") for p in spec.params)
-            effects = f" [{', '.join(spec.effects)}]" if spec.effects else ""
-            typer.echo(f"  {spec.name}({params}){effects}  from {spec.package}\n      {spec.doc}")
+            if shown(spec):
+                groups.setdefault((spec.package, _domain(spec)), []).append(spec)
+        typer.echo(f"{registry.kind}s:")
+        # wfexec's own first, then each plugin's; within a package, by domain
+        for package, domain in sorted(groups, key=lambda key: (key[0] != "wfexec", key)):
+            typer.echo(f"  {domain} ({package}):")
+            for spec in groups[(package, domain)]:
+                params = ", ".join(p + ("*" if p in spec.required else "") for p in spec.params)
+                effects = f" [{', '.join(spec.effects)}]" if spec.effects else ""
+                typer.echo(f"    {spec.name}({params}){effects}\n        {spec.doc}")
         for problem in registry.problems:
             typer.echo(f"  warning: {problem}", err=True)
     typer.echo("(* required)")
     raise typer.Exit(entrypoints.refuse_broken_plugins())
+
+
+def _domain(spec) -> str:
+    """What a type is about, from the module that defines it: `wfexec.types.consequences.git` → git."""
+    return spec.source.rsplit(".", 1)[-1] if "." in spec.source else spec.source
 
 
 # --------------------------------------------------------------------------- #
