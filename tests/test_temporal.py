@@ -120,11 +120,11 @@ class Workers:
         self.server, self.queue, self.folder = server, queue, folder
         self.processes: list[subprocess.Popen] = []
 
-    def start(self) -> subprocess.Popen:
+    def start(self, env: dict | None = None) -> subprocess.Popen:
         log = self.folder / f"worker-{self.queue}-{len(self.processes)}.log"
         with open(log, "wb") as out:
             process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "worker", "--task-queue", self.queue],
-                                       env=environment(self.server), stdout=out, stderr=subprocess.STDOUT,
+                                       env=env or environment(self.server), stdout=out, stderr=subprocess.STDOUT,
                                        cwd=self.folder)
         process.log = log  # type: ignore[attr-defined]
         self.processes.append(process)
@@ -585,3 +585,38 @@ def test_a_self_looping_question_answered_once_parks_the_second_time_on_the_clus
                     check_code=3)
     assert "waiting: node 'ask_tag' asks" in looped.stderr
     assert shown_on_cluster(server, run_id_from(looped.stderr), tmp_path)["steps"] == 1
+
+
+def test_runs_started_together_on_a_fresh_worker_all_complete(server, tmp_path, monkeypatch):
+    """A worker whose compiled-workflow cache is cold compiles the workflow in many threads at once (each run's
+    workflow code, each effect step): every one of them must get it, none a half-made compile."""
+    from wfexec.api import load
+    from wfexec.temporal.client import connect, run_request, start
+
+    queue = "fresh"
+    monkeypatch.chdir(tmp_path)
+    workflow = load(ROOT / "skills" / "triage")  # imports and a sub-workflow: a compile that looks at other files
+    request = run_request(workflow, inputs={"request": "Production outage: the export crashes"}, overrides={},
+                          answers={}, max_steps=100)
+
+    async def start_ten() -> list[str]:
+        client = await connect(server.address)
+        return [(await start(client, workflow, request, queue)).id for _ in range(10)]
+
+    # Queued before the worker starts, so that it takes them all at once, while nothing is compiled yet.
+    run_ids = asyncio.run(start_ten())
+    pool = Workers(server, queue, tmp_path)
+    pool.start(env={**environment(server), "WFEXEC_CACHE_DIR": str(tmp_path / "fresh-cache")})
+    try:
+        async def outcomes() -> list[dict]:
+            client = await connect(server.address)
+            return await asyncio.wait_for(asyncio.gather(*(client.get_workflow_handle(run_id).result()
+                                                           for run_id in run_ids)), 120)
+
+        ended = asyncio.run(outcomes())
+        problems = [(run_id, (outcome.get("error") or {}).get("text")) for run_id, outcome in zip(run_ids, ended)
+                    if outcome["status"] != "completed"]
+        assert not problems, problems
+        assert {outcome["result"]["ending"] for outcome in ended} == {"bug"}
+    finally:
+        pool.stop()
