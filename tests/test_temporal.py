@@ -32,6 +32,7 @@ SLOW_STATES = ROOT / "tests" / "workflows" / "temporal" / "slow_states.yaml"
 BIG_STATE = ROOT / "tests" / "workflows" / "temporal" / "big_state.yaml"
 FLAKY_STATES = ROOT / "tests" / "workflows" / "temporal" / "flaky_states.yaml"
 WAIT_FOR_FILE_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file_idempotent.yaml"
+CHILD_WRITES_LATER = ROOT / "tests" / "workflows" / "temporal" / "child_writes_later.yaml"
 # How soon a killed worker's step is given up: short, so a test need not wait the default 10 s.
 HEARTBEAT_SECONDS = "2"
 
@@ -296,9 +297,9 @@ def test_a_killed_workers_non_idempotent_step_asks_rerun_or_skip(server, tmp_pat
     try:
         out, err = follower.communicate(timeout=30)
         assert follower.returncode == 3, (out, err)
-        assert "waiting: node 'wait_for_go' asks: 'wait_for_go' was running when its worker was lost" in err
+        assert "error: node 'wait_for_go' was running when run " in err and "not safe to run twice" in err
         assert (folder / "started").read_text().count("attempt") == 1  # not run again without asking
-        run_id = run_id_from(err)
+        run_id = err.split("when run ", 1)[1].split()[0]
         (folder / "started").unlink()
         resumed = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "resume", run_id, "--rerun"],
                                    env=environment(server), cwd=tmp_path, stdout=subprocess.PIPE,
@@ -310,6 +311,68 @@ def test_a_killed_workers_non_idempotent_step_asks_rerun_or_skip(server, tmp_pat
         assert out == "waited: went\n\n"
     finally:
         (folder / "go").touch()
+        pool.stop()
+
+
+def _gone(pid: int) -> bool:
+    """The process has ended (a zombie no one reaped has ended too: it runs nothing more)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _kill_mid_step(process: subprocess.Popen, folder: Path) -> None:
+    """SIGKILL the process running CHILD_WRITES_LATER's step once its child is started; the child must go too."""
+    pid_file = folder / "pid"
+    wait_until(lambda: pid_file.exists() or process.poll() is not None, 60, "the step to start its child",
+               interval=0.01)
+    assert process.poll() is None
+    process.send_signal(signal.SIGKILL)
+    process.wait(10)
+    child = int(pid_file.read_text())
+    wait_until(lambda: _gone(child), 30, "the step's child to die with the process that ran the step")
+    assert not (folder / "written").exists()  # it was killed before its time came, and never wrote
+
+
+def test_a_killed_workers_step_children_die_with_it_and_the_run_asks_rerun_or_skip_as_on_sqlite(server, tmp_path):
+    """On every driver a step's programs die with the process running the step, even on SIGKILL; and a step
+    that is not safe to run twice is then not run again without asking, in the same words on both."""
+    without_cluster = {k: v for k, v in environment(server).items() if k != "WFEXEC_TEMPORAL"}
+    sqlite, cluster = tmp_path / "sqlite", tmp_path / "cluster"
+    for where in (sqlite, cluster):
+        (where / "step").mkdir(parents=True)
+    store = sqlite / "runs.db"
+    local = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(CHILD_WRITES_LATER), "--store", str(store),
+                              "--set", f"computed.dir={sqlite / 'step'}"], env=without_cluster, cwd=sqlite,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _kill_mid_step(local, sqlite / "step")
+    [local_run] = json.loads(wfexec(server, "runs", "--store", store, "--format", "json", cwd=sqlite,
+                                    env=without_cluster, check_code=0).stdout)
+    on_sqlite = wfexec(server, "resume", local_run["id"], "--store", store, cwd=sqlite, env=without_cluster)
+
+    pool = Workers(server, "orphans", cluster)
+    first = pool.start()
+    try:
+        follower = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(CHILD_WRITES_LATER),
+                                     "--task-queue", "orphans", "--set", f"computed.dir={cluster / 'step'}"],
+                                    env=environment(server), cwd=cluster, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        _kill_mid_step(first, cluster / "step")
+        pool.start()  # the run goes on on another worker: there it asks
+        out, err = follower.communicate(timeout=60)
+        run_id = json.loads(wfexec(server, "runs", "--format", "json", "--limit", "1", cwd=cluster,
+                                   check_code=0).stdout)["runs"][0]["id"]
+        assert (follower.returncode, out) == (on_sqlite.returncode, "") == (3, "")
+        assert err == on_sqlite.stderr.replace(local_run["id"], run_id), (err, on_sqlite.stderr)
+        assert "not safe to run twice (process)" in err and "--rerun" in err and "--skip" in err
+        asked = wfexec(server, "resume", run_id, cwd=cluster, check_code=3)  # and asked again, it says the same
+        assert asked.stderr == err
+        done = wfexec(server, "resume", run_id, "--rerun", cwd=cluster, check_code=0, timeout=120)
+        assert done.stdout == "wrote\n\n"  # the command's output, newline included, as the ending prints it
+        assert (cluster / "step" / "written").read_text() == "late\n"
+    finally:
         pool.stop()
 
 
