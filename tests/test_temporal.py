@@ -326,8 +326,10 @@ def _gone(pid: int) -> bool:
 def _kill_mid_step(process: subprocess.Popen, folder: Path) -> None:
     """SIGKILL the process running CHILD_WRITES_LATER's step once its child is started; the child must go too."""
     pid_file = folder / "pid"
-    wait_until(lambda: pid_file.exists() or process.poll() is not None, 60, "the step to start its child",
-               interval=0.01)
+    # As soon as the child is started (its pid is one write, ending in a newline): the sooner, the closer to the
+    # moment the step's program began, which the watchdog must already know of.
+    wait_until(lambda: (pid_file.exists() and pid_file.read_text().endswith("\n")) or process.poll() is not None,
+               60, "the step to start its child", interval=0.005)
     assert process.poll() is None
     process.send_signal(signal.SIGKILL)
     process.wait(10)
