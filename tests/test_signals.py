@@ -175,3 +175,70 @@ def test_the_watchdog_kills_the_groups_still_listed_when_its_pipe_closes(watchdo
     assert finished.poll() is None  # forgotten: not killed
     finished.kill()
     finished.wait()
+
+
+@pytest.mark.parametrize("watchdog", ["bash", "python"])
+def test_the_watchdog_kills_a_program_announced_but_not_yet_listed_when_its_pipe_closes(watchdog, tmp_path):
+    """wfexec announces a program by its tag before starting it, and lists its group only once started: killed
+    in between, wfexec leaves a program the watchdog finds by its tag (with what it started: they inherit it)."""
+    from wfexec.system import subprocesses
+
+    argv = subprocesses._watchdog_argv() if watchdog == "bash" else [sys.executable, "-I", "-S", "-c",
+                                                                       subprocesses._WATCHDOG]
+    tagged = lambda tag: {**os.environ, "WFEXEC_PROGRAM": f"{os.getpid()}.test.{tag}"}  # the documented name
+    announced = subprocess.Popen(["bash", "-c", "sleep 30 & echo $! > child; wait"], env=tagged("announced"),
+                                 start_new_session=True, cwd=tmp_path)
+    listed = subprocess.Popen(["sleep", "30"], env=tagged("listed"), start_new_session=True)
+    dog = subprocess.Popen(argv, stdin=subprocess.PIPE, text=True, start_new_session=True)
+    dog.stdin.write(f"+@{os.getpid()}.test.announced\n+@{os.getpid()}.test.listed\n+{listed.pid}\n"
+                    f"-@{os.getpid()}.test.listed\n-{listed.pid}\n")
+    dog.stdin.close()  # what wfexec's death does
+    try:
+        assert dog.wait(timeout=30) == 0
+        assert announced.wait(timeout=10) == -signal.SIGKILL
+        child = int((tmp_path / "child").read_text())
+        deadline = time.monotonic() + 10
+        while _alive(child):  # bash's own child, in its group
+            assert time.monotonic() < deadline, "the program's child outlived it"
+            time.sleep(0.05)
+        assert listed.poll() is None  # listed, then ended as far as wfexec knew: not looked for by its tag
+    finally:
+        for process in (announced, listed):
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+
+
+def test_a_program_dies_with_wfexec_killed_the_moment_it_starts(tmp_path):
+    """The window between a program's start and its group's listing (the watchdog itself starts in it, for the
+    first program of a process): the program kills the process that started it as its first act (after saying
+    who it is), and still goes with it."""
+    program = ("import sys, time; sys.path.insert(0, sys.argv[1]); from wfexec.system.subprocesses import start; "
+               "start(['bash', '-c', 'echo $$ > leader; kill -KILL $PPID; sleep 30']); time.sleep(60)")
+    root = str(Path(__file__).resolve().parents[1])
+    for attempt in range(10):  # a race: each attempt is one more chance for the program to win it
+        folder = tmp_path / str(attempt)
+        folder.mkdir()
+        wfexec_like = subprocess.Popen([sys.executable, "-c", program, root], cwd=folder)
+        try:
+            assert wfexec_like.wait() == -signal.SIGKILL  # no polling wait: it would take the CPU the race is about
+            deadline = time.monotonic() + 30
+            while not ((folder / "leader").exists() and (folder / "leader").read_text().endswith("\n")):
+                assert time.monotonic() < deadline, "the program never started"
+                time.sleep(0.01)
+            leader = int((folder / "leader").read_text())
+            while _alive(leader):
+                assert time.monotonic() < deadline, f"attempt {attempt}: the program outlived the killed process"
+                time.sleep(0.05)
+        finally:
+            if wfexec_like.poll() is None:
+                wfexec_like.kill()
+                wfexec_like.wait()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -32,6 +32,7 @@ SLOW_STATES = ROOT / "tests" / "workflows" / "temporal" / "slow_states.yaml"
 BIG_STATE = ROOT / "tests" / "workflows" / "temporal" / "big_state.yaml"
 FLAKY_STATES = ROOT / "tests" / "workflows" / "temporal" / "flaky_states.yaml"
 WAIT_FOR_FILE_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file_idempotent.yaml"
+CHILD_WRITES_LATER = ROOT / "tests" / "workflows" / "temporal" / "child_writes_later.yaml"
 # How soon a killed worker's step is given up: short, so a test need not wait the default 10 s.
 HEARTBEAT_SECONDS = "2"
 
@@ -120,11 +121,11 @@ class Workers:
         self.server, self.queue, self.folder = server, queue, folder
         self.processes: list[subprocess.Popen] = []
 
-    def start(self) -> subprocess.Popen:
+    def start(self, env: dict | None = None) -> subprocess.Popen:
         log = self.folder / f"worker-{self.queue}-{len(self.processes)}.log"
         with open(log, "wb") as out:
             process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "worker", "--task-queue", self.queue],
-                                       env=environment(self.server), stdout=out, stderr=subprocess.STDOUT,
+                                       env=env or environment(self.server), stdout=out, stderr=subprocess.STDOUT,
                                        cwd=self.folder)
         process.log = log  # type: ignore[attr-defined]
         self.processes.append(process)
@@ -296,9 +297,9 @@ def test_a_killed_workers_non_idempotent_step_asks_rerun_or_skip(server, tmp_pat
     try:
         out, err = follower.communicate(timeout=30)
         assert follower.returncode == 3, (out, err)
-        assert "waiting: node 'wait_for_go' asks: 'wait_for_go' was running when its worker was lost" in err
+        assert "error: node 'wait_for_go' was running when run " in err and "not safe to run twice" in err
         assert (folder / "started").read_text().count("attempt") == 1  # not run again without asking
-        run_id = run_id_from(err)
+        run_id = err.split("when run ", 1)[1].split()[0]
         (folder / "started").unlink()
         resumed = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "resume", run_id, "--rerun"],
                                    env=environment(server), cwd=tmp_path, stdout=subprocess.PIPE,
@@ -310,6 +311,70 @@ def test_a_killed_workers_non_idempotent_step_asks_rerun_or_skip(server, tmp_pat
         assert out == "waited: went\n\n"
     finally:
         (folder / "go").touch()
+        pool.stop()
+
+
+def _gone(pid: int) -> bool:
+    """The process has ended (a zombie no one reaped has ended too: it runs nothing more)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _kill_mid_step(process: subprocess.Popen, folder: Path) -> None:
+    """SIGKILL the process running CHILD_WRITES_LATER's step once its child is started; the child must go too."""
+    pid_file = folder / "pid"
+    # As soon as the child is started (its pid is one write, ending in a newline): the sooner, the closer to the
+    # moment the step's program began, which the watchdog must already know of.
+    wait_until(lambda: (pid_file.exists() and pid_file.read_text().endswith("\n")) or process.poll() is not None,
+               60, "the step to start its child", interval=0.005)
+    assert process.poll() is None
+    process.send_signal(signal.SIGKILL)
+    process.wait(10)
+    child = int(pid_file.read_text())
+    wait_until(lambda: _gone(child), 30, "the step's child to die with the process that ran the step")
+    assert not (folder / "written").exists()  # it was killed before its time came, and never wrote
+
+
+def test_a_killed_workers_step_children_die_with_it_and_the_run_asks_rerun_or_skip_as_on_sqlite(server, tmp_path):
+    """On every driver a step's programs die with the process running the step, even on SIGKILL; and a step
+    that is not safe to run twice is then not run again without asking, in the same words on both."""
+    without_cluster = {k: v for k, v in environment(server).items() if k != "WFEXEC_TEMPORAL"}
+    sqlite, cluster = tmp_path / "sqlite", tmp_path / "cluster"
+    for where in (sqlite, cluster):
+        (where / "step").mkdir(parents=True)
+    store = sqlite / "runs.db"
+    local = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(CHILD_WRITES_LATER), "--store", str(store),
+                              "--set", f"computed.dir={sqlite / 'step'}"], env=without_cluster, cwd=sqlite,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _kill_mid_step(local, sqlite / "step")
+    [local_run] = json.loads(wfexec(server, "runs", "--store", store, "--format", "json", cwd=sqlite,
+                                    env=without_cluster, check_code=0).stdout)
+    on_sqlite = wfexec(server, "resume", local_run["id"], "--store", store, cwd=sqlite, env=without_cluster)
+
+    pool = Workers(server, "orphans", cluster)
+    first = pool.start()
+    try:
+        follower = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(CHILD_WRITES_LATER),
+                                     "--task-queue", "orphans", "--set", f"computed.dir={cluster / 'step'}"],
+                                    env=environment(server), cwd=cluster, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        _kill_mid_step(first, cluster / "step")
+        pool.start()  # the run goes on on another worker: there it asks
+        out, err = follower.communicate(timeout=60)
+        run_id = json.loads(wfexec(server, "runs", "--format", "json", "--limit", "1", cwd=cluster,
+                                   check_code=0).stdout)["runs"][0]["id"]
+        assert (follower.returncode, out) == (on_sqlite.returncode, "") == (3, "")
+        assert err == on_sqlite.stderr.replace(local_run["id"], run_id), (err, on_sqlite.stderr)
+        assert "not safe to run twice (process)" in err and "--rerun" in err and "--skip" in err
+        asked = wfexec(server, "resume", run_id, cwd=cluster, check_code=3)  # and asked again, it says the same
+        assert asked.stderr == err
+        done = wfexec(server, "resume", run_id, "--rerun", cwd=cluster, check_code=0, timeout=120)
+        assert done.stdout == "wrote\n\n"  # the command's output, newline included, as the ending prints it
+        assert (cluster / "step" / "written").read_text() == "late\n"
+    finally:
         pool.stop()
 
 
@@ -585,3 +650,38 @@ def test_a_self_looping_question_answered_once_parks_the_second_time_on_the_clus
                     check_code=3)
     assert "waiting: node 'ask_tag' asks" in looped.stderr
     assert shown_on_cluster(server, run_id_from(looped.stderr), tmp_path)["steps"] == 1
+
+
+def test_runs_started_together_on_a_fresh_worker_all_complete(server, tmp_path, monkeypatch):
+    """A worker whose compiled-workflow cache is cold compiles the workflow in many threads at once (each run's
+    workflow code, each effect step): every one of them must get it, none a half-made compile."""
+    from wfexec.api import load
+    from wfexec.temporal.client import connect, run_request, start
+
+    queue = "fresh"
+    monkeypatch.chdir(tmp_path)
+    workflow = load(ROOT / "skills" / "triage")  # imports and a sub-workflow: a compile that looks at other files
+    request = run_request(workflow, inputs={"request": "Production outage: the export crashes"}, overrides={},
+                          answers={}, max_steps=100)
+
+    async def start_ten() -> list[str]:
+        client = await connect(server.address)
+        return [(await start(client, workflow, request, queue)).id for _ in range(10)]
+
+    # Queued before the worker starts, so that it takes them all at once, while nothing is compiled yet.
+    run_ids = asyncio.run(start_ten())
+    pool = Workers(server, queue, tmp_path)
+    pool.start(env={**environment(server), "WFEXEC_CACHE_DIR": str(tmp_path / "fresh-cache")})
+    try:
+        async def outcomes() -> list[dict]:
+            client = await connect(server.address)
+            return await asyncio.wait_for(asyncio.gather(*(client.get_workflow_handle(run_id).result()
+                                                           for run_id in run_ids)), 120)
+
+        ended = asyncio.run(outcomes())
+        problems = [(run_id, (outcome.get("error") or {}).get("text")) for run_id, outcome in zip(run_ids, ended)
+                    if outcome["status"] != "completed"]
+        assert not problems, problems
+        assert {outcome["result"]["ending"] for outcome in ended} == {"bug"}
+    finally:
+        pool.stop()

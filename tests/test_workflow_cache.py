@@ -220,3 +220,38 @@ def test_the_cache_keeps_a_bounded_number_of_entries_and_the_recently_used_ones(
     assert len(left) <= cache.MAX_ENTRIES
     assert cache.load("things", b"favourite") == b"kept"
     assert cache.load("things", b"entry 0") is None  # the oldest went first
+
+
+def test_compiles_in_two_threads_at_once_each_record_the_places_they_looked_at(tmp_path):
+    """What a `wfexec worker` does (its runs' workflow code and steps load workflows in many threads): one compile
+    ending while another is under way must neither break the other nor leave it with another's list of places
+    (a cache entry that misses the files it depends on would be served after they changed)."""
+    import threading
+
+    from wfexec.language.compiler import check_document, recording_lookups
+    from wfexec.language.loader import load_file
+
+    first, second = project(tmp_path / "first"), project(tmp_path / "second")
+    opened, go = threading.Event(), threading.Event()
+    seen: dict = {}
+
+    def other_thread() -> None:
+        try:
+            with recording_lookups() as looked:
+                opened.set()
+                go.wait(30)
+                check_document(load_file(second / "workflow.yaml"))
+            seen["looked"] = looked
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            seen["error"] = exc
+
+    with recording_lookups() as mine:
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        assert opened.wait(30)
+        check_document(load_file(first / "workflow.yaml"))
+    go.set()
+    thread.join(60)
+    assert "error" not in seen, repr(seen.get("error"))
+    assert first / "words.yaml" in mine and not any(second in place.parents for place in mine)
+    assert second / "words.yaml" in seen["looked"] and not any(first in place.parents for place in seen["looked"])

@@ -38,6 +38,18 @@ def _guarded(address: str, body: Callable[[], Coroutine[Any, Any, int]], debug: 
         return report_error(exc, debug)
 
 
+def _report_waiting_on_cluster(request, asked: dict, run_id: str) -> int:
+    """A run that waits for an answer: said as with SQLite (exit 3). A lost step not safe to run twice is said
+    as a SQLite run's resume says it (the question carries the hint), answered with --rerun or --skip."""
+    from wfexec.commands.run import _report_waiting
+    from wfexec.durable.journal import ResumeRefused
+    from wfexec.temporal.steps import question_from_json
+
+    if asked.get("in_flight_hint") is not None:
+        raise ResumeRefused(asked["text"], asked["in_flight_hint"], awaits_decision=True)
+    return _report_waiting(request, question_from_json(asked), run_id)
+
+
 def _show_events(io) -> Callable[[list], None]:
     from wfexec.temporal.steps import replay_events
 
@@ -48,7 +60,7 @@ async def _follow_and_report(request, client, handle, io, printed: int = 0, pend
                              known: dict | None = None) -> int:
     """Follow the run until it ends or waits; answer at a terminal, else park with exit 3. `known`: the question
     the run already waited on, unanswered, when this command began (a refusal on it was reported before)."""
-    from wfexec.commands.run import _report_result, _report_waiting
+    from wfexec.commands.run import _report_result
     from wfexec.running.engine import Result
     from wfexec.running.prompts import AnswerRefused, Answers
     from wfexec.temporal.client import follow, send_answer
@@ -69,7 +81,7 @@ async def _follow_and_report(request, client, handle, io, printed: int = 0, pend
             answer = io.ask(question)
             value = answer.choice.id if getattr(answer, "choice", None) else getattr(answer, "text", answer)
         if value is None:
-            return _report_waiting(request, question, handle.id)
+            return _report_waiting_on_cluster(request, outcome["question"], handle.id)
         await send_answer(handle, question.key, value)
     if "result" in outcome:
         data = outcome["result"]
@@ -106,7 +118,6 @@ def run_on_cluster(request, workflow, inputs: dict, overrides: dict, answers, io
 
 def resume_on_cluster(request, io) -> int:
     async def body() -> int:
-        from wfexec.commands.run import _report_waiting
         from wfexec.running.prompts import Answers
         from wfexec.temporal.client import check_answers, connect, find, progress, send_answer
         from wfexec.temporal.steps import RERUN_OR_SKIP, question_from_json
@@ -133,7 +144,7 @@ def resume_on_cluster(request, io) -> int:
             if value is None and question.header == RERUN_OR_SKIP:  # --rerun/--skip: a lost step's question
                 value = "rerun" if request.rerun else "skip" if request.skip else None
             if value is None and not request.interactive:
-                return _report_waiting(request, question, handle.id)
+                return _report_waiting_on_cluster(request, seen["question"], handle.id)
             if value is not None:
                 await send_answer(handle, question.key, value)
             else:

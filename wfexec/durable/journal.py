@@ -325,6 +325,20 @@ class ResumeRefused(StoreError):
         return "waiting" if self.awaits_decision else "invalid"
 
 
+def not_safe_to_rerun(workflow: Workflow, node: Node, run_id: str) -> ResumeRefused:
+    """What every driver says of a step that was running when the process running it died (a `wfexec run`, a
+    worker), when the step is not safe to run twice: the run waits for `resume --rerun` or `--skip` (exit 3)."""
+    return ResumeRefused(
+        f"node '{node.id}' was running when run {run_id} stopped, and it is not safe to run twice "
+        f"({', '.join(_outside_effects(workflow, node) or [node.type])}); it may or may not have finished",
+        "check its effects, then resume with --rerun to run it again or --skip to go on as if it succeeded",
+        awaits_decision=True)
+
+
+def _outside_effects(workflow: Workflow, node: Node) -> list[str]:
+    return sorted({e for c in workflow.node_calls(node) for e in c.spec.effects} & OUTSIDE_EFFECTS)
+
+
 def compare_versions(record_hashes: dict, workflow: Workflow, completed: set[str], current: str | None) -> dict:
     now = node_hashes(workflow)
     changed = {key.split(".", 1)[1] for key in set(record_hashes) | set(now) if record_hashes.get(key) != now.get(key)}
@@ -431,18 +445,13 @@ def _settle_in_flight(store: Store, run: Run, journal: DurableJournal, workflow:
         notes.append(f"skipped '{node_id}', which was running when the run stopped; continuing at '{target}'")
         return target
     if not choices.rerun and not is_idempotent(workflow, node):
-        effects = sorted({e for c in workflow.node_calls(node) for e in c.spec.effects} & OUTSIDE_EFFECTS)
         if run.options.interactive:
-            decision = _ask_rerun_or_skip(run.io, node_id, effects or [node.type])
+            decision = _ask_rerun_or_skip(run.io, node_id, _outside_effects(workflow, node) or [node.type])
             if decision != "stop":
                 return _settle_in_flight(store, run, journal, workflow, record,
                                          ResumeChoices(choices.accept_changes, decision == "rerun",
                                                        decision == "skip"), notes)
-        raise ResumeRefused(
-            f"node '{node_id}' was running when run {record.id} stopped, and it is not safe to run twice "
-            f"({', '.join(effects) or node.type}); it may or may not have finished",
-            "check its effects, then resume with --rerun to run it again or --skip to go on as if it succeeded",
-            awaits_decision=True)
+        raise not_safe_to_rerun(workflow, node, record.id)
     notes.append(f"running '{node_id}' again: it was in flight when the run stopped")
     return node_id
 

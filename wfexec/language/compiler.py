@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from wfexec.language import composites, schema, v8
 from wfexec.language.documents import (HOW_DOCUMENTS_RESOLVE, PLUGIN_ROOT_ENV, PLUGIN_ROOT_PREFIXES, find_document,
@@ -37,19 +38,28 @@ _CALL_META = ("type", "description")
 
 # Every place a compile looked for a file (imports, sub-workflows, documents, states folders), while a
 # `recording_lookups()` is open: what the compiled-workflow cache must find unchanged to reuse its result.
-_lookups: list[Path] | None = None
+# A context variable, not a module global: a worker compiles in many threads at once, and one compile's record
+# must neither be ended by another's nor take in the places another looked at.
+_lookups: ContextVar[list[Path] | None] = ContextVar("wfexec_compile_lookups", default=None)
 
 
 @contextmanager
 def recording_lookups() -> Iterator[list[Path]]:
-    global _lookups
-    outer, _lookups = _lookups, []
+    outer = _lookups.get()
+    mine: list[Path] = []
+    token = _lookups.set(mine)
     try:
-        yield _lookups
+        yield mine
     finally:
-        if outer is not None:
-            outer.extend(_lookups)
-        _lookups = outer
+        _lookups.reset(token)
+        if outer is not None:  # a sub-workflow's compile: its places are the including workflow's too
+            outer.extend(mine)
+
+
+def _looked_at(places: Iterable[Path]) -> None:
+    recording = _lookups.get()
+    if recording is not None:
+        recording.extend(places)
 
 
 class Compiler:
@@ -167,8 +177,7 @@ class Compiler:
                        "wfexec checks it exists before the run")
             return None
         lookup = find_document(value, self.doc.path, folder=allow_dir)
-        if _lookups is not None:
-            _lookups.extend(lookup.looked + manifest_places(self.doc.path))
+        _looked_at(lookup.looked + manifest_places(self.doc.path))
         if lookup.found is not None:
             owner = ".".join(str(part) for part in self.full(rel)[:2])
             self.documents.setdefault(owner, []).append(lookup.found)
@@ -507,8 +516,7 @@ def _launcher_data(data: dict, c: Compiler) -> dict:
     if "imports" in data:
         return {}
     place = Path(c.doc.path).parent / LAUNCHER_DATA
-    if _lookups is not None:
-        _lookups.append(place)
+    _looked_at([place])
     if not place.is_file():
         return {}
     loaded = load_file(place)

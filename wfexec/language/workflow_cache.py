@@ -104,11 +104,13 @@ def load(path: Path, memory: dict | None = None) -> Any | None:
     if content is None:
         return None
     key = _key(path, content)
-    if key in memory:
-        looked, checked = memory[key]
+    # Read once and dropped with pop: another thread (a worker's) may drop the same stale entry meanwhile.
+    kept = memory.get(key)
+    if kept is not None:
+        looked, checked = kept
         if all(digest(Path(place)) == was for place, was in looked):
             return checked
-        del memory[key]
+        memory.pop(key, None)
     payload = cache.load(_KIND, key)
     if payload is None:
         return None

@@ -68,6 +68,8 @@ def load(kind: str, key: bytes) -> bytes | None:
 
 def store(kind: str, key: bytes, payload: bytes) -> None:
     """Keep `payload` under `key`; silently nothing when the cache is off or cannot be written."""
+    import threading  # here, not at start-up: only a miss writes
+
     entry = _entry(kind, key)
     if entry is None:
         return
@@ -75,8 +77,10 @@ def store(kind: str, key: bytes, payload: bytes) -> None:
     data = _MAGIC + digest + b"\n" + sha256(payload).hexdigest().encode() + b"\n" + payload
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Written under a unique name, then renamed: a reader sees the old entry, the new one, or none.
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        # Written under a unique name, then renamed: a reader sees the old entry, the new one, or none. Unique to
+        # the thread too: a worker's threads may keep the same entry at once, and one must not rename the file
+        # another is still writing.
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         temporary.write_bytes(data)
         os.replace(temporary, path)
         _evict(path.parent)

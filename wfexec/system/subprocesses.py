@@ -4,10 +4,14 @@ Each program runs in its own process group (`start_new_session=True`), so one
 kill reaches everything it started. Three things stop a group from living on:
 - every exit path of the caller kills it (`kill_group`), Ctrl-C, SIGTERM and
   SIGHUP included (they raise in the main thread);
-- a watchdog process, one per wfexec process, started with the first program,
-  holds the read end of a pipe whose write end only wfexec holds. It learns
-  each group as it starts and ends; when wfexec dies, even by SIGKILL, the pipe
-  reaches end-of-file and the watchdog kills every group still listed. (The
+- a watchdog process, one per wfexec process (a `wfexec run`, a `wfexec worker`,
+  the MCP server alike), started before the first program, holds the read end
+  of a pipe whose write end only wfexec holds. It learns each group as it
+  starts and ends; when wfexec dies, even by SIGKILL, the pipe reaches
+  end-of-file and the watchdog kills every group still listed. A program is
+  announced before it is started, by a tag in its environment
+  (`WFEXEC_PROGRAM`): a program that started but whose group wfexec had not
+  yet listed when it died is found by that tag (on Linux, in /proc). (The
   parent-death signal would reach the group leader only, not a `sleep` that
   bash started, and it fires when the starting *thread* ends.)
 - every program carries `WFEXEC_RUN=<run id>` in its environment, so resume
@@ -17,6 +21,7 @@ kill reaches everything it started. Three things stop a group from living on:
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import sys
@@ -29,25 +34,55 @@ if TYPE_CHECKING:  # imported where a program starts: a run without one never pa
     import subprocess
 
 RUN_TAG_VARIABLE = "WFEXEC_RUN"
+PROGRAM_TAG_VARIABLE = "WFEXEC_PROGRAM"
 # How long output is still read after a program exited while a background child it left holds its pipes.
 EXIT_GRACE_SECONDS = 3.0
 run_tag: str | None = None  # the run whose steps start programs now; set by the durable driver
 
 # bash when there is one: it starts in about a millisecond of CPU, where even `python -I -S` takes about ten,
-# and the watchdog starts with the first program of every wfexec process.
+# and the watchdog starts with the first program of every wfexec process (just before it).
+# What it reads, a line each: `+@TAG` a program is about to start with WFEXEC_PROGRAM=TAG, `+PGID` it started as
+# that process group, `-@TAG` it is listed (or failed to start), `-PGID` it ended. At end-of-file: every group
+# listed is killed, and so is the group of every process carrying a tag still announced (/proc).
 _WATCHDOG_BASH = r"""
 declare -A groups
 while IFS= read -r line; do
   if [[ $line == +* ]]; then groups[${line:1}]=1; else unset "groups[${line:1}]"; fi
 done
-for pgid in "${!groups[@]}"; do kill -KILL -- "-$pgid" 2>/dev/null; done
+tags=()
+for key in "${!groups[@]}"; do
+  if [[ $key == @* ]]; then tags+=("WFEXEC_PROGRAM=${key:1}"); else kill -KILL -- "-$key" 2>/dev/null; fi
+done
+if (( ${#tags[@]} )); then
+  for environ in /proc/[0-9]*/environ; do
+    while IFS= read -r -d '' variable; do
+      for tag in "${tags[@]}"; do
+        if [[ $variable == "$tag" ]]; then
+          read -r stat < "${environ%environ}stat" && fields=(${stat##*) }) && kill -KILL -- "-${fields[2]}" 2>/dev/null
+          break 2
+        fi
+      done
+    done < "$environ"
+  done 2>/dev/null
+fi
 """
 _WATCHDOG = r"""
 import os, signal, sys
-groups = set()
+groups, tags = set(), set()
 for line in sys.stdin:
-    sign, pgid = line[0], int(line[1:])
-    (groups.add if sign == "+" else groups.discard)(pgid)
+    sign, what = line[0], line[1:].strip()
+    if what.startswith("@"):
+        (tags.add if sign == "+" else tags.discard)(b"WFEXEC_PROGRAM=" + what[1:].encode())
+    else:
+        (groups.add if sign == "+" else groups.discard)(int(what))
+if tags and os.path.isdir("/proc"):
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if tags.intersection(handle.read().split(b"\0")):
+                    groups.add(os.getpgid(int(entry)))
+        except (OSError, ValueError):
+            pass
 for pgid in groups:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -56,6 +91,9 @@ for pgid in groups:
 """
 _watchdog: subprocess.Popen | None = None
 _watchdog_lock = threading.Lock()
+# A program's tag: this process, then a nonce (a pid of a process that died may be taken again), then a number.
+_NONCE = os.urandom(4).hex()
+_programs = itertools.count(1)
 
 
 def _tell_watchdog(message: str) -> None:
@@ -87,13 +125,21 @@ def start(argv, *, env: dict | None = None, **options) -> subprocess.Popen:
     """subprocess.Popen in a new process group, tagged with the run and known to the watchdog."""
     import subprocess
 
-    if run_tag is not None:
-        env = {**(os.environ if env is None else env), RUN_TAG_VARIABLE: run_tag}
+    # Announced before it exists: the program runs as soon as it is started, before its group can be listed,
+    # and a process killed in between (the moment its step began, say) must not leave it running.
+    tag = f"{os.getpid()}.{_NONCE}.{next(_programs)}"
+    env = {**(os.environ if env is None else env), PROGRAM_TAG_VARIABLE: tag,
+           **({RUN_TAG_VARIABLE: run_tag} if run_tag is not None else {})}
+    _tell_watchdog(f"+@{tag}")
     process = None
     try:
         with signals.deferred():
-            process = subprocess.Popen(argv, env=env, start_new_session=True, **options)
-            _tell_watchdog(f"+{process.pid}")
+            try:
+                process = subprocess.Popen(argv, env=env, start_new_session=True, **options)
+            except BaseException:
+                _tell_watchdog(f"-@{tag}")
+                raise
+            _tell_watchdog(f"+{process.pid}\n-@{tag}")
     except KeyboardInterrupt:  # a stop signal came while it started: it goes at once
         if process is not None:
             kill_group(process)

@@ -14,7 +14,8 @@ from typing import Any, Callable, Sequence
 
 from wfexec.durable.journal import OUTSIDE_EFFECTS, has_outside_effects, is_idempotent
 from wfexec.language.model import Node, Workflow
-from wfexec.running.engine import Options, Run, RunError
+from wfexec.errors import WfexecError
+from wfexec.running.engine import InternalError, Options, Run, RunError
 from wfexec.running.prompts import Answers
 
 # The step's "at" in history: the format the SQLite path writes (`wfexec.running.engine._now`).
@@ -48,10 +49,13 @@ def compiled(path: str, source_hash: str) -> Workflow:
             raise RunError("this process cannot load workflows (no loader)", "start workers with `wfexec worker`")
         try:
             workflow = _workflows[path] = _loader[0](path)
-        except Exception as exc:  # an invalid or missing file: the run fails with why, it does not hang
-            message = getattr(exc, "message", None) or str(exc)
-            raise RunError(f"cannot load the workflow {path} on this worker: {message}",
+        except WfexecError as exc:  # an invalid or missing file: the run fails with why, it does not hang
+            raise RunError(f"cannot load the workflow {path} on this worker: {exc.message}",
                            "give every worker the same files, at the same paths") from None
+        except Exception as exc:  # a bug in the loading, not the files: said so, so nobody goes checking them
+            raise InternalError(f"internal error loading the workflow {path} on this worker: "
+                                f"{type(exc).__name__}: {exc}",
+                                "a bug in wfexec; please report it with the worker's output") from exc
     if workflow.source_hash != source_hash:
         raise RunError(f"the workflow {path} changed since the run started, or this worker sees another copy",
                        "give every worker the same files; start a new run for the new version")

@@ -16,6 +16,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, TemporalError
 
+from wfexec.durable.journal import not_safe_to_rerun
 from wfexec.durable.store import ending_status
 from wfexec.language.model import Node, Workflow
 from wfexec.nodes.base import Choice, Question
@@ -215,14 +216,18 @@ class WfexecRun:
             except Exception as exc:
                 raise run._as_run_error(node, exc) from exc
 
-    async def _wait_for_answer(self, question, refused: AnswerRefused | str | None = None) -> Any:
+    async def _wait_for_answer(self, question, refused: AnswerRefused | str | None = None,
+                               in_flight_hint: str | None = None) -> Any:
         """The answer the `answer` update brings. `refused`: why the answer given with the run was not used,
-        shown by the command following the run."""
+        shown by the command following the run. `in_flight_hint`: the question is about a lost step, which that
+        command reports as a SQLite run's resume does (the question's text, this hint)."""
         key = question.key
         self.arrived.pop(key, None)
         self.question, self.status = question_json(question), "waiting"
         if refused is not None:
             self.question["refused"] = refused if isinstance(refused, str) else refused.message
+        if in_flight_hint is not None:
+            self.question["in_flight_hint"] = in_flight_hint
         await workflow.wait_condition(lambda: key in self.arrived)
         return self.arrived.pop(key)
 
@@ -392,16 +397,18 @@ class WfexecRun:
 
     async def _rerun_or_skip(self, node: Node, lost: ActivityError) -> str:
         """The step's one attempt was lost (its worker died or it timed out): it may or may not have had its
-        effects. Ask, as `wfexec resume` does for a step in flight."""
+        effects. Ask, in the words `wfexec resume` uses on SQLite for a step in flight (`in_flight_hint` makes the
+        commands following the run say it as resume does there)."""
         edge = node.kind.skip_edge
         can_skip = edge is not None and isinstance(getattr(node.spec, edge, None), str)
         choices = (Choice(RERUN, "Run it again"),) + ((Choice(SKIP, "Skip it, as if it succeeded"),) if can_skip else ())
-        cause = str(lost.cause or lost)
-        question = Question(node=node.id, header=RERUN_OR_SKIP,
-                            text=f"'{node.id}' was running when its worker was lost ({cause}), and it is not safe to "
-                                 "run twice; it may or may not have finished. Run it again or skip it?",
-                            choices=choices, allow_other=False, dynamic=False)
-        answer = await self._wait_for_answer(question)
+        assert self.workflow is not None  # compiled before the first step
+        refusal = not_safe_to_rerun(self.workflow, node, workflow.info().workflow_id)
+        # Why it was lost (a heartbeat timeout: its worker died) is for the workers' operators, not in the words.
+        workflow.logger.warning("wfexec: the attempt at '%s' was lost (%s)", node.id, lost.cause or lost)
+        question = Question(node=node.id, header=RERUN_OR_SKIP, text=refusal.message, choices=choices,
+                            allow_other=False, dynamic=False)
+        answer = await self._wait_for_answer(question, in_flight_hint=refusal.hint)
         choice = match_answer(question, answer).choice
         assert choice is not None  # allow_other=False, and the update's validator checked it
         return choice.id
