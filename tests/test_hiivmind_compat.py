@@ -47,8 +47,11 @@ def test_types_name_the_package_they_come_from(cli, tmp_path):
     assert {packages[name] for name in COMPAT_TYPES} == {"wfexec-hiivmind-compat"}
     assert packages["add_source"] == packages["log_node"] == packages["read_file"] == "wfexec"
     table = cli("types", "--kind", "consequence", cwd=tmp_path).stdout
-    assert "glob_files(pattern*, store_as*) [files]  from wfexec-hiivmind-compat" in table
-    assert "  read_config(store_as*, path) [files]  from wfexec\n" in table
+    plugin = table.split("  types (wfexec-hiivmind-compat):\n", 1)[1]  # listed by package and domain
+    assert plugin.startswith("    append_to_file(path*, content*, unique) [files]\n")
+    assert "    glob_files(pattern*, store_as*) [files]\n" in plugin
+    assert "  corpus (wfexec):\n" in table and "    read_config(store_as*, path) [files]\n" in table
+    assert table.index("  corpus (wfexec):") < table.index("  types (wfexec-hiivmind-compat):")
 
 
 def test_the_published_schema_leaves_plugins_out_unless_asked(cli, tmp_path):
