@@ -48,7 +48,7 @@ def test_types_name_the_package_they_come_from(cli, tmp_path):
     assert packages["add_source"] == packages["log_node"] == packages["read_file"] == "wfexec"
     table = cli("types", "--kind", "consequence", cwd=tmp_path).stdout
     plugin = table.split("  types (wfexec-hiivmind-compat):\n", 1)[1]  # listed by package and domain
-    assert plugin.startswith("    append_to_file(path*, content*, unique) [files]\n")
+    assert plugin.startswith("    any_file_exists_check(paths*, set_flag, store_as) [files]\n")
     assert "    glob_files(pattern*, store_as*) [files]\n" in plugin
     assert "  corpus (wfexec):\n" in table and "    read_config(store_as*, path) [files]\n" in table
     assert table.index("  corpus (wfexec):") < table.index("  types (wfexec-hiivmind-compat):")
