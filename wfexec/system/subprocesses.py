@@ -65,6 +65,7 @@ if (( ${#tags[@]} )); then
     done < "$environ"
   done 2>/dev/null
 fi
+exit 0  # a process that ended while /proc was read fails its redirection; that says nothing about the kills
 """
 _WATCHDOG = r"""
 import os, signal, sys
