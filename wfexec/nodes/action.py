@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wfexec.language.paths import parse_path
 from wfexec.language.prose import Prose
 from wfexec.types.registry import ActionFailed
 from wfexec.nodes.base import CONSEQUENCES, TARGET, NodeType, Outcome
@@ -73,14 +72,12 @@ def _judged(node, run) -> Outcome:
     """A prose `effect`: the model does the work; its reply gives the values the nodes after it read."""
     spec = node.spec
     try:
-        updates = run.judge_effect(node, spec.effect, run.workflow.reply_paths.get(node.id, ()))
+        run.judge_effect(node, spec.effect, run.workflow.reply_paths.get(node.id, ()))
     except ActionFailed as failure:
         run.keep_error(failure.message, failure.hint)
         if spec.on_failure is None:
             run.fail(node, failure.message, failure.hint, node.where)
         return Outcome(spec.on_failure, {"success": False, "error": failure.message}, "on_failure")
-    for path, value in updates.items():
-        run.set(tuple(parse_path(path)), value)
     return Outcome(spec.on_success, {"success": True}, "on_success")
 
 

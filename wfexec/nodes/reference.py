@@ -17,7 +17,7 @@ from typing import Any
 
 from wfexec.language.documents import extract_section
 from wfexec.language.expressions import render_value
-from wfexec.language.paths import get_path, parse_path
+from wfexec.language.paths import get_path
 from wfexec.nodes.base import TARGET, NodeType, Outcome
 from wfexec.types.registry import ActionFailed
 
@@ -116,9 +116,6 @@ def execute(node, run) -> Outcome:
         return Outcome(spec.on_failure, {"success": False}, "on_failure")
     if spec.store_as:
         run.set(spec.store_as, reply)
-    elif expected:
-        for path, value in reply.items():
-            run.set(tuple(parse_path(path)), value)
     return Outcome(spec.on_success, {"success": True}, "on_success")
 
 

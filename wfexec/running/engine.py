@@ -17,7 +17,7 @@ from typing import Any, Callable, NoReturn
 
 from wfexec.system import progress
 from wfexec.errors import Refused, WfexecError
-from wfexec.running.context import CallContext
+from wfexec.running.context import CallContext, parse_cached
 from wfexec.running.dry_run import DryRun
 from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, Template, render_value,
                                          to_text)
@@ -341,28 +341,37 @@ class Run:
         reply = self.judge(prose_prompt(prose, named_values(prose, scope)), purpose)
         return None if self.options.dry_run else parse_reply(reply, purpose)
 
-    def judge_effect(self, node: Node, prose, reply_paths: tuple[str, ...]) -> dict:
-        """A node's work written as prose: the model does it; the state values it gives for `reply_paths`."""
-        from wfexec.running.prose import effect_prompt, named_values, state_updates
+    def judge_effect(self, node: Node, prose, reply_paths: tuple[str, ...]) -> None:
+        """A node's work written as prose: the model does it, and the values it gives for `reply_paths` are set
+        (ActionFailed: it gave none)."""
+        from wfexec.running.prose import effect_prompt, named_values
 
         purpose = f"the prose effect of action node '{node.id}'"
         reply = self.judge(effect_prompt(prose, named_values(prose, self.scope), reply_paths), purpose)
-        if self.options.dry_run or not reply_paths:
-            return {}
-        return state_updates(reply, reply_paths, purpose)
+        if not self.options.dry_run and reply_paths:
+            self._set_reply_values(reply, reply_paths, purpose)
+
+    def _set_reply_values(self, reply: str, reply_paths: tuple[str, ...], purpose: str) -> None:
+        """A judgement step's reply read as the state values it was asked for, each set at its path."""
+        from wfexec.running.prose import state_updates
+
+        for path, value in state_updates(reply, reply_paths, purpose).items():
+            self.set(parse_cached(path), value)
 
     def judge_document(self, node: Node, doc: Path, section: str | None, context: dict,
                        reply_paths: tuple[str, ...] = ()) -> Any:
-        """The reply as text; given `reply_paths`, the state values it gives for them (ActionFailed: none)."""
+        """The reply as text; given `reply_paths`, the state values it gives for them are set instead, and None
+        returned (ActionFailed: it gave none)."""
         from wfexec.language.documents import document_prompt
-        from wfexec.running.prose import reply_request, state_updates
+        from wfexec.running.prose import reply_request
 
         purpose = f"reference node '{node.id}' ({doc.name})"
         prompt = document_prompt(doc, section, context)
         if not reply_paths:
             return self.judge(prompt, purpose)
         reply = self.judge(prompt + "\n" + reply_request(reply_paths) + "\n", purpose)
-        return state_updates(reply, reply_paths, purpose)
+        self._set_reply_values(reply, reply_paths, purpose)
+        return None
 
     def run_subworkflow(self, node: Node, workflow: Workflow, inputs: dict) -> Result:
         child = Run(workflow, io=self.io, options=self.options, inputs=inputs, budget=self.budget)
