@@ -68,7 +68,8 @@ STATEMENTS = {
     "journal row": (r"^INSERT OR REPLACE INTO journal", 4),
     "snapshot": (r"^UPDATE snapshots", 3),
     "in-flight mark": (r"^UPDATE runs SET in_flight", 4),
-    "agents saved": (r"^INSERT OR REPLACE INTO node_states", 4),
+    "agents saved": (r"^INSERT INTO node_states", 1),  # whole, at the node's first state
+    "agent changed": (r"^INSERT INTO node_state_changes", 4),  # each state after it
     "agents cleared": (r"^DELETE FROM node_states", 1),
     "status": (r"^UPDATE runs SET status", 2),
 }

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import wfexec_cli, wfexec_in_process as cli
 
-from wfexec.durable.store import MIGRATIONS, Store
+from wfexec.durable.store import MIGRATIONS, SCHEMA_VERSION, Store
 
 APPENDS = """
 name: appends
@@ -138,7 +138,7 @@ endings:
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == "kept then b"
     with sqlite3.connect(store) as db:
-        assert db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()[0] == "4"
+        assert db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
         assert db.execute("SELECT steps, status FROM runs").fetchone() == (1, "completed")
 
 
@@ -162,3 +162,30 @@ def test_a_killed_run_shows_the_progress_of_its_last_commit(tmp_path):
     assert listed["steps"] >= 9
     resumed = cli("resume", listed["id"], "--store", store, cwd=tmp_path)
     assert (resumed.returncode, resumed.stdout.strip()) == (0, "150 steps"), resumed.stderr
+
+
+def test_a_nodes_saved_state_grows_with_its_changes_and_reads_back_whole(tmp_path, monkeypatch):
+    """A states node's agents are saved as the change of each state (a row each), merged back in order; once the
+    changes outweigh the last whole copy a new copy replaces them, so neither the rows nor the reading grow without
+    bound. Killed at any point, what reads back is the state as of the last change committed."""
+    import wfexec.durable.store as store_module
+
+    monkeypatch.setattr(store_module, "NODE_CHANGES_MIN_BYTES", 2000)
+    store = Store(tmp_path / "runs.db")
+    run_id = store.create_run(workflow_path="w.yaml", workflow_name="w", workflow_hash="h", node_hashes={},
+                              inputs={}, state={}, start_node="agents")
+    agents: dict = {}
+    whole = lambda: {"agents": dict(agents), "ended": {}}  # noqa: E731
+    rows_seen, copies = [], 0
+    for step in range(300):
+        agent = f"a{step % 40}"
+        agents[agent] = {"id": agent, "steps": step}
+        before = store.db.execute("SELECT data FROM node_states").fetchone()
+        store.change_node_state(run_id, "agents", {"agents": {agent: agents[agent]}}, whole)
+        copies += before != store.db.execute("SELECT data FROM node_states").fetchone()
+        assert Store(tmp_path / "runs.db", readonly=True).node_state(run_id, "agents") == whole()
+        rows_seen.append(store.db.execute("SELECT count(*) FROM node_state_changes").fetchone()[0])
+    assert 5 < copies < 60 and max(rows_seen) < 80  # saved whole now and then, never a row per agent per step
+    store.save_node_state(run_id, "agents", None)
+    assert store.node_state(run_id, "agents") is None
+    assert store.db.execute("SELECT count(*) FROM node_state_changes").fetchone()[0] == 0

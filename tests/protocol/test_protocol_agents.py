@@ -153,8 +153,8 @@ def test_item85_agents_state_is_plain_data_that_round_trips():
     state = AgentsState("workflow_x", [busy_agent(), Agent("main_w1", "W.md", fork_attributes={"item": "1"})],
                         fork_counters={"main": 1}, total_cost_usd=0.25, budget_usd=1.0)
     data = json.loads(json.dumps(state.to_dict()))
-    assert data["agents"][1]["stack"] == []  # a list, never null
-    assert data["agents"][1]["session_id"] is None
+    assert data["agents"]["main_w1"]["stack"] == []  # a list, never null
+    assert data["agents"]["main_w1"]["session_id"] is None
     assert AgentsState.from_dict(data) == state
 
 

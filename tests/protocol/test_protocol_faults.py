@@ -238,6 +238,54 @@ def test_a_killed_states_run_resumes_where_it_stopped(tmp_path):
     assert (tmp_path / "done.txt").read_text().split() == ["one", "slow", "slow-again", "last"]
 
 
+def test_a_forked_run_killed_midway_resumes_without_losing_or_repeating_an_ended_agent(tmp_path):
+    """Forty forked agents; twenty end, twenty are cut off by a SIGKILL. Each agent's end is saved as a change of
+    its own (not a copy of all forty): on resume the twenty that ended (and the main agent, which went on at once)
+    are not run again and their results are kept; the twenty cut off run again."""
+    from wfexec.durable.store import Store, StoreError
+
+    write_states(tmp_path / "flow", {
+        "START.sh": 'echo started >> main.log\n'
+                    'for i in $(seq 1 40); do echo "<fork next=\\"DONE\\" item=\\"$i\\">WORK</fork>"; done\n',
+        "WORK.sh": 'echo "$item" >> ran.log\n'
+                   'if [ "$item" -gt 20 ]; then until [ -e go ]; do sleep 0.05; done; fi\n'
+                   'echo "<result>done $item</result>"\n',
+        "DONE.sh": "echo done >> main.log; echo '<result>all done</result>'\n",
+    })
+    environment = with_coverage({**os.environ})
+    environment.pop("WFEXEC_STORE", None)
+    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "states", "flow"], cwd=tmp_path, env=environment,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    ended: list = []
+    while len(ended) < 21:  # the main agent's and the twenty quick agents' ends committed, as the store reads them
+        assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
+        time.sleep(0.1)
+        try:
+            store = Store(tmp_path / ".wfexec" / "runs.db", readonly=True)
+        except StoreError:  # not made yet
+            continue
+        [record] = store.list() or [None]
+        saved = store.node_state(record.id, "agents") if record is not None else None
+        ended = sorted(saved["ended"]) if saved else []
+        store.close()
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+    assert sorted(ended) == sorted(["main", *(f"main_work{i}" for i in range(1, 21))])
+    (tmp_path / "go").touch()
+    record = only_run(tmp_path)
+    resumed = wfexec("resume", record["id"], "--format", "json", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    ending = json.loads(resumed.stdout)
+    assert ending["message"] == "all done"
+    ran = (tmp_path / "ran.log").read_text().split()
+    assert sorted(ran[:40], key=int) == [str(i) for i in range(1, 41)]  # each once before the kill
+    assert sorted(ran[40:], key=int) == [str(i) for i in range(21, 41)]  # only those cut off, again
+    assert (tmp_path / "main.log").read_text().split() == ["started", "done"]
+    forks = ending["state"]["computed"]["result_forks"]
+    assert sorted(f["result"] for f in forks) == sorted(f"done {i}" for i in range(1, 41))
+
+
 def test_item77_forks_that_make_no_multi_fork_pause_the_prompts_agent(tmp_path):
     folder = write_states(tmp_path / "s", {"START.md": "Split the work.", "A.md": "a", "B.md": "b",
                                            "C1.md": "c1", "C2.md": "c2"})

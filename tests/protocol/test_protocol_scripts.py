@@ -30,7 +30,7 @@ import pytest
 from protocol_support import FIXTURES, Quiet, ScriptedBackend, run_folder, write_states
 
 from wfexec.protocol.orchestrator import Orchestrator
-from wfexec.protocol.scopes import DirectoryScope
+from wfexec.protocol.scopes import DirectoryScope, open_scope
 
 SCRIPTED = FIXTURES / "scripted"
 
@@ -362,13 +362,44 @@ def test_trace_shows_transitions_and_script_output(tmp_path):
 
 
 def test_on_checkpoint_sees_every_step_in_order(tmp_path):
-    """Item 71: the agents' state is handed out after each step, before the next state runs."""
-    seen = []
-    orchestrator = Orchestrator(DirectoryScope(SCRIPTED), io=Quiet().console, cwd=tmp_path,
-                                on_checkpoint=lambda data: seen.append(data["agents"][0]["state"]))
+    """Item 71: what each step changed is handed out after it, before the next state runs; merged in order into
+    the whole state as first saved, the changes make the whole state at every step."""
+    from wfexec.durable.store import merge_change
+
+    seen, merged = [], {}
+
+    def checkpoint(change, whole):
+        seen.append(change["agents"]["main"]["state"])
+        merge_change(merged, change) if merged else merged.update(whole())
+        assert merged == whole()
+
+    orchestrator = Orchestrator(DirectoryScope(SCRIPTED), io=Quiet().console, cwd=tmp_path, on_checkpoint=checkpoint)
     outcome = orchestrator.run(start="SCRIPT_CALL")
     assert seen == ["CALLEE.sh", "CALLEE_MORE.sh", "AFTER_CALL.sh", "AFTER_CALL.sh"]
     assert outcome.state.agent("main").status == "ended"
+
+
+def test_a_checkpoint_holds_the_agents_that_changed_not_all_of_them(tmp_path):
+    """With forty forked agents, each worker's state hands out that worker alone (the fork hands out the parent
+    and its new workers): saving an agent's progress costs what it changed, whatever the number of agents."""
+    from wfexec.durable.store import merge_change
+
+    folder = write_states(tmp_path / "s", {
+        "START.sh": 'for i in $(seq 1 40); do echo "<fork next=\\"DONE\\" item=\\"$i\\">WORK</fork>"; done\n',
+        "WORK.sh": 'echo "<result>done $item</result>"\n',
+        "DONE.sh": "echo '<result>forked</result>'\n",
+    })
+    changes, merged = [], {}
+
+    def checkpoint(change, whole):
+        changes.append(sorted(change.get("agents", {})))
+        merge_change(merged, change) if merged else merged.update(whole())
+        assert merged == whole()
+
+    outcome = Orchestrator(open_scope(folder), io=Quiet().console, cwd=tmp_path, on_checkpoint=checkpoint).run()
+    assert outcome.result == "forked" and len(outcome.forks) == 40
+    assert changes[0] == sorted(["main", *(f"main_work{i}" for i in range(1, 41))])
+    assert all(len(agents) == 1 for agents in changes[1:]) and len(changes) == 42
 
 
 def test_item70_no_active_agent_completes_at_once(tmp_path):

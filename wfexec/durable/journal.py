@@ -161,6 +161,12 @@ class DurableJournal(Journal):
         self.cleared_nodes.discard(node_id)
         self.store.save_node_state(self.run_id, node_id, data)
 
+    def change_node_state(self, node_id: str, change: dict, whole) -> None:
+        if node_id in self.cleared_nodes:  # the node runs again before its last run's end was committed
+            self.save_node_state(node_id, whole())
+            return
+        self.store.change_node_state(self.run_id, node_id, change, whole)
+
     def record_transcript(self, node_id: str, agent: str, record: dict) -> None:
         self.store.add_transcript(self.run_id, node_id, agent, record)
 

@@ -16,6 +16,10 @@ Tables:
   step changed, never a copy of the state. A row also holds the run's current
   node after it and when it was committed: the last row is the run's progress
   (`RunRecord.from_row`), so a commit of state-only steps is one statement.
+- `node_states` and `node_state_changes`: what a long-running node (a
+  `states` node's agents) needs to continue after a crash: a whole copy, and
+  the changes since it, each a row of its own (`merge_change`), until they
+  outweigh the copy and a new one replaces them.
 - `snapshots`: a full state of each run (without `history`, which is the
   journal itself) as of a step, rewritten now and then, in the same
   transaction as a journal row (wfexec.durable.journal decides when). The
@@ -32,17 +36,17 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 from pathlib import Path
 
 from wfexec.errors import WfexecError
 from wfexec.system.run_store import DEFAULT_STORE, store_location  # noqa: F401  (where the store is: one definition)
 
 APP_ID = "wfexec"
-SCHEMA_VERSION = 4
-# Read as they are by the commands that only read (schemas 3 and 4 added columns and a table that older stores
+SCHEMA_VERSION = 5
+# Read as they are by the commands that only read (schemas 3 to 5 added columns and tables that older stores
 # simply lack); anything that writes upgrades the store first.
-READS_SCHEMAS = (2, 3, 4)
+READS_SCHEMAS = (2, 3, 4, 5)
 
 MIGRATIONS = {
     1: """
@@ -103,6 +107,15 @@ MIGRATIONS = {
         PRIMARY KEY (run_id, seq)
     ) WITHOUT ROWID;
     """,
+    5: """
+    CREATE TABLE node_state_changes (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        node TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        change TEXT NOT NULL,
+        PRIMARY KEY (run_id, node, seq)
+    ) WITHOUT ROWID;
+    """,
 }
 
 # A run as `get` and `list` read it: its row, and its journal's last row, which is newer than the row's
@@ -120,6 +133,11 @@ FINISHED = ("completed", "failed", "cancelled")
 # A run is named by its whole id or by a prefix at least this long: `wfexec cancel 0` must not pick a run.
 MIN_PREFIX = 4
 AMBIGUOUS_SHOWN = 10  # the candidates an ambiguous prefix lists
+
+
+# A node's saved state is saved whole again once the changes saved since its last whole copy add up to that copy's
+# size, and to at least this much (a few agents' changes are not worth a new copy).
+NODE_CHANGES_MIN_BYTES = 64 * 1024
 
 
 class StoreError(WfexecError):
@@ -247,6 +265,8 @@ class Store:
         self.readonly = readonly
         # A states node's agents report from the event loop's worker threads too.
         self._lock = threading.RLock()
+        # (run id, node) → [bytes of its whole saved state, bytes of the changes saved since] (change_node_state)
+        self._node_sizes: dict[tuple[str, str], list[int]] = {}
         self._select_runs = _SELECT_RUNS
         self.schema = SCHEMA_VERSION  # of a store opened read-only: what its file says
         self.db = self._open_readonly() if readonly else self._open()
@@ -471,7 +491,7 @@ class Store:
         state = _dumps(snapshot) if snapshot is not None else ""
         with self._lock, self.transaction():
             for node in cleared_nodes:
-                self.db.execute("DELETE FROM node_states WHERE run_id = ? AND node = ?", (run_id, node))
+                self._clear_node_state(run_id, node)
             self.db.execute(*insert)
             if snapshot is not None:
                 self.db.execute("UPDATE snapshots SET step = ?, state = ? WHERE run_id = ?",
@@ -492,12 +512,45 @@ class Store:
                     "WHERE run_id = ?), steps) WHERE id = ?", (*columns.values(), run_id, run_id))
 
     def save_node_state(self, run_id: str, node: str, data: dict | None) -> None:
-        """What a long-running node (a `states` node's agents) needs to continue after a crash; None clears it."""
+        """What a long-running node (a `states` node's agents) needs to continue after a crash, whole (replacing
+        the changes saved before it); None clears it."""
         with self._lock, self.transaction():
-            if data is None:
-                self.db.execute("DELETE FROM node_states WHERE run_id = ? AND node = ?", (run_id, node))
-            else:
-                self.db.execute("INSERT OR REPLACE INTO node_states VALUES (?, ?, ?)", (run_id, node, _dumps(data)))
+            self._clear_node_state(run_id, node)
+            if data is not None:
+                text = _dumps(data)
+                self.db.execute("INSERT INTO node_states VALUES (?, ?, ?)", (run_id, node, text))
+                self._node_sizes[(run_id, node)] = [len(text), 0]
+
+    def change_node_state(self, run_id: str, node: str, change: dict, whole: Callable[[], dict]) -> None:
+        """One change to a node's saved state (see `merge_change`), committed on its own: a row of its own, so
+        that it costs what changed, not what the node holds. Once the changes since the last whole copy outweigh
+        it (and SNAPSHOT_MIN_BYTES), or when there is none, `whole()` is saved instead and replaces them: saving
+        stays linear, and reading the state back merges at most about a copy's worth of changes."""
+        key = (run_id, node)
+        with self._lock:
+            sizes = self._node_sizes.get(key)
+            if sizes is None:
+                sizes = self._node_sizes[key] = self._saved_node_sizes(run_id, node)
+            text = _dumps(change)
+            if sizes[0] == 0 or sizes[1] + len(text) > max(NODE_CHANGES_MIN_BYTES, sizes[0]):
+                self.save_node_state(run_id, node, whole())
+                return
+            self._write("INSERT INTO node_state_changes SELECT ?, ?, coalesce(max(seq), 0) + 1, ? FROM "
+                        "node_state_changes WHERE run_id = ? AND node = ?", (run_id, node, text, run_id, node))
+            sizes[1] += len(text)
+
+    def _saved_node_sizes(self, run_id: str, node: str) -> builtins.list[int]:
+        """[bytes of the node's whole saved copy (0: none), bytes of the changes saved since]."""
+        row = self.db.execute("SELECT length(data) FROM node_states WHERE run_id = ? AND node = ?",
+                              (run_id, node)).fetchone()
+        since = self.db.execute("SELECT coalesce(sum(length(change)), 0) FROM node_state_changes WHERE run_id = ? "
+                                "AND node = ?", (run_id, node)).fetchone()[0]
+        return [row[0] if row else 0, since]
+
+    def _clear_node_state(self, run_id: str, node: str) -> None:
+        self.db.execute("DELETE FROM node_states WHERE run_id = ? AND node = ?", (run_id, node))
+        self.db.execute("DELETE FROM node_state_changes WHERE run_id = ? AND node = ?", (run_id, node))
+        self._node_sizes.pop((run_id, node), None)
 
     def add_transcript(self, run_id: str, node: str, agent: str, record: dict) -> None:
         """One agent state's record (what was sent and received), after the run's others."""
@@ -514,8 +567,16 @@ class Store:
         return [{"node": node, "agent": who, **json.loads(record)} for node, who, record in rows]
 
     def node_state(self, run_id: str, node: str) -> dict | None:
+        """The node's saved state: its last whole copy with the changes since merged in, in order."""
         row = self.db.execute("SELECT data FROM node_states WHERE run_id = ? AND node = ?", (run_id, node)).fetchone()
-        return json.loads(row[0]) if row else None
+        if row is None:
+            return None
+        data = json.loads(row[0])
+        if self.schema >= 5:
+            for (change,) in self.db.execute("SELECT change FROM node_state_changes WHERE run_id = ? AND node = ? "
+                                             "ORDER BY seq", (run_id, node)):
+                merge_change(data, json.loads(change))
+        return data
 
     def replay(self, run_id: str) -> "Replayed":
         """The run's state after its last commit: the latest snapshot, with the journal rows after it replayed."""
@@ -564,6 +625,18 @@ class Store:
     def journal(self, run_id: str) -> builtins.list[dict]:  # builtins: `list` here is Store.list
         rows = self.db.execute("SELECT steps FROM journal WHERE run_id = ? ORDER BY first_step", (run_id,))
         return [_journal_entry(step) for row in rows for step in json.loads(row[0])]
+
+
+def merge_change(data: dict, change: dict) -> None:
+    """Merge a change to a node's saved state into it, key by key one level deep: a mapping in the change
+    updates the saved mapping under its key (entries given replace or join those saved, in order); any other
+    value replaces the saved one."""
+    for key, value in change.items():
+        saved = data.get(key)
+        if isinstance(value, dict) and isinstance(saved, dict):
+            saved.update(value)
+        else:
+            data[key] = value
 
 
 _ENTRY_KEYS = ("step", "node", "type", "outcome", "target", "at", "changes")

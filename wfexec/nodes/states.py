@@ -222,14 +222,18 @@ def execute(node, run) -> Outcome:
         orchestrator = Orchestrator(
             scope, backend=_backend(node, run), io=run.io, cwd=cwd, budget_usd=spec.budget_usd,
             timeout=spec.timeout, timeout_source=f"node '{node.id}' `timeout`", model=spec.model, effort=spec.effort,
-            on_step=_step_counter(run), on_checkpoint=lambda agents: run.save_node_state(node.id, agents),
+            on_step=_step_counter(run),
+            on_checkpoint=lambda change, whole: run.change_node_state(node.id, change, whole),
             on_record=lambda agent, record: run.record_transcript(node.id, agent, record))
         saved = run.node_state(node.id)
         if saved is not None:
             from wfexec.protocol.agents import AgentsState
 
             run.io.trace(f"states: continuing {scope.describe()} with the agents saved before the run stopped")
-            outcome = orchestrator.run(state=AgentsState.from_dict(saved))
+            state = AgentsState.from_dict(saved)
+            if isinstance(saved.get("agents"), list):  # saved by an older wfexec: again as changes now merge in
+                run.save_node_state(node.id, state.to_dict())
+            outcome = orchestrator.run(state=state)
         else:
             run.io.trace(f"states: running {scope.describe()} in {cwd}")
             outcome = orchestrator.run(start=spec.start, input=first_input)

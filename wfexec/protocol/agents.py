@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from wfexec.protocol.errors import ProtocolError
@@ -115,8 +115,12 @@ class Agent:
         return self.task or self.id
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        data["stack"] = [asdict(frame) for frame in self.stack]
+        # Field by field, not dataclasses.asdict: that deep-copies every value, and a checkpoint encodes the
+        # agents that moved at every state.
+        data = {name: getattr(self, name) for name in _AGENT_FIELDS}
+        data["stack"] = [dict(vars(frame)) for frame in self.stack]
+        if self.fork_attributes is not None:
+            data["fork_attributes"] = dict(self.fork_attributes)
         return data
 
     @classmethod
@@ -126,9 +130,18 @@ class Agent:
         return cls(**values)
 
 
+_AGENT_FIELDS = tuple(Agent.__dataclass_fields__)
+
+
 @dataclass
 class AgentsState:
-    """Everything a states node knows between two steps; what a durable run stores."""
+    """Everything a states node knows between two steps; what a durable run stores.
+
+    Saved whole (`to_dict`) or as the change since the last save (`take_change`), which costs what changed, not
+    what there is: with a thousand forked agents, one agent's state changes one agent. Both are mappings of the
+    same keys, and a change is merged into the whole key by key, one level deep (wfexec.durable.store's
+    `merge_change`): `agents` (id → agent), `fork_counters` (parent id → forks so far) and `ended` (id → its place
+    in the order agents ended) take the entries given; the other keys are replaced."""
 
     workflow_id: str
     agents: list = field(default_factory=list)          # of Agent, active and ended
@@ -137,34 +150,72 @@ class AgentsState:
     budget_usd: float | None = None
     # Agent ids in the order they ended: the forks' results are reported so, a resumed run's included.
     ended: list = field(default_factory=list)
+    # Where each agent is in `agents`; the agents put since the last take_change, and how many had ended then.
+    _index: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _changed: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _ended_taken: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._index = {agent.id: index for index, agent in enumerate(self.agents)}
+        self._ended_taken = len(self.ended)
+
+    def _position(self, agent_id: str) -> int | None:
+        index = self._index.get(agent_id)
+        if index is None or index >= len(self.agents) or self.agents[index].id != agent_id:
+            self.__post_init__()  # `agents` was changed from outside: index it again
+            index = self._index.get(agent_id)
+        return index
 
     def agent(self, agent_id: str) -> Agent:
-        for agent in self.agents:
-            if agent.id == agent_id:
-                return agent
-        raise KeyError(agent_id)
+        index = self._position(agent_id)
+        if index is None:
+            raise KeyError(agent_id)
+        return self.agents[index]
 
     def put(self, agent: Agent) -> None:
-        for index, old in enumerate(self.agents):
-            if old.id == agent.id:
-                self.agents[index] = agent
-                return
-        self.agents.append(agent)
+        index = self._position(agent.id)
+        if index is None:
+            self._index[agent.id] = len(self.agents)
+            self.agents.append(agent)
+        else:
+            self.agents[index] = agent
+        self._changed[agent.id] = agent
 
     def active(self) -> list[Agent]:
         return [a for a in self.agents if a.status == "active"]
 
     def to_dict(self) -> dict:
-        return {"workflow_id": self.workflow_id, "agents": [a.to_dict() for a in self.agents],
+        return {"workflow_id": self.workflow_id, "agents": {a.id: a.to_dict() for a in self.agents},
                 "fork_counters": dict(self.fork_counters), "total_cost_usd": self.total_cost_usd,
-                "budget_usd": self.budget_usd, "ended": list(self.ended)}
+                "budget_usd": self.budget_usd, "ended": {agent_id: i for i, agent_id in enumerate(self.ended)}}
+
+    def take_change(self) -> dict:
+        """What changed since the last call (the first: since the state was made or read), as a change to merge
+        into the whole saved before: the agents put since, their fork counters, the ids that ended since, the
+        cost. Its size is the change's."""
+        changed, self._changed = self._changed, {}
+        taken, self._ended_taken = self._ended_taken, len(self.ended)
+        change: dict[str, Any] = {"total_cost_usd": self.total_cost_usd}
+        if changed:
+            change["agents"] = {agent_id: agent.to_dict() for agent_id, agent in changed.items()}
+            counters = {agent_id: self.fork_counters[agent_id] for agent_id in changed
+                        if agent_id in self.fork_counters}
+            if counters:
+                change["fork_counters"] = counters
+        if taken < len(self.ended):
+            change["ended"] = {agent_id: i for i, agent_id in enumerate(self.ended[taken:], start=taken)}
+        return change
 
     @classmethod
     def from_dict(cls, data: dict) -> "AgentsState":
-        agents = [Agent.from_dict(a) for a in data.get("agents") or []]
+        listed = data.get("agents") or []
+        # Saved before agents were keyed by id, they were a list.
+        agents = [Agent.from_dict(a) for a in (listed.values() if isinstance(listed, dict) else listed)]
         ended = data.get("ended")
         if ended is None:  # saved before the order was kept: the order they are listed in
             ended = [a.id for a in agents if a.status == "ended"]
+        elif isinstance(ended, dict):
+            ended = sorted(ended, key=ended.__getitem__)
         return cls(workflow_id=data["workflow_id"], agents=agents, fork_counters=dict(data.get("fork_counters") or {}),
                    total_cost_usd=float(data.get("total_cost_usd") or 0.0), budget_usd=data.get("budget_usd"),
                    ended=list(ended))

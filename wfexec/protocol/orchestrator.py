@@ -77,7 +77,8 @@ class Orchestrator:
                  timeout: float | None = None, timeout_source: str = "the node's `timeout`",
                  model: str | None = None, effort: str | None = None, workflow_id: str | None = None,
                  on_step: Callable[[Agent], None] | None = None,
-                 on_checkpoint: Callable[[dict], None] | None = None, keep_records: bool = True,
+                 on_checkpoint: Callable[[dict, Callable[[], dict]], None] | None = None,
+                 keep_records: bool = True,
                  on_record: Callable[[str, dict], None] | None = None,
                  sleep: Callable[[float], Any] | None = None):
         self.scope = scope
@@ -91,6 +92,8 @@ class Orchestrator:
         self.effort = effort
         self.workflow_id = workflow_id or new_workflow_id()
         self.on_step = on_step
+        # After every agent state: (the change since the last checkpoint, a function giving the whole state), as
+        # AgentsState.take_change and to_dict make them.
         self.on_checkpoint = on_checkpoint
         self.keep_records = keep_records
         self.on_record = on_record  # (agent id, record): a durable run keeps every one (`show --agent`)
@@ -354,7 +357,9 @@ class Orchestrator:
             self._pause(agent, exc.message)
         state.total_cost_usd = self.budget.spent
         if self.on_checkpoint is not None:
-            self.on_checkpoint(state.to_dict())
+            # What this state changed (the agent, the workers it forked), not every agent: with many agents a
+            # copy of them all at every state would make the run quadratic.
+            self.on_checkpoint(state.take_change(), state.to_dict)
 
     def _render_input(self, agent: Agent, t):
         """A cross-workflow tag's `input` gets the emitting state's `{{…}}` values (Raymond renders it there only)."""

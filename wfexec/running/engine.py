@@ -127,6 +127,9 @@ class Journal:
     def save_node_state(self, node_id: str, data: dict | None) -> None:
         pass
 
+    def change_node_state(self, node_id: str, change: dict, whole: Callable[[], dict]) -> None:
+        pass
+
     def node_state(self, node_id: str) -> dict | None:
         return None
 
@@ -276,6 +279,12 @@ class Run:
         """Keep what a long-running node needs to continue after a crash (None: the node is done)."""
         if self.journal is not None:
             self.journal.save_node_state(node_id, data)
+
+    def change_node_state(self, node_id: str, change: dict, whole: Callable[[], dict]) -> None:
+        """Keep what changed of a long-running node's state since it was last kept (merged into it, key by key:
+        wfexec.durable.store.merge_change); `whole()` gives all of it, for a store that would rather keep that."""
+        if self.journal is not None:
+            self.journal.change_node_state(node_id, change, whole)
 
     def node_state(self, node_id: str) -> dict | None:
         return self.journal.node_state(node_id) if self.journal is not None else None
