@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tiny import parse_sized  # noqa: E402  (bench/ is on sys.path: the benches run as scripts)
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_engine import counter_graph, counter_workflow, run_wfexec  # noqa: E402
@@ -70,7 +72,7 @@ def main() -> None:
     parser.add_argument("--langgraph-iterations", type=int, default=500,
                         help="LangGraph with a checkpointer is slow; its rate is measured on fewer iterations")
     parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+    args = parse_sized(parser, iterations=50, langgraph_iterations=20, repeat=1)
     n, m = args.iterations, args.langgraph_iterations
     run_langgraph_sqlite(50)
     for _ in range(2):  # warm up until CPython's specialising interpreter has settled

@@ -18,6 +18,8 @@ import io
 import tempfile
 import time
 from pathlib import Path
+
+from tiny import parse_sized  # noqa: E402  (bench/ is on sys.path: the benches run as scripts)
 from typing import TypedDict
 
 WORKFLOW = """
@@ -103,7 +105,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--iterations", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+    args = parse_sized(parser, iterations=100, repeat=1)
     n = args.iterations
     # Warm up until CPython's specialising interpreter has settled, then alternate
     # the two so both see the same machine; keep each one's best.

@@ -18,6 +18,7 @@ whatever the number of agents.
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import resource
 import statistics
@@ -106,6 +107,10 @@ def main() -> None:
     parser.add_argument("--scaling", default="10,100,1000", help="sizes for part 2, comma-separated")
     args = parse_sized(parser, workers=4, seconds=0.01, rounds=1, scaling="2,4")
     sizes = [int(n) for n in args.scaling.split(",") if n]
+    if not args.tiny:  # the children read compiled modules, as an installed wfexec does
+        import wfexec
+
+        compileall.compile_dir(Path(wfexec.__file__).parent, quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         sides = Sides(root, args.workers, args.seconds)
@@ -122,16 +127,22 @@ def main() -> None:
         print(f"{'bash forking WORK.sh':28}{floor_wall:9.2f}{floor_cpu:9.2f}")
         print(f"{'ratio':28}{wall / floor_wall:8.2f}x{cpu / floor_cpu:8.2f}x   (bar: wall ≤ 1.5x)")
         print()
-        print("CPU per agent state above the floor (wfexec − start-up − bash), one round each:")
-        print(f"{'agents':>8}{'states':>8}{'wfexec CPU s':>14}{'floor CPU s':>13}{'start-up s':>12}{'per state ms':>14}")
+        print("CPU above the floor (wfexec − start-up − bash), one round each; per agent state, and per agent state")
+        print("added since the size before (what one more agent costs, without the run's one-time costs):")
+        print(f"{'agents':>8}{'states':>8}{'wfexec CPU s':>14}{'floor CPU s':>13}{'start-up s':>12}"
+              f"{'per state ms':>14}{'per added ms':>14}")
+        before = None
         for size in sizes:
             each = Sides(root, size, args.seconds)
             start_cpu = each.startup()[1]
             _, ours_cpu = each.wfexec()
             _, floor_cpu = each.floor()
             states = size + 2  # START, each WORK, DONE
-            per_state = (ours_cpu - start_cpu - floor_cpu) / states * 1000
-            print(f"{size:8d}{states:8d}{ours_cpu:14.2f}{floor_cpu:13.2f}{start_cpu:12.2f}{per_state:14.2f}")
+            above = ours_cpu - start_cpu - floor_cpu
+            added = f"{(above - before[1]) / (states - before[0]) * 1000:14.2f}" if before else f"{'':>14}"
+            print(f"{size:8d}{states:8d}{ours_cpu:14.2f}{floor_cpu:13.2f}{start_cpu:12.2f}{above / states * 1000:14.2f}"
+                  f"{added}")
+            before = (states, above)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tiny import parse_sized  # noqa: E402  (bench/ is on sys.path: the benches run as scripts)
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from workloads import large_workflow  # noqa: E402
@@ -35,7 +37,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=15)
-    args = parser.parse_args()
+    args = parse_sized(parser, nodes=20, repeat=1)
 
     import yaml
 

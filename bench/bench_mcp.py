@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tiny import parse_sized  # noqa: E402  (bench/ is on sys.path: the benches run as scripts)
+
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = str(ROOT / "skills" / "quickstart")
 
@@ -34,7 +36,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=21)
-    args = parser.parse_args()
+    args = parse_sized(parser, repeat=1)
     wfexec = shutil.which("wfexec") or str(Path(sys.executable).with_name("wfexec"))
     work = Path(tempfile.mkdtemp())
     env = {k: v for k, v in os.environ.items() if k != "WFEXEC_STORE"}

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tiny import parse_sized  # noqa: E402  (bench/ is on sys.path: the benches run as scripts)
+
 CHILD = """
 import io, sys, tempfile
 from pathlib import Path
@@ -50,14 +52,16 @@ def peak_kib(iterations: int) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--iterations", type=int, default=5_000, help="loop iterations of the small run (two steps "
+                                                                       "each); the large run makes ten times more")
+    args = parse_sized(parser, repeat=1, iterations=50)
     small, large = [], []
     for _ in range(args.repeat):
-        small.append(peak_kib(5_000))    # 5,000 loop iterations: 10,001 steps
-        large.append(peak_kib(50_000))   # 100,001 steps
+        small.append(peak_kib(args.iterations))
+        large.append(peak_kib(10 * args.iterations))
     a, b = statistics.median(small), statistics.median(large)
-    print(f"peak RSS, 10k steps : {a / 1024:8.1f} MiB")
-    print(f"peak RSS, 100k steps: {b / 1024:8.1f} MiB")
+    print(f"peak RSS, {2 * args.iterations:,} steps : {a / 1024:8.1f} MiB")
+    print(f"peak RSS, {20 * args.iterations:,} steps: {b / 1024:8.1f} MiB")
     print(f"growth              : {100 * (b - a) / a:8.1f} %  (goal: < 10%)")
 
 

@@ -25,6 +25,8 @@ import threading
 import time
 from pathlib import Path
 
+from tiny import parse_sized  # noqa: E402  (bench/ is on sys.path: the benches run as scripts)
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_cli import fill_store  # noqa: E402  (the same store of runs the CLI bench lists)
@@ -118,7 +120,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--streams", type=int, default=10)
-    args = parser.parse_args()
+    args = parse_sized(parser, steps=100, runs=100, repeat=1, streams=2)
 
     from starlette.testclient import TestClient
 

@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tiny import parse_sized  # noqa: E402  (bench/ is on sys.path: the benches run as scripts)
+
 def loop(name: str, initial_state: str, action: str) -> str:
     """A workflow doing `action` `input.limit` times, then ending with the count."""
     return f"""
@@ -94,7 +96,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=300, help="effect steps per run, in part 1")
     parser.add_argument("--repeat", type=int, default=7)
-    args = parser.parse_args()
+    parser.add_argument("--appends", default="1000,2000,4000,8000", help="list sizes of part 2, comma-separated")
+    args = parse_sized(parser, steps=10, repeat=1, appends="10,20")
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         effects = load(folder, EFFECT_LOOP)
@@ -113,12 +116,14 @@ def main() -> None:
         print("2. append_state to one list in a durable run (CPU, store size with its WAL, after a checkpoint)")
         print("       N   seconds   us/append   store bytes   bytes/append")
         per_append = {}
-        for n in (1_000, 2_000, 4_000, 8_000):
+        sizes = [int(n) for n in args.appends.split(",")]
+        for n in sizes:
             seconds = statistics.median(durable_run(appends, folder, n, {})[0] for _ in range(3))
             size = durable_run(appends, folder, n, {})[1]
             per_append[n] = seconds / n
             print(f"   {n:5,}   {seconds:7.3f}   {seconds / n * 1e6:9.1f}   {size:11,}   {size / n:12.0f}")
-        print(f"   time per append, 8,000 vs 1,000: {per_append[8_000] / per_append[1_000]:.2f}x  (linear: about 1)")
+        print(f"   time per append, {sizes[-1]:,} vs {sizes[0]:,}: {per_append[sizes[-1]] / per_append[sizes[0]]:.2f}x  "
+              "(linear: about 1)")
 
 
 if __name__ == "__main__":

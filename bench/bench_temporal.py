@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tiny import parse_sized  # noqa: E402  (bench/ is on sys.path: the benches run as scripts)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 LOOP = """
@@ -161,7 +163,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--agents", type=int, default=200)
-    args = parser.parse_args()
+    parser.add_argument("--agent-rounds", type=int, default=3)
+    args = parse_sized(parser, steps=3, rounds=1, agents=3, agent_rounds=1)
     binary = Path(sys.executable).with_name("temporal")
     temporal = str(binary) if binary.exists() else shutil.which("temporal")
     if temporal is None:
@@ -219,7 +222,7 @@ async def bench(args, paths, folder, address, environment) -> None:
                                    "--task-queue", "bench"], env=environment, stdout=log, stderr=subprocess.STDOUT)
         while (folder / "worker.log").read_bytes().count(b"serving") < 2:
             await asyncio.sleep(0.1)
-        for _ in range(3):
+        for _ in range(args.agent_rounds):
             times.setdefault(("sqlite", "agents"), []).append(run_sqlite(agents, None, folder))
             times.setdefault(("temporal", "agents"), []).append(await run_temporal(client, agents, None))
     finally:
@@ -245,7 +248,7 @@ async def bench(args, paths, folder, address, environment) -> None:
         print(f"  an effect step costs {overhead['temporal'] / overhead['sqlite']:.0f}x more on Temporal than with "
               "SQLite")
     sqlite_agents, temporal_agents = (statistics.median(times[(store, "agents")]) for store in ("sqlite", "temporal"))
-    print(f"{args.agents} forked agents of one second each, wall time, median of 3 alternating runs:")
+    print(f"{args.agents} forked agents of one second each, wall time, median of {args.agent_rounds} alternating runs:")
     print(f"  sqlite (one process)       {sqlite_agents:6.2f} s")
     print(f"  temporal (two workers)     {temporal_agents:6.2f} s")
 
