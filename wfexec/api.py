@@ -94,13 +94,15 @@ def load(path: str | os.PathLike) -> Workflow:
 def run(workflow: Workflow | str | os.PathLike, *, inputs: dict | None = None, answers: dict | None = None,
         overrides: dict | None = None, interactive: bool = False, max_steps: int | None = None, io=None,
         backend: Any = None, cwd: str | os.PathLike | None = None, ask: Callable[[Any], Any] | None = None,
-        store: str | os.PathLike | None = None):
+        store: str | os.PathLike | None = None, durability: str | None = None):
     """Run a workflow to its ending and return the `Result`.
 
     `answers` maps node ids to answers given up front; `ask(question)` is asked for any other question
     (`question.text`, `question.node`, `question.choices` with `id` and `label`) and returns an option id,
     a label or free text, or None to leave it unanswered. With `store` (a SQLite file) the run is durable:
-    `result.run_id` names it, and a run that waits or stops can be continued with `resume`.
+    `result.run_id` names it, and a run that waits or stops can be continued with `resume`; `durability`
+    (`normal`, the default: a commit survives a kill; `full`: a power cut too, with an fsync per commit; else
+    $WFEXEC_DURABILITY) says how its commits reach the disk.
 
     Raises `NeedsAnswer` when a question has no answer (its `run_id` says which run to resume, with a
     store), `AnswerRefused` when a given answer fits no option of its question (with a store, the run waits
@@ -123,23 +125,24 @@ def run(workflow: Workflow | str | os.PathLike, *, inputs: dict | None = None, a
         return run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
     from wfexec.durable.journal import start_run
 
-    return _durably(store, lambda opened: start_run(opened, workflow, inputs=inputs, overrides=overrides or {},
-                                                    io=io, options=options))
+    return _durably(store, durability, lambda opened: start_run(opened, workflow, inputs=inputs,
+                                                                overrides=overrides or {}, io=io, options=options))
 
 
 def resume(run_id: str, *, answers: dict | None = None, store: str | os.PathLike | None = None,
            ask: Callable[[Any], Any] | None = None, interactive: bool = False, max_steps: int | None = None,
            io=None, backend: Any = None, cwd: str | os.PathLike | None = None, rerun: bool = False,
-           skip: bool = False, accept_changes: bool = False):
+           skip: bool = False, accept_changes: bool = False, durability: str | None = None):
     """Continue a durable run that waits for an answer, was stopped, or was killed, from `store` (default
-    $WFEXEC_STORE, else .wfexec/runs.db). Returns the `Result` and raises like `run`; `rerun`/`skip`
-    decide about a step that was in flight when the process died. An answer refused (`AnswerRefused`) leaves
+    $WFEXEC_STORE, else .wfexec/runs.db), with commits as durable as `durability` says (as for `run`). Returns the
+    `Result` and raises like `run`; `rerun`/`skip` decide about a step that was in flight when the process died. An answer refused (`AnswerRefused`) leaves
     the waiting run as it was."""
     from wfexec.durable.journal import ResumeChoices, resume_run
 
     options = _options(answers, interactive, max_steps, backend, cwd, ask)
-    return _durably(store, lambda opened: resume_run(opened, run_id, load, io=io or _console(), options=options,
-                                                     choices=ResumeChoices(accept_changes, rerun, skip)))
+    return _durably(store, durability, lambda opened: resume_run(opened, run_id, load, io=io or _console(),
+                                                                 options=options,
+                                                                 choices=ResumeChoices(accept_changes, rerun, skip)))
 
 
 def _options(answers, interactive, max_steps, backend, cwd, ask):
@@ -156,12 +159,12 @@ def _console():
     return Console()
 
 
-def _durably(store, drive):
+def _durably(store, durability, drive):
     """Drive a run in the store at `store`; the Result, or the reason it did not end raised."""
     from wfexec.durable.store import open_store
     from wfexec.running.prompts import NeedsAnswer
 
-    opened = open_store(store)
+    opened = open_store(store, durability=durability)
     try:
         driven = drive(opened)
     finally:

@@ -61,6 +61,16 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
+class Durability(str, Enum):
+    normal = "normal"
+    full = "full"
+
+
+DURABILITY_OPTION = typer.Option(Durability.normal, "--durability", envvar="WFEXEC_DURABILITY",
+                                 help="normal: a commit survives a kill; full: a power cut too (an fsync per commit; "
+                                      "env WFEXEC_DURABILITY).")
+
+
 def _version(value: bool):
     if value:
         typer.echo(f"wfexec {__version__}")
@@ -138,6 +148,7 @@ def run(
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     store: Optional[Path] = STORE_OPTION,
     ephemeral: bool = typer.Option(False, "--ephemeral", help="Do not record the run in the store (no resume)."),
+    durability: Durability = DURABILITY_OPTION,
     backend: Optional[str] = BACKEND_OPTION,
     record: Optional[Path] = RECORD_OPTION,
     replay: Optional[Path] = REPLAY_OPTION,
@@ -164,6 +175,7 @@ def resume(
     state_out: Optional[Path] = typer.Option(None, "--state-out", metavar="FILE", help="Write the final state as JSON here."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     store: Optional[Path] = STORE_OPTION,
+    durability: Durability = DURABILITY_OPTION,
     backend: Optional[str] = BACKEND_OPTION,
     record: Optional[Path] = RECORD_OPTION,
     replay: Optional[Path] = REPLAY_OPTION,
@@ -192,6 +204,7 @@ def states(
                                          help="Never prompt; an <ask> without an answer exits 3."),
     store: Optional[Path] = STORE_OPTION,
     ephemeral: bool = typer.Option(False, "--ephemeral", help="Do not record the run in the store (no resume)."),
+    durability: Durability = DURABILITY_OPTION,
     backend: Optional[str] = BACKEND_OPTION,
     record: Optional[Path] = RECORD_OPTION,
     replay: Optional[Path] = REPLAY_OPTION,

@@ -147,7 +147,7 @@ def run(path: Path, input: Sequence[str] = (), input_file: Path | None = None, s
         max_steps: int = 10_000, trace: bool = False, dry_run: bool = False, state_out: Path | None = None,
         format: str = "text", store: Path | None = None, ephemeral: bool = False, backend: str | None = None,
         record: Path | None = None, replay: Path | None = None, temporal: str | None = None,
-        task_queue: str = "wfexec", debug: bool = False) -> int:
+        task_queue: str = "wfexec", durability: str | None = None, debug: bool = False) -> int:
     from wfexec.commands.run import RunRequest, execute_run
 
     request = RunRequest(path=path, inputs=list(input), input_file=input_file, overrides=list(set_),
@@ -155,7 +155,7 @@ def run(path: Path, input: Sequence[str] = (), input_file: Path | None = None, s
                          max_steps=max_steps, trace=trace, dry_run=dry_run, state_out=state_out,
                          json_output=format == "json", debug=debug, store=store, ephemeral=ephemeral,
                          backend=backend, record=record, replay=replay, temporal=temporal or None,
-                         task_queue=task_queue)
+                         task_queue=task_queue, durability=_value(durability))
     return execute_run(request)
 
 
@@ -164,7 +164,7 @@ def resume(run_id: str, answer: Sequence[str] = (), answers: Sequence[Path] = ()
            trace: bool = False, dry_run: bool = False, state_out: Path | None = None, format: str = "text",
            store: Path | None = None, backend: str | None = None, record: Path | None = None,
            replay: Path | None = None, temporal: str | None = None, task_queue: str = "wfexec",
-           debug: bool = False) -> int:
+           durability: str | None = None, debug: bool = False) -> int:
     from wfexec.commands.run import RunRequest, execute_resume
 
     if rerun and skip:
@@ -176,7 +176,8 @@ def resume(run_id: str, answer: Sequence[str] = (), answers: Sequence[Path] = ()
                          interactive=interactive(non_interactive), max_steps=max_steps, trace=trace,
                          dry_run=dry_run, state_out=state_out, json_output=format == "json", debug=debug,
                          store=store, rerun=rerun, skip=skip, accept_changes=accept_changes, backend=backend,
-                         record=record, replay=replay, temporal=temporal or None, task_queue=task_queue)
+                         record=record, replay=replay, temporal=temporal or None, task_queue=task_queue,
+                         durability=_value(durability))
     return execute_resume(request)
 
 
@@ -184,13 +185,20 @@ def states(path: Path, input: str | None = None, start: str | None = None, budge
            timeout: float | None = None, model: str | None = None, max_steps: int = 10_000, trace: bool = False,
            format: str = "text", answer: Sequence[str] = (), non_interactive: bool = False,
            store: Path | None = None, ephemeral: bool = False, backend: str | None = None,
-           record: Path | None = None, replay: Path | None = None, debug: bool = False) -> int:
+           record: Path | None = None, replay: Path | None = None, durability: str | None = None,
+           debug: bool = False) -> int:
     from wfexec.commands.run import execute_states
 
     return execute_states(path, input=input, start=start, budget_usd=budget_usd, timeout=timeout, model=model,
                           max_steps=max_steps, trace=trace, json_output=format == "json", backend=backend,
                           record=record, replay=replay, answers=list(answer),
-                          interactive=interactive(non_interactive), store=store, ephemeral=ephemeral, debug=debug)
+                          interactive=interactive(non_interactive), store=store, ephemeral=ephemeral,
+                          durability=_value(durability), debug=debug)
+
+
+def _value(choice) -> str | None:
+    """An option's value as text, whether typer gave its Enum member or the launcher the text."""
+    return getattr(choice, "value", choice)
 
 
 def runs(status: str | None = None, limit: int = 50, format: str = "text", store: Path | None = None,

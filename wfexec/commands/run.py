@@ -42,6 +42,7 @@ class RunRequest:
     # A Temporal cluster (HOST:PORT) to run on instead of the SQLite store, and its task queue
     temporal: str | None = None
     task_queue: str = "wfexec"
+    durability: str | None = None  # of the store's commits (normal, full: wfexec.durable.store.DURABILITY)
 
     def __init__(self, **given: Any):
         for name in ("inputs", "overrides", "answers", "answer_files"):
@@ -303,7 +304,7 @@ def _run_durable(request, workflow, inputs, overrides, io, options) -> int:
     from wfexec.durable.journal import start_run
     from wfexec.durable.store import open_store
 
-    store = open_store(request.store)
+    store = open_store(request.store, durability=request.durability)
     try:
         with io.status_line():
             driven = start_run(store, workflow, inputs=inputs, overrides=overrides, io=io, options=options)
@@ -323,7 +324,7 @@ def _resume(request, io, options) -> int:
                              "fix it, then resume again")
         return workflow
 
-    store = open_store(request.store)
+    store = open_store(request.store, durability=request.durability)
     try:
         with io.status_line():
             driven = resume_run(store, request.run_id, load, io=io, options=options,
@@ -470,7 +471,7 @@ def _refused_states(path) -> int:
 
 def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps, trace, json_output, backend,
                    record, replay, answers=(), interactive=False, store=None, ephemeral=False, debug=False,
-                   temporal: str | None = None, task_queue: str = "wfexec") -> int:
+                   temporal: str | None = None, task_queue: str = "wfexec", durability: str | None = None) -> int:
     """`wfexec states PATH`: the states folder as a one-node workflow (`states_workflow`), run like any other,
     so it is recorded in the store: an `<ask>` parks it (exit 3), paused agents stop it (exit 4), and `runs`,
     `show`, `resume` and `cancel` work on it."""
@@ -504,7 +505,7 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
                              answers=list(answers), interactive=interactive, max_steps=max_steps, trace=trace,
                              json_output=json_output, debug=debug, store=store, ephemeral=ephemeral,
                              backend=backend, record=record, replay=replay, temporal=temporal,
-                             task_queue=task_queue)
+                             task_queue=task_queue, durability=durability)
         return execute_run(request)
     finally:
         if scratch is not None:

@@ -1,9 +1,12 @@
 """The SQLite run store: runs, their journal of steps, the latest state.
 
-One file (default `.wfexec/runs.db`), WAL mode with `synchronous=NORMAL`: a
-commit survives the process being killed (the WAL is on disk before commit
-returns); only a power cut can lose the last commits, which resume then
-re-runs like an in-flight step.
+One file (default `.wfexec/runs.db`), WAL mode. Its durability (`--durability`,
+$WFEXEC_DURABILITY): `normal` (SQLite's `synchronous=NORMAL`, the default): a
+commit survives the process being killed (the WAL is written before commit
+returns); only a power cut or an OS crash can lose the last commits, which
+resume then re-runs like an in-flight step. `full` (`synchronous=FULL`): the WAL
+is also flushed to the disk (fsync) at every commit, so a commit survives a
+power cut too, at the price of a disk flush per commit.
 
 Tables:
 - `runs`: one row per run: workflow, status, current node, the step in flight,
@@ -140,6 +143,22 @@ AMBIGUOUS_SHOWN = 10  # the candidates an ambiguous prefix lists
 NODE_CHANGES_MIN_BYTES = 64 * 1024
 
 
+# --durability: how each commit reaches the disk (SQLite's `synchronous` in WAL mode).
+DURABILITY = {"normal": "NORMAL", "full": "FULL"}
+DURABILITY_VARIABLE = "WFEXEC_DURABILITY"
+
+
+def durability_setting(durability: str | None = None) -> str:
+    """The durability asked for: `durability`, else $WFEXEC_DURABILITY, else `normal`."""
+    chosen = (durability or os.environ.get(DURABILITY_VARIABLE) or "normal").strip().lower()
+    if chosen not in DURABILITY:
+        source = f"${DURABILITY_VARIABLE}" if durability is None else "the durability"
+        raise StoreError(f"{source} is '{chosen}', which is not a durability",
+                         "use normal (a commit survives a kill) or full (it survives a power cut too: an fsync per "
+                         "commit)")
+    return chosen
+
+
 class StoreError(WfexecError):
     """The store cannot be used: not a wfexec store, corrupt, locked, or a run is unknown/busy."""
 
@@ -260,9 +279,10 @@ class RunRecord:
 
 
 class Store:
-    def __init__(self, path: str | os.PathLike, *, readonly: bool = False):
+    def __init__(self, path: str | os.PathLike, *, readonly: bool = False, durability: str | None = None):
         self.path = Path(path)
         self.readonly = readonly
+        self.durability = "normal" if readonly else durability_setting(durability)  # a reader commits nothing
         # A states node's agents report from the event loop's worker threads too.
         self._lock = threading.RLock()
         # (run id, node) → [bytes of its whole saved state, bytes of the changes saved since] (change_node_state)
@@ -314,7 +334,7 @@ class Store:
             db.row_factory = sqlite3.Row
             self._refuse_foreign(db)  # before any PRAGMA: switching to WAL rewrites the file header
             db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(f"PRAGMA synchronous={DURABILITY[self.durability]}")
             db.execute("PRAGMA foreign_keys=ON")
             self._migrate(db)
         except sqlite3.DatabaseError as exc:
@@ -717,9 +737,11 @@ class _Transaction:
                                "make room on the disk (or raise the file-size limit, `ulimit -f`), then continue "
                                "with `wfexec resume`")
 
-def open_store(path: str | os.PathLike | None = None, *, readonly: bool = False) -> Store:
-    """The store at store_location(path); created when missing, unless `readonly`."""
-    return Store(store_location(path), readonly=readonly)
+def open_store(path: str | os.PathLike | None = None, *, readonly: bool = False,
+               durability: str | None = None) -> Store:
+    """The store at store_location(path); created when missing, unless `readonly`. Its commits are as durable as
+    `durability` says (durability_setting)."""
+    return Store(store_location(path), readonly=readonly, durability=durability)
 
 
 def ending_status(ending_type: str) -> str:
