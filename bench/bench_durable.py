@@ -1,7 +1,8 @@
 """Durable steps per second: wfexec with its SQLite store, against LangGraph with SqliteSaver
-(durability "sync") on the same loop, and against wfexec's own in-memory speed.
+(durability "sync") on the same loop, and against wfexec's own in-memory speed; then the cost of one commit
+against SQLite's own floor, at each durability.
 
-    pip install -e '.[bench]' && python bench/bench_durable.py [--iterations 5000]
+    pip install -e '.[bench]' && python bench/bench_durable.py [--iterations 5000] [--full-iterations 300] [--tiny]
 
 The loop is bench_engine's: test `count < limit`, then `count = count + 1` and
 `label = "step <count>"`. Reported both ways: committing every
@@ -11,6 +12,14 @@ default; bar >= 0.5x wfexec in memory).
 Committing every step, each iteration is one commit on both sides: LangGraph checkpoints its one node, whose
 conditional edge is part of it; wfexec commits the action step, and its conditional step, which changes nothing,
 goes with that commit (wfexec.durable.journal). Both journal every change of state before the next step starts.
+
+Part 2, per commit at each durability (`--durability normal`: synchronous=NORMAL, a commit survives a kill;
+`full`: synchronous=FULL, an fsync per commit, it survives a power cut): the floor is SQLite itself committing one
+small row per transaction in WAL mode at that setting (CPU and wall time per commit); wfexec is one loop
+iteration committed on its own (its state-only step, with the conditional step that goes with it); LangGraph's
+SqliteSaver runs with its connection set to the same `synchronous` (its default is FULL). The bar (issue 27):
+wfexec's CPU per commit <= 2.5x the floor's at `normal`. The iteration's two steps cost CPU in memory too: the
+`commit alone` column is wfexec's CPU less the same iteration's in memory, what committing it adds.
 """
 
 from __future__ import annotations
@@ -31,7 +40,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import counter_graph, counter_workflow, run_wfexec  # noqa: E402
 
 
-def run_wfexec_durable(iterations: int, every_step: bool = False) -> float:
+class Clock:
+    """Wall and CPU seconds since it was made."""
+
+    def __init__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def read(self) -> tuple[float, float]:
+        return time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
+def wfexec_durable(iterations: int, every_step: bool = False, durability: str = "normal") -> tuple[float, float]:
+    """(wall, CPU) seconds of the counting loop in a durable run."""
     from wfexec.running.console import Console
     from wfexec.durable.journal import start_run
     from wfexec.running.engine import Options
@@ -39,31 +59,74 @@ def run_wfexec_durable(iterations: int, every_step: bool = False) -> float:
 
     workflow = counter_workflow()
     with tempfile.TemporaryDirectory() as folder:
-        store = Store(Path(folder) / "runs.db")
+        store = Store(Path(folder) / "runs.db", durability=durability)
         quiet = Console(out=io.StringIO(), err=io.StringIO())
-        start = time.perf_counter()
+        clock = Clock()
         driven = start_run(store, workflow, inputs={"limit": iterations}, overrides={}, io=quiet,
                            options=Options(max_steps=3 * iterations + 10, commit_every_step=every_step))
-        elapsed = time.perf_counter() - start
+        elapsed = clock.read()
         store.close()
     assert driven.result.message == str(iterations), driven
     return elapsed
 
 
-def run_langgraph_sqlite(iterations: int) -> float:
+def run_wfexec_durable(iterations: int, every_step: bool = False) -> float:
+    return wfexec_durable(iterations, every_step)[0]
+
+
+def langgraph_sqlite(iterations: int, synchronous: str | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of the loop on LangGraph with SqliteSaver, its connection at `synchronous` (None: as
+    SqliteSaver leaves it, SQLite's default FULL)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     graph = counter_graph(iterations)
     with tempfile.TemporaryDirectory() as folder:
         connection = sqlite3.connect(str(Path(folder) / "lg.db"), check_same_thread=False)
+        if synchronous:
+            connection.execute(f"PRAGMA synchronous={synchronous}")
         app = graph.compile(checkpointer=SqliteSaver(connection))
         config = {"configurable": {"thread_id": "bench"}, "recursion_limit": iterations + 10}
-        start = time.perf_counter()
+        clock = Clock()
         final = app.invoke({"count": 0, "label": ""}, config, durability="sync")
-        elapsed = time.perf_counter() - start
+        elapsed = clock.read()
         connection.close()
     assert final["count"] == iterations
     return elapsed
+
+
+def run_langgraph_sqlite(iterations: int) -> float:
+    return langgraph_sqlite(iterations)[0]
+
+
+def sqlite_floor(commits: int, synchronous: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of SQLite alone committing `commits` small rows one transaction each, WAL mode."""
+    with tempfile.TemporaryDirectory() as folder:
+        db = sqlite3.connect(str(Path(folder) / "floor.db"), isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={synchronous}")
+        db.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")
+        row = '[[1,"step","action","success","check","2026-11-27T00:00:00.000Z",{"count":1,"label":"step 1"},12]]'
+        clock = Clock()
+        for index in range(commits):
+            db.execute("INSERT INTO rows VALUES (?, ?)", (index, row))
+        elapsed = clock.read()
+        db.close()
+    return elapsed
+
+
+def per_commit(durability: str, iterations: int, langgraph_iterations: int, repeat: int) -> dict[str, tuple]:
+    """Median (wall, CPU) µs per commit of the floor, wfexec and LangGraph at one durability, alternated."""
+    synchronous = durability.upper()
+    samples: dict[str, list] = {"floor": [], "wfexec": [], "langgraph": [], "memory": []}
+    for _ in range(repeat):
+        clock = Clock()
+        run_wfexec(iterations)
+        samples["memory"].append([t / iterations * 1e6 for t in clock.read()])
+        samples["floor"].append([t / iterations * 1e6 for t in sqlite_floor(iterations, synchronous)])
+        samples["wfexec"].append([t / iterations * 1e6 for t in wfexec_durable(iterations, True, durability)])
+        samples["langgraph"].append([t / langgraph_iterations * 1e6
+                                     for t in langgraph_sqlite(langgraph_iterations, synchronous)])
+    return {name: tuple(statistics.median(s[i] for s in values) for i in (0, 1)) for name, values in samples.items()}
 
 
 def main() -> None:
@@ -72,7 +135,9 @@ def main() -> None:
     parser.add_argument("--langgraph-iterations", type=int, default=500,
                         help="LangGraph with a checkpointer is slow; its rate is measured on fewer iterations")
     parser.add_argument("--repeat", type=int, default=5)
-    args = parse_sized(parser, iterations=50, langgraph_iterations=20, repeat=1)
+    parser.add_argument("--full-iterations", type=int, default=300,
+                        help="commits per run at --durability full (each waits for the disk)")
+    args = parse_sized(parser, iterations=50, langgraph_iterations=20, repeat=1, full_iterations=10)
     n, m = args.iterations, args.langgraph_iterations
     run_langgraph_sqlite(50)
     for _ in range(2):  # warm up until CPython's specialising interpreter has settled
@@ -92,6 +157,21 @@ def main() -> None:
     print(f"every step vs LangGraph sync       : {rate['every step'] / rate['langgraph']:10.1f}x  (bar: >= 20x)")
     print(f"batched vs LangGraph sync          : {rate['batched'] / rate['langgraph']:10.1f}x")
     print(f"batched vs in memory               : {rate['batched'] / rate['memory']:10.2f}x  (bar: >= 0.5x)")
+    print()
+    print(f"per commit, µs (wall / CPU), medians of {args.repeat} alternating rounds; wfexec: one loop iteration "
+          "committed on its own")
+    print(f"{'durability':<11}{'SQLite WAL floor':>20}{'wfexec':>18}{'x floor CPU':>13}{'commit alone CPU':>18}"
+          f"{'LangGraph Sqlite':>20}{'LG / wfexec':>13}")
+    for durability, commits in (("normal", n), ("full", args.full_iterations)):
+        lg_commits = min(m, commits)
+        figures = per_commit(durability, commits, lg_commits, args.repeat)
+        (floor_wall, floor_cpu), (ours_wall, ours_cpu), (lg_wall, lg_cpu), (_, memory_cpu) = (
+            figures[name] for name in ("floor", "wfexec", "langgraph", "memory"))
+        commit = ours_cpu - memory_cpu
+        bar = "  (bar: <= 2.5x)" if durability == "normal" else ""
+        print(f"{durability:<11}{floor_wall:10.1f} /{floor_cpu:7.1f}{ours_wall:10.1f} /{ours_cpu:6.1f}"
+              f"{ours_cpu / floor_cpu:12.2f}x{commit:9.1f} ={commit / floor_cpu:5.2f}x"
+              f"{lg_wall:11.1f} /{lg_cpu:7.1f}{lg_wall / ours_wall:12.1f}x{bar}")
 
 
 if __name__ == "__main__":
