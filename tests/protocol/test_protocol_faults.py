@@ -213,16 +213,21 @@ def test_an_ask_at_a_terminal_is_answered_there(tmp_path):
 
 # -- durable `wfexec states` ------------------------------------------------------------------------
 
+def states_process(cwd) -> subprocess.Popen:
+    """`wfexec states flow` running in `cwd`, to be killed."""
+    environment = with_coverage({**os.environ})
+    environment.pop("WFEXEC_STORE", None)
+    return subprocess.Popen([sys.executable, "-m", "wfexec.cli", "states", "flow"], cwd=cwd, env=environment,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+
+
 def test_a_killed_states_run_resumes_where_it_stopped(tmp_path):
     write_states(tmp_path / "flow", {
         "START.sh": "echo one >> done.txt; echo '<goto>SLOW</goto>'\n",
         "SLOW.sh": "echo slow >> done.txt; touch started; sleep 30; echo '<goto>LAST</goto>'\n",
         "LAST.sh": "echo last >> done.txt; echo '<result>finished</result>'\n",
     })
-    environment = with_coverage({**os.environ})
-    environment.pop("WFEXEC_STORE", None)
-    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "states", "flow"], cwd=tmp_path, env=environment,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    process = states_process(tmp_path)
     deadline = time.monotonic() + 30
     while not (tmp_path / "started").exists():
         assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
@@ -252,10 +257,7 @@ def test_a_forked_run_killed_midway_resumes_without_losing_or_repeating_an_ended
                    'echo "<result>done $item</result>"\n',
         "DONE.sh": "echo done >> main.log; echo '<result>all done</result>'\n",
     })
-    environment = with_coverage({**os.environ})
-    environment.pop("WFEXEC_STORE", None)
-    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "states", "flow"], cwd=tmp_path, env=environment,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    process = states_process(tmp_path)
     deadline = time.monotonic() + 60
     ended: list = []
     while len(ended) < 21:  # the main agent's and the twenty quick agents' ends committed, as the store reads them
