@@ -260,7 +260,9 @@ def test_a_forked_run_killed_midway_resumes_without_losing_or_repeating_an_ended
     process = states_process(tmp_path)
     deadline = time.monotonic() + 60
     ended: list = []
-    while len(ended) < 21:  # the main agent's and the twenty quick agents' ends committed, as the store reads them
+    ran = tmp_path / "ran.log"
+    # Every worker started, and the main agent's and the twenty quick agents' ends committed, as the store reads them
+    while len(ended) < 21 or not ran.exists() or len(ran.read_text().split()) < 40:
         assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
         time.sleep(0.1)
         try:
@@ -280,9 +282,9 @@ def test_a_forked_run_killed_midway_resumes_without_losing_or_repeating_an_ended
     assert resumed.returncode == 0, resumed.stderr
     ending = json.loads(resumed.stdout)
     assert ending["message"] == "all done"
-    ran = (tmp_path / "ran.log").read_text().split()
-    assert sorted(ran[:40], key=int) == [str(i) for i in range(1, 41)]  # each once before the kill
-    assert sorted(ran[40:], key=int) == [str(i) for i in range(21, 41)]  # only those cut off, again
+    started = ran.read_text().split()
+    assert sorted(started[:40], key=int) == [str(i) for i in range(1, 41)]  # each once before the kill
+    assert sorted(started[40:], key=int) == [str(i) for i in range(21, 41)]  # only those cut off, again
     assert (tmp_path / "main.log").read_text().split() == ["started", "done"]
     forks = ending["state"]["computed"]["result_forks"]
     assert sorted(f["result"] for f in forks) == sorted(f"done {i}" for i in range(1, 41))
