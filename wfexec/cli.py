@@ -61,6 +61,11 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
+class OnAsk(str, Enum):
+    pause = "pause"
+    reject = "reject"
+
+
 def _version(value: bool):
     if value:
         typer.echo(f"wfexec {__version__}")
@@ -181,8 +186,20 @@ def states(
     start: Optional[str] = typer.Option(None, "--start", metavar="STATE", help="The first state (default START)."),
     budget_usd: Optional[float] = typer.Option(None, "--budget-usd", metavar="USD", help="Stop before LLM calls "
                                                "once this much was spent."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS", help="Inactivity timeout per state."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0, metavar="SECONDS",
+                                            help="Inactivity timeout per state (0: none)."),
     model: Optional[str] = typer.Option(None, "--model", help="The model for .md states (backend permitting)."),
+    effort: Optional[str] = typer.Option(None, "--effort", metavar="LEVEL",
+                                         help="The effort for .md states: low, medium, high (backend permitting)."),
+    on_ask: OnAsk = typer.Option(OnAsk.pause, "--on-ask", help="pause: an <ask> parks the run; reject: states "
+                                 "that may ask are refused before any runs."),
+    no_wait: bool = typer.Option(False, "--no-wait", help="On a usage limit, stop (exit 4) instead of waiting "
+                                                          "for its reset."),
+    workflow_id: Optional[str] = typer.Option(None, "--workflow-id", metavar="ID",
+                                              help="{{workflow_id}} / $RAYMOND_WORKFLOW_ID (default from the time)."),
+    continue_session: bool = typer.Option(False, "--continue-session", help="The first LLM turn branches the "
+                                          "latest session of this folder."),
+    no_debug: bool = typer.Option(False, "--no-debug", help="Write no debug files to .raymond/debug/."),
     max_steps: int = typer.Option(10_000, "--max-steps", min=1, max=MAX_STEPS, metavar="N", help="Stop after this many states."),
     trace: bool = typer.Option(False, "--trace", help="Print each state, tag and script output to stderr."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),

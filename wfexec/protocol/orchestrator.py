@@ -79,7 +79,8 @@ class Orchestrator:
                  on_step: Callable[[Agent], None] | None = None,
                  on_checkpoint: Callable[[dict], None] | None = None, keep_records: bool = True,
                  on_record: Callable[[str, dict], None] | None = None,
-                 sleep: Callable[[float], Any] | None = None):
+                 sleep: Callable[[float], Any] | None = None, on_ask: str = "pause", no_wait: bool = False,
+                 continue_session: bool = False, debug_files: bool = False):
         self.scope = scope
         self.backend = backend
         self.io = io
@@ -95,6 +96,14 @@ class Orchestrator:
         self.keep_records = keep_records
         self.on_record = on_record  # (agent id, record): a durable run keeps every one (`show --agent`)
         self.sleep = sleep  # how a usage-limit wait waits (default asyncio.sleep)
+        self.on_ask = on_ask  # reject: an <ask> pauses its agent instead of parking the run
+        self.no_wait = no_wait  # a usage limit stops the run instead of waiting for its reset
+        self.continue_session = continue_session  # main's first LLM turn branches the folder's latest session
+        self.debug = None
+        if debug_files:
+            from wfexec.protocol.debug_files import DebugFiles
+
+            self.debug = DebugFiles(self.base_cwd, lambda: self.workflow_id, self.warn)
         self.quiescing = False  # an agent asks: no agent starts another state until the answer comes
         self.files = ScriptFiles()
         self._scopes: dict[str, StateScope] = {}
@@ -166,6 +175,10 @@ class Orchestrator:
 
     def keep_record(self, agent: Agent, kind: str, **details) -> dict:
         record = {"agent": agent.id, "state": agent.state, "kind": kind, **details}
+        if self.debug is not None and kind == "script":
+            self.debug.script(agent, details.get("env"), details.get("stdout") or "", details.get("stderr") or "",
+                              details.get("exit_code"), details.get("seconds"))
+        record.pop("env", None)  # for the debug files only
         for key in ("stdout", "stderr", "reply", "prompt"):
             value = record.get(key)
             if isinstance(value, str) and len(value) > KEEP_OUTPUT:
@@ -194,7 +207,9 @@ class Orchestrator:
                 raise ScopeError(f"start state: {exc.message}", exc.hint) from None
         else:
             first = entry_point(self.scope)
-        return Agent(id=MAIN, state=first, input=input)
+        from wfexec.protocol.agents import CONTINUE_LATEST
+
+        return Agent(id=MAIN, state=first, input=input, branch_from=CONTINUE_LATEST if self.continue_session else None)
 
     def step_one(self, agent: Agent) -> dict:
         """One state of `agent`, run here, as data for a runner that keeps the agents elsewhere (the Temporal
@@ -267,7 +282,7 @@ class Orchestrator:
 
     def _limit_wait(self, state: AgentsState) -> float | None:
         """Seconds until a usage limit resets, when every agent left is paused by one (None: nothing to wait for)."""
-        if self.quiescing:
+        if self.quiescing or self.no_wait:
             return None
         return limit_wait([a.error or "" for a in state.agents if a.status == "paused"])
 
@@ -403,7 +418,12 @@ class Orchestrator:
         for worker in workers:
             if self._running_in_loop:
                 self._spawn(worker.id)  # else the loop starts it with the others, when it takes over
-        if moved.status == "asking":
+        if self.debug is not None:
+            self.debug.transition(agent, moved, workers, rendered, step.kind)
+        if moved.status == "asking" and self.on_ask == "reject":
+            self._pause(moved, f"it emitted <ask> ({moved.ask_prompt!r}), and --on-ask=reject is in effect "
+                               "(run with --on-ask=pause to let it ask)")
+        elif moved.status == "asking":
             self.quiescing = True  # the others finish the state they are in, then wait with it
         if self.io.tracing:
             self.trace(_describe_move(agent, moved, workers, step))

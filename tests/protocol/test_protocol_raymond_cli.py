@@ -1,0 +1,164 @@
+"""`wfexec states` as a Raymond user runs `ray` (issue 30): `.raymond/config.toml` under the flags and above the
+defaults, `ray`'s run flags (`--effort`, `--timeout 0`, `--workflow-id`, `--continue-session`, `--no-wait`,
+`--on-ask`), checked against the fake `claude` (protocol_support.FAKE_CLAUDE) and real scripts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import wfexec_in_process as cli
+from protocol_support import argv_value, fake_claude, write_states  # noqa: F401
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A project root (it has .git, where the search for .raymond stops) with a states folder `flow`."""
+    (tmp_path / ".git").mkdir()
+    return tmp_path
+
+
+def write_config(root, text: str):
+    (root / ".raymond").mkdir(exist_ok=True)
+    (root / ".raymond" / "config.toml").write_text(text)
+    return root / ".raymond" / "config.toml"
+
+
+def only_run_id(cwd) -> str:
+    [record] = json.loads(cli("runs", "--format", "json", cwd=cwd).stdout)
+    return record["id"]
+
+
+# -- config.toml: precedence ---------------------------------------------------------------------------------
+
+def test_config_model_and_effort_sit_under_the_flags_and_the_frontmatter(project, fake_claude):
+    set_replies, calls = fake_claude
+    write_states(project / "flow", {"START.md": "Plan.", "MORE.md": "---\nmodel: haiku\n---\nMore."})
+    set_replies([{"result": "<goto>MORE</goto>"}, {"result": "<result>a</result>"}] * 3)
+    deeper = project / "sub" / "deeper"
+    deeper.mkdir(parents=True)
+    # No config: Claude's default model, no effort.
+    ran = cli("states", project / "flow", "--backend", "claude", "--no-debug", cwd=deeper)
+    assert (ran.returncode, ran.stdout) == (0, "a\n"), ran.stderr
+    first, more = (c["argv"] for c in calls()[:2])
+    assert (argv_value(first, "--model"), argv_value(first, "--effort")) == ("sonnet", None)
+    # The config file, found upwards from the working directory, gives the default.
+    write_config(project, '[raymond]\nmodel = "opus"\neffort = "low"\n')
+    ran = cli("states", project / "flow", "--backend", "claude", "--no-debug", cwd=deeper)
+    assert ran.returncode == 0, ran.stderr
+    first, more = (c["argv"] for c in calls()[2:4])
+    assert (argv_value(first, "--model"), argv_value(first, "--effort")) == ("opus", "low")
+    assert (argv_value(more, "--model"), argv_value(more, "--effort")) == ("haiku", "low")  # frontmatter first
+    # The flags beat the file.
+    ran = cli("states", project / "flow", "--backend", "claude", "--no-debug", "--model", "sonnet", "--effort", "high",
+              cwd=deeper)
+    assert ran.returncode == 0, ran.stderr
+    first, more = (c["argv"] for c in calls()[4:6])
+    assert (argv_value(first, "--model"), argv_value(first, "--effort")) == ("sonnet", "high")
+    assert (argv_value(more, "--model"), argv_value(more, "--effort")) == ("haiku", "high")
+
+
+def test_the_search_for_raymond_stops_at_the_project_root(tmp_path, fake_claude):
+    set_replies, calls = fake_claude
+    write_config(tmp_path, '[raymond]\nmodel = "opus"\n')  # above the project: not its config
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    write_states(project / "flow", {"START.md": "Go."})
+    set_replies([{"result": "<result>ok</result>"}])
+    ran = cli("states", "flow", "--backend", "claude", "--no-debug", cwd=project)
+    assert ran.returncode == 0, ran.stderr
+    assert argv_value(calls()[0]["argv"], "--model") == "sonnet"
+
+
+def test_config_timeout_and_the_timeout_flag_and_what_the_error_names(project):
+    write_states(project / "flow", {"START.sh": "sleep 1.5\necho '<result>slept</result>'\n"})
+    config = write_config(project, "[raymond]\ntimeout = 0.3\n")
+    ran = cli("states", "flow", "--no-debug", cwd=project)
+    assert ran.returncode == 1
+    assert f"produced no output for 0.3 s and was stopped (timeout from config file {config})" in ran.stderr
+    ran = cli("states", "flow", "--no-debug", "--timeout", "0.2", cwd=project)
+    assert "(timeout from the --timeout flag)" in ran.stderr
+    ran = cli("states", "flow", "--no-debug", "--timeout", "0", cwd=project)  # `ray`'s 0: no timeout
+    assert (ran.returncode, ran.stdout) == (0, "slept\n"), ran.stderr
+    refused = cli("states", "flow", "--timeout", "-1", cwd=project)
+    assert refused.returncode == 2
+
+
+def test_config_budget_and_permissions(project, fake_claude):
+    set_replies, calls = fake_claude
+    write_states(project / "flow", {"START.md": "One.", "TWO.md": "Two."})
+    set_replies([{"result": "<goto>TWO</goto>", "cost": 0.02}, {"result": "<result>b</result>", "cost": 0.02}] * 2)
+    write_config(project, "[raymond]\nbudget = 0.01\ndangerously_skip_permissions = false\n")
+    stopped = cli("states", "flow", "--backend", "claude", "--no-debug", cwd=project)
+    assert stopped.returncode == 4 and "cost budget exceeded before the LLM call for TWO.md" in stopped.stderr
+    first = calls()[0]["argv"]
+    assert argv_value(first, "--permission-mode") == "acceptEdits" and "--dangerously-skip-permissions" not in first
+    ran = cli("states", "flow", "--backend", "claude", "--no-debug", "--budget-usd", "1", cwd=project)
+    assert (ran.returncode, ran.stdout) == (0, "b\n"), ran.stderr
+    write_config(project, "[raymond]\nbudget = 0\n")  # ray's 0: no budget
+    set_replies([{"result": "<goto>TWO</goto>", "cost": 0.02}, {"result": "<result>c</result>", "cost": 0.02}])
+    (project / "claude-replies.json.count").unlink()
+    ran = cli("states", "flow", "--backend", "claude", "--no-debug", cwd=project)
+    assert (ran.returncode, ran.stdout) == (0, "c\n"), ran.stderr
+
+
+def test_a_key_wfexec_does_not_use_is_a_warning_naming_it(project):
+    write_states(project / "flow", {"START.sh": "echo '<result>ok</result>'\n"})
+    config = write_config(project, '[raymond]\nname = "proj"\nverbose = true\ntask_folder_pattern = "t/{{agent_id}}"\n'
+                                   'colour = "red"\n[raymond.serve]\nport = 8080\n')
+    ran = cli("states", "flow", "--no-debug", cwd=project)
+    assert (ran.returncode, ran.stdout) == (0, "ok\n"), ran.stderr
+    warnings = [line for line in ran.stderr.splitlines() if line.startswith("warning:")]
+    assert [w.split(": ", 2)[2].split(" ")[0] for w in warnings] == \
+        ["`name`", "`verbose`", "`task_folder_pattern`", "`colour`", "[raymond.serve]"], warnings
+    assert all(str(config) in w for w in warnings)
+
+
+@pytest.mark.parametrize("text,message", [
+    ('[raymond]\nmodel = "gpt-4"\n', ":2:1: error: `model` must be one of opus, sonnet, haiku (lower case), not 'gpt-4'"),
+    ('[raymond]\n\neffort = "HIGH"\n', ":3:1: error: `effort` must be one of low, medium, high"),
+    ("[raymond]\ntimeout = -5\n", ":2:1: error: `timeout` must be 0 or more (0 = no timeout), not -5"),
+    ('[raymond]\nbudget = "lots"\n', ":2:1: error: `budget` must be a number, not 'lots'"),
+    ('[raymond]\nno_wait = "yes"\n', ":2:1: error: `no_wait` must be true or false, not 'yes'"),
+    ("[raymond]\nmodel = \n", ":2:9: error: not valid TOML: Invalid value — fix the line"),
+    ('raymond = "x"\n', ": error: `raymond` must be a table ([raymond]), not a value"),
+])
+def test_a_bad_config_value_is_an_error_at_its_line(project, text, message):
+    write_states(project / "flow", {"START.sh": "echo '<result>ok</result>'\n"})
+    config = write_config(project, text)
+    ran = cli("states", "flow", cwd=project)
+    assert ran.returncode == 2 and ran.stdout == ""
+    assert f"{config}{message}" in ran.stderr, ran.stderr
+    assert not (project / ".wfexec" / "runs.db").exists()  # refused before any run
+
+
+# -- the run flags ----------------------------------------------------------------------------------------------
+
+def test_workflow_id_names_the_workflow_and_cannot_be_used_twice(project):
+    write_states(project / "flow", {"START.sh": 'echo "<result>$RAYMOND_WORKFLOW_ID</result>"\n'})
+    ran = cli("states", "flow", "--workflow-id", "release-7", "--no-debug", cwd=project)
+    assert (ran.returncode, ran.stdout) == (0, "release-7\n"), ran.stderr
+    again = cli("states", "flow", "--workflow-id", "release-7", cwd=project)
+    assert again.returncode == 2 and "--workflow-id release-7 was used already" in again.stderr
+    bad = cli("states", "flow", "--workflow-id", "has space", cwd=project)
+    assert bad.returncode == 2 and "use letters, digits, '-' and '_'" in bad.stderr
+
+
+def test_continue_session_branches_the_latest_session_on_main_s_first_turn_only(project, fake_claude):
+    set_replies, calls = fake_claude
+    write_states(project / "flow", {"START.md": "Go on from where we were.", "NEXT.md": "Then."})
+    set_replies([{"result": "<goto>NEXT</goto>"}, {"result": "<result>continued</result>"}])
+    ran = cli("states", "flow", "--backend", "claude", "--continue-session", "--no-debug", cwd=project)
+    assert (ran.returncode, ran.stdout) == (0, "continued\n"), ran.stderr
+    first, second = (c["argv"] for c in calls())
+    assert first[first.index("-c"):first.index("-c") + 2] == ["-c", "--fork-session"] and "--resume" not in first
+    assert argv_value(second, "--resume") == "sess-1" and "-c" not in second
+
+
+def test_effort_flag_reaches_claude(project, fake_claude):
+    set_replies, calls = fake_claude
+    write_states(project / "flow", {"START.md": "Go."})
+    set_replies([{"result": "<result>ok</result>"}])
+    ran = cli("states", "flow", "--backend", "claude", "--effort", "medium", "--no-debug", cwd=project)
+    assert ran.returncode == 0, ran.stderr
+    assert argv_value(calls()[0]["argv"], "--effort") == "medium"
