@@ -162,3 +162,67 @@ def test_effort_flag_reaches_claude(project, fake_claude):
     ran = cli("states", "flow", "--backend", "claude", "--effort", "medium", "--no-debug", cwd=project)
     assert ran.returncode == 0, ran.stderr
     assert argv_value(calls()[0]["argv"], "--effort") == "medium"
+
+
+# -- --on-ask=reject and --no-wait ---------------------------------------------------------------------------
+
+ASKS = "---\nallowed_transitions:\n  - {tag: ask, next: DONE}\n  - {tag: goto, target: DONE}\n---\nApprove?\n"
+
+
+def test_on_ask_reject_refuses_a_workflow_that_may_ask_before_any_llm_call(project, fake_claude):
+    set_replies, calls = fake_claude
+    set_replies([{"result": "<result>never</result>"}])
+    write_states(project / "flow", {"START.md": ASKS, "DONE.md": "Done."})
+    refused = cli("states", "flow", "--backend", "claude", "--on-ask", "reject", cwd=project)
+    assert refused.returncode == 2 and calls() == []
+    assert "may ask a person (START.md allows <ask>), and --on-ask=reject refuses such a workflow" in refused.stderr
+    assert not (project / ".wfexec" / "runs.db").exists()
+    # A Raymond .yaml scope is scanned the same way.
+    (project / "flow.yaml").write_text("states:\n  START:\n    prompt: Approve?\n    allowed_transitions:\n"
+                                       "      - {tag: ask, next: START}\n")
+    refused = cli("states", "flow.yaml", "--backend", "claude", "--on-ask", "reject", cwd=project)
+    assert refused.returncode == 2 and "START.md allows <ask>" in refused.stderr and calls() == []
+
+
+def test_on_ask_reject_follows_the_manifest(project):
+    scripts = {"START.sh": "echo '<result>ran</result>'\n"}
+    write_states(project / "told", {**scripts, "workflow.yaml": "id: told\nrequires_human_input: true\n"})
+    refused = cli("states", "told", "--on-ask", "reject", cwd=project)
+    assert refused.returncode == 2 and "its manifest says requires_human_input: true" in refused.stderr
+    # `false` is believed, whatever the states say; `auto` follows the workflows the states call.
+    write_states(project / "trusted", {"START.sh": "echo '<result>ran</result>'\n", "ASK.md": ASKS, "DONE.md": "x",
+                                       "workflow.yaml": "id: trusted\nrequires_human_input: false\n"})
+    ran = cli("states", "trusted", "--on-ask", "reject", "--no-debug", cwd=project)
+    assert (ran.returncode, ran.stdout) == (0, "ran\n"), ran.stderr
+    write_states(project / "child", {"START.md": ASKS, "DONE.md": "Done."})
+    write_states(project / "caller", {
+        "workflow.yaml": "id: caller\n", "AFTER.sh": "echo '<result>x</result>'\n",
+        "START.md": "---\nallowed_transitions:\n  - {tag: call-workflow, target: ../child/, return: AFTER}\n---\nGo.\n"})
+    refused = cli("states", "caller", "--on-ask", "reject", cwd=project)
+    assert refused.returncode == 2 and "../child/, which it calls: START.md allows <ask>" in refused.stderr
+
+
+def test_an_ask_at_run_time_under_reject_pauses_its_agent(project):
+    write_states(project / "flow", {"START.sh": "echo '<ask next=\"DONE\">Ship it?</ask>'\n",
+                                    "DONE.sh": "echo '<result>shipped</result>'\n"})
+    stopped = cli("states", "flow", "--on-ask", "reject", "--no-debug", cwd=project)
+    assert stopped.returncode == 4
+    assert "main paused at START.sh: it emitted <ask> ('Ship it?'), and --on-ask=reject is in effect" in stopped.stderr
+    assert f"wfexec resume {only_run_id(project)}" in stopped.stderr
+    parked = cli("states", "flow", "--no-debug", "--non-interactive", cwd=project)  # the default: pause
+    assert parked.returncode == 3
+
+
+def test_no_wait_stops_at_a_usage_limit_with_the_resume_command(project, fake_claude):
+    set_replies, calls = fake_claude
+    limit = {"result": "You've hit your limit · resets 3pm (America/Chicago)", "is_error": True}
+    set_replies([limit, {"result": "<result>after the reset</result>"}])
+    write_states(project / "flow", {"START.md": "Go."})
+    write_config(project, "[raymond]\nno_wait = true\n")  # as --no-wait
+    stopped = cli("states", "flow", "--backend", "claude", "--no-debug", cwd=project)
+    assert stopped.returncode == 4 and len(calls()) == 1
+    run_id = only_run_id(project)
+    assert "claude hit a usage limit" in stopped.stderr and f"continue it with: wfexec resume {run_id}" in \
+        stopped.stderr
+    resumed = cli("resume", run_id, "--backend", "claude", cwd=project)
+    assert (resumed.returncode, resumed.stdout) == (0, "after the reset\n"), resumed.stderr
