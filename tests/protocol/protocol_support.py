@@ -115,6 +115,15 @@ else:
             print(json.dumps({{"type": "assistant", "session_id": session, "message": {{"content": [
                 {{"type": "text", "text": text}}]}}}}), flush=True)
             import time; time.sleep(reply.get("assistant_seconds", 0))
+        if reply.get("wait_for"):  # hold the turn open until the test says so (a file appears)
+            import time
+            for _ in range(6000):
+                if os.path.exists(reply["wait_for"]):
+                    break
+                time.sleep(0.01)
+        if reply.get("result") and not reply.get("is_error"):  # the final message streams too, as the real CLI's
+            print(json.dumps({{"type": "assistant", "session_id": session, "message": {{"content": [
+                {{"type": "text", "text": reply["result"]}}]}}}}), flush=True)
     print(json.dumps({{"type": "result", "subtype": reply.get("subtype", "success"),
                       "is_error": reply.get("is_error", False), "result": reply.get("result", ""),
                       "session_id": session, "total_cost_usd": reply.get("cost", 0.01), "num_turns": 1}}))

@@ -70,7 +70,7 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
         if reply.session_id:
             session = reply.session_id
         resume, branch = session, False  # reminders continue the session the failed turn produced
-        if not stream.streamed_text:  # a backend that replies at once: its <print>s show now
+        if reply.text.strip() not in stream.streamed:  # not seen as it streamed (a backend that replies at once)
             orch.printer(agent)(extract_prints(reply.text))
         record = orch.keep_record(agent, "markdown", prompt=turn_prompt, reply=reply.text, cost_usd=reply.cost_usd,
                                   session_id=session, attempt=attempt)
@@ -103,14 +103,14 @@ class _TurnStream:
         self._printer = orch.printer(agent)
         self._scanner = PrintScanner()
         self._write = orch.debug.stream_writer(agent) if orch.debug is not None else None
-        self.streamed_text = False
+        self.streamed = ""  # the model's text as it came
 
     def event(self, event) -> None:
         if self._write is not None:
             self._write(event)
 
     def text(self, chunk: str) -> None:
-        self.streamed_text = True
+        self.streamed += chunk
         self._printer(self._scanner.feed(chunk))
 
 
