@@ -155,3 +155,82 @@ def fake_claude(tmp_path, monkeypatch):
 
 def argv_value(argv, flag):
     return argv[argv.index(flag) + 1] if flag in argv else None
+
+
+FAKE_PI = """\
+#!{python}
+# A stand-in for the pi coding agent in `--mode json`, as Raymond's pi backend reads it. It logs its argv, then
+# answers with the next reply of $FAKE_PI_REPLIES (a JSON list of {{text, deltas, cost, exit, stderr}}): a
+# `session` event, `message_update` text deltas, `agent_end` with the messages; and it keeps the session's file
+# (a `message` record with usage.cost.total per turn) where pi does, a fork starting as a copy of its parent's.
+import json, os, sys, datetime
+argv = sys.argv[1:]
+def value(flag):
+    return argv[argv.index(flag) + 1] if flag in argv else None
+with open(os.environ["FAKE_PI_LOG"], "a") as log:
+    log.write(json.dumps({{"argv": argv, "prompt": argv[-1], "cwd": os.getcwd()}}) + "\\n")
+replies = json.load(open(os.environ["FAKE_PI_REPLIES"]))
+count_file = os.environ["FAKE_PI_REPLIES"] + ".count"
+n = int(open(count_file).read()) if os.path.exists(count_file) else 0
+open(count_file, "w").write(str(n + 1))
+reply = replies[n]
+folder = value("--session-dir") or os.path.join(os.environ["HOME"], ".pi", "agent", "sessions",
+                                                 "--" + os.getcwd().strip("/").replace("/", "-") + "--")
+os.makedirs(folder, exist_ok=True)
+def path_of(session):
+    for name in os.listdir(folder):
+        if name.endswith("_" + session + ".jsonl"):
+            return os.path.join(folder, name)
+    return None
+session = value("--session")
+history = []
+if session is None:
+    session = "pi-%d" % (n + 1)
+    parent = value("--fork")
+    if parent:
+        history = open(path_of(parent)).read().splitlines()
+path = path_of(session) or os.path.join(folder, "2026-01-01T00-00-%02d_%s.jsonl" % (n, session))
+if history:
+    open(path, "w").write("\\n".join(history) + "\\n")
+if reply.get("stderr"):
+    sys.stderr.write(reply["stderr"])
+if reply.get("exit"):
+    sys.exit(reply["exit"])
+print(json.dumps({{"type": "session", "id": session}}), flush=True)
+print(json.dumps({{"type": "agent_start"}}), flush=True)
+for delta in reply.get("deltas", [reply["text"]]):
+    print(json.dumps({{"type": "message_update", "updateType": "text_delta", "text": delta}}), flush=True)
+with open(path, "a") as out:
+    out.write(json.dumps({{"type": "message", "message": {{"role": "user", "content": argv[-1]}}}}) + "\\n")
+    out.write(json.dumps({{"type": "message", "message": {{"role": "assistant", "usage": {{"input": 10,
+        "cost": {{"total": reply.get("cost", 0.01)}}}}}}}}) + "\\n")
+print(json.dumps({{"type": "agent_end", "messages": [{{"role": "user", "content": argv[-1]}},
+                  {{"role": "assistant", "content": [{{"type": "text", "text": reply["text"]}}]}}]}}), flush=True)
+"""
+
+
+@pytest.fixture
+def fake_pi(tmp_path, monkeypatch):
+    """Put a fake `pi` first on PATH, with HOME in tmp_path (its sessions are under ~/.pi); returns
+    (set_replies(list), calls() -> [logged call])."""
+    bin_dir = tmp_path / "pi-bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "pi"
+    exe.write_text(FAKE_PI.format(python=sys.executable))
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    log, replies = tmp_path / "pi-log.jsonl", tmp_path / "pi-replies.json"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("FAKE_PI_LOG", str(log))
+    monkeypatch.setenv("FAKE_PI_REPLIES", str(replies))
+
+    def set_replies(items):
+        replies.write_text(json.dumps(items))
+        count = tmp_path / "pi-replies.json.count"
+        if count.exists():
+            count.unlink()
+
+    def calls():
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    return set_replies, calls

@@ -163,14 +163,13 @@ def raymond_manifest(folder: Path) -> dict | None:
 
 
 def manifest_warnings(manifest: dict | None) -> list[str]:
-    """What a Raymond manifest asks for that wfexec does not do (a backend other than Claude Code)."""
+    """What a Raymond manifest asks for that wfexec does not do (a backend other than Claude Code and pi)."""
     backend = (manifest or {}).get("backend")
     name = backend if isinstance(backend, str) else backend.get("name") if isinstance(backend, dict) else None
-    if backend is None or (name == "claude" and not (isinstance(backend, dict) and set(backend) - {"name"})):
+    if backend is None or name in ("", "claude", "pi"):
         return []
-    return [f"warning: the workflow's manifest asks for the {name or 'given'!s} backend"
-            f"{' with options' if isinstance(backend, dict) and set(backend) - {'name'} else ''}, which wfexec does "
-            "not have; its .md states use --backend (claude, command:PROGRAM or replay:FILE)"]
+    return [f"warning: the workflow's manifest asks for the {name or 'given'!s} backend, which wfexec does not "
+            "have (claude or pi); its .md states stop at their first LLM call"]
 
 
 def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, with_input: bool,

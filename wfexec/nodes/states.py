@@ -156,9 +156,9 @@ def _check_scope(spec: States, c) -> None:
 
 def _check_backend(text: str, c) -> None:
     name = text.partition(":")[0].strip()
-    if name not in ("claude", "command", "replay"):
+    if name not in ("claude", "pi", "command", "replay"):
         c.error(("backend",), "states-backend", f"unknown LLM backend '{text}'",
-                "use claude, claude:model=opus, command:PROGRAM [ARGS], or replay:CASSETTE.yaml")
+                "use claude, claude:model=opus, pi, command:PROGRAM [ARGS], or replay:CASSETTE.yaml")
 
 
 def open_scope(spec: States):
@@ -489,7 +489,7 @@ NODE_TYPE = NodeType(
         "input": "`{{input}}` / `RAYMOND_INPUT` of the first state",
         "budget_usd": "the most the node may spend on LLM calls, checked before each call",
         "timeout": "seconds without output before a script or LLM call is stopped",
-        "backend": "the LLM backend: `claude`, `command:PROGRAM`, `replay:CASSETTE.yaml`",
+        "backend": "the LLM backend: `claude`, `pi`, `command:PROGRAM`, `replay:CASSETTE.yaml`",
         "store_as": "the state path for the main agent's final `<result>` (forks at `<path>_forks`)",
         "on_result": "result text → target",
         "on_success": "where to go when the states ended with a result no `on_result` names",

@@ -107,6 +107,7 @@ class Orchestrator:
         self.quiescing = False  # an agent asks: no agent starts another state until the answer comes
         self.files = ScriptFiles()
         self._scopes: dict[str, StateScope] = {}
+        self._backends: dict[str, Any] = {}  # per scope: a nested workflow may run on its own backend
         self.base_env = base_environment()
         # Found once: a script state never depends on a PATH lookup (nor on a PATH the scripts change).
         self.bash = _which("bash")
@@ -130,6 +131,16 @@ class Orchestrator:
         if scope is None:
             scope = self._scopes[agent.scope] = open_scope(agent.scope, agent.scope)
         return scope
+
+    def backend_for(self, agent: Agent, scope: str | None = None) -> Any:
+        """The backend of the agent's scope (or of `scope`, a caller's): its manifest's (`backend: pi`), else the
+        run's."""
+        key = (agent.scope if scope is None else scope) or ""
+        if key not in self._backends:
+            from wfexec.protocol.scope_backends import scope_backend
+
+            self._backends[key] = scope_backend(self.scope_for(replace(agent, scope=key)), self.backend)
+        return self._backends[key]
 
     def task_folder(self, agent: Agent) -> str:
         """The agent's task folder, made before its state runs: `.wfexec/tasks/<workflow id>/<task>` under the

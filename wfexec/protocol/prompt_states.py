@@ -44,7 +44,8 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
     if policy is not None and policy.unknown:
         orch.warn(f"{name}: unknown frontmatter field{'s' if len(policy.unknown) > 1 else ''} "
                   f"{', '.join(policy.unknown)} (ignored; known: allowed_transitions, model, effort, force_implicit)")
-    if orch.backend is None:
+    backend = orch.backend_for(agent)
+    if backend is None:
         raise BackendMissing(f"{where} is an LLM state, and no LLM backend is configured",
                              "run with --backend claude (or command:PROGRAM, or --replay CASSETTE)")
     values = template_values(workflow_id=orch.workflow_id, agent_id=agent.id, task_folder=orch.task_folder(agent),
@@ -56,6 +57,9 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
     timeout, timeout_source = state_timeout(orch, agent, name, default=None)
     session = agent.session_id
     resume, branch = (agent.branch_from, True) if agent.branch_from else (session, False)
+    if branch and resume != CONTINUE_LATEST and agent.stack and orch.backend_for(agent, agent.stack[-1].scope) \
+            is not backend:
+        resume, branch = None, False  # called from a workflow on another backend: its session means nothing here
     turn_prompt, cost, problems = prompt, 0.0, []
     for attempt in range(1, MAX_INVOCATIONS + 1):
         orch.budget.check(agent.id, name)
@@ -64,7 +68,7 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
         request = LLMRequest(prompt=turn_prompt, session_id=None if latest else resume, fork_session=branch,
                              model=model, effort=effort, cwd=orch.agent_cwd(agent), agent_id=agent.id, state=name,
                              timeout=timeout, attempt=attempt, continue_latest=latest, stream=stream)
-        reply = await _invoke(orch, request, where, timeout_source)
+        reply = await _invoke(backend, request, where, timeout_source)
         cost += reply.cost_usd
         orch.budget.add(reply.cost_usd)
         if reply.session_id:
@@ -114,11 +118,11 @@ class _TurnStream:
         self._printer(self._scanner.feed(chunk))
 
 
-async def _invoke(orch: "Orchestrator", request: "LLMRequest", where: str, timeout_source: str):
+async def _invoke(backend, request: "LLMRequest", where: str, timeout_source: str):
     from wfexec.backends.base import BackendError, BackendTimeout, BackendUnavailable, UsageLimitReached, invoke_backend
 
     try:
-        return await invoke_backend(orch.backend, request)
+        return await invoke_backend(backend, request)
     except BackendUnavailable as exc:
         raise StopRun(f"{where}: the LLM backend cannot be used: {exc.message}", exc.hint) from None
     except UsageLimitReached as exc:
