@@ -518,8 +518,11 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
     """`wfexec states PATH`: the states folder as a one-node workflow (`states_workflow`), run like any other,
     so it is recorded in the store: an `<ask>` parks it (exit 3), paused agents stop it (exit 4), and `runs`,
     `show`, `resume` and `cancel` work on it. `.raymond/config.toml` fills in what the flags do not say."""
+    import os
+
     from wfexec.commands.raymond_config import ConfigError, load_config, merge
     from wfexec.commands.states import states_workflow
+    from wfexec.protocol.remote import as_url, fetch_zip
     from wfexec.durable.store import store_location
     from wfexec.protocol.errors import ScopeError
 
@@ -536,6 +539,13 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
         _error(f"warning: {warning}")
     launch = merge(config, budget_usd=budget_usd, model=model, effort=effort, timeout=timeout, no_wait=no_wait,
                    no_debug=no_debug)
+    url = as_url(os.fspath(path))
+    if url is not None:  # fetched once into .raymond/registry/, then run as the local zip
+        try:
+            path = fetch_zip(url)
+        except ScopeError as exc:
+            _error(exc.format())
+            return exit_code_for(exc)
     refused = _refused_launch(path, on_ask, workflow_id)
     if refused:
         return refused
