@@ -506,6 +506,20 @@ def expand(
 
 
 @app.command()
+def convert(
+    path: Path = typer.Argument(..., help="A states folder or .zip, or a Raymond .yaml."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="PATH",
+                                          help="The .yaml to write (default: stdout), or the folder to make from a "
+                                               ".yaml (default: its name without .yaml)."),
+):
+    """Turn a states folder or .zip into one Raymond .yaml (`ray convert`), or a .yaml back into a folder.
+    `wfexec states convert` is the same command."""
+    from wfexec.commands.states_convert import convert_command
+
+    raise typer.Exit(convert_command(path, output))
+
+
+@app.command()
 def graph(
     path: Path = typer.Argument(..., help="A workflow.yaml, a skill folder containing one, or a states folder."),
     format: GraphFormat = typer.Option(GraphFormat.mermaid, "--format", help="mermaid, dot, or svg/png (needs Graphviz)."),
@@ -708,6 +722,8 @@ def write_lean_table() -> None:
 def main() -> None:
     from wfexec.system import signals
 
+    if sys.argv[1:3] == ["states", "convert"] and not os.path.exists("convert"):
+        del sys.argv[1]  # `wfexec states convert PATH` (a states folder named `convert` still runs)
     signals.install()
     try:
         app()
