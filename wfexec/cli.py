@@ -479,6 +479,7 @@ class GraphFormat(str, Enum):
     dot = "dot"
     svg = "svg"
     png = "png"
+    html = "html"
 
 
 @app.command()
@@ -522,7 +523,8 @@ def convert(
 @app.command()
 def graph(
     path: Path = typer.Argument(..., help="A workflow.yaml, a skill folder containing one, or a states folder."),
-    format: GraphFormat = typer.Option(GraphFormat.mermaid, "--format", help="mermaid, dot, or svg/png (needs Graphviz)."),
+    format: GraphFormat = typer.Option(GraphFormat.mermaid, "--format", help="mermaid, dot, or svg/png (needs "
+                                       "Graphviz); html for a states folder: the diagram and each state's file."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write here instead of stdout."),
     expand: bool = typer.Option(False, "--expand", help="Draw each v8 composite as the nodes it expands into."),
 ):
@@ -539,10 +541,24 @@ def graph(
         from wfexec.protocol.scopes import open_scope
 
         try:
-            drawn = states_picture(open_scope(path, str(path)), Path(path).name)
+            scope = open_scope(path, str(path))
+            drawn = states_picture(scope, Path(path).name)
         except ScopeError as exc:
             typer.echo(exc.format(), err=True)
             raise typer.Exit(exit_code_for("invalid"))
+        if format == GraphFormat.html:  # `ray diagram --html`: the diagram and each state's file, in one page
+            from wfexec.outputs.states_html import states_html
+
+            try:
+                page = states_html(scope, Path(path).name)
+            except (GraphvizMissing, GraphvizFailed) as exc:
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(exit_code_for("invalid" if isinstance(exc, GraphvizMissing) else "failed"))
+            _write_output(page.encode("utf-8"), output)
+            return
+    elif format == GraphFormat.html:
+        typer.echo("error: --format html draws a states folder; for a workflow use svg, png, dot or mermaid", err=True)
+        raise typer.Exit(exit_code_for("invalid"))
     else:
         try:
             workflow = load(path)
@@ -567,6 +583,11 @@ def graph(
         except GraphvizFailed as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(exit_code_for("failed"))
+    _write_output(data, output)
+
+
+def _write_output(data: bytes, output: Optional[Path]) -> None:
+    """The bytes to stdout, or to the file (saying so)."""
     if output is None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
