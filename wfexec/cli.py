@@ -200,6 +200,10 @@ def states(
     continue_session: bool = typer.Option(False, "--continue-session", help="The first LLM turn branches the "
                                           "latest session of this folder."),
     no_debug: bool = typer.Option(False, "--no-debug", help="Write no debug files to .raymond/debug/."),
+    dangerously_skip_permissions: Optional[bool] = typer.Option(
+        None, "--dangerously-skip-permissions/--no-dangerously-skip-permissions",
+        help="Let the agent use any tool without asking (the default); --no-…: Claude Code's acceptEdits mode, "
+             "pi's read/edit/write/grep/find/ls."),
     max_steps: int = typer.Option(10_000, "--max-steps", min=1, max=MAX_STEPS, metavar="N", help="Stop after this many states."),
     trace: bool = typer.Option(False, "--trace", help="Print each state, tag and script output to stderr."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),

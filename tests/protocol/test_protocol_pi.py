@@ -103,3 +103,16 @@ def test_pi_without_permission_skipping_gets_the_conservative_tools(tmp_path, fa
     assert "--tools" not in PiBackend().argv(LLMRequest(prompt="p"), "s", True)
     assert PiBackend(no_tools=True, tools=("x",)).argv(LLMRequest(prompt="p"), "s", True)[3:6] == \
         ["--fork", "s", "--no-tools"]
+
+
+def test_a_pi_scope_keeps_the_run_s_permission_prompts(tmp_path, fake_pi, fake_claude):
+    set_pi, pi_calls = fake_pi
+    set_claude, _ = fake_claude
+    set_claude([{"result": "<call-workflow return=\"AFTER\">../inner/</call-workflow>"}, {"result": "<result>x</result>"}])
+    set_pi([{"text": "<result>from pi</result>"}])
+    write_states(tmp_path / "outer", {"START.md": "Outer.", "AFTER.md": "After."})
+    write_states(tmp_path / "inner", {"workflow.yaml": "backend: pi\n", "START.md": "Inner."})
+    ran = cli("states", "outer", "--backend", "claude", "--no-dangerously-skip-permissions", "--no-debug",
+              cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert argv_value(pi_calls()[0]["argv"], "--tools") == "read,edit,write,grep,find,ls"

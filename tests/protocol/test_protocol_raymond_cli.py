@@ -226,3 +226,21 @@ def test_no_wait_stops_at_a_usage_limit_with_the_resume_command(project, fake_cl
         stopped.stderr
     resumed = cli("resume", run_id, "--backend", "claude", cwd=project)
     assert (resumed.returncode, resumed.stdout) == (0, "after the reset\n"), resumed.stderr
+
+
+def test_the_permission_flag_beats_the_config_file(project, fake_claude):
+    set_replies, calls = fake_claude
+    write_states(project / "flow", {"START.md": "Go."})
+    set_replies([{"result": "<result>ok</result>"}] * 3)
+    write_config(project, "[raymond]\ndangerously_skip_permissions = false\n")
+    assert cli("states", "flow", "--backend", "claude", "--dangerously-skip-permissions", "--no-debug",
+               cwd=project).returncode == 0
+    write_config(project, "[raymond]\n")
+    assert cli("states", "flow", "--backend", "claude", "--no-dangerously-skip-permissions", "--no-debug",
+               cwd=project).returncode == 0
+    assert cli("states", "flow", "--backend", "claude:permission_mode=plan", "--no-dangerously-skip-permissions",
+               "--no-debug", cwd=project).returncode == 0  # the spec's own mode is kept
+    skipping, asking, own = (c["argv"] for c in calls())
+    assert "--dangerously-skip-permissions" in skipping and "--permission-mode" not in skipping
+    assert argv_value(asking, "--permission-mode") == "acceptEdits"
+    assert argv_value(own, "--permission-mode") == "plan"

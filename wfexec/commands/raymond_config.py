@@ -9,7 +9,7 @@ The file is found upwards from the working directory, as far as the folder holdi
 | `model` (opus, sonnet, haiku) | `--model` | `.md` states' model, under their frontmatter |
 | `effort` (low, medium, high) | `--effort` | the same, for effort |
 | `timeout` (seconds, 0 = none) | `--timeout` | the inactivity timeout |
-| `dangerously_skip_permissions` (bool) | | false: Claude Code runs with `--permission-mode acceptEdits` |
+| `dangerously_skip_permissions` (bool) | `--[no-]dangerously-skip-permissions` | false: Claude Code's acceptEdits, pi's default tools |
 | `no_debug`, `no_wait` (bool) | `--no-debug`, `--no-wait` | true turns them on (false cannot turn a flag off) |
 
 `name`, `verbose`, `task_folder_pattern` and the `[raymond.serve]` table are `ray`'s too but do nothing here: each
@@ -156,7 +156,8 @@ class StatesLaunch:
 
 
 def merge(config: RaymondConfig, *, budget_usd: float | None, model: str | None, effort: str | None,
-          timeout: float | None, no_wait: bool, no_debug: bool) -> StatesLaunch:
+          timeout: float | None, no_wait: bool, no_debug: bool, skip_permissions: bool | None = None
+          ) -> StatesLaunch:
     """The flags over the config file over the defaults (`ray`'s MergeConfig)."""
     values = config.values
     launch = StatesLaunch(
@@ -165,7 +166,8 @@ def merge(config: RaymondConfig, *, budget_usd: float | None, model: str | None,
         model=model or values.get("model"), effort=effort or values.get("effort"),
         no_wait=no_wait or bool(values.get("no_wait")),
         debug=not (no_debug or bool(values.get("no_debug"))),
-        skip_permissions=values.get("dangerously_skip_permissions", True))
+        skip_permissions=skip_permissions if skip_permissions is not None else
+        values.get("dangerously_skip_permissions", True))
     if timeout is not None:
         launch.timeout, launch.timeout_source = timeout, "the --timeout flag"
     elif "timeout" in values:

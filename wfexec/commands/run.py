@@ -502,19 +502,23 @@ def _refused_launch(path, on_ask: str, workflow_id: str | None) -> int:
 
 
 def _with_permissions(backend: str | None, skip_permissions: bool) -> str | None:
-    """The backend spec with `permission_mode=acceptEdits` when the config file says
-    `dangerously_skip_permissions = false` and the spec names no permission mode itself."""
-    if skip_permissions or not backend or backend.partition(":")[0].strip() != "claude" or "permission" in backend:
+    """The backend spec asking for permission prompts when `--no-dangerously-skip-permissions` (or the config
+    file's `dangerously_skip_permissions = false`) says so and the spec says nothing of it itself: Claude Code's
+    `permission_mode=acceptEdits`, pi's `skip_permissions=false` (its conservative tools)."""
+    name = (backend or "").partition(":")[0].strip()
+    if skip_permissions or name not in ("claude", "pi") or "permission" in (backend or ""):
         return backend
-    head, sep, options = backend.partition(":")
-    return f"{head}:{options + ',' if options.strip() else ''}permission_mode=acceptEdits"
+    head, sep, options = (backend or "").partition(":")
+    added = "permission_mode=acceptEdits" if name == "claude" else "skip_permissions=false"
+    return f"{head}:{options + ',' if options.strip() else ''}{added}"
 
 
 def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps, trace, json_output, backend,
                    record, replay, answers=(), interactive=False, store=None, ephemeral=False, debug=False,
                    temporal: str | None = None, task_queue: str = "wfexec", effort: str | None = None,
                    on_ask: str = "pause", no_wait: bool = False, workflow_id: str | None = None,
-                   continue_session: bool = False, no_debug: bool = False) -> int:
+                   continue_session: bool = False, no_debug: bool = False,
+                   skip_permissions: bool | None = None) -> int:
     """`wfexec states PATH`: the states folder as a one-node workflow (`states_workflow`), run like any other,
     so it is recorded in the store: an `<ask>` parks it (exit 3), paused agents stop it (exit 4), and `runs`,
     `show`, `resume` and `cancel` work on it. `.raymond/config.toml` fills in what the flags do not say."""
@@ -538,7 +542,7 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
     for warning in config.warnings:
         _error(f"warning: {warning}")
     launch = merge(config, budget_usd=budget_usd, model=model, effort=effort, timeout=timeout, no_wait=no_wait,
-                   no_debug=no_debug)
+                   no_debug=no_debug, skip_permissions=skip_permissions)
     url = as_url(os.fspath(path))
     if url is not None:  # fetched once into .raymond/registry/, then run as the local zip
         try:

@@ -42,8 +42,19 @@ def scope_backend(scope: StateScope, run_backend: Any) -> Any:
                          "have", "use `backend: pi`, or leave `backend` out for the run's --backend")
     from wfexec.backends.pi import PiBackend
 
+    if "skip_permissions" not in options and _asks_permission(run_backend):
+        options = {**options, "skip_permissions": False}  # the run's choice of permission prompts holds here too
     try:
         backend = PiBackend.from_options(options)
     except ValueError as exc:
         raise ScopeError(f"{scope.describe()}: {exc}") from None
     return run_backend.recording(backend) if isinstance(run_backend, RecordingBackend) else backend
+
+
+def _asks_permission(backend: Any) -> bool:
+    """Whether the run's backend was told to keep permission prompts (claude's acceptEdits, pi's false)."""
+    backend = getattr(backend, "inner", backend)  # a recording
+    from wfexec.backends.claude import BYPASS
+
+    mode = getattr(backend, "permission_mode", None)
+    return (mode is not None and mode not in BYPASS) or getattr(backend, "skip_permissions", True) is False
