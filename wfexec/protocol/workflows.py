@@ -39,7 +39,7 @@ def abbrev(name: str) -> str:
     return name.lower()[:6]
 
 
-def urlparse_name(url: str) -> str:
+def _url_file_name(url: str) -> str:
     """The file name a URL ends with."""
     from urllib.parse import urlparse
 
@@ -63,7 +63,7 @@ def resolve_workflow(specifier: str, caller: StateScope) -> WorkflowTarget:
 
         path = fetch_zip(url)
         scope = open_scope(path, url)
-        return WorkflowTarget(str(path), entry_point(scope), abbrev(_stem(Path(urlparse_name(url)))))
+        return WorkflowTarget(str(path), entry_point(scope), abbrev(_stem(Path(_url_file_name(url)))))
     if not os.path.isabs(text):
         base = caller.location
         if base.suffix.lower() in _FILE_SCOPES:
