@@ -71,6 +71,11 @@ DURABILITY_OPTION = typer.Option(Durability.normal, "--durability", envvar="WFEX
                                       "env WFEXEC_DURABILITY).")
 
 
+class OnAsk(str, Enum):
+    pause = "pause"
+    reject = "reject"
+
+
 def _version(value: bool):
     if value:
         typer.echo(f"wfexec {__version__}")
@@ -193,8 +198,24 @@ def states(
     start: Optional[str] = typer.Option(None, "--start", metavar="STATE", help="The first state (default START)."),
     budget_usd: Optional[float] = typer.Option(None, "--budget-usd", metavar="USD", help="Stop before LLM calls "
                                                "once this much was spent."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS", help="Inactivity timeout per state."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0, metavar="SECONDS",
+                                            help="Inactivity timeout per state (0: none)."),
     model: Optional[str] = typer.Option(None, "--model", help="The model for .md states (backend permitting)."),
+    effort: Optional[str] = typer.Option(None, "--effort", metavar="LEVEL",
+                                         help="The effort for .md states: low, medium, high (backend permitting)."),
+    on_ask: OnAsk = typer.Option(OnAsk.pause, "--on-ask", help="pause: an <ask> parks the run; reject: states "
+                                 "that may ask are refused before any runs."),
+    no_wait: bool = typer.Option(False, "--no-wait", help="On a usage limit, stop (exit 4) instead of waiting "
+                                                          "for its reset."),
+    workflow_id: Optional[str] = typer.Option(None, "--workflow-id", metavar="ID",
+                                              help="{{workflow_id}} / $RAYMOND_WORKFLOW_ID (default from the time)."),
+    continue_session: bool = typer.Option(False, "--continue-session", help="The first LLM turn branches the "
+                                          "latest session of this folder."),
+    no_debug: bool = typer.Option(False, "--no-debug", help="Write no debug files to .raymond/debug/."),
+    dangerously_skip_permissions: Optional[bool] = typer.Option(
+        None, "--dangerously-skip-permissions/--no-dangerously-skip-permissions",
+        help="Let the agent use any tool without asking (the default); --no-…: Claude Code's acceptEdits mode, "
+             "pi's read/edit/write/grep/find/ls."),
     max_steps: int = typer.Option(10_000, "--max-steps", min=1, max=MAX_STEPS, metavar="N", help="Stop after this many states."),
     trace: bool = typer.Option(False, "--trace", help="Print each state, tag and script output to stderr."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
@@ -475,6 +496,7 @@ class GraphFormat(str, Enum):
     dot = "dot"
     svg = "svg"
     png = "png"
+    html = "html"
 
 
 @app.command()
@@ -502,9 +524,24 @@ def expand(
 
 
 @app.command()
+def convert(
+    path: Path = typer.Argument(..., help="A states folder or .zip, or a Raymond .yaml."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="PATH",
+                                          help="The .yaml to write (default: stdout), or the folder to make from a "
+                                               ".yaml (default: its name without .yaml)."),
+):
+    """Turn a states folder or .zip into one Raymond .yaml (`ray convert`), or a .yaml back into a folder.
+    `wfexec states convert` is the same command."""
+    from wfexec.commands.states_convert import convert_command
+
+    raise typer.Exit(convert_command(path, output))
+
+
+@app.command()
 def graph(
     path: Path = typer.Argument(..., help="A workflow.yaml, a skill folder containing one, or a states folder."),
-    format: GraphFormat = typer.Option(GraphFormat.mermaid, "--format", help="mermaid, dot, or svg/png (needs Graphviz)."),
+    format: GraphFormat = typer.Option(GraphFormat.mermaid, "--format", help="mermaid, dot, or svg/png (needs "
+                                       "Graphviz); html for a states folder: the diagram and each state's file."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write here instead of stdout."),
     expand: bool = typer.Option(False, "--expand", help="Draw each v8 composite as the nodes it expands into."),
 ):
@@ -521,10 +558,24 @@ def graph(
         from wfexec.protocol.scopes import open_scope
 
         try:
-            drawn = states_picture(open_scope(path, str(path)), Path(path).name)
+            scope = open_scope(path, str(path))
+            drawn = states_picture(scope, Path(path).name)
         except ScopeError as exc:
             typer.echo(exc.format(), err=True)
             raise typer.Exit(exit_code_for("invalid"))
+        if format == GraphFormat.html:  # `ray diagram --html`: the diagram and each state's file, in one page
+            from wfexec.outputs.states_html import states_html
+
+            try:
+                page = states_html(scope, Path(path).name)
+            except (GraphvizMissing, GraphvizFailed) as exc:
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(exit_code_for("invalid" if isinstance(exc, GraphvizMissing) else "failed"))
+            _write_output(page.encode("utf-8"), output)
+            return
+    elif format == GraphFormat.html:
+        typer.echo("error: --format html draws a states folder; for a workflow use svg, png, dot or mermaid", err=True)
+        raise typer.Exit(exit_code_for("invalid"))
     else:
         try:
             workflow = load(path)
@@ -549,6 +600,11 @@ def graph(
         except GraphvizFailed as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(exit_code_for("failed"))
+    _write_output(data, output)
+
+
+def _write_output(data: bytes, output: Optional[Path]) -> None:
+    """The bytes to stdout, or to the file (saying so)."""
     if output is None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
@@ -704,6 +760,8 @@ def write_lean_table() -> None:
 def main() -> None:
     from wfexec.system import signals
 
+    if sys.argv[1:3] == ["states", "convert"] and not os.path.exists("convert"):
+        del sys.argv[1]  # `wfexec states convert PATH` (a states folder named `convert` still runs)
     signals.install()
     try:
         app()

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import io
+import json
 import os
+import stat
+import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from wfexec.backends.base import Backend, LLMReply, LLMRequest
 from wfexec.running.console import Console
@@ -72,3 +77,160 @@ def run_folder(folder, *, backend=None, input=None, cwd=None, trace=False, **opt
     result = run_states_path(folder, input=input, backend=backend, cwd=cwd, io=quiet.console,
                              **options)
     return result, quiet
+
+
+FAKE_CLAUDE = """\
+#!{python}
+# A stand-in for the Claude Code CLI in `-p --output-format stream-json --verbose` mode (or `json`). It logs its
+# argv, then answers with the next reply of $FAKE_CLAUDE_REPLIES (a JSON list) as the real CLI does.
+import json, os, sys
+argv = sys.argv[1:]
+prompt = argv[argv.index("--") + 1] if "--" in argv else sys.stdin.read()
+with open(os.environ["FAKE_CLAUDE_LOG"], "a") as log:
+    log.write(json.dumps({{"argv": argv, "prompt": prompt, "cwd": os.getcwd(),
+                          "claudecode": os.environ.get("CLAUDECODE")}}) + "\\n")
+replies = json.load(open(os.environ["FAKE_CLAUDE_REPLIES"]))
+count_file = os.environ["FAKE_CLAUDE_REPLIES"] + ".count"
+n = int(open(count_file).read()) if os.path.exists(count_file) else 0
+open(count_file, "w").write(str(n + 1))
+reply = replies[n]
+if "--resume" in argv and "--fork-session" not in argv:
+    session = argv[argv.index("--resume") + 1]
+else:
+    session = "sess-%d" % (n + 1)
+if reply.get("stderr"):
+    sys.stderr.write(reply["stderr"])
+streaming = "stream-json" in argv  # one JSON object a line as the turn goes on, as the real CLI
+if reply.get("raw") is not None:
+    sys.stdout.write(reply["raw"])
+else:
+    if streaming:
+        print(json.dumps({{"type": "system", "subtype": "init", "session_id": session}}), flush=True)
+        for tick in range(reply.get("ticks", 0)):  # a long turn: a tool call every tick_seconds
+            print(json.dumps({{"type": "assistant", "session_id": session, "message": {{"content": [
+                {{"type": "tool_use", "id": "t%d" % tick, "name": "Bash", "input": {{"command": "make"}}}}]}}}}),
+                flush=True)
+            import time; time.sleep(reply.get("tick_seconds", 0))
+        for text in reply.get("assistant", []):  # messages written before the final one, `assistant_seconds` apart
+            print(json.dumps({{"type": "assistant", "session_id": session, "message": {{"content": [
+                {{"type": "text", "text": text}}]}}}}), flush=True)
+            import time; time.sleep(reply.get("assistant_seconds", 0))
+        if reply.get("wait_for"):  # hold the turn open until the test says so (a file appears)
+            import time
+            for _ in range(6000):
+                if os.path.exists(reply["wait_for"]):
+                    break
+                time.sleep(0.01)
+        if reply.get("result") and not reply.get("is_error"):  # the final message streams too, as the real CLI's
+            print(json.dumps({{"type": "assistant", "session_id": session, "message": {{"content": [
+                {{"type": "text", "text": reply["result"]}}]}}}}), flush=True)
+    print(json.dumps({{"type": "result", "subtype": reply.get("subtype", "success"),
+                      "is_error": reply.get("is_error", False), "result": reply.get("result", ""),
+                      "session_id": session, "total_cost_usd": reply.get("cost", 0.01), "num_turns": 1}}))
+sys.exit(reply.get("exit", 0))
+"""
+
+
+@pytest.fixture
+def fake_claude(tmp_path, monkeypatch):
+    """Put a fake `claude` first on PATH; returns (set_replies(list), calls() -> [logged call])."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "claude"
+    exe.write_text(FAKE_CLAUDE.format(python=sys.executable))
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    log, replies = tmp_path / "claude-log.jsonl", tmp_path / "claude-replies.json"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
+    monkeypatch.setenv("FAKE_CLAUDE_REPLIES", str(replies))
+
+    def set_replies(items):
+        replies.write_text(json.dumps(items))
+
+    def calls():
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    return set_replies, calls
+
+
+def argv_value(argv, flag):
+    return argv[argv.index(flag) + 1] if flag in argv else None
+
+
+FAKE_PI = """\
+#!{python}
+# A stand-in for the pi coding agent in `--mode json`, as Raymond's pi backend reads it. It logs its argv, then
+# answers with the next reply of $FAKE_PI_REPLIES (a JSON list of {{text, deltas, cost, exit, stderr}}): a
+# `session` event, `message_update` text deltas, `agent_end` with the messages; and it keeps the session's file
+# (a `message` record with usage.cost.total per turn) where pi does, a fork starting as a copy of its parent's.
+import json, os, sys, datetime
+argv = sys.argv[1:]
+def value(flag):
+    return argv[argv.index(flag) + 1] if flag in argv else None
+with open(os.environ["FAKE_PI_LOG"], "a") as log:
+    log.write(json.dumps({{"argv": argv, "prompt": argv[-1], "cwd": os.getcwd()}}) + "\\n")
+replies = json.load(open(os.environ["FAKE_PI_REPLIES"]))
+count_file = os.environ["FAKE_PI_REPLIES"] + ".count"
+n = int(open(count_file).read()) if os.path.exists(count_file) else 0
+open(count_file, "w").write(str(n + 1))
+reply = replies[n]
+folder = value("--session-dir") or os.path.join(os.environ["HOME"], ".pi", "agent", "sessions",
+                                                 "--" + os.getcwd().strip("/").replace("/", "-") + "--")
+os.makedirs(folder, exist_ok=True)
+def path_of(session):
+    for name in os.listdir(folder):
+        if name.endswith("_" + session + ".jsonl"):
+            return os.path.join(folder, name)
+    return None
+session = value("--session")
+history = []
+if session is None:
+    session = "pi-%d" % (n + 1)
+    parent = value("--fork")
+    if parent:
+        history = open(path_of(parent)).read().splitlines()
+path = path_of(session) or os.path.join(folder, "2026-01-01T00-00-%02d_%s.jsonl" % (n, session))
+if history:
+    open(path, "w").write("\\n".join(history) + "\\n")
+if reply.get("stderr"):
+    sys.stderr.write(reply["stderr"])
+if reply.get("exit"):
+    sys.exit(reply["exit"])
+print(json.dumps({{"type": "session", "id": session}}), flush=True)
+print(json.dumps({{"type": "agent_start"}}), flush=True)
+for delta in reply.get("deltas", [reply["text"]]):
+    print(json.dumps({{"type": "message_update", "updateType": "text_delta", "text": delta}}), flush=True)
+with open(path, "a") as out:
+    out.write(json.dumps({{"type": "message", "message": {{"role": "user", "content": argv[-1]}}}}) + "\\n")
+    out.write(json.dumps({{"type": "message", "message": {{"role": "assistant", "usage": {{"input": 10,
+        "cost": {{"total": reply.get("cost", 0.01)}}}}}}}}) + "\\n")
+print(json.dumps({{"type": "agent_end", "messages": [{{"role": "user", "content": argv[-1]}},
+                  {{"role": "assistant", "content": [{{"type": "text", "text": reply["text"]}}]}}]}}), flush=True)
+"""
+
+
+@pytest.fixture
+def fake_pi(tmp_path, monkeypatch):
+    """Put a fake `pi` first on PATH, with HOME in tmp_path (its sessions are under ~/.pi); returns
+    (set_replies(list), calls() -> [logged call])."""
+    bin_dir = tmp_path / "pi-bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "pi"
+    exe.write_text(FAKE_PI.format(python=sys.executable))
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    log, replies = tmp_path / "pi-log.jsonl", tmp_path / "pi-replies.json"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("FAKE_PI_LOG", str(log))
+    monkeypatch.setenv("FAKE_PI_REPLIES", str(replies))
+
+    def set_replies(items):
+        replies.write_text(json.dumps(items))
+        count = tmp_path / "pi-replies.json.count"
+        if count.exists():
+            count.unlink()
+
+    def calls():
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    return set_replies, calls

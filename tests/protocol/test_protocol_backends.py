@@ -8,84 +8,16 @@ override it), 43 (usage limits in the result or stderr are reported; a failing c
 from __future__ import annotations
 
 import json
-import os
-import stat
-import sys
 import textwrap
 
 import pytest
-from protocol_support import ScriptedBackend, run_folder, write_states
+from protocol_support import ScriptedBackend, argv_value, fake_claude, run_folder, write_states  # noqa: F401
 
 from wfexec.backends import create_backend
 from wfexec.backends.base import BackendError, BackendUnavailable, LLMRequest, UsageLimitReached, run_sync
 from wfexec.backends.claude import ClaudeBackend
 from wfexec.backends.command import CommandBackend
 from wfexec.backends.replay import RecordingBackend, ReplayBackend, ReplayDiverged, dump_cassette, load_cassette
-
-FAKE_CLAUDE = """\
-#!{python}
-# A stand-in for the Claude Code CLI in `-p --output-format stream-json --verbose` mode (or `json`). It logs its
-# argv, then answers with the next reply of $FAKE_CLAUDE_REPLIES (a JSON list) as the real CLI does.
-import json, os, sys
-argv = sys.argv[1:]
-prompt = argv[argv.index("--") + 1] if "--" in argv else sys.stdin.read()
-with open(os.environ["FAKE_CLAUDE_LOG"], "a") as log:
-    log.write(json.dumps({{"argv": argv, "prompt": prompt, "cwd": os.getcwd(),
-                          "claudecode": os.environ.get("CLAUDECODE")}}) + "\\n")
-replies = json.load(open(os.environ["FAKE_CLAUDE_REPLIES"]))
-count_file = os.environ["FAKE_CLAUDE_REPLIES"] + ".count"
-n = int(open(count_file).read()) if os.path.exists(count_file) else 0
-open(count_file, "w").write(str(n + 1))
-reply = replies[n]
-if "--resume" in argv and "--fork-session" not in argv:
-    session = argv[argv.index("--resume") + 1]
-else:
-    session = "sess-%d" % (n + 1)
-if reply.get("stderr"):
-    sys.stderr.write(reply["stderr"])
-streaming = "stream-json" in argv  # one JSON object a line as the turn goes on, as the real CLI
-if reply.get("raw") is not None:
-    sys.stdout.write(reply["raw"])
-else:
-    if streaming:
-        print(json.dumps({{"type": "system", "subtype": "init", "session_id": session}}), flush=True)
-        for tick in range(reply.get("ticks", 0)):  # a long turn: a tool call every tick_seconds
-            print(json.dumps({{"type": "assistant", "session_id": session, "message": {{"content": [
-                {{"type": "tool_use", "id": "t%d" % tick, "name": "Bash", "input": {{"command": "make"}}}}]}}}}),
-                flush=True)
-            import time; time.sleep(reply.get("tick_seconds", 0))
-    print(json.dumps({{"type": "result", "subtype": reply.get("subtype", "success"),
-                      "is_error": reply.get("is_error", False), "result": reply.get("result", ""),
-                      "session_id": session, "total_cost_usd": reply.get("cost", 0.01), "num_turns": 1}}))
-sys.exit(reply.get("exit", 0))
-"""
-
-
-@pytest.fixture
-def fake_claude(tmp_path, monkeypatch):
-    """Put a fake `claude` first on PATH; returns (set_replies(list), calls() -> [logged call])."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / "claude"
-    exe.write_text(FAKE_CLAUDE.format(python=sys.executable))
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    log, replies = tmp_path / "claude-log.jsonl", tmp_path / "claude-replies.json"
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
-    monkeypatch.setenv("FAKE_CLAUDE_REPLIES", str(replies))
-
-    def set_replies(items):
-        replies.write_text(json.dumps(items))
-
-    def calls():
-        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-    return set_replies, calls
-
-
-def argv_value(argv, flag):
-    return argv[argv.index(flag) + 1] if flag in argv else None
-
 
 def test_claude_goto_resumes_call_forks_and_model_precedence(tmp_path, fake_claude, monkeypatch):
     set_replies, calls = fake_claude

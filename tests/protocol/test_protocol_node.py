@@ -222,3 +222,14 @@ def test_run_states_path_forms_and_exit_codes(tmp_path):
     loop = write_states(tmp_path / "loop", {"START.sh": "echo '<goto>START</goto>'\n"})
     looped, _ = run_folder(loop, max_steps=5)
     assert (looped.exit_code, looped.status) == (4, "stopped") and "more than 5 states" in looped.error
+
+
+def test_a_node_with_on_ask_reject_fails_before_any_state_runs_when_its_states_may_ask(write_workflow, tmp_path):
+    write_states(tmp_path / "flow", {
+        "START.sh": "touch ran; echo '<goto>ASK</goto>'\n", "DONE.sh": "echo '<result>x</result>'\n",
+        "ASK.md": "---\nallowed_transitions:\n  - {tag: ask, next: DONE}\n---\nMay I?\n"})
+    node = {"folder": "flow", "on_ask": "reject", "store_as": "computed.out", "on_success": "done",
+            "on_failure": "failed"}
+    result, _ = run_workflow(write_workflow, tmp_path, node, backend=ScriptedBackend())
+    assert result.ending == "failed" and not (tmp_path / "ran").exists()
+    assert "may ask a person (ASK.md allows <ask>), and on_ask is reject" in result.message

@@ -55,12 +55,12 @@ def test_show_agent_prints_what_each_state_sent_and_got(tmp_path):
 
 def test_a_folder_with_raymonds_manifest_runs_as_states(tmp_path):
     write_states(tmp_path / "approval", {
-        "workflow.yaml": "id: approval\nname: Approval\ndefault_budget: 5.0\nbackend:\n  name: pi\n",
+        "workflow.yaml": "id: approval\nname: Approval\ndefault_budget: 5.0\nbackend:\n  name: gemini\n",
         "START.sh": 'echo "<result>approved $RAYMOND_INPUT</result>"\n',
     })
     ran = cli("run", "approval", "--input", "vendor=acme", cwd=tmp_path)
     assert (ran.returncode, ran.stdout) == (0, "approved vendor=acme\n"), ran.stderr
-    assert "warning: the workflow's manifest asks for the pi backend" in ran.stderr
+    assert "warning: the workflow's manifest asks for the gemini backend, which wfexec does not have" in ran.stderr
     [record] = json.loads(cli("runs", "--format", "json", cwd=tmp_path).stdout)
     assert record["workflow_name"] == "approval" and record["status"] == "completed"
     # A wfexec workflow.yaml is still a workflow, never taken for a manifest.

@@ -168,3 +168,24 @@ def test_read_only_shows_runs_without_a_button(page, root, private_run_store):
             assert page.locator("button, form").count() == 0, path
     finally:
         live.stop()
+
+
+def test_the_html_diagram_of_a_states_folder_shows_the_clicked_state(page, tmp_path):
+    """`wfexec graph FOLDER --format html` (`ray diagram --html`): one page, nothing fetched, a click on a state
+    shows its file."""
+    from playwright.sync_api import expect
+
+    flow = tmp_path / "flow"
+    flow.mkdir()
+    (flow / "START.sh").write_text("echo '<goto>REVIEW</goto>'\n")
+    (flow / "REVIEW.md").write_text("Review it. </script><b>not markup</b>\n<result>ok</result>\n")
+    made = wfexec_cli("graph", "flow", "--format", "html", "-o", "diagram.html", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    page.set_content((tmp_path / "diagram.html").read_text())
+    page.locator("g.node.state", has_text="REVIEW.md").click()
+    expect(page.locator("#state-name")).to_have_text("REVIEW.md")
+    expect(page.locator("#state-text")).to_have_text("Review it. </script><b>not markup</b>\n<result>ok</result>\n")
+    page.locator("g.node.state", has_text="START.sh").click()
+    expect(page.locator("#state-text")).to_have_text("echo '<goto>REVIEW</goto>'\n")
+    refused = wfexec_cli("graph", ROOT / "skills" / "release-checklist", "--format", "html", cwd=tmp_path)
+    assert refused.returncode == 2 and "--format html draws a states folder" in refused.stderr

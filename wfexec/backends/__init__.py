@@ -1,4 +1,4 @@
-"""LLM backends (DESIGN §4): `claude`, `command`, `replay`, and recording.
+"""LLM backends (DESIGN §4): `claude`, `pi`, `command`, `replay`, and recording.
 
 `create_backend(spec, record=..., replay=...)` turns the command line into a backend:
 
@@ -6,6 +6,7 @@
 |---|---|
 | `claude` | the Claude Code CLI (`claude -p --output-format json`) |
 | `claude:model=opus,effort=high,permission_mode=acceptEdits,executable=/path/claude,timeout=900` | the same, configured |
+| `pi` or `pi:provider=anthropic,thinking=low,tools=read+grep` | the pi coding agent (`pi --mode json`) |
 | `command:./my-llm --flag` | any program: prompt on stdin, reply on stdout |
 | `replay:cassette.yaml` (or `replay=cassette.yaml`) | answers from a recorded cassette |
 
@@ -22,7 +23,7 @@ from wfexec.backends.base import Backend, BackendError, BackendUnavailable, LLMR
 __all__ = ["Backend", "BackendError", "BackendUnavailable", "LLMReply", "LLMRequest", "create_backend",
            "invoke_backend", "run_sync"]
 
-SPEC_HELP = "use claude, claude:model=opus, command:PROGRAM [ARGS], or replay:CASSETTE.yaml"
+SPEC_HELP = "use claude, claude:model=opus, pi, pi:provider=anthropic, command:PROGRAM [ARGS], or replay:CASSETTE.yaml"
 _CLAUDE_OPTIONS = {"model", "effort", "permission_mode", "permission", "executable", "timeout"}
 
 
@@ -68,6 +69,8 @@ def _from_spec(spec: str | None) -> Any:
     name, _, rest = spec.partition(":")
     if name == "claude":
         return _claude(rest)
+    if name == "pi":
+        return _pi(rest)
     if name == "command":
         from wfexec.backends.command import CommandBackend
 
@@ -79,6 +82,23 @@ def _from_spec(spec: str | None) -> Any:
             raise ValueError("backend 'replay:' names no cassette; write replay:FILE.yaml")
         return _replay(rest.strip())
     raise ValueError(f"unknown LLM backend '{spec}'; {SPEC_HELP}")
+
+
+def _pi(options_text: str) -> Any:
+    from wfexec.backends.pi import PiBackend
+
+    return PiBackend.from_options(_options(options_text, "pi"))
+
+
+def _options(text: str, backend: str) -> dict:
+    """`key=value,key=value` (lists joined with +)."""
+    options = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"{backend} backend option '{part}': write key=value, separated by commas")
+        options[key.strip()] = value.strip()
+    return options
 
 
 def _claude(options_text: str) -> Any:

@@ -14,7 +14,8 @@ a replay that diverged from its recording), which stops the run.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from wfexec.errors import WfexecError
 
@@ -25,6 +26,14 @@ class BackendError(WfexecError):
 
 class UsageLimitReached(BackendError):
     """The backend refused the call because the account's usage limit is reached (it says until when)."""
+
+
+class BackendTimeout(BackendError):
+    """The program said nothing for `seconds` and was stopped (tried again, as any failed call)."""
+
+    def __init__(self, message: str, seconds: float):
+        super().__init__(message)
+        self.seconds = seconds
 
 
 class BackendUnavailable(BackendError):
@@ -43,9 +52,13 @@ class LLMRequest:
     state: str | None = None        # which state file asks, for recordings
     timeout: float | None = None    # seconds without output before giving up (None: never)
     attempt: int = 1                # 2 and 3 are reminder re-prompts
+    continue_latest: bool = False   # branch the latest session of `cwd` (claude -c --fork-session)
+    # Told of the turn as it streams: `event(object)` for each JSON object, `text(chunk)` for the model's text
+    # (where `<print>` blocks are found). Not part of what a recording keeps.
+    stream: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "stream"}
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
     claude -p --output-format stream-json --verbose
            --dangerously-skip-permissions | --permission-mode MODE
            --model M [--effort E]
-           [--resume SESSION [--fork-session]]
+           [--resume SESSION [--fork-session] | -c --fork-session]
            --disallowed-tools EnterPlanMode,ExitPlanMode,AskUserQuestion,NotebookEdit
            -- PROMPT
 
@@ -25,7 +25,8 @@ import json
 import os
 from typing import Sequence
 
-from wfexec.backends.base import Backend, BackendError, BackendUnavailable, LLMReply, LLMRequest, UsageLimitReached
+from wfexec.backends.base import (Backend, BackendError, BackendTimeout, BackendUnavailable, LLMReply, LLMRequest,
+                                  UsageLimitReached)
 from wfexec.system import progress
 
 DEFAULT_MODEL = "sonnet"
@@ -63,7 +64,9 @@ class ClaudeBackend(Backend):
         effort = request.effort or self.effort
         if effort:
             argv += ["--effort", effort]
-        if request.session_id:
+        if request.continue_latest:  # --continue-session: the folder's latest session, branched
+            argv += ["-c", "--fork-session"]
+        elif request.session_id:
             argv += ["--resume", request.session_id]
             if request.fork_session:
                 argv.append("--fork-session")
@@ -81,39 +84,53 @@ class ClaudeBackend(Backend):
         env.pop("CLAUDECODE", None)  # claude refuses to start "inside" another Claude Code session
         try:
             output = await run_process(argv, cwd=request.cwd or os.getcwd(), env=env, stdin=stdin,
-                                       timeout=request.timeout or self.timeout, on_stdout=_ProgressLines(request))
+                                       timeout=request.timeout or self.timeout, on_stdout=_StreamLines(request))
         except ProcessStartError as exc:
             raise BackendUnavailable(f"{exc}; install Claude Code (https://docs.claude.com/claude-code) or "
                                      "choose another backend") from None
         except ProcessTimeout as exc:
-            raise BackendError(f"claude gave no reply for {exc.seconds:g} s and was stopped") from None
+            raise BackendTimeout(f"claude gave no reply for {exc.seconds:g} s and was stopped", exc.seconds) from None
         return parse_reply(output.stdout, output.stderr, output.returncode)
 
 
-class _ProgressLines:
-    """Reads the stream as it comes and tells the status line what the agent is doing."""
+class _StreamLines:
+    """Reads the stream as it comes: tells the status line what the agent is doing, and the request's `stream`
+    each object and the text of each assistant message (its `<print>`s show as they are written)."""
 
     def __init__(self, request: LLMRequest):
         self.pending = ""
         self.who = f"claude ({request.agent_id}: {request.state})" if request.agent_id else "claude"
+        self.stream = request.stream
 
     def __call__(self, text: str) -> None:
         *lines, self.pending = (self.pending + text).split("\n")
         for line in lines:
-            doing = _activity(line)
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if self.stream is not None:
+                self.stream.event(event)
+                for block in _content(event):
+                    if block.get("type") == "text" and isinstance(block.get("text"), str):
+                        self.stream.text(block["text"])
+            doing = _activity(event)
             if doing:
                 progress.running(f"{self.who}: {doing}")
 
 
-def _activity(line: str) -> str:
-    try:
-        event = json.loads(line)
-    except json.JSONDecodeError:
-        return ""
+def _content(event) -> list:
+    """The content blocks of an assistant message."""
+    if not isinstance(event, dict) or event.get("type") != "assistant":
+        return []
+    content = (event.get("message") or {}).get("content")
+    return [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
+
+
+def _activity(event) -> str:
     if not isinstance(event, dict) or event.get("type") != "assistant":
         return ""
-    content = (event.get("message") or {}).get("content")
-    for block in reversed(content if isinstance(content, list) else []):
+    for block in reversed(_content(event)):
         if isinstance(block, dict) and block.get("type") == "tool_use":
             return f"using {block.get('name', 'a tool')}"
         if isinstance(block, dict) and block.get("type") == "text":

@@ -219,6 +219,12 @@ class RecordingBackend(Backend):
         self._append(item)
         return reply
 
+    def recording(self, inner: Any) -> "RecordingBackend":
+        """Another backend's replies into this same cassette (a nested workflow that runs on its own backend)."""
+        view = object.__new__(RecordingBackend)
+        view.inner, view.path, view.interactions, view._lock = inner, self.path, self.interactions, self._lock
+        return view
+
     def record_answer(self, node: str, answer: Any) -> None:
         """Keep a human's answer to a user_prompt node, so a replay can give it again."""
         self._append({"kind": "answer", "node": node, "answer": answer})

@@ -182,7 +182,10 @@ def resume(run_id: str, answer: Sequence[str] = (), answers: Sequence[Path] = ()
 
 
 def states(path: Path, input: str | None = None, start: str | None = None, budget_usd: float | None = None,
-           timeout: float | None = None, model: str | None = None, max_steps: int = 10_000, trace: bool = False,
+           timeout: float | None = None, model: str | None = None, effort: str | None = None,
+           on_ask: str = "pause", no_wait: bool = False, workflow_id: str | None = None,
+           continue_session: bool = False, no_debug: bool = False, dangerously_skip_permissions: bool | None = None,
+           max_steps: int = 10_000, trace: bool = False,
            format: str = "text", answer: Sequence[str] = (), non_interactive: bool = False,
            store: Path | None = None, ephemeral: bool = False, backend: str | None = None,
            record: Path | None = None, replay: Path | None = None, durability: str | None = None,
@@ -190,6 +193,9 @@ def states(path: Path, input: str | None = None, start: str | None = None, budge
     from wfexec.commands.run import execute_states
 
     return execute_states(path, input=input, start=start, budget_usd=budget_usd, timeout=timeout, model=model,
+                          effort=effort, on_ask=getattr(on_ask, "value", on_ask), no_wait=no_wait,
+                          workflow_id=workflow_id, continue_session=continue_session, no_debug=no_debug,
+                          skip_permissions=dangerously_skip_permissions,
                           max_steps=max_steps, trace=trace, json_output=format == "json", backend=backend,
                           record=record, replay=replay, answers=list(answer),
                           interactive=interactive(non_interactive), store=store, ephemeral=ephemeral,

@@ -469,19 +469,92 @@ def _refused_states(path) -> int:
     return exit_code_for("invalid")
 
 
+def _refused_launch(path, on_ask: str, workflow_id: str | None) -> int:
+    """0, or exit 2 after saying why: `--on-ask=reject` and states that may ask (`ray`'s launch check, before
+    any LLM call), or a `--workflow-id` that is malformed or was used already in this folder."""
+    import re
+
+    from wfexec.commands.states import split_path
+    from wfexec.protocol.asks import asking_states
+    from wfexec.protocol.errors import ScopeError
+    from wfexec.protocol.scopes import open_scope
+
+    if workflow_id is not None:
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,255}", workflow_id):
+            _error(f"error: --workflow-id {workflow_id!r}: use letters, digits, '-' and '_' (at most 255)")
+            return exit_code_for("invalid")
+        used = Path(".wfexec", "tasks", workflow_id)
+        if used.exists():
+            _error(f"error: --workflow-id {workflow_id} was used already (its task folders are in {used}) — choose "
+                   "another id, or `wfexec resume RUN` to go on with that run")
+            return exit_code_for("invalid")
+    if on_ask != "reject":
+        return 0
+    scope_path, _ = split_path(path)
+    try:
+        asking = asking_states(open_scope(scope_path, str(scope_path)))
+    except ScopeError:
+        return 0  # the run reports it
+    if asking:
+        _error(f"error: {path} may ask a person ({asking}), and --on-ask=reject refuses such a workflow — run "
+               "with --on-ask=pause (an <ask> then waits for `wfexec resume RUN --answer AGENT=TEXT`)")
+        return exit_code_for("invalid")
+    return 0
+
+
+def _with_permissions(backend: str | None, skip_permissions: bool) -> str | None:
+    """The backend spec asking for permission prompts when `--no-dangerously-skip-permissions` (or the config
+    file's `dangerously_skip_permissions = false`) says so and the spec says nothing of it itself: Claude Code's
+    `permission_mode=acceptEdits`, pi's `skip_permissions=false` (its conservative tools)."""
+    name = (backend or "").partition(":")[0].strip()
+    if skip_permissions or name not in ("claude", "pi") or "permission" in (backend or ""):
+        return backend
+    head, sep, options = (backend or "").partition(":")
+    added = "permission_mode=acceptEdits" if name == "claude" else "skip_permissions=false"
+    return f"{head}:{options + ',' if options.strip() else ''}{added}"
+
+
 def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps, trace, json_output, backend,
                    record, replay, answers=(), interactive=False, store=None, ephemeral=False, debug=False,
-                   temporal: str | None = None, task_queue: str = "wfexec", durability: str | None = None) -> int:
+                   temporal: str | None = None, task_queue: str = "wfexec", durability: str | None = None,
+                   effort: str | None = None, on_ask: str = "pause", no_wait: bool = False,
+                   workflow_id: str | None = None, continue_session: bool = False, no_debug: bool = False,
+                   skip_permissions: bool | None = None) -> int:
     """`wfexec states PATH`: the states folder as a one-node workflow (`states_workflow`), run like any other,
     so it is recorded in the store: an `<ask>` parks it (exit 3), paused agents stop it (exit 4), and `runs`,
-    `show`, `resume` and `cancel` work on it."""
+    `show`, `resume` and `cancel` work on it. `.raymond/config.toml` fills in what the flags do not say."""
+    import os
+
+    from wfexec.commands.raymond_config import ConfigError, load_config, merge
     from wfexec.commands.states import states_workflow
+    from wfexec.protocol.remote import as_url, fetch_zip
     from wfexec.durable.store import store_location
     from wfexec.protocol.errors import ScopeError
 
-    if budget_usd is not None and budget_usd < 0:
-        _error("error: a budget cannot be negative")
-        return exit_code_for("invalid")
+    for name, value in (("a budget", budget_usd), ("a timeout", timeout)):
+        if value is not None and value < 0:
+            _error(f"error: {name} cannot be negative" + (" (0: no timeout)" if name == "a timeout" else ""))
+            return exit_code_for("invalid")
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        _error(exc.format())
+        return exit_code_for(exc)
+    for warning in config.warnings:
+        _error(f"warning: {warning}")
+    launch = merge(config, budget_usd=budget_usd, model=model, effort=effort, timeout=timeout, no_wait=no_wait,
+                   no_debug=no_debug, skip_permissions=skip_permissions)
+    url = as_url(os.fspath(path))
+    if url is not None:  # fetched once into .raymond/registry/, then run as the local zip
+        try:
+            path = fetch_zip(url)
+        except ScopeError as exc:
+            _error(exc.format())
+            return exit_code_for(exc)
+    refused = _refused_launch(path, on_ask, workflow_id)
+    if refused:
+        return refused
+    backend = _with_permissions(backend, launch.skip_permissions)
     if ephemeral:
         import tempfile
 
@@ -496,8 +569,12 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
         return refused
     try:
         try:
-            workflow = states_workflow(path, into, start=start, with_input=input is not None,
-                                       budget_usd=budget_usd, timeout=timeout, model=model, warn=_error)
+            workflow = states_workflow(
+                path, into, start=start, with_input=input is not None, budget_usd=launch.budget_usd,
+                timeout=launch.timeout, model=launch.model, warn=_error, effort=launch.effort,
+                timeout_source=launch.timeout_source, on_ask=on_ask if on_ask != "pause" else None,
+                no_wait=launch.no_wait, workflow_id=workflow_id, continue_session=continue_session,
+                debug_files=launch.debug)
         except ScopeError as exc:
             _error(exc.format())
             return exit_code_for("invalid")

@@ -163,22 +163,22 @@ def raymond_manifest(folder: Path) -> dict | None:
 
 
 def manifest_warnings(manifest: dict | None) -> list[str]:
-    """What a Raymond manifest asks for that wfexec does not do (a backend other than Claude Code)."""
+    """What a Raymond manifest asks for that wfexec does not do (a backend other than Claude Code and pi)."""
     backend = (manifest or {}).get("backend")
     name = backend if isinstance(backend, str) else backend.get("name") if isinstance(backend, dict) else None
-    if backend is None or (name == "claude" and not (isinstance(backend, dict) and set(backend) - {"name"})):
+    if backend is None or name in ("", "claude", "pi"):
         return []
-    return [f"warning: the workflow's manifest asks for the {name or 'given'!s} backend"
-            f"{' with options' if isinstance(backend, dict) and set(backend) - {'name'} else ''}, which wfexec does "
-            "not have; its .md states use --backend (claude, command:PROGRAM or replay:FILE)"]
+    return [f"warning: the workflow's manifest asks for the {name or 'given'!s} backend, which wfexec does not "
+            "have (claude or pi); its .md states stop at their first LLM call"]
 
 
 def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, with_input: bool,
                     budget_usd: float | None, timeout: float | None, model: str | None,
-                    warn=None) -> Path:
+                    warn=None, **fields: Any) -> Path:
     """A workflow of one `states` node running PATH, written into `into` (named by its content, so the same
     command line finds the same file): what `wfexec states` runs, so that its run is recorded and resumed like
-    any other. Raises ScopeError when PATH is not a states folder."""
+    any other, with what it was launched with (`fields`: the node's effort, on_ask, no_wait, …; a None or false
+    one is left out). Raises ScopeError when PATH is not a states folder."""
     from wfexec.system.digest import sha256
     import json
 
@@ -195,8 +195,8 @@ def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, w
     if with_input:  # the text goes in as the workflow's input: a `${` in it stays text
         node["input"] = "${input.input}"
     budget = budget_usd if budget_usd is not None else (manifest or {}).get("default_budget")
-    for key, value in (("budget_usd", budget), ("timeout", timeout), ("model", model)):
-        if value is not None:
+    for key, value in (("budget_usd", budget), ("timeout", timeout), ("model", model), *fields.items()):
+        if value is not None and value is not False:
             node[key] = value
     # No on_failure: a failed state is the run's error (stderr, exit 1), as it was before runs were recorded.
     node.update({"store_as": "computed.result", "on_success": "done"})

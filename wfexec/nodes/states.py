@@ -8,7 +8,7 @@ implement:
   start: START                 # default: 1_START, then START
   input: "${computed.plan}"    # {{input}} / RAYMOND_INPUT of the first state
   budget_usd: 2.0              # checked before every LLM call
-  timeout: 300                 # seconds without output before a script (or LLM call) is stopped
+  timeout: 300                 # seconds without output before a script (or LLM call) is stopped; 0: never
   store_as: computed.implementation   # the main agent's final <result>; forks at computed.implementation_forks
   on_result: {APPROVED: deploy}       # routing on the (trimmed) result
   on_success: review
@@ -38,7 +38,13 @@ SCHEMA = {
         "start": {"type": "string"},
         "input": {},
         "budget_usd": {"type": "number", "minimum": 0},
-        "timeout": {"type": "number", "exclusiveMinimum": 0},
+        "timeout": {"type": "number", "minimum": 0},
+        "timeout_source": {"type": "string"},
+        "on_ask": {"enum": ["pause", "reject"]},
+        "no_wait": {"type": "boolean"},
+        "continue_session": {"type": "boolean"},
+        "workflow_id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,255}$"},
+        "debug_files": {"type": "boolean"},
         "backend": {"type": "string"},
         "model": {"type": "string"},
         "effort": {"type": "string"},
@@ -71,6 +77,12 @@ class States:
     on_failure: Any
     base_dir: Any = None     # the workflow's folder, where inline states are read from
     label: str = ""          # how messages name the scope
+    timeout_source: str | None = None   # how a timeout error names where `timeout` was set
+    on_ask: str = "pause"               # reject: a workflow whose states may ask is refused, an <ask> pauses
+    no_wait: bool = False               # a usage limit stops the run instead of waiting for its reset
+    continue_session: bool = False      # the first LLM turn branches the latest session of the folder it runs in
+    workflow_id: str | None = None      # {{workflow_id}} / RAYMOND_WORKFLOW_ID (default: made from the time)
+    debug_files: bool = False           # Raymond's debug files under .raymond/debug/<workflow id>/
 
 
 def compile(node_id, raw, c):
@@ -93,6 +105,12 @@ def compile(node_id, raw, c):
         on_failure=c.target(raw.get("on_failure"), ("on_failure",)),
         base_dir=c.base_dir,
         label=folder if folder else f"the inline states of node '{node_id}'",
+        timeout_source=raw.get("timeout_source"),
+        on_ask=raw.get("on_ask") or "pause",
+        no_wait=bool(raw.get("no_wait")),
+        continue_session=bool(raw.get("continue_session")),
+        workflow_id=raw.get("workflow_id"),
+        debug_files=bool(raw.get("debug_files")),
     )
     _check_scope(spec, c)
     if spec.backend:
@@ -138,9 +156,9 @@ def _check_scope(spec: States, c) -> None:
 
 def _check_backend(text: str, c) -> None:
     name = text.partition(":")[0].strip()
-    if name not in ("claude", "command", "replay"):
+    if name not in ("claude", "pi", "command", "replay"):
         c.error(("backend",), "states-backend", f"unknown LLM backend '{text}'",
-                "use claude, claude:model=opus, command:PROGRAM [ARGS], or replay:CASSETTE.yaml")
+                "use claude, claude:model=opus, pi, command:PROGRAM [ARGS], or replay:CASSETTE.yaml")
 
 
 def open_scope(spec: States):
@@ -209,7 +227,6 @@ def calls(spec):
 
 def execute(node, run) -> Outcome:
     from wfexec.protocol.errors import ProtocolError, StopRun
-    from wfexec.protocol.orchestrator import Orchestrator
 
     spec = node.spec
     begun = AgentSteps.begin(node, run)
@@ -219,13 +236,13 @@ def execute(node, run) -> Outcome:
     orchestrator = None
     try:
         scope = open_scope(spec)
-        orchestrator = Orchestrator(
-            scope, backend=_backend(node, run), io=run.io, cwd=cwd, budget_usd=spec.budget_usd,
-            timeout=spec.timeout, timeout_source=f"node '{node.id}' `timeout`", model=spec.model, effort=spec.effort,
-            on_step=_step_counter(run),
+        orchestrator = _orchestrator(
+            node, run, scope, cwd=cwd, on_step=_step_counter(run),
             on_checkpoint=lambda change, whole: run.change_node_state(node.id, change, whole),
             on_record=lambda agent, record: run.record_transcript(node.id, agent, record))
         saved = run.node_state(node.id)
+        if saved is None and spec.on_ask == "reject":
+            _refuse_asking(scope)
         if saved is not None:
             from wfexec.protocol.agents import AgentsState
 
@@ -249,6 +266,33 @@ def execute(node, run) -> Outcome:
     except ProtocolError as exc:
         return _failed(node, run, exc, orchestrator, stop=False)
     return _succeeded(node, run, outcome)
+
+
+def _orchestrator(node, run, scope, **given):
+    """The orchestrator of this node's agents, as the node's fields configure it."""
+    from wfexec.protocol.orchestrator import Orchestrator
+
+    spec = node.spec
+    options: dict[str, Any] = dict(
+        backend=_backend(node, run), io=run.io, budget_usd=spec.budget_usd, timeout=spec.timeout,
+        timeout_source=spec.timeout_source or f"node '{node.id}' `timeout`", model=spec.model, effort=spec.effort,
+        workflow_id=spec.workflow_id, on_ask=spec.on_ask, no_wait=spec.no_wait,
+        continue_session=spec.continue_session, debug_files=spec.debug_files)
+    options.update(given)
+    return Orchestrator(scope, **options)
+
+
+def _refuse_asking(scope) -> None:
+    """With `on_ask: reject`, a workflow whose states may `<ask>` is refused before any state runs (`ray`'s
+    launch check)."""
+    from wfexec.protocol.asks import asking_states
+    from wfexec.protocol.errors import ProtocolError
+
+    asking = asking_states(scope)
+    if asking:
+        raise ProtocolError(f"{scope.describe()} may ask a person ({asking}), and on_ask is reject (--on-ask=reject)",
+                            "run with --on-ask=pause (an <ask> then parks the run until it is answered), or take "
+                            "the ask out of the states' allowed_transitions")
 
 
 def _question(node, agent):
@@ -386,18 +430,14 @@ class AgentSteps:
         """With no agent: the first one. Else one state of `agent` (`Orchestrator.step_one`). Fatal errors raise
         (ProtocolError; StopRun stops the run)."""
         from wfexec.protocol.agents import Agent
-        from wfexec.protocol.orchestrator import Orchestrator
 
-        spec = node.spec
-        scope = open_scope(spec)
-        orchestrator = Orchestrator(
-            scope, backend=_backend(node, run), io=run.io, cwd=meta["cwd"], budget_usd=spec.budget_usd,
-            spent_usd=meta.get("spent") or 0.0, timeout=spec.timeout, timeout_source=f"node '{node.id}' `timeout`",
-            model=spec.model, effort=spec.effort, workflow_id=meta["workflow_id"], keep_records=False)
+        scope = open_scope(node.spec)
+        orchestrator = _orchestrator(node, run, scope, cwd=meta["cwd"], spent_usd=meta.get("spent") or 0.0,
+                                     workflow_id=meta["workflow_id"], keep_records=False)
         if agent is None:
             for warning in scope.warnings:
                 orchestrator.warn(warning)
-            return {"agent": orchestrator.first_agent(spec.start, meta.get("input")).to_dict()}
+            return {"agent": orchestrator.first_agent(node.spec.start, meta.get("input")).to_dict()}
         return orchestrator.step_one(Agent.from_dict(agent))
 
     @staticmethod
@@ -452,7 +492,7 @@ NODE_TYPE = NodeType(
         "input": "`{{input}}` / `RAYMOND_INPUT` of the first state",
         "budget_usd": "the most the node may spend on LLM calls, checked before each call",
         "timeout": "seconds without output before a script or LLM call is stopped",
-        "backend": "the LLM backend: `claude`, `command:PROGRAM`, `replay:CASSETTE.yaml`",
+        "backend": "the LLM backend: `claude`, `pi`, `command:PROGRAM`, `replay:CASSETTE.yaml`",
         "store_as": "the state path for the main agent's final `<result>` (forks at `<path>_forks`)",
         "on_result": "result text → target",
         "on_success": "where to go when the states ended with a result no `on_result` names",
@@ -460,6 +500,14 @@ NODE_TYPE = NodeType(
         "model": "the model the LLM backend uses",
         "effort": "the reasoning effort the LLM backend uses",
         "cwd": "the folder the states run in (default: the run's working directory)",
+        "timeout_source": "how a timeout error names where `timeout` was set (default: the node's `timeout`)",
+        "on_ask": "`pause` (default: an `<ask>` parks the run) or `reject` (states that may ask are refused "
+                  "before any runs; an `<ask>` pauses its agent)",
+        "no_wait": "a usage limit stops the run (exit 4) instead of waiting for its reset time",
+        "continue_session": "the first LLM turn branches the latest session of the folder it runs in "
+                            "(claude `-c --fork-session`)",
+        "workflow_id": "`{{workflow_id}}` / `RAYMOND_WORKFLOW_ID` (default: `workflow_<date>_<time>`)",
+        "debug_files": "write Raymond's debug files under `.raymond/debug/<workflow id>/`",
     },
     rules="""\
 1. Open the scope: `folder` (a directory, a `.zip`, or a Raymond `.yaml`) or the inline `states` mapping.

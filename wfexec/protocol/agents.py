@@ -37,6 +37,9 @@ from wfexec.protocol.errors import ProtocolError
 from wfexec.protocol.tags import WORKFLOW_TAGS, Transition
 
 MAIN = "main"
+# `branch_from` of the main agent launched with --continue-session: its first LLM turn branches the latest session
+# of the folder it runs in (claude `-c --fork-session`), not a session it knows the id of.
+CONTINUE_LATEST = "@latest"
 FORK_TAGS = ("fork", "fork-workflow")
 MAX_DEPTH = 4  # nested call-workflow / function-workflow calls, as in Raymond
 # Attributes a fork consumes itself; every other one reaches the worker's first state.

@@ -199,14 +199,15 @@ class _ScriptRun:
     def failed(self, exc: ProcessTimeout | ProcessStartError) -> ProtocolError:
         if isinstance(exc, ProcessStartError):
             return ProtocolError(f"{self.where} could not start: {exc}")
-        self.orch.keep_record(self.agent, "script", stdout=exc.stdout, stderr=exc.stderr, exit_code=None)
+        self.orch.keep_record(self.agent, "script", stdout=exc.stdout, stderr=exc.stderr, exit_code=None,
+                              env=self.env)
         return ProtocolError(f"{self.where} produced no output for {exc.seconds:g} s and was stopped (timeout "
                              f"from {self.timeout_source})", "make it print progress, or raise the timeout")
 
     def finished(self, output: ProcessOutput) -> StepResult:
         orch, agent, where = self.orch, self.agent, self.where
         record = orch.keep_record(agent, "script", stdout=output.stdout, stderr=output.stderr,
-                                  exit_code=output.returncode, seconds=output.seconds)
+                                  exit_code=output.returncode, seconds=output.seconds, env=self.env)
         if output.returncode != 0:
             raise ProtocolError(f"{where} exited with status {output.returncode}; a script must exit 0"
                                 + _stderr_excerpt(output.stderr))

@@ -31,6 +31,8 @@ from wfexec.protocol.tags import WORKFLOW_TAGS, TagError, Transition, parse_tran
 ERROR, WARNING = "error", "warning"
 _MODELS = ("opus", "sonnet", "haiku")
 _EFFORTS = ("low", "medium", "high")
+# A scope run on pi (its manifest's `backend: pi`) takes pi's model names as written, and pi's thinking levels.
+_PI_EFFORTS = ("off", "minimal", "low", "medium", "high", "xhigh")
 _TARGET_TAGS = ("goto", "reset", "call", "function", "fork")
 _RETURN_TAGS = ("call", "function")
 _NO_TASK_TAGS = ("goto", "call", "function", "result", "call-workflow", "function-workflow", "ask")
@@ -163,12 +165,23 @@ def lint_scope(scope: StateScope, start: str | None = None) -> list[Finding]:
     entry = _stem(start) if start else _entry_state(scope, add)
     parsed.update((name, _parse(scope, name)) for name in files)
     seen_ambiguous: set[str] = set()
+    on_pi = _runs_on_pi(scope)
     for name in files:
-        _file_checks(name, parsed[name], known, resolvable, seen_ambiguous, add)
+        _file_checks(name, parsed[name], known, resolvable, seen_ambiguous, add, on_pi)
     _unknown_fields(scope, files, parsed, add)
     _graph_checks(files, parsed, stems, entry, add)
     order = {ERROR: 0, WARNING: 1}
     return sorted(findings, key=lambda f: (order[f.severity], f.file, f.check))
+
+
+def _runs_on_pi(scope: StateScope) -> bool:
+    from wfexec.protocol.scope_backends import declared_backend
+
+    try:
+        declared = declared_backend(scope)
+    except ProtocolError:
+        return False
+    return declared is not None and declared[0] == "pi"
 
 
 def _entry_state(scope: StateScope, add) -> str | None:
@@ -191,14 +204,14 @@ def _computed(name: str, target: str) -> bool:
 
 
 def _file_checks(name: str, parsed: _Parsed, known: set[str], resolvable: set[str], seen_ambiguous: set[str],
-                 add) -> None:
+                 add, on_pi: bool = False) -> None:
     policy, transitions = parsed.policy, parsed.transitions
     if parsed.frontmatter_error is not None:
         add(ERROR, name, f"invalid YAML frontmatter in {name}: {parsed.frontmatter_error}", "frontmatter-parse-error")
-    if policy is not None and policy.model and policy.model not in _MODELS:
+    if policy is not None and policy.model and policy.model not in _MODELS and not on_pi:
         add(ERROR, name, f"invalid model {policy.model!r} in {name}; must be one of: opus, sonnet, haiku",
             "invalid-model", key="model")
-    if policy is not None and policy.effort and policy.effort not in _EFFORTS:
+    if policy is not None and policy.effort and policy.effort not in (_PI_EFFORTS if on_pi else _EFFORTS):
         add(ERROR, name, f"invalid effort {policy.effort!r} in {name}; must be one of: low, medium, high",
             "invalid-effort", key="effort")
     for t in transitions:

@@ -80,7 +80,8 @@ class Orchestrator:
                  on_checkpoint: Callable[[dict, Callable[[], dict]], None] | None = None,
                  keep_records: bool = True,
                  on_record: Callable[[str, dict], None] | None = None,
-                 sleep: Callable[[float], Any] | None = None):
+                 sleep: Callable[[float], Any] | None = None, on_ask: str = "pause", no_wait: bool = False,
+                 continue_session: bool = False, debug_files: bool = False):
         self.scope = scope
         self.backend = backend
         self.io = io
@@ -98,9 +99,18 @@ class Orchestrator:
         self.keep_records = keep_records
         self.on_record = on_record  # (agent id, record): a durable run keeps every one (`show --agent`)
         self.sleep = sleep  # how a usage-limit wait waits (default asyncio.sleep)
+        self.on_ask = on_ask  # reject: an <ask> pauses its agent instead of parking the run
+        self.no_wait = no_wait  # a usage limit stops the run instead of waiting for its reset
+        self.continue_session = continue_session  # main's first LLM turn branches the folder's latest session
+        self.debug = None
+        if debug_files:
+            from wfexec.protocol.debug_files import DebugFiles
+
+            self.debug = DebugFiles(self.base_cwd, lambda: self.workflow_id, self.warn)
         self.quiescing = False  # an agent asks: no agent starts another state until the answer comes
         self.files = ScriptFiles()
         self._scopes: dict[str, StateScope] = {}
+        self._backends: dict[str, Any] = {}  # per scope: a nested workflow may run on its own backend
         self.base_env = base_environment()
         # Found once: a script state never depends on a PATH lookup (nor on a PATH the scripts change).
         self.bash = _which("bash")
@@ -124,6 +134,16 @@ class Orchestrator:
         if scope is None:
             scope = self._scopes[agent.scope] = open_scope(agent.scope, agent.scope)
         return scope
+
+    def backend_for(self, agent: Agent, scope: str | None = None) -> Any:
+        """The backend of the agent's scope (or of `scope`, a caller's): its manifest's (`backend: pi`), else the
+        run's."""
+        key = (agent.scope if scope is None else scope) or ""
+        if key not in self._backends:
+            from wfexec.protocol.scope_backends import scope_backend
+
+            self._backends[key] = scope_backend(self.scope_for(replace(agent, scope=key)), self.backend)
+        return self._backends[key]
 
     def task_folder(self, agent: Agent) -> str:
         """The agent's task folder, made before its state runs: `.wfexec/tasks/<workflow id>/<task>` under the
@@ -169,6 +189,10 @@ class Orchestrator:
 
     def keep_record(self, agent: Agent, kind: str, **details) -> dict:
         record = {"agent": agent.id, "state": agent.state, "kind": kind, **details}
+        if self.debug is not None and kind == "script":
+            self.debug.script(agent, details.get("env"), details.get("stdout") or "", details.get("stderr") or "",
+                              details.get("exit_code"), details.get("seconds"))
+        record.pop("env", None)  # for the debug files only
         for key in ("stdout", "stderr", "reply", "prompt"):
             value = record.get(key)
             if isinstance(value, str) and len(value) > KEEP_OUTPUT:
@@ -197,7 +221,9 @@ class Orchestrator:
                 raise ScopeError(f"start state: {exc.message}", exc.hint) from None
         else:
             first = entry_point(self.scope)
-        return Agent(id=MAIN, state=first, input=input)
+        from wfexec.protocol.agents import CONTINUE_LATEST
+
+        return Agent(id=MAIN, state=first, input=input, branch_from=CONTINUE_LATEST if self.continue_session else None)
 
     def step_one(self, agent: Agent) -> dict:
         """One state of `agent`, run here, as data for a runner that keeps the agents elsewhere (the Temporal
@@ -270,7 +296,7 @@ class Orchestrator:
 
     def _limit_wait(self, state: AgentsState) -> float | None:
         """Seconds until a usage limit resets, when every agent left is paused by one (None: nothing to wait for)."""
-        if self.quiescing:
+        if self.quiescing or self.no_wait:
             return None
         return limit_wait([a.error or "" for a in state.agents if a.status == "paused"])
 
@@ -408,7 +434,12 @@ class Orchestrator:
         for worker in workers:
             if self._running_in_loop:
                 self._spawn(worker.id)  # else the loop starts it with the others, when it takes over
-        if moved.status == "asking":
+        if self.debug is not None:
+            self.debug.transition(agent, moved, workers, rendered, step.kind)
+        if moved.status == "asking" and self.on_ask == "reject":
+            self._pause(moved, f"it emitted <ask> ({moved.ask_prompt!r}), and --on-ask=reject is in effect "
+                               "(run with --on-ask=pause to let it ask)")
+        elif moved.status == "asking":
             self.quiescing = True  # the others finish the state they are in, then wait with it
         if self.io.tracing:
             self.trace(_describe_move(agent, moved, workers, step))

@@ -17,8 +17,10 @@ from wfexec.protocol.executors import (ForkGroupProblem, OutputProblem, StepResu
                                        check_transitions, state_timeout)
 from wfexec.protocol.policy import (MAX_INVOCATIONS, Policy, PolicyError, check_transition, implicit_entry,
                                     implicit_transition, parse_frontmatter, reminder)
-from wfexec.protocol.tags import WORKFLOW_TAGS, TagError, Transition, extract_prints, parse_transitions
+from wfexec.protocol.tags import WORKFLOW_TAGS, PrintScanner, TagError, Transition, extract_prints, parse_transitions
 from wfexec.protocol.templates import render, template_values
+
+from wfexec.protocol.agents import CONTINUE_LATEST
 
 if TYPE_CHECKING:
     from wfexec.backends.base import LLMRequest
@@ -42,7 +44,8 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
     if policy is not None and policy.unknown:
         orch.warn(f"{name}: unknown frontmatter field{'s' if len(policy.unknown) > 1 else ''} "
                   f"{', '.join(policy.unknown)} (ignored; known: allowed_transitions, model, effort, force_implicit)")
-    if orch.backend is None:
+    backend = orch.backend_for(agent)
+    if backend is None:
         raise BackendMissing(f"{where} is an LLM state, and no LLM backend is configured",
                              "run with --backend claude (or command:PROGRAM, or --replay CASSETTE)")
     values = template_values(workflow_id=orch.workflow_id, agent_id=agent.id, task_folder=orch.task_folder(agent),
@@ -50,23 +53,29 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
     prompt = render(body, values)
     model = (policy.model if policy else None) or orch.model
     effort = (policy.effort if policy else None) or orch.effort
-    # An LLM turn in JSON mode prints nothing until it is done: only a timeout someone wrote applies to it.
-    timeout, _ = state_timeout(orch, agent, name, default=None)
+    # Not every backend streams (a `command:` program replies once): only a timeout someone set applies to a turn.
+    timeout, timeout_source = state_timeout(orch, agent, name, default=None)
     session = agent.session_id
     resume, branch = (agent.branch_from, True) if agent.branch_from else (session, False)
+    if branch and resume != CONTINUE_LATEST and agent.stack and orch.backend_for(agent, agent.stack[-1].scope) \
+            is not backend:
+        resume, branch = None, False  # called from a workflow on another backend: its session means nothing here
     turn_prompt, cost, problems = prompt, 0.0, []
     for attempt in range(1, MAX_INVOCATIONS + 1):
         orch.budget.check(agent.id, name)
-        request = LLMRequest(prompt=turn_prompt, session_id=resume, fork_session=branch, model=model, effort=effort,
-                             cwd=orch.agent_cwd(agent), agent_id=agent.id, state=name, timeout=timeout,
-                             attempt=attempt)
-        reply = await _invoke(orch, request, where)
+        latest = resume == CONTINUE_LATEST
+        stream = _TurnStream(orch, agent)
+        request = LLMRequest(prompt=turn_prompt, session_id=None if latest else resume, fork_session=branch,
+                             model=model, effort=effort, cwd=orch.agent_cwd(agent), agent_id=agent.id, state=name,
+                             timeout=timeout, attempt=attempt, continue_latest=latest, stream=stream)
+        reply = await _invoke(backend, request, where, timeout_source)
         cost += reply.cost_usd
         orch.budget.add(reply.cost_usd)
         if reply.session_id:
             session = reply.session_id
         resume, branch = session, False  # reminders continue the session the failed turn produced
-        orch.printer(agent)(extract_prints(reply.text))
+        if reply.text.strip() not in stream.streamed:  # not seen as it streamed (a backend that replies at once)
+            orch.printer(agent)(extract_prints(reply.text))
         record = orch.keep_record(agent, "markdown", prompt=turn_prompt, reply=reply.text, cost_usd=reply.cost_usd,
                                   session_id=session, attempt=attempt)
         try:
@@ -90,16 +99,38 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
                         "make the prompt say which tag to emit, or give it a single implicit transition")
 
 
-async def _invoke(orch: "Orchestrator", request: "LLMRequest", where: str):
-    from wfexec.backends.base import BackendError, BackendUnavailable, UsageLimitReached, invoke_backend
+class _TurnStream:
+    """One LLM turn as it streams: each JSON object goes to the debug file, and the model's text is scanned for
+    `<print>` blocks, shown as soon as each is closed (not when the turn ends)."""
+
+    def __init__(self, orch: "Orchestrator", agent: "Agent"):
+        self._printer = orch.printer(agent)
+        self._scanner = PrintScanner()
+        self._write = orch.debug.stream_writer(agent) if orch.debug is not None else None
+        self.streamed = ""  # the model's text as it came
+
+    def event(self, event) -> None:
+        if self._write is not None:
+            self._write(event)
+
+    def text(self, chunk: str) -> None:
+        self.streamed += chunk
+        self._printer(self._scanner.feed(chunk))
+
+
+async def _invoke(backend, request: "LLMRequest", where: str, timeout_source: str):
+    from wfexec.backends.base import BackendError, BackendTimeout, BackendUnavailable, UsageLimitReached, invoke_backend
 
     try:
-        return await invoke_backend(orch.backend, request)
+        return await invoke_backend(backend, request)
     except BackendUnavailable as exc:
         raise StopRun(f"{where}: the LLM backend cannot be used: {exc.message}", exc.hint) from None
     except UsageLimitReached as exc:
         raise UsageLimit(f"{where}: {exc.message}", "the run waits for the limit's reset time when it says one; "
                          "otherwise resume once it has passed") from None
+    except BackendTimeout as exc:
+        raise Retryable(f"{where}: {exc} (timeout from {timeout_source})",
+                        "raise the timeout, or 0 for none") from None
     except BackendError as exc:  # tried again, then the agent is paused
         raise Retryable(f"{where}: the LLM backend failed: {exc}") from None
     except ProtocolError:

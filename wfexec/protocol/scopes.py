@@ -166,6 +166,7 @@ class ZipScope(_VirtualScope):
 class YamlScope(_VirtualScope):
     kind = "YAML file"
     strips_extensions = True
+    manifest: dict | None = None  # the file's keys besides `states:` (Raymond's manifest fields)
 
 
 class InlineScope(_VirtualScope):

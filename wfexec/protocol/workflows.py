@@ -39,6 +39,13 @@ def abbrev(name: str) -> str:
     return name.lower()[:6]
 
 
+def _url_file_name(url: str) -> str:
+    """The file name a URL ends with."""
+    from urllib.parse import urlparse
+
+    return urlparse(url).path.rsplit("/", 1)[-1]
+
+
 def _stem(path: Path) -> str:
     return path.stem if path.suffix.lower() in _FILE_SCOPES else path.name
 
@@ -48,6 +55,15 @@ def resolve_workflow(specifier: str, caller: StateScope) -> WorkflowTarget:
     text = os.path.expanduser(specifier.strip())
     if not text:
         raise ProtocolError("names no workflow: write a folder, .zip or .yaml between the tags")
+    from wfexec.protocol.remote import as_url
+
+    url = as_url(text)
+    if url is not None:  # https://…/NAME-<sha256>.zip: fetched once, then a local zip
+        from wfexec.protocol.remote import fetch_zip
+
+        path = fetch_zip(url)
+        scope = open_scope(path, url)
+        return WorkflowTarget(str(path), entry_point(scope), abbrev(_stem(Path(_url_file_name(url)))))
     if not os.path.isabs(text):
         base = caller.location
         if base.suffix.lower() in _FILE_SCOPES:

@@ -42,6 +42,7 @@ def open_yaml(path: Path, label: str) -> YamlScope:
     scope = YamlScope(label, path.resolve().parent, files, timeouts)
     scope.location = path.resolve()
     scope.warnings = warnings
+    scope.manifest = {k: v for k, v in data.items() if k != "states"}  # id, backend, requires_human_input, …
     return scope
 
 
