@@ -27,11 +27,12 @@ def api(root, private_run_store):
 
 
 def _sse(text: str) -> list[dict]:
-    """The events of a finished stream: each as its fields (`id`, `event`, `data` parsed)."""
+    """The events of a finished stream but those saying the run's output grew: each as its fields (`id`, `event`,
+    `data` parsed)."""
     events = []
     for block in text.replace("\r\n", "\n").split("\n\n"):
         fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith(":"))
-        if "data" in fields:
+        if "data" in fields and fields.get("event") != "output":
             fields["data"] = json.loads(fields["data"])
             events.append(fields)
     return events

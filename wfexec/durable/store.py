@@ -413,6 +413,29 @@ class Store:
         rows = self.db.execute(f"{self._select_runs}{clause} ORDER BY runs.id DESC LIMIT ?", (*values, limit))
         return [RunRecord.from_row(r) for r in rows]
 
+    def data_version(self) -> int:
+        """A number that moves whenever another connection commits to the store (SQLite's `data_version`): a
+        watcher that sees it unchanged knows nothing happened without reading a row."""
+        return self.db.execute("PRAGMA data_version").fetchone()[0]
+
+    def changed_since(self, after: float) -> builtins.list[RunRecord]:
+        """The runs whose row or journal changed after `after` (a `time.time()`), oldest change first: what a
+        watcher that saw every change up to `after` has missed. A going run's journal moves without its row, so
+        the last journal row of each run marked running is looked at too (one index lookup each)."""
+        ids = {r[0] for r in self.db.execute("SELECT id FROM runs WHERE updated_at > ?", (after,))}
+        if self.schema >= 3:
+            ids.update(r[0] for r in self.db.execute(
+                "SELECT runs.id FROM runs JOIN journal j ON j.run_id = runs.id AND j.first_step = (SELECT "
+                "max(first_step) FROM journal WHERE run_id = runs.id) WHERE runs.status = 'running' AND "
+                "j.committed_at > ?", (after,)))
+        records: builtins.list[RunRecord] = []
+        listed = sorted(ids)
+        for start in range(0, len(listed), 500):  # SQLite's limit on bound values
+            chunk = listed[start:start + 500]
+            rows = self.db.execute(f"{self._select_runs} WHERE runs.id IN ({', '.join('?' * len(chunk))})", chunk)
+            records += [RunRecord.from_row(r) for r in rows]
+        return sorted((r for r in records if r.updated_at > after), key=lambda r: (r.updated_at, r.id))
+
     def driven_by(self, lease: str) -> RunRecord | None:
         """The run this process (`pid@host`, as `lease_holder` says) is driving now, if any."""
         row = self.db.execute(f"{self._select_runs} WHERE runs.lease = ? ORDER BY runs.id DESC LIMIT 1",

@@ -16,8 +16,9 @@ from wfexec.serve.store_view import PAGE, graph, journal, one_run, runs_page, st
 
 def _number(request: Request, name: str, default, kind=int):
     text = request.query_params.get(name)
-    if name == "since" and not text:  # a browser's EventSource says where it was when it reconnects
-        text = request.headers.get("last-event-id")
+    if name == "since" and request.headers.get("last-event-id"):
+        # A browser's EventSource reconnects to the address it was given, and says where it got to: that wins.
+        text = request.headers["last-event-id"]
     if text in (None, ""):
         return default
     try:
@@ -56,11 +57,11 @@ def routes(server) -> list[Route]:
 
     def run_stream(request: Request):
         one_run(store, request.path_params["run_id"])  # an unknown run is a 404 now, not an empty stream
-        return EventSourceResponse(run_events(store, request.path_params["run_id"], _number(request, "since", 0)),
-                                   ping=15)
+        return EventSourceResponse(run_events(server.feed, request.path_params["run_id"], _number(request, "since", 0),
+                                              server.processes.output_of), ping=15)
 
     def all_stream(request: Request):
-        return EventSourceResponse(all_events(store, _number(request, "since", 0.0, float)), ping=15)
+        return EventSourceResponse(all_events(server.feed, _number(request, "since", None, float)), ping=15)
 
     def workflows(request: Request):
         return JSONResponse({"roots": [str(r) for r in server.workflows.roots],

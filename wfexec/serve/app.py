@@ -18,6 +18,7 @@ from wfexec.durable.store import StoreError
 from wfexec.serve import api, pages
 from wfexec.serve.actions import ActionRefused
 from wfexec.serve.config import ServeConfig
+from wfexec.serve.feed import Feed
 from wfexec.serve.processes import Processes
 from wfexec.serve.security import Guard, Refused, Sessions, posted
 from wfexec.serve.workflows import Workflows
@@ -35,6 +36,7 @@ class Server:
         self.processes = Processes(config.store, config.wfexec_command)
         self.workflows = Workflows(config.roots)
         self.sessions = Sessions()
+        self.feed = Feed(config.store)
         self.templates = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                             undefined=jinja2.StrictUndefined)
         self.templates.filters["when"] = pages.when

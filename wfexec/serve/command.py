@@ -87,9 +87,15 @@ def _run(config, sock, debug: bool) -> int:
     from wfexec.serve.app import create_app
 
     app = create_app(config)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            app.state.server.feed.close()  # open event streams end now rather than hold the shutdown up
+            super().handle_exit(sig, frame)
+
     # No access log: the first request's line would carry the token.
-    server = uvicorn.Server(uvicorn.Config(app, log_level="debug" if debug else "warning", access_log=False,
-                                           lifespan="off", timeout_graceful_shutdown=1))
+    server = Server(uvicorn.Config(app, log_level="debug" if debug else "warning", access_log=False,
+                                   lifespan="off", timeout_graceful_shutdown=1))
     print(f"wfexec serve: runs in {config.store}" + (" (read-only)" if config.read_only else ""), file=sys.stderr)
     print(config.start_url(), flush=True)
     try:
