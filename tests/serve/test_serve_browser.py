@@ -132,7 +132,7 @@ def test_launch_from_a_workflow_page_then_answer_on_the_run_page(page, server, r
     page.locator('button[data-action="launch"]').click()
     page.wait_for_url("**/runs/*")
     expect(page.locator(".asks")).to_have_text("Greet Grace how?")
-    expect(page.locator('li.node.current[data-node="ask"]')).to_have_count(1)
+    expect(page.locator('#graph g.node.current[data-node="ask"]')).to_have_count(1)
     page.locator('button[data-option="plain"]').click()
     expect(page.locator('#summary [data-field="status"]')).to_have_text("completed")
     expect(page.locator("#journal tr")).to_have_count(2)

@@ -47,13 +47,44 @@ def answer(store: Path, processes: Processes, run_id: str, value: Any) -> Starte
     return _started_or_refused(started)
 
 
-def resume(store: Path, processes: Processes, run_id: str) -> Started:
+IN_FLIGHT_CHOICES = ("rerun", "skip")
+
+
+def resume(store: Path, processes: Processes, run_id: str, in_flight: Any = None) -> Started:
+    """Continue a stopped or interrupted run; `in_flight` ("rerun" or "skip") says what becomes of the step that
+    was in flight when it stopped, as `wfexec resume --rerun/--skip` does."""
     record = one_run(store, run_id)
     if record["finished"]:
         raise ActionRefused(409, f"run {record['id']} has already finished ({record['status']})")
     if record["status"] == "waiting":
         raise ActionRefused(409, f"run {record['id']} waits for an answer: answer it to go on")
-    return _started_or_refused(processes.resume(record["id"]))
+    if in_flight in ("", None):
+        in_flight = None
+    elif in_flight not in IN_FLIGHT_CHOICES:
+        raise ActionRefused(400, f"'in_flight' must be one of {', '.join(IN_FLIGHT_CHOICES)}, not '{in_flight}'")
+    if record["in_flight"] and in_flight is None:
+        step = record["in_flight"]
+        raise ActionRefused(409, f"step {step['step']} ({step['node']}) was in flight when run {record['id']} "
+                                 "stopped: say whether to run it again or skip it", choices=list(IN_FLIGHT_CHOICES))
+    return _started_or_refused(processes.resume(record["id"], in_flight=in_flight))
+
+
+def again(store: Path, processes: Processes, workflows: Workflows, run_id: str) -> Started:
+    """A new run of the same workflow with the same inputs, if that workflow is one this server may launch."""
+    from wfexec.serve.command_lines import input_options
+
+    record = one_run(store, run_id)
+    found = workflows.at(Path(record["workflow_path"]))
+    if found is None:
+        raise ActionRefused(404, f"{record['workflow_path']} is not under the folders this server was given "
+                                 "(--root): it cannot be launched from here", hint=_terminal_hint(store, record))
+    return launch(processes, workflows, found.id, input_options(record["inputs"] or {}))
+
+
+def _terminal_hint(store: Path, record: dict) -> str:
+    from wfexec.serve.command_lines import command_lines
+
+    return f"at a terminal: {command_lines(record, store)['again']}"
 
 
 def cancel(store: Path, run_id: str) -> dict[str, Any]:

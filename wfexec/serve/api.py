@@ -11,7 +11,8 @@ from starlette.routing import Route
 
 from wfexec.serve import actions
 from wfexec.serve.events import all_events, run_events
-from wfexec.serve.store_view import PAGE, graph, journal, one_run, runs_page, state, workflow_graph
+from wfexec.serve.store_view import (PAGE, agents, graph, journal, one_run, output, runs_page, state,
+                                     workflow_graph)
 
 
 def _number(request: Request, name: str, default, kind=int):
@@ -30,15 +31,21 @@ def _number(request: Request, name: str, default, kind=int):
     return value
 
 
+def run_filters(request: Request) -> dict[str, str | None]:
+    """What `/runs` and `/api/runs` filter by, from the address: status, workflow (its name), q (text), and
+    before (the page)."""
+    given = request.query_params
+    return {"status": given.get("status") or None, "workflow": given.get("workflow") or None,
+            "text": given.get("q") or None, "before": given.get("before") or None}
+
+
 def routes(server) -> list[Route]:
     """`server` (wfexec.serve.app.Server) holds the config, the processes and the workflows."""
     config = server.config
     store = config.store
 
     def runs(request: Request):
-        status = request.query_params.get("status") or None
-        return JSONResponse(runs_page(store, status, _number(request, "limit", PAGE),
-                                      request.query_params.get("before") or None))
+        return JSONResponse(runs_page(store, **run_filters(request), limit=_number(request, "limit", PAGE)))
 
     def run(request: Request):
         data = one_run(store, request.path_params["run_id"])
@@ -51,6 +58,13 @@ def routes(server) -> list[Route]:
 
     def run_state(request: Request):
         return JSONResponse({"state": state(store, request.path_params["run_id"])})
+
+    def run_agents(request: Request):
+        return JSONResponse({"agents": agents(store, request.path_params["run_id"])})
+
+    def run_output(request: Request):
+        run_id = one_run(store, request.path_params["run_id"])["id"]
+        return JSONResponse(output(server.processes.output_of(run_id), _number(request, "from", 0)))
 
     def run_graph(request: Request):
         return JSONResponse(graph(store, request.path_params["run_id"]))
@@ -81,8 +95,15 @@ def routes(server) -> list[Route]:
 
     async def resume(request: Request):
         body = await server.posted(request)
-        started = await server.blocking(actions.resume, store, server.processes, request.path_params["run_id"])
+        started = await server.blocking(actions.resume, store, server.processes, request.path_params["run_id"],
+                                        body.get("in_flight"))
         return server.done(request, body, started.to_json())
+
+    async def again(request: Request):
+        body = await server.posted(request)
+        started = await server.blocking(actions.again, store, server.processes, server.workflows,
+                                        request.path_params["run_id"])
+        return server.done(request, body, started.to_json(), f"/runs/{started.run_id}")
 
     async def cancel(request: Request):
         body = await server.posted(request)
@@ -103,6 +124,7 @@ def routes(server) -> list[Route]:
         Route("/api/runs/{run_id}/answer", answer, methods=["POST"]),
         Route("/api/runs/{run_id}/cancel", cancel, methods=["POST"]),
         Route("/api/runs/{run_id}/resume", resume, methods=["POST"]),
+        Route("/api/runs/{run_id}/again", again, methods=["POST"]),
         Route("/api/launch", launch, methods=["POST"]),
     ]
     return [
@@ -112,6 +134,8 @@ def routes(server) -> list[Route]:
         Route("/api/runs/{run_id}/journal", run_journal),
         Route("/api/runs/{run_id}/state", run_state),
         Route("/api/runs/{run_id}/graph", run_graph),
+        Route("/api/runs/{run_id}/agents", run_agents),
+        Route("/api/runs/{run_id}/output", run_output),
         Route("/api/runs/{run_id}/events", run_stream),
         Route("/api/workflows", workflows),
         Route("/api/workflows/{workflow_id}/graph", workflow_picture),

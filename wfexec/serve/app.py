@@ -40,6 +40,7 @@ class Server:
         self.templates = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                             undefined=jinja2.StrictUndefined)
         self.templates.filters["when"] = pages.when
+        self.templates.filters["offset"] = pages.offset
 
     async def posted(self, request: Request) -> dict[str, Any]:
         return await posted(request, self.config)

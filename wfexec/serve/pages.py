@@ -1,19 +1,46 @@
-"""The pages, rendered on the server (jinja2): the inbox, a run, the workflows. The page's script
-(static/app.js) only swaps in fragments these routes render, as the events say runs moved."""
+"""The pages, rendered on the server (jinja2): the inbox, the runs, a run, the workflows. The page's script
+(static/app.js) only swaps in fragments these routes render, and moves the graph's marks, as the events say
+runs moved."""
 
 from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.routing import Route
 
-from wfexec.serve.store_view import graph, inbox, journal, one_run, state
+from wfexec.serve.api import run_filters
+from wfexec.serve.command_lines import command_lines
+from wfexec.serve.store_view import (PAGE, SHOWN_STATUSES, agents, graph, inbox, journal, one_run, runs_page,
+                                     state)
+
+# A run page shows this many steps of its timeline at first (the newest); the rest on asking.
+TIMELINE_SHOWN = 1000
 
 
 def when(timestamp) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp)) if timestamp else "-"
+
+
+def offset(at, started) -> str:
+    """When a step ended, counted from the run's start: `+1.25 s`."""
+    from datetime import datetime
+
+    if isinstance(at, str):
+        try:
+            at = datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return at
+    if not isinstance(at, (int, float)) or not started:
+        return "-"
+    return f"+{at - started:.2f} s"
+
+
+def _state_text(store, run_id: str) -> str:
+    return json.dumps(state(store, run_id), indent=2, default=str, ensure_ascii=False)
 
 
 def routes(server) -> list[Route]:
@@ -24,26 +51,45 @@ def routes(server) -> list[Route]:
         cursor = max((r["updated_at"] for group in found.values() for r in group), default=0.0)
         return server.render(request, "inbox.html", title="Waiting for you", cursor=repr(cursor), **found)
 
+    def runs(request: Request):
+        filters = run_filters(request)
+        found = runs_page(store, limit=PAGE, **filters)
+        asked = {"status": filters["status"], "workflow": filters["workflow"], "q": filters["text"]}
+        kept = {k: v for k, v in asked.items() if v}
+        older = f"/runs?{urlencode({**kept, 'before': found['next']})}" if found["next"] else None
+        newest = f"/runs?{urlencode(kept)}" if filters["before"] else None
+        return server.render(request, "runs.html", title="Runs", statuses=SHOWN_STATUSES, asked=asked,
+                             filtered=bool(kept), older=older, newest=newest, **found)
+
     def card(request: Request):
         return server.render(request, "_card.html", run=one_run(store, request.path_params["run_id"]))
+
+    def _run_context(record: dict) -> dict:
+        return {"run": record, "process": server.processes.ended.get(record["id"]),
+                "commands": command_lines(record, store),
+                "again": server.workflows.at(Path(record["workflow_path"])) is not None}
 
     def run(request: Request):
         record = one_run(store, request.path_params["run_id"])
         steps = journal(store, record["id"])
-        return server.render(request, "run.html", title=f"Run {record['id']}", run=record, journal=steps,
+        everything = request.query_params.get("steps") == "all"
+        shown = steps if everything else steps[-TIMELINE_SHOWN:]
+        return server.render(request, "run.html", title=f"Run {record['id']}", journal=shown,
+                             hidden_steps=len(steps) - len(shown), longest=max((s["duration_ms"] for s in shown),
+                                                                             default=0.0),
                              graph=graph(store, record["id"]), last_step=steps[-1]["step"] if steps else 0,
-                             state=json.dumps(state(store, record["id"]), indent=2, default=str,
-                                              ensure_ascii=False),
-                             process=server.processes.ended.get(record["id"]))
+                             agents=agents(store, record["id"]), state=_state_text(store, record["id"]),
+                             **_run_context(record))
 
     def summary(request: Request):
         record = one_run(store, request.path_params["run_id"])
-        return server.render(request, "_summary.html", run=record, graph=graph(store, record["id"]),
-                             process=server.processes.ended.get(record["id"]))
+        return server.render(request, "_summary.html", **_run_context(record))
+
+    def run_agents(request: Request):
+        return server.render(request, "_agents.html", agents=agents(store, request.path_params["run_id"]))
 
     def run_state(request: Request):
-        text = json.dumps(state(store, request.path_params["run_id"]), indent=2, default=str, ensure_ascii=False)
-        return server.render(request, "_state.html", state=text)
+        return server.render(request, "_state.html", state=_state_text(store, request.path_params["run_id"]))
 
     def workflows(request: Request):
         listed = [server.workflows.describe(f) for f in server.workflows.found()]
@@ -64,9 +110,11 @@ def routes(server) -> list[Route]:
 
     return [
         Route("/", home),
+        Route("/runs", runs),
         Route("/runs/{run_id}", run),
         Route("/runs/{run_id}/card", card),
         Route("/runs/{run_id}/summary", summary),
+        Route("/runs/{run_id}/agents", run_agents),
         Route("/runs/{run_id}/state", run_state),
         Route("/workflows", workflows),
         Route("/workflows/{workflow_id}", workflow),
