@@ -43,10 +43,11 @@ def svg_of(picture: Picture, path: Path) -> str | None:
 
 def _tagged(svg: str) -> str:
     """The `<svg>` element alone, as HTML holds it (no XML prolog, doctype, comments or namespace addresses),
-    each node's group with its id, and the size left to the page (the viewBox keeps the proportions)."""
+    each node's group with its id; the page's style shrinks a large one to fit (the viewBox keeps the
+    proportions)."""
     svg = svg[svg.index("<svg"):]
     svg = re.sub(r"<!--.*?-->\n?", "", svg, flags=re.S)
-    svg = re.sub(r'<svg width="[^"]*" height="[^"]*"', '<svg class="graph-picture" role="img"', svg, count=1)
+    svg = svg.replace("<svg ", '<svg class="graph-picture" role="img" ', 1)
     svg = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg)  # an SVG element inside HTML is in its namespace anyway
     return _NODE.sub(lambda m: f'<g id="{m.group(1)}" class="node" data-node="{html.escape(html.unescape(m.group(2)))}">'
                                f"<title>{m.group(2)}</title>", svg)

@@ -5,6 +5,7 @@
 
 (function () {
   const csrf = (document.querySelector('meta[name="csrf"]') || {}).content || "";
+  document.documentElement.dataset.script = "ready";  // what a test checks to see the script was allowed to run
   const finished = new Set(["completed", "failed", "cancelled"]);
 
   async function fragment(url) {
@@ -207,6 +208,9 @@
     events.addEventListener("output", function () { readOutput(); });
     events.addEventListener("run", function (e) {
       const run = JSON.parse(e.data);
+      if (finished.has(run.status) && run.ending) {
+        nodes(run.ending).forEach(function (n) { n.classList.add("visited"); });  // the ending it reached
+      }
       markCurrent(finished.has(run.status) ? run.ending : run.current_node);
       refreshRun();
       // A finished run's stream ends; reconnecting would only say so again.
