@@ -9,13 +9,10 @@ from typing import Any
 
 
 def _input_text(value: Any) -> str:
-    """An input as `--input KEY=VALUE` gives it back: `--input` reads its value as YAML, so text that YAML would
-    read as something else (`true`, `3`) and every other value go as JSON, which YAML reads as it is."""
-    from wfexec.language.inputs import parse_scalar
-
-    if isinstance(value, str) and parse_scalar(value) == value:
-        return value
-    return json.dumps(value, ensure_ascii=False)
+    """An input as `--input KEY=VALUE` gives it back: text as it is (an input declared as text takes the text
+    as it is given), anything else as JSON (an input of another type reads its text as YAML, of which JSON is
+    a part)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def input_options(inputs: dict[str, Any]) -> dict[str, str]:
