@@ -113,6 +113,10 @@ def test_a_reconnect_with_last_event_id_gets_exactly_the_steps_it_missed(api, ro
     assert [(e["event"], e["id"]) for e in missed] == [("step", "2"), ("step", "3"), ("run", "3")]
     assert [e["data"]["node"] for e in missed[:2]] == ["note_warm", "greet"]
     assert [e["id"] for e in _sse(api.get(f"/api/runs/{run_id}/events?since=3").text)] == ["3"]  # the run only
+    # A browser reconnects to the address the page gave it (its `since` is where the page started) and says where
+    # it got to: that wins.
+    reconnect = _sse(api.get(f"/api/runs/{run_id}/events?since=0", headers={"Last-Event-ID": "2"}).text)
+    assert [(e["event"], e["id"]) for e in reconnect] == [("step", "3"), ("run", "3")]
     assert api.get(f"/api/runs/{run_id}/events", headers={"Last-Event-ID": "x"}).status_code == 400
 
 
