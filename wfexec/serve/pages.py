@@ -14,8 +14,8 @@ from starlette.routing import Route
 
 from wfexec.serve.api import run_filters
 from wfexec.serve.command_lines import command_lines
-from wfexec.serve.store_view import (PAGE, SHOWN_STATUSES, agents, graph, inbox, journal, one_run, runs_page,
-                                     state)
+from wfexec.serve.store_view import (PAGE, SHOWN_STATUSES, agents, graph, inbox, journal, journal_tail, one_run,
+                                     runs_page, state)
 
 # A run page shows this many steps of its timeline at first (the newest); the rest on asking.
 TIMELINE_SHOWN = 1000
@@ -71,13 +71,13 @@ def routes(server) -> list[Route]:
 
     def run(request: Request):
         record = one_run(store, request.path_params["run_id"])
-        steps = journal(store, record["id"])
         everything = request.query_params.get("steps") == "all"
-        shown = steps if everything else steps[-TIMELINE_SHOWN:]
+        shown = journal(store, record["id"]) if everything else journal_tail(store, record["id"], TIMELINE_SHOWN)
+        last_step = shown[-1]["step"] if shown else 0
         return server.render(request, "run.html", title=f"Run {record['id']}", journal=shown,
-                             hidden_steps=len(steps) - len(shown), longest=max((s["duration_ms"] for s in shown),
-                                                                             default=0.0),
-                             graph=graph(store, record["id"]), last_step=steps[-1]["step"] if steps else 0,
+                             hidden_steps=last_step - len(shown), longest=max((s["duration_ms"] for s in shown),
+                                                                              default=0.0),
+                             graph=graph(store, record["id"]), last_step=last_step,
                              agents=agents(store, record["id"]), state=_state_text(store, record["id"]),
                              **_run_context(record))
 

@@ -15,7 +15,7 @@ MAX_PAGE = 500
 SHOWN_STATUSES = (*STATUSES, "interrupted")
 
 
-NO_GRAPH = {"mermaid": None, "svg": None, "nodes": [], "endings": [], "ending": None, "current": None}
+NO_GRAPH: dict[str, Any] = {"mermaid": None, "svg": None, "nodes": [], "endings": [], "ending": None, "current": None}
 
 
 @contextlib.contextmanager
@@ -76,6 +76,12 @@ def one_run(store_path: Path, run_id: str) -> dict[str, Any]:
 def journal(store_path: Path, run_id: str, since: int = 0) -> list[dict]:
     with _store(store_path, run_id) as store:
         return store.journal_since(store.get(run_id).id, since)
+
+
+def journal_tail(store_path: Path, run_id: str, count: int) -> list[dict]:
+    """The last `count` steps, without reading the rest."""
+    with _store(store_path, run_id) as store:
+        return store.journal_tail(store.get(run_id).id, count)
 
 
 def state(store_path: Path, run_id: str) -> dict[str, Any]:
