@@ -179,12 +179,13 @@ class Live:
                 self.process.wait()
 
 
-def start_server(store: Path, *args: str) -> Live:
+def start_server(store: Path | None, *args: str, env: dict | None = None) -> Live:
     """`wfexec serve` for real, on a free port of 127.0.0.1 (it binds port 0 and prints the one it got): the
-    address is its first line, printed once it listens."""
-    environment = with_coverage({**os.environ, "WFEXEC_STORE": str(store)})
-    process = subprocess.Popen([sys.executable, "-m", "wfexec", "serve", "--port", "0", "--store", str(store),
-                                *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+    address is its first line, printed once it listens. `store` None: no --store (give --temporal in `args`)."""
+    environment = with_coverage({**os.environ, **(env or {}), **({"WFEXEC_STORE": str(store)} if store else {})})
+    where = ["--store", str(store)] if store is not None else []
+    process = subprocess.Popen([sys.executable, "-m", "wfexec", "serve", "--port", "0", *where, *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
     line = process.stdout.readline().strip()
     found = URL.match(line)
     if not found:

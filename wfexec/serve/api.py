@@ -10,9 +10,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from wfexec.serve import actions
-from wfexec.serve.events import all_events, run_events
-from wfexec.serve.store_view import (PAGE, agents, graph, journal, one_run, output, runs_page, state,
-                                     workflow_graph)
+from wfexec.serve.store_view import PAGE, output, workflow_graph
 
 
 def _number(request: Request, name: str, default, kind=int):
@@ -42,40 +40,40 @@ def run_filters(request: Request) -> dict[str, str | None]:
 def routes(server) -> list[Route]:
     """`server` (wfexec.serve.app.Server) holds the config, the processes and the workflows."""
     config = server.config
-    store = config.store
+    view = server.view
 
     def runs(request: Request):
-        return JSONResponse(runs_page(store, **run_filters(request), limit=_number(request, "limit", PAGE)))
+        return JSONResponse(view.runs_page(**run_filters(request), limit=_number(request, "limit", PAGE)))
 
     def run(request: Request):
-        data = one_run(store, request.path_params["run_id"])
+        data = view.one_run(request.path_params["run_id"])
         ended = server.processes.ended.get(data["id"])
         data["process"] = ended.to_json() if ended is not None else None
         return JSONResponse(data)
 
     def run_journal(request: Request):
-        return JSONResponse({"journal": journal(store, request.path_params["run_id"], _number(request, "since", 0))})
+        return JSONResponse({"journal": view.journal(request.path_params["run_id"], _number(request, "since", 0))})
 
     def run_state(request: Request):
-        return JSONResponse({"state": state(store, request.path_params["run_id"])})
+        return JSONResponse({"state": view.state(request.path_params["run_id"])})
 
     def run_agents(request: Request):
-        return JSONResponse({"agents": agents(store, request.path_params["run_id"])})
+        return JSONResponse({"agents": view.agents(request.path_params["run_id"])})
 
     def run_output(request: Request):
-        run_id = one_run(store, request.path_params["run_id"])["id"]
+        run_id = view.one_run(request.path_params["run_id"])["id"]
         return JSONResponse(output(server.processes.output_of(run_id), _number(request, "from", 0)))
 
     def run_graph(request: Request):
-        return JSONResponse(graph(store, request.path_params["run_id"]))
+        return JSONResponse(view.graph(request.path_params["run_id"]))
 
     def run_stream(request: Request):
-        one_run(store, request.path_params["run_id"])  # an unknown run is a 404 now, not an empty stream
-        return EventSourceResponse(run_events(server.feed, request.path_params["run_id"], _number(request, "since", 0),
-                                              server.processes.output_of), ping=15)
+        view.one_run(request.path_params["run_id"])  # an unknown run is a 404 now, not an empty stream
+        return EventSourceResponse(view.run_events(request.path_params["run_id"], _number(request, "since", 0),
+                                                   server.processes.output_of), ping=15)
 
     def all_stream(request: Request):
-        return EventSourceResponse(all_events(server.feed, _number(request, "since", None, float)), ping=15)
+        return EventSourceResponse(view.all_events(_number(request, "since", None, float)), ping=15)
 
     def workflows(request: Request):
         return JSONResponse({"roots": [str(r) for r in server.workflows.roots],
@@ -89,25 +87,25 @@ def routes(server) -> list[Route]:
 
     async def answer(request: Request):
         body = await server.posted(request)
-        started = await server.blocking(actions.answer, store, server.processes, request.path_params["run_id"],
+        started = await server.blocking(actions.answer, view, server.processes, request.path_params["run_id"],
                                         body.get("answer"))
         return server.done(request, body, started.to_json())
 
     async def resume(request: Request):
         body = await server.posted(request)
-        started = await server.blocking(actions.resume, store, server.processes, request.path_params["run_id"],
+        started = await server.blocking(actions.resume, view, server.processes, request.path_params["run_id"],
                                         body.get("in_flight"))
         return server.done(request, body, started.to_json())
 
     async def again(request: Request):
         body = await server.posted(request)
-        started = await server.blocking(actions.again, store, server.processes, server.workflows,
+        started = await server.blocking(actions.again, view, server.processes, server.workflows,
                                         request.path_params["run_id"])
         return server.done(request, body, started.to_json(), f"/runs/{started.run_id}")
 
     async def cancel(request: Request):
         body = await server.posted(request)
-        return server.done(request, body, await server.blocking(actions.cancel, store, request.path_params["run_id"]))
+        return server.done(request, body, await server.blocking(actions.cancel, view, request.path_params["run_id"]))
 
     async def launch(request: Request):
         body = await server.posted(request)

@@ -18,7 +18,8 @@ from wfexec.durable.store import StoreError
 from wfexec.serve import api, pages
 from wfexec.serve.actions import ActionRefused
 from wfexec.serve.config import ServeConfig
-from wfexec.serve.feed import Feed
+from wfexec.serve.cluster_view import ClusterView
+from wfexec.serve.views import StoreView
 from wfexec.serve.processes import Processes
 from wfexec.serve.security import Guard, Refused, Sessions, posted
 from wfexec.serve.workflows import Workflows
@@ -33,10 +34,10 @@ class Server:
         import jinja2
 
         self.config = config
-        self.processes = Processes(config.store, config.wfexec_command)
+        self.processes = Processes(config.store, config.wfexec_command, config.temporal)
         self.workflows = Workflows(config.roots)
         self.sessions = Sessions()
-        self.feed = Feed(config.store)
+        self.view = ClusterView(config.temporal) if config.temporal else StoreView(config.store)
         self.templates = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                             undefined=jinja2.StrictUndefined)
         self.templates.filters["when"] = pages.when

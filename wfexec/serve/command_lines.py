@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from pathlib import Path
 from typing import Any
 
 
@@ -20,10 +19,10 @@ def input_options(inputs: dict[str, Any]) -> dict[str, str]:
     return {str(key): _input_text(value) for key, value in inputs.items()}
 
 
-def command_lines(run: dict[str, Any], store: Path) -> dict[str, str]:
+def command_lines(run: dict[str, Any], where: list[str]) -> dict[str, str]:
     """`again`: a new run with the same inputs; `resume`: how this run goes on, when it can (an answer to give,
-    a stopped or interrupted run, with what to do with a step left in flight); `show`: what it did."""
-    where = ["--store", str(store)]
+    a stopped or interrupted run, with what to do with a step left in flight); `show`: what it did. `where`:
+    the option naming where runs are (`--store FILE`, `--temporal HOST:PORT`)."""
     again = ["wfexec", "run", run["workflow_path"]]
     for key, value in input_options(run.get("inputs") or {}).items():
         again += ["--input", f"{key}={value}"]

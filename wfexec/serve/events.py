@@ -38,7 +38,7 @@ def _read_run(store: Store, run_id: str, after: int):
     return record, store.journal_since(record.id, after)
 
 
-def _size(path: Path | None) -> int:
+def output_size(path: Path | None) -> int:
     try:
         return path.stat().st_size if path is not None else 0
     except OSError:
@@ -57,7 +57,7 @@ async def run_events(feed: Feed, run_id: str, since: int,
             if found is None:
                 return
             record, steps = found
-            size = _size(output(record.id))
+            size = output_size(output(record.id))
             if size != told_size:
                 told_size = size
                 yield ServerSentEvent(_dumps({"size": size}), event="output")
@@ -74,7 +74,7 @@ async def run_events(feed: Feed, run_id: str, since: int,
                 tick = await feed.next_tick(seen, POLL_SECONDS)
                 moved = feed.moved.get(record.id, 0) > seen
                 seen = tick
-                if moved or _size(output(record.id)) != told_size:
+                if moved or output_size(output(record.id)) != told_size:
                     break
 
 

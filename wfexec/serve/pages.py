@@ -14,8 +14,7 @@ from starlette.routing import Route
 
 from wfexec.serve.api import run_filters
 from wfexec.serve.command_lines import command_lines
-from wfexec.serve.store_view import (PAGE, SHOWN_STATUSES, agents, graph, inbox, journal, journal_tail, one_run,
-                                     runs_page, state)
+from wfexec.serve.store_view import PAGE, SHOWN_STATUSES
 
 # A run page shows this many steps of its timeline at first (the newest); the rest on asking.
 TIMELINE_SHOWN = 1000
@@ -39,21 +38,21 @@ def offset(at, started) -> str:
     return f"+{at - started:.2f} s"
 
 
-def _state_text(store, run_id: str) -> str:
-    return json.dumps(state(store, run_id), indent=2, default=str, ensure_ascii=False)
+def _state_text(view, run_id: str) -> str:
+    return json.dumps(view.state(run_id), indent=2, default=str, ensure_ascii=False)
 
 
 def routes(server) -> list[Route]:
-    store = server.config.store
+    view = server.view
 
     def home(request: Request):
-        found = inbox(store)
+        found = view.inbox()
         cursor = max((r["updated_at"] for group in found.values() for r in group), default=0.0)
         return server.render(request, "inbox.html", title="Waiting for you", cursor=repr(cursor), **found)
 
     def runs(request: Request):
         filters = run_filters(request)
-        found = runs_page(store, limit=PAGE, **filters)
+        found = view.runs_page(limit=PAGE, **filters)
         asked = {"status": filters["status"], "workflow": filters["workflow"], "q": filters["text"]}
         kept = {k: v for k, v in asked.items() if v}
         older = f"/runs?{urlencode({**kept, 'before': found['next']})}" if found["next"] else None
@@ -62,34 +61,35 @@ def routes(server) -> list[Route]:
                              filtered=bool(kept), older=older, newest=newest, **found)
 
     def card(request: Request):
-        return server.render(request, "_card.html", run=one_run(store, request.path_params["run_id"]))
+        return server.render(request, "_card.html", run=view.one_run(request.path_params["run_id"]))
 
     def _run_context(record: dict) -> dict:
         return {"run": record, "process": server.processes.ended.get(record["id"]),
-                "commands": command_lines(record, store),
-                "again": server.workflows.at(Path(record["workflow_path"])) is not None}
+                "commands": command_lines(record, server.config.where_runs),
+                "again": view.backend == "sqlite" and server.workflows.at(Path(record["workflow_path"])) is not None,
+                "backend": view.described()}
 
     def run(request: Request):
-        record = one_run(store, request.path_params["run_id"])
+        record = view.one_run(request.path_params["run_id"])
         everything = request.query_params.get("steps") == "all"
-        shown = journal(store, record["id"]) if everything else journal_tail(store, record["id"], TIMELINE_SHOWN)
+        shown = view.journal(record["id"]) if everything else view.journal_tail(record["id"], TIMELINE_SHOWN)
         last_step = shown[-1]["step"] if shown else 0
         return server.render(request, "run.html", title=f"Run {record['id']}", journal=shown,
                              hidden_steps=last_step - len(shown), longest=max((s["duration_ms"] for s in shown),
                                                                               default=0.0),
-                             graph=graph(store, record["id"]), last_step=last_step,
-                             agents=agents(store, record["id"]), state=_state_text(store, record["id"]),
+                             graph=view.graph(record["id"]), last_step=last_step,
+                             agents=view.agents(record["id"]), state=_state_text(view, record["id"]),
                              **_run_context(record))
 
     def summary(request: Request):
-        record = one_run(store, request.path_params["run_id"])
+        record = view.one_run(request.path_params["run_id"])
         return server.render(request, "_summary.html", **_run_context(record))
 
     def run_agents(request: Request):
-        return server.render(request, "_agents.html", agents=agents(store, request.path_params["run_id"]))
+        return server.render(request, "_agents.html", agents=view.agents(request.path_params["run_id"]))
 
     def run_state(request: Request):
-        return server.render(request, "_state.html", state=_state_text(store, request.path_params["run_id"]))
+        return server.render(request, "_state.html", state=_state_text(view, request.path_params["run_id"]))
 
     def workflows(request: Request):
         listed = [server.workflows.describe(f) for f in server.workflows.found()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -41,8 +42,9 @@ class Started:
 
 
 class Processes:
-    def __init__(self, store: Path, command: tuple[str, ...] = ()):
+    def __init__(self, store: Path, command: tuple[str, ...] = (), temporal: str | None = None):
         self.store = store
+        self.temporal = temporal  # runs go to this Temporal cluster (`--temporal`), not to the store
         self.command = command or (sys.executable, "-m", "wfexec")
         self.logs = Path(tempfile.mkdtemp(prefix="wfexec-serve-"))
         self.ended: dict[str, Started] = {}  # run id → how the last process the server started for it ended
@@ -50,6 +52,8 @@ class Processes:
 
     def launch(self, workflow: Path, inputs: dict[str, str]) -> Started:
         args = ["run", str(workflow), "--non-interactive", "--format", "json", "--trace"]
+        if self.temporal:
+            args += ["--temporal", self.temporal]
         for key, value in inputs.items():
             args += ["--input", f"{key}={value}"]
         return self._start(args, None)
@@ -97,6 +101,12 @@ class Processes:
             code = child.poll()
             if code is not None:
                 return _ended(code, run_id, said)
+            if self.temporal:  # no lease on a cluster: the run is started once its process names it (--trace)
+                named = _named_on_cluster(said)
+                if named is not None:
+                    return Started(named)
+                time.sleep(POLL_SECONDS)
+                continue
             record = self._driven_by(lease)
             if record is not None and record.status == "running" and (run_id is None or record.id == run_id):
                 return Started(record.id)
@@ -124,6 +134,18 @@ class Processes:
         if ended.run_id is not None:
             with self._lock:
                 self.ended[ended.run_id] = ended
+
+
+def _named_on_cluster(said: "_Said") -> str | None:
+    """The run id a `wfexec run --temporal --trace` process prints first (`Run ID (Temporal ...)`), once it has."""
+    try:
+        with open(said.err, "rb") as stderr:
+            stderr.seek(said.offset)
+            first = stderr.readline().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    found = re.match(r"Run (\S+) \(Temporal ", first)
+    return found.group(1) if found else None
 
 
 def _fresh_file(folder: Path, suffix: str) -> Path:

@@ -31,6 +31,11 @@ def reading(store_path: Path) -> Iterator[Store | None]:
         store.close()
 
 
+def moved(run: dict[str, Any]) -> tuple:
+    """What tells a run moved, as a page shows it: its status, node, step count and ending."""
+    return run["status"], run["current_node"], run["steps"], run["ending"]
+
+
 def summary(record) -> dict[str, Any]:
     """A run as lists show it: the record without its journal or state."""
     data = record.to_json()
@@ -119,21 +124,26 @@ def output(path: Path | None, start: int) -> dict[str, Any]:
 
 
 def graph(store_path: Path, run_id: str) -> dict[str, Any]:
-    """The run's workflow as Mermaid text, and its nodes in the file's order with the ones the run went through
-    and the one it stands at marked (what the run page draws)."""
+    """The run's workflow as Mermaid text and an SVG picture, and its nodes in the file's order, with the ones the
+    run went through and the one it stands at marked (what the run page draws)."""
     with _store(store_path, run_id) as store:
         record = store.get(run_id)
         visited = store.journal_nodes(record.id)
-    drawn = workflow_graph(Path(record.workflow_path))
-    current = record.current_node if record.status not in FINISHED else None
+    return run_graph(Path(record.workflow_path), visited, record.current_node if record.status not in FINISHED
+                     else None, record.ending)
+
+
+def run_graph(path: Path, visited: set[str], current: str | None, ending: str | None) -> dict[str, Any]:
+    """The graph of the workflow at `path` with a run's marks: the nodes it went through, the one it stands at,
+    the ending it reached."""
+    drawn = workflow_graph(path)
     for node in drawn["nodes"]:
         node["visited"] = node["id"] in visited
         node["current"] = node["id"] == current
-    drawn["ending"] = record.ending
-    drawn["current"] = current or record.ending
+    drawn["ending"] = ending
+    drawn["current"] = current or ending
     if drawn["svg"]:
-        drawn["svg"] = marked(drawn["svg"], visited | ({record.ending} if record.ending else set()),
-                              drawn["current"])
+        drawn["svg"] = marked(drawn["svg"], visited | ({ending} if ending else set()), drawn["current"])
     return drawn
 
 
@@ -168,3 +178,4 @@ def _store(store_path: Path, run_id: str) -> Iterator[Store]:
             raise StoreError(f"no run '{run_id}': there is no run store at {store_path} yet",
                              "start a run first")
         yield store
+
