@@ -172,3 +172,14 @@ def test_run_again_starts_a_new_run_with_the_same_inputs(api, root, private_run_
         assert refused.status_code == 404 and "wfexec run" in refused.json()["hint"]
         assert 'data-action="again"' not in elsewhere.get(f"/runs/{run_id}",
                                                           headers={"Authorization": f"Bearer {cfg.token}"}).text
+
+
+def test_a_workflow_page_shows_its_plan_before_its_launch_form(api, root):
+    listed = {w["shown"]: w["id"] for w in api.get("/api/workflows").json()["workflows"]}
+    manifest = api.get(f"/api/workflows/{listed['gated']}/plan").json()
+    assert [n["node"] for n in manifest["nodes"]] == ["prepare", "build", "check"]
+    assert {e["effect"] for n in manifest["nodes"] for e in n["effects"]} == {"process", "question"}
+    page = api.get(f"/workflows/{listed['gated']}").text
+    assert page.index('id="plan"') < page.index('data-action="launch"') and "ask Ship it?" in page
+    broken = api.get(f"/api/workflows/{listed['broken']}/plan")
+    assert broken.status_code == 422 and "does not compile" in broken.json()["error"]

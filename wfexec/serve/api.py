@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from wfexec.serve import actions
-from wfexec.serve.store_view import PAGE, output, workflow_graph
+from wfexec.serve.store_view import PAGE, output, workflow_graph, workflow_plan
 
 
 def _number(request: Request, name: str, default, kind=int):
@@ -79,11 +79,21 @@ def routes(server) -> list[Route]:
         return JSONResponse({"roots": [str(r) for r in server.workflows.roots],
                              "workflows": [server.workflows.describe(f) for f in server.workflows.found()]})
 
-    def workflow_picture(request: Request):
+    def _workflow(request: Request):
         found = server.workflows.get(request.path_params["workflow_id"])
         if found is None:
             raise actions.ActionRefused(404, f"no workflow '{request.path_params['workflow_id']}' here")
-        return JSONResponse(workflow_graph(found.path))
+        return found
+
+    def workflow_picture(request: Request):
+        return JSONResponse(workflow_graph(_workflow(request).path))
+
+    def workflow_effects(request: Request):
+        found = _workflow(request)
+        manifest = workflow_plan(found.path)
+        if manifest is None:
+            raise actions.ActionRefused(422, f"{found.path} does not compile: `wfexec validate` says why")
+        return JSONResponse(manifest)
 
     async def answer(request: Request):
         body = await server.posted(request)
@@ -137,5 +147,6 @@ def routes(server) -> list[Route]:
         Route("/api/runs/{run_id}/events", run_stream),
         Route("/api/workflows", workflows),
         Route("/api/workflows/{workflow_id}/graph", workflow_picture),
+        Route("/api/workflows/{workflow_id}/plan", workflow_effects),
         *server.writable(changing),
     ]

@@ -98,7 +98,7 @@ def routes(server) -> list[Route]:
 
     def workflow(request: Request):
         from wfexec.serve.actions import ActionRefused
-        from wfexec.serve.store_view import workflow_graph
+        from wfexec.serve.store_view import workflow_graph, workflow_plan
 
         found = server.workflows.get(request.path_params["workflow_id"])
         if found is None:
@@ -106,7 +106,8 @@ def routes(server) -> list[Route]:
                                      "server was given (--root)")
         described = server.workflows.describe(found)
         return server.render(request, "workflow.html", title=described["name"], workflow=described,
-                             graph=workflow_graph(found.path) if described["valid"] else None)
+                             graph=workflow_graph(found.path) if described["valid"] else None,
+                             plan=workflow_plan(found.path) if described["valid"] else None)
 
     return [
         Route("/", home),

@@ -147,6 +147,20 @@ def run_graph(path: Path, visited: set[str], current: str | None, ending: str | 
     return drawn
 
 
+def workflow_plan(path: Path) -> dict[str, Any] | None:
+    """What a run of the workflow at `path` may do outside its state (`wfexec plan`), or None when it does not
+    compile."""
+    from wfexec.api import check
+    from wfexec.errors import WfexecError
+    from wfexec.outputs.plan import plan
+
+    try:
+        workflow, _ = check(path)
+    except (OSError, WfexecError):
+        return None
+    return plan(workflow) if workflow is not None else None
+
+
 def workflow_graph(path: Path) -> dict[str, Any]:
     """Mermaid text, the SVG picture (None without Graphviz) and the node list of the workflow at `path`; `error`
     says why there is none (it no longer compiles, or is gone)."""
