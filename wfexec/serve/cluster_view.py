@@ -5,8 +5,8 @@ records (`store_view.summary`), so the same templates show it.
 
 What the cluster keeps nowhere a client reads is not shown: a run's inputs (so no "run again"), its agents'
 transcripts, each step's duration and changed paths (a step here is an entry of its state's `history`). The
-event streams look at the cluster every second; the all-runs stream's ids are this server's clock, so a
-reconnect gets the runs as they are then, not a replay.
+event streams look at the cluster every second; the all-runs stream tells the changes it sees after it opens
+(its ids are this server's clock, so a reconnect is no replay).
 """
 
 from __future__ import annotations
@@ -250,9 +250,8 @@ class ClusterView:
         while not self.closed:
             for record in await anyio.to_thread.run_sync(self._rows):
                 if shown.get(record["id"]) != moved(record):
-                    told_before = record["id"] in shown
                     shown[record["id"]] = moved(record)
-                    if told_before or not first or since is not None:
+                    if not first:  # the first look only learns how runs stand: the page was drawn with them
                         yield ServerSentEvent(_dumps(record), event="run", id=repr(time.time()))
             first = False
             await anyio.sleep(POLL_SECONDS)

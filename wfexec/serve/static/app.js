@@ -146,29 +146,38 @@
   const output = document.getElementById("output");
   const paused = document.getElementById("output-paused");
   let reading = false;
+  let wanted = false;  // the output grew again while it was being read
 
   function atEnd(box) { return box.scrollTop + box.clientHeight >= box.scrollHeight - 4; }
 
   async function readOutput() {
-    if (!output || reading) return;
+    if (!output) return;
+    if (reading) { wanted = true; return; }
     reading = true;
     try {
-      for (;;) {
-        const from = parseInt(output.dataset.next, 10) || 0;
-        const response = await fetch("/api/runs/" + encodeURIComponent(document.body.dataset.run) +
-                                     "/output?from=" + from, { credentials: "same-origin" });
-        if (!response.ok) return;
-        const data = await response.json();
-        if (!data.text) return;
-        const following = atEnd(output);
-        output.appendChild(document.createTextNode(data.text));
-        output.dataset.next = data.next;
-        if (following) output.scrollTop = output.scrollHeight;
-        else if (paused) paused.hidden = false;
-        if (data.next >= data.size) return;
-      }
+      do {
+        wanted = false;
+        await readOutputToItsEnd();
+      } while (wanted);
     } finally {
       reading = false;
+    }
+  }
+
+  async function readOutputToItsEnd() {
+    for (;;) {
+      const from = parseInt(output.dataset.next, 10) || 0;
+      const response = await fetch("/api/runs/" + encodeURIComponent(document.body.dataset.run) +
+                                   "/output?from=" + from, { credentials: "same-origin" });
+      if (!response.ok) return;
+      const data = await response.json();
+      if (!data.text) return;
+      const following = atEnd(output);
+      output.appendChild(document.createTextNode(data.text));
+      output.dataset.next = data.next;
+      if (following) output.scrollTop = output.scrollHeight;
+      else if (paused) paused.hidden = false;
+      if (data.next >= data.size) return;
     }
   }
 
