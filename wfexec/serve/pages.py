@@ -17,7 +17,7 @@ from wfexec.serve.command_lines import command_lines
 from wfexec.serve.store_view import PAGE, SHOWN_STATUSES
 
 # A run page shows this many steps of its timeline at first (the newest); the rest on asking.
-TIMELINE_SHOWN = 1000
+TIMELINE_SHOWN = 500
 
 
 def when(timestamp) -> str:
