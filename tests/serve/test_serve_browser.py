@@ -10,8 +10,6 @@ import os
 import shutil
 from pathlib import Path
 
-import httpx
-
 import pytest
 
 from conftest import ROOT, wfexec_cli  # noqa: E402
@@ -176,6 +174,8 @@ def test_read_only_shows_runs_without_a_button(page, root, private_run_store):
 
 def _launch_gated(server, root, gates: Path) -> str:
     """The gated workflow launched through the API, as a script would: its run's id."""
+    import httpx
+
     bearer = {"Authorization": f"Bearer {server.token}"}
     listed = httpx.get(f"{server.base}/api/workflows", headers=bearer, timeout=60).json()["workflows"]
     workflow = next(w["id"] for w in listed if w["shown"] == "gated")
