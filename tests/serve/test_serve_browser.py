@@ -102,6 +102,9 @@ def test_answer_a_waiting_run_from_the_inbox_and_see_it_complete_without_a_reloa
     expect(page.locator(f'[data-section="waiting"] .card[data-run="{run_id}"]')).to_have_count(0)
     assert page.evaluate("window.stillTheSamePage") is True  # no reload, no navigation
     assert '"completed"' in wfexec_cli("show", run_id, "--format", "json").stdout
+    later = waiting_run(root / "greeter", "who=Lin")  # started at a terminal while the page is open
+    expect(page.locator(f'[data-section="waiting"] .card[data-run="{later}"] .asks')).to_have_text("Greet Lin how?")
+    assert page.evaluate("window.stillTheSamePage") is True
 
 
 def test_a_wrong_answer_typed_in_is_refused_in_place(page, server, root, tmp_path):
