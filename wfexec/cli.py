@@ -295,12 +295,13 @@ def serve(
     read_only: bool = typer.Option(False, "--read-only", help="Show runs; refuse to launch, answer or cancel."),
     token_file: Optional[Path] = typer.Option(None, "--token-file", metavar="FILE",
                                               help="Use the token in FILE instead of a new one each start."),
+    temporal: Optional[str] = TEMPORAL_OPTION,
 ):
     """Watch, answer and launch runs in the browser (needs wfexec[serve]); prints the address to open."""
     from wfexec.serve.command import serve as serve_web
 
     raise typer.Exit(serve_web(host=host, port=port, store=store, roots=root, read_only=read_only,
-                               token_file=token_file, debug=_state["debug"]))
+                               token_file=token_file, temporal=temporal, debug=_state["debug"]))
 
 
 @app.command()

@@ -55,6 +55,48 @@ endings:
   failed: {type: failure, message: failed}
 """
 
+# Goes through its nodes only as the test lets it: each step waits for a file of the folder `gates` to appear,
+# and the middle one writes a batch of output lines before each gate (what the page follows).
+GATED = """\
+name: gated
+version: "1.0.0"
+description: Steps that wait for the test's word, and write output meanwhile.
+start_node: prepare
+input_schema:
+  type: object
+  additionalProperties: false
+  required: [gates]
+  properties:
+    gates: {type: string, description: the folder whose files let each step end}
+nodes:
+  prepare:
+    type: action
+    actions:
+      - {type: run_command, command: [bash, -c, 'while [ ! -e "$1/one" ]; do sleep 0.05; done', gate, "${gates}"]}
+    on_success: build
+    on_failure: failed
+  build:
+    type: action
+    actions:
+      - type: run_command
+        command: [bash, -c, 'for b in two three four; do for i in $(seq 1 40); do echo "$b line $i"; done; while [ ! -e "$1/$b" ]; do sleep 0.05; done; done', build, "${gates}"]
+    on_success: check
+    on_failure: failed
+  check:
+    type: user_prompt
+    prompt:
+      question: Ship it?
+      options:
+        - {id: yes, label: Ship}
+        - {id: no, label: Hold}
+    on_response:
+      yes: {next_node: done}
+      no: {next_node: failed}
+endings:
+  done: {type: success, message: shipped}
+  failed: {type: failure, message: held}
+"""
+
 BROKEN = """\
 name: broken
 version: "1.0.0"
@@ -68,8 +110,9 @@ URL = re.compile(r"^http://127\.0\.0\.1:(\d+)/\?token=(\S+)$")
 
 
 def workflows(root: Path) -> Path:
-    """`root`/greeter/workflow.yaml (asks) and `root`/broken/workflow.yaml (does not validate)."""
-    for name, text in (("greeter", ASKS), ("broken", BROKEN)):
+    """`root`/greeter/workflow.yaml (asks), `root`/gated/workflow.yaml (goes on as files appear) and
+    `root`/broken/workflow.yaml (does not validate)."""
+    for name, text in (("greeter", ASKS), ("broken", BROKEN), ("gated", GATED)):
         (root / name).mkdir(parents=True, exist_ok=True)
         (root / name / "workflow.yaml").write_text(text, encoding="utf-8")
     return root
@@ -136,12 +179,13 @@ class Live:
                 self.process.wait()
 
 
-def start_server(store: Path, *args: str) -> Live:
+def start_server(store: Path | None, *args: str, env: dict | None = None) -> Live:
     """`wfexec serve` for real, on a free port of 127.0.0.1 (it binds port 0 and prints the one it got): the
-    address is its first line, printed once it listens."""
-    environment = with_coverage({**os.environ, "WFEXEC_STORE": str(store)})
-    process = subprocess.Popen([sys.executable, "-m", "wfexec", "serve", "--port", "0", "--store", str(store),
-                                *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+    address is its first line, printed once it listens. `store` None: no --store (give --temporal in `args`)."""
+    environment = with_coverage({**os.environ, **(env or {}), **({"WFEXEC_STORE": str(store)} if store else {})})
+    where = ["--store", str(store)] if store is not None else []
+    process = subprocess.Popen([sys.executable, "-m", "wfexec", "serve", "--port", "0", *where, *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
     line = process.stdout.readline().strip()
     found = URL.match(line)
     if not found:

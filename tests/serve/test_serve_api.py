@@ -27,11 +27,12 @@ def api(root, private_run_store):
 
 
 def _sse(text: str) -> list[dict]:
-    """The events of a finished stream: each as its fields (`id`, `event`, `data` parsed)."""
+    """The events of a finished stream but those saying the run's output grew: each as its fields (`id`, `event`,
+    `data` parsed)."""
     events = []
     for block in text.replace("\r\n", "\n").split("\n\n"):
         fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith(":"))
-        if "data" in fields:
+        if "data" in fields and fields.get("event") != "output":
             fields["data"] = json.loads(fields["data"])
             events.append(fields)
     return events
@@ -112,6 +113,10 @@ def test_a_reconnect_with_last_event_id_gets_exactly_the_steps_it_missed(api, ro
     assert [(e["event"], e["id"]) for e in missed] == [("step", "2"), ("step", "3"), ("run", "3")]
     assert [e["data"]["node"] for e in missed[:2]] == ["note_warm", "greet"]
     assert [e["id"] for e in _sse(api.get(f"/api/runs/{run_id}/events?since=3").text)] == ["3"]  # the run only
+    # A browser reconnects to the address the page gave it (its `since` is where the page started) and says where
+    # it got to: that wins.
+    reconnect = _sse(api.get(f"/api/runs/{run_id}/events?since=0", headers={"Last-Event-ID": "2"}).text)
+    assert [(e["event"], e["id"]) for e in reconnect] == [("step", "3"), ("run", "3")]
     assert api.get(f"/api/runs/{run_id}/events", headers={"Last-Event-ID": "x"}).status_code == 400
 
 

@@ -1,6 +1,8 @@
 """`wfexec serve` in a real browser: Debian's Chromium driven by Playwright (never `playwright install`), against
-a real server process on a free port of 127.0.0.1 and runs started at the command line. A failing test keeps a
-screenshot (its path is printed); `WFEXEC_DOCS_SCREENSHOT=1` writes the README's picture, docs/serve-inbox.png."""
+a real server process on a free port of 127.0.0.1 and runs started at the command line or launched from the page.
+Every request to another host is refused and counted (the page must need none). A failing test keeps a
+screenshot (its path is printed); `WFEXEC_DOCS_SCREENSHOT=1` writes the README's pictures, docs/serve-inbox.png
+and docs/serve-run.png (a run page in the middle of its run)."""
 
 from __future__ import annotations
 
@@ -100,6 +102,9 @@ def test_answer_a_waiting_run_from_the_inbox_and_see_it_complete_without_a_reloa
     expect(page.locator(f'[data-section="waiting"] .card[data-run="{run_id}"]')).to_have_count(0)
     assert page.evaluate("window.stillTheSamePage") is True  # no reload, no navigation
     assert '"completed"' in wfexec_cli("show", run_id, "--format", "json").stdout
+    later = waiting_run(root / "greeter", "who=Lin")  # started at a terminal while the page is open
+    expect(page.locator(f'[data-section="waiting"] .card[data-run="{later}"] .asks')).to_have_text("Greet Lin how?")
+    assert page.evaluate("window.stillTheSamePage") is True
 
 
 def test_a_wrong_answer_typed_in_is_refused_in_place(page, server, root, tmp_path):
@@ -132,7 +137,7 @@ def test_launch_from_a_workflow_page_then_answer_on_the_run_page(page, server, r
     page.locator('button[data-action="launch"]').click()
     page.wait_for_url("**/runs/*")
     expect(page.locator(".asks")).to_have_text("Greet Grace how?")
-    expect(page.locator('li.node.current[data-node="ask"]')).to_have_count(1)
+    expect(page.locator('#graph g.node.current[data-node="ask"]')).to_have_count(1)
     page.locator('button[data-option="plain"]').click()
     expect(page.locator('#summary [data-field="status"]')).to_have_text("completed")
     expect(page.locator("#journal tr")).to_have_count(2)
@@ -189,3 +194,95 @@ def test_the_html_diagram_of_a_states_folder_shows_the_clicked_state(page, tmp_p
     expect(page.locator("#state-text")).to_have_text("echo '<goto>REVIEW</goto>'\n")
     refused = wfexec_cli("graph", ROOT / "skills" / "release-checklist", "--format", "html", cwd=tmp_path)
     assert refused.returncode == 2 and "--format html draws a states folder" in refused.stderr
+
+
+def _launch_gated(server, root, gates: Path) -> str:
+    """The gated workflow launched through the API, as a script would: its run's id."""
+    import httpx
+
+    bearer = {"Authorization": f"Bearer {server.token}"}
+    listed = httpx.get(f"{server.base}/api/workflows", headers=bearer, timeout=60).json()["workflows"]
+    workflow = next(w["id"] for w in listed if w["shown"] == "gated")
+    launched = httpx.post(f"{server.base}/api/launch", headers=bearer, timeout=60,
+                          json={"workflow": workflow, "inputs": {"gates": str(gates)}})
+    assert launched.status_code == 200, launched.text
+    return launched.json()["run_id"]
+
+
+def test_the_current_node_mark_moves_along_the_drawn_graph_as_the_run_goes(page, server, root, tmp_path):
+    from playwright.sync_api import expect
+
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    page.goto(server.start_url)
+    page.get_by_role("link", name="Workflows").click()
+    page.get_by_role("link", name="gated", exact=True).click()
+    expect(page.locator('#graph g.node[data-node="build"]')).to_have_count(1)  # drawn before any run
+    page.fill('input[name="input.gates"]', str(gates))
+    page.locator('button[data-action="launch"]').click()
+    page.wait_for_url("**/runs/*")
+    page.evaluate("window.stillTheSamePage = true")
+    node = lambda name: page.locator(f'#graph g.node[data-node="{name}"]')  # noqa: E731
+    expect(node("prepare")).to_have_class("node current")
+    (gates / "one").touch()
+    expect(node("build")).to_have_class("node current")
+    expect(node("prepare")).to_have_class("node visited")
+    expect(page.locator("#journal tr")).to_have_count(1)
+    expect(page.locator("#output")).to_contain_text("two line 40")
+    if os.environ.get("WFEXEC_DOCS_SCREENSHOT"):
+        page.screenshot(path=str(ROOT / "docs" / "serve-run.png"), full_page=True)
+    for gate in ("two", "three", "four"):
+        (gates / gate).touch()
+    expect(node("check")).to_have_class("node current")
+    expect(page.locator(".asks")).to_have_text("Ship it?")
+    page.locator('button[data-option="yes"]').click()
+    expect(page.locator('#summary [data-field="status"]')).to_have_text("completed")
+    expect(node("done")).to_have_class("node visited current")  # the ending it reached
+    expect(page.locator("#graph g.node.current")).to_have_count(1)
+    assert page.evaluate("window.stillTheSamePage") is True
+
+
+def test_the_output_follows_its_end_and_pauses_while_scrolled_up(page, server, root, tmp_path):
+    from playwright.sync_api import expect
+
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    run_id = _launch_gated(server, root, gates)
+    page.goto(server.start_url)
+    page.goto(f"{server.base}/runs/{run_id}")
+    output = page.locator("#output")
+    at_end = "o => o.scrollTop + o.clientHeight >= o.scrollHeight - 4"
+    (gates / "one").touch()
+    expect(output).to_contain_text("two line 40")
+    assert output.evaluate("o => o.scrollHeight > o.clientHeight")  # enough to scroll
+    assert output.evaluate(at_end)  # it followed the end
+    output.evaluate("o => { o.scrollTop = 0; o.dispatchEvent(new Event('scroll')); }")
+    (gates / "two").touch()
+    expect(output).to_contain_text("three line 40")
+    expect(page.locator("#output-paused")).to_be_visible()
+    assert output.evaluate("o => o.scrollTop") == 0  # where the reader left it
+    output.evaluate("o => { o.scrollTop = o.scrollHeight; o.dispatchEvent(new Event('scroll')); }")
+    expect(page.locator("#output-paused")).to_be_hidden()
+    (gates / "three").touch()
+    expect(output).to_contain_text("four line 40")
+    assert output.evaluate(at_end)  # following again
+    (gates / "four").touch()
+    expect(page.locator(".asks")).to_have_text("Ship it?")
+
+
+def test_every_page_works_with_every_request_to_another_host_refused(page, server, root):
+    """The `page` fixture refuses and counts any request that leaves 127.0.0.1: each page still gets its style,
+    its script and its drawn graph, and asks for nothing elsewhere (the fixture fails the test if it did)."""
+    from playwright.sync_api import expect
+
+    run_id = waiting_run(root / "greeter")
+    page.goto(server.start_url)
+    workflow = page.evaluate("fetch('/api/workflows').then(r => r.json()).then(d => "
+                             "d.workflows.find(w => w.shown === 'greeter').id)")
+    for path in ("/", "/runs", f"/runs/{run_id}", "/workflows", f"/workflows/{workflow}"):
+        page.goto(server.base + path)
+        assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(246, 248, 250)", path
+        expect(page.locator("html[data-script='ready']")).to_have_count(1)
+        if "/runs/" in path or "/workflows/" in path:
+            expect(page.locator("#graph svg.graph-picture")).to_be_visible()
+    expect(page.locator('#graph g.node[data-node="ask"]')).to_have_count(1)

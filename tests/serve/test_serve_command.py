@@ -4,6 +4,7 @@ on 127.0.0.1 and streams a run's steps as they are committed."""
 from __future__ import annotations
 
 import json
+import signal
 
 import pytest
 
@@ -75,3 +76,86 @@ def test_the_server_listens_on_loopback_and_streams_a_run_live(tmp_path, private
     finally:
         live.stop()
     assert live.process.returncode == 0
+
+
+class _Events:
+    """An all-runs event stream read in a thread of its own: its events as they come, as (id, run, status)."""
+
+    def __init__(self, live, last_event_id: str | None = None):
+        import queue
+        import threading
+
+        self.got: queue.Queue = queue.Queue()
+        headers = {"Authorization": f"Bearer {live.token}",
+                   **({"Last-Event-ID": last_event_id} if last_event_id else {})}
+        self.ended = threading.Event()
+
+        def read() -> None:
+            try:
+                with httpx.stream("GET", f"{live.base}/api/events", headers=headers, timeout=None) as stream:
+                    self.got.put("open")
+                    event_id = None
+                    for line in stream.iter_lines():
+                        if line.startswith("id: "):
+                            event_id = line[4:]
+                        elif line.startswith("data: "):
+                            data = json.loads(line[6:])
+                            self.got.put((event_id, data["id"], data["status"]))
+            except httpx.HTTPError:
+                pass
+            finally:
+                self.ended.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        assert self.got.get(timeout=60) == "open"
+
+    def until(self, run_id: str, status: str) -> list[tuple]:
+        """Every event up to the one saying `run_id` is `status` (that one included)."""
+        seen = []
+        while not seen or seen[-1][1:] != (run_id, status):
+            seen.append(self.got.get(timeout=60))
+        return seen
+
+
+def test_the_all_runs_stream_replays_from_last_event_id_after_a_restart(tmp_path, private_run_store):
+    """Its ids are the store's own change times, so the next server on the same store gets a reconnect exactly
+    the runs that changed while nobody watched: no earlier one, none twice."""
+    root = workflows(tmp_path / "workflows")
+    before = waiting_run(root / "greeter")
+    live = start_server(private_run_store)
+    try:
+        watching = _Events(live)
+        first = waiting_run(root / "greeter")
+        last_id = watching.until(first, "waiting")[-1][0]
+    finally:
+        live.stop()
+    meanwhile = waiting_run(root / "greeter")
+    assert wfexec_cli("cancel", first).returncode == 0
+    live = start_server(private_run_store)
+    try:
+        replayed = _Events(live, last_id).until(first, "cancelled")
+    finally:
+        live.stop()
+    assert [(run, status) for _, run, status in replayed] == [(meanwhile, "waiting"), (first, "cancelled")]
+    assert before not in {run for _, run, _ in replayed}
+    assert all(float(event_id) > float(last_id) for event_id, _, _ in replayed)
+
+
+def test_stopping_the_server_ends_its_open_event_streams_at_once(tmp_path, private_run_store):
+    """SIGTERM with streams open (one run's, and all runs'): each stream is ended by the server, and the server
+    exits 0, rather than waiting for its clients to hang up."""
+    root = workflows(tmp_path / "workflows")
+    run_id = waiting_run(root / "greeter")
+    live = start_server(private_run_store)
+    streams = [_Events(live) for _ in range(4)]
+    bearer = {"Authorization": f"Bearer {live.token}"}
+    one_run = httpx.stream("GET", f"{live.base}/api/runs/{run_id}/events", headers=bearer, timeout=None)
+    with one_run as stream:
+        lines = stream.iter_lines()
+        assert next(line for line in lines if line.startswith("event: ")) == "event: run"
+        live.process.send_signal(signal.SIGTERM)
+        for _ in lines:  # read to the end the server gives it
+            pass
+    for events in streams:
+        assert events.ended.wait(timeout=60)
+    assert live.process.wait(timeout=60) == 0

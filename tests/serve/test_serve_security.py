@@ -61,7 +61,8 @@ def test_every_post_needs_this_origin_and_the_session_csrf_field(waiting, privat
         csrf = signed_in(c, cfg)
         posts = sorted(r.path.replace("{run_id}", run_id) for r in c.app.routes
                        if "POST" in (getattr(r, "methods", None) or ()))
-        assert posts == sorted([*(f"/api/runs/{run_id}/{a}" for a in ("answer", "cancel", "resume")), "/api/launch"])
+        assert posts == sorted([*(f"/api/runs/{run_id}/{a}" for a in ("answer", "cancel", "resume", "again")),
+                               "/api/launch"])
         for path in posts:
             assert c.post(path, data={"answer": "warm"}, headers={"Origin": origin(cfg)}).status_code == 403, path
             assert c.post(path, data={"answer": "warm", "csrf": "0" * 64},
@@ -107,7 +108,7 @@ def test_every_page_has_a_strict_csp_and_no_inline_script_or_style(waiting, priv
     with client(cfg) as c:
         signed_in(c, cfg)
         workflow_id = c.get("/api/workflows").json()["workflows"][0]["id"]
-        for path in ("/", f"/runs/{run_id}", "/workflows", f"/workflows/{workflow_id}", "/nowhere"):
+        for path in ("/", "/runs", f"/runs/{run_id}", "/workflows", f"/workflows/{workflow_id}", "/nowhere"):
             page = c.get(path)
             assert page.headers["content-security-policy"] == CSP, path
             assert page.headers["x-frame-options"] == "DENY" and page.headers["referrer-policy"] == "no-referrer"
@@ -130,7 +131,8 @@ def test_read_only_hides_and_refuses_every_change(waiting, private_run_store):
         assert "<form" not in c.get(f"/workflows/{workflow_id}").text
         headers = {"Origin": origin(cfg), "Accept": "application/json"}
         for path, data in ((f"/api/runs/{run_id}/answer", {"answer": "warm"}), (f"/api/runs/{run_id}/cancel", {}),
-                           (f"/api/runs/{run_id}/resume", {}), ("/api/launch", {"workflow": workflow_id})):
+                           (f"/api/runs/{run_id}/resume", {}), (f"/api/runs/{run_id}/again", {}),
+                           ("/api/launch", {"workflow": workflow_id})):
             refused = c.post(path, data={**data, "csrf": csrf}, headers=headers)
             assert refused.status_code == 403 and "--read-only" in refused.json()["error"], path
         assert c.get(f"/api/runs/{run_id}").json()["status"] == "waiting"

@@ -437,11 +437,15 @@ class Store:
             return self.db.execute("SELECT count(*) FROM runs WHERE status = ?", (status,)).fetchone()[0]
         return self.db.execute("SELECT count(*) FROM runs").fetchone()[0]
 
-    def list(self, status: str | None = None, limit: int = 50, before: str | None = None) -> list[RunRecord]:
+    def list(self, status: str | None = None, limit: int = 50, before: str | None = None, *,
+             workflow: str | None = None, text: str | None = None) -> list[RunRecord]:
         """The newest `limit` runs (-1: all), only those older than the run `before` when given (ids sort by
-        creation time: a page that stays put while new runs arrive)."""
+        creation time: a page that stays put while new runs arrive); only those of the workflow named `workflow`,
+        and those where `text` appears (case aside) in the id, the workflow's name or path, the current node, the
+        ending, the last error or the question, when given."""
         if status == "interrupted":  # stored as running; its process is gone
-            return [r for r in self.list("running", limit, before) if r.shown_status == "interrupted"]
+            return [r for r in self.list("running", -1, before, workflow=workflow, text=text)
+                    if r.shown_status == "interrupted"][:limit if limit >= 0 else None]
         where, values = [], []
         if status:
             where.append("runs.status = ?")
@@ -449,9 +453,45 @@ class Store:
         if before:
             where.append("runs.id < ?")
             values.append(before)
+        if workflow:
+            where.append("runs.workflow_name = ?")
+            values.append(workflow)
+        if text:
+            pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            columns = ("runs.id", "runs.workflow_name", "runs.workflow_path", "runs.current_node", "runs.ending",
+                       "runs.last_error", "runs.pending_question")
+            where.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns) + ")")
+            values += [pattern] * len(columns)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         rows = self.db.execute(f"{self._select_runs}{clause} ORDER BY runs.id DESC LIMIT ?", (*values, limit))
         return [RunRecord.from_row(r) for r in rows]
+
+    def workflow_names(self) -> builtins.list[str]:
+        """The names of the workflows the store has runs of, sorted."""
+        return [r[0] for r in self.db.execute("SELECT DISTINCT workflow_name FROM runs ORDER BY workflow_name")]
+
+    def data_version(self) -> int:
+        """A number that moves whenever another connection commits to the store (SQLite's `data_version`): a
+        watcher that sees it unchanged knows nothing happened without reading a row."""
+        return self.db.execute("PRAGMA data_version").fetchone()[0]
+
+    def changed_since(self, after: float) -> builtins.list[RunRecord]:
+        """The runs whose row or journal changed after `after` (a `time.time()`), oldest change first: what a
+        watcher that saw every change up to `after` has missed. A going run's journal moves without its row, so
+        the last journal row of each run marked running is looked at too (one index lookup each)."""
+        ids = {r[0] for r in self.db.execute("SELECT id FROM runs WHERE updated_at > ?", (after,))}
+        if self.schema >= 3:
+            ids.update(r[0] for r in self.db.execute(
+                "SELECT runs.id FROM runs JOIN journal j ON j.run_id = runs.id AND j.first_step = (SELECT "
+                "max(first_step) FROM journal WHERE run_id = runs.id) WHERE runs.status = 'running' AND "
+                "j.committed_at > ?", (after,)))
+        records: builtins.list[RunRecord] = []
+        listed = sorted(ids)
+        for start in range(0, len(listed), 500):  # SQLite's limit on bound values
+            chunk = listed[start:start + 500]
+            rows = self.db.execute(f"{self._select_runs} WHERE runs.id IN ({', '.join('?' * len(chunk))})", chunk)
+            records += [RunRecord.from_row(r) for r in rows]
+        return sorted((r for r in records if r.updated_at > after), key=lambda r: (r.updated_at, r.id))
 
     def driven_by(self, lease: str) -> RunRecord | None:
         """The run this process (`pid@host`, as `lease_holder` says) is driving now, if any."""

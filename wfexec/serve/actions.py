@@ -11,7 +11,6 @@ from typing import Any
 
 from wfexec.durable.store import StoreError
 from wfexec.serve.processes import Processes, Started
-from wfexec.serve.store_view import one_run
 from wfexec.serve.workflows import Workflows
 
 
@@ -29,12 +28,12 @@ class ActionRefused(Exception):
         return {"error": self.message, **({"hint": self.hint} if self.hint else {}), **self.extra}
 
 
-def answer(store: Path, processes: Processes, run_id: str, value: Any) -> Started:
+def answer(view, processes: Processes, run_id: str, value: Any) -> Started:
     from wfexec.running.prompts import AnswerRefused, match_answer, question_from_pending
 
     if not isinstance(value, str) or not value.strip():
         raise ActionRefused(400, "give an answer: one of the options, or text where the question takes it")
-    record = one_run(store, run_id)
+    record = view.one_run(run_id)
     pending = record.get("pending_question")
     if record["status"] != "waiting" or not pending:
         raise ActionRefused(409, f"run {record['id']} is not waiting for an answer (it is {record['status']})")
@@ -43,27 +42,63 @@ def answer(store: Path, processes: Processes, run_id: str, value: Any) -> Starte
     except AnswerRefused as refused:
         raise ActionRefused(422, refused.message, options=[o["id"] for o in pending.get("options") or ()]) \
             from None
-    started = processes.resume(record["id"], (pending.get("key") or pending["node"], value))
-    return _started_or_refused(started)
+    key = pending.get("key") or pending["node"]
+    if view.backend == "temporal":  # the run goes on by itself on the cluster once its update is accepted
+        return view.answer(record["id"], key, value)
+    return _started_or_refused(processes.resume(record["id"], (key, value)))
 
 
-def resume(store: Path, processes: Processes, run_id: str) -> Started:
-    record = one_run(store, run_id)
+IN_FLIGHT_CHOICES = ("rerun", "skip")
+
+
+def resume(view, processes: Processes, run_id: str, in_flight: Any = None) -> Started:
+    """Continue a stopped or interrupted run; `in_flight` ("rerun" or "skip") says what becomes of the step that
+    was in flight when it stopped, as `wfexec resume --rerun/--skip` does."""
+    if view.backend == "temporal":
+        raise ActionRefused(409, "a run on the cluster goes on by itself while a worker serves its task queue; a "
+                                 "step lost with its worker asks whether to run it again or skip it: answer that")
+    record = view.one_run(run_id)
     if record["finished"]:
         raise ActionRefused(409, f"run {record['id']} has already finished ({record['status']})")
     if record["status"] == "waiting":
         raise ActionRefused(409, f"run {record['id']} waits for an answer: answer it to go on")
-    return _started_or_refused(processes.resume(record["id"]))
+    if in_flight in ("", None):
+        in_flight = None
+    elif in_flight not in IN_FLIGHT_CHOICES:
+        raise ActionRefused(400, f"'in_flight' must be one of {', '.join(IN_FLIGHT_CHOICES)}, not '{in_flight}'")
+    if record["in_flight"] and in_flight is None:
+        step = record["in_flight"]
+        raise ActionRefused(409, f"step {step['step']} ({step['node']}) was in flight when run {record['id']} "
+                                 "stopped: say whether to run it again or skip it", choices=list(IN_FLIGHT_CHOICES))
+    return _started_or_refused(processes.resume(record["id"], in_flight=in_flight))
 
 
-def cancel(store: Path, run_id: str) -> dict[str, Any]:
+def again(view, processes: Processes, workflows: Workflows, run_id: str) -> Started:
+    """A new run of the same workflow with the same inputs, if that workflow is one this server may launch."""
+    from wfexec.serve.command_lines import command_lines, input_options
+
+    if view.backend == "temporal":
+        raise ActionRefused(409, "a run on the cluster does not keep its inputs where this server can read them",
+                            hint="launch it again from its workflow's page")
+    record = view.one_run(run_id)
+    found = workflows.at(Path(record["workflow_path"]))
+    if found is None:
+        raise ActionRefused(404, f"{record['workflow_path']} is not under the folders this server was given "
+                                 "(--root): it cannot be launched from here",
+                            hint=f"at a terminal: {command_lines(record, ['--store', str(view.path)])['again']}")
+    return launch(processes, workflows, found.id, input_options(record["inputs"] or {}))
+
+
+def cancel(view, run_id: str) -> dict[str, Any]:
     from wfexec.commands.runs import cancel_run
 
+    if view.backend == "temporal":
+        return view.cancel(run_id)
     try:
-        cancel_run(store, run_id, out=io.StringIO())
+        cancel_run(view.path, run_id, out=io.StringIO())
     except StoreError as exc:
         raise ActionRefused(409, exc.message, exc.hint) from None
-    return one_run(store, run_id)
+    return view.one_run(run_id)
 
 
 def launch(processes: Processes, workflows: Workflows, workflow_id: Any, inputs: dict[str, Any]) -> Started:

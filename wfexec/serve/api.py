@@ -10,14 +10,14 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from wfexec.serve import actions
-from wfexec.serve.events import all_events, run_events
-from wfexec.serve.store_view import PAGE, graph, journal, one_run, runs_page, state, workflow_graph
+from wfexec.serve.store_view import PAGE, output, workflow_graph, workflow_plan
 
 
 def _number(request: Request, name: str, default, kind=int):
     text = request.query_params.get(name)
-    if name == "since" and not text:  # a browser's EventSource says where it was when it reconnects
-        text = request.headers.get("last-event-id")
+    if name == "since" and request.headers.get("last-event-id"):
+        # A browser's EventSource reconnects to the address it was given, and says where it got to: that wins.
+        text = request.headers["last-event-id"]
     if text in (None, ""):
         return default
     try:
@@ -29,63 +29,93 @@ def _number(request: Request, name: str, default, kind=int):
     return value
 
 
+def run_filters(request: Request) -> dict[str, str | None]:
+    """What `/runs` and `/api/runs` filter by, from the address: status, workflow (its name), q (text), and
+    before (the page)."""
+    given = request.query_params
+    return {"status": given.get("status") or None, "workflow": given.get("workflow") or None,
+            "text": given.get("q") or None, "before": given.get("before") or None}
+
+
 def routes(server) -> list[Route]:
     """`server` (wfexec.serve.app.Server) holds the config, the processes and the workflows."""
     config = server.config
-    store = config.store
+    view = server.view
 
     def runs(request: Request):
-        status = request.query_params.get("status") or None
-        return JSONResponse(runs_page(store, status, _number(request, "limit", PAGE),
-                                      request.query_params.get("before") or None))
+        return JSONResponse(view.runs_page(**run_filters(request), limit=_number(request, "limit", PAGE)))
 
     def run(request: Request):
-        data = one_run(store, request.path_params["run_id"])
+        data = view.one_run(request.path_params["run_id"])
         ended = server.processes.ended.get(data["id"])
         data["process"] = ended.to_json() if ended is not None else None
         return JSONResponse(data)
 
     def run_journal(request: Request):
-        return JSONResponse({"journal": journal(store, request.path_params["run_id"], _number(request, "since", 0))})
+        return JSONResponse({"journal": view.journal(request.path_params["run_id"], _number(request, "since", 0))})
 
     def run_state(request: Request):
-        return JSONResponse({"state": state(store, request.path_params["run_id"])})
+        return JSONResponse({"state": view.state(request.path_params["run_id"])})
+
+    def run_agents(request: Request):
+        return JSONResponse({"agents": view.agents(request.path_params["run_id"])})
+
+    def run_output(request: Request):
+        run_id = view.one_run(request.path_params["run_id"])["id"]
+        return JSONResponse(output(server.processes.output_of(run_id), _number(request, "from", 0)))
 
     def run_graph(request: Request):
-        return JSONResponse(graph(store, request.path_params["run_id"]))
+        return JSONResponse(view.graph(request.path_params["run_id"]))
 
     def run_stream(request: Request):
-        one_run(store, request.path_params["run_id"])  # an unknown run is a 404 now, not an empty stream
-        return EventSourceResponse(run_events(store, request.path_params["run_id"], _number(request, "since", 0)),
-                                   ping=15)
+        view.one_run(request.path_params["run_id"])  # an unknown run is a 404 now, not an empty stream
+        return EventSourceResponse(view.run_events(request.path_params["run_id"], _number(request, "since", 0),
+                                                   server.processes.output_of), ping=15)
 
     def all_stream(request: Request):
-        return EventSourceResponse(all_events(store, _number(request, "since", 0.0, float)), ping=15)
+        return EventSourceResponse(view.all_events(_number(request, "since", None, float)), ping=15)
 
     def workflows(request: Request):
         return JSONResponse({"roots": [str(r) for r in server.workflows.roots],
                              "workflows": [server.workflows.describe(f) for f in server.workflows.found()]})
 
-    def workflow_picture(request: Request):
+    def _workflow(request: Request):
         found = server.workflows.get(request.path_params["workflow_id"])
         if found is None:
             raise actions.ActionRefused(404, f"no workflow '{request.path_params['workflow_id']}' here")
-        return JSONResponse(workflow_graph(found.path))
+        return found
+
+    def workflow_picture(request: Request):
+        return JSONResponse(workflow_graph(_workflow(request).path))
+
+    def workflow_effects(request: Request):
+        found = _workflow(request)
+        manifest = workflow_plan(found.path)
+        if manifest is None:
+            raise actions.ActionRefused(422, f"{found.path} does not compile: `wfexec validate` says why")
+        return JSONResponse(manifest)
 
     async def answer(request: Request):
         body = await server.posted(request)
-        started = await server.blocking(actions.answer, store, server.processes, request.path_params["run_id"],
+        started = await server.blocking(actions.answer, view, server.processes, request.path_params["run_id"],
                                         body.get("answer"))
         return server.done(request, body, started.to_json())
 
     async def resume(request: Request):
         body = await server.posted(request)
-        started = await server.blocking(actions.resume, store, server.processes, request.path_params["run_id"])
+        started = await server.blocking(actions.resume, view, server.processes, request.path_params["run_id"],
+                                        body.get("in_flight"))
         return server.done(request, body, started.to_json())
+
+    async def again(request: Request):
+        body = await server.posted(request)
+        started = await server.blocking(actions.again, view, server.processes, server.workflows,
+                                        request.path_params["run_id"])
+        return server.done(request, body, started.to_json(), f"/runs/{started.run_id}")
 
     async def cancel(request: Request):
         body = await server.posted(request)
-        return server.done(request, body, await server.blocking(actions.cancel, store, request.path_params["run_id"]))
+        return server.done(request, body, await server.blocking(actions.cancel, view, request.path_params["run_id"]))
 
     async def launch(request: Request):
         body = await server.posted(request)
@@ -102,6 +132,7 @@ def routes(server) -> list[Route]:
         Route("/api/runs/{run_id}/answer", answer, methods=["POST"]),
         Route("/api/runs/{run_id}/cancel", cancel, methods=["POST"]),
         Route("/api/runs/{run_id}/resume", resume, methods=["POST"]),
+        Route("/api/runs/{run_id}/again", again, methods=["POST"]),
         Route("/api/launch", launch, methods=["POST"]),
     ]
     return [
@@ -111,8 +142,11 @@ def routes(server) -> list[Route]:
         Route("/api/runs/{run_id}/journal", run_journal),
         Route("/api/runs/{run_id}/state", run_state),
         Route("/api/runs/{run_id}/graph", run_graph),
+        Route("/api/runs/{run_id}/agents", run_agents),
+        Route("/api/runs/{run_id}/output", run_output),
         Route("/api/runs/{run_id}/events", run_stream),
         Route("/api/workflows", workflows),
         Route("/api/workflows/{workflow_id}/graph", workflow_picture),
+        Route("/api/workflows/{workflow_id}/plan", workflow_effects),
         *server.writable(changing),
     ]

@@ -18,6 +18,8 @@ from wfexec.durable.store import StoreError
 from wfexec.serve import api, pages
 from wfexec.serve.actions import ActionRefused
 from wfexec.serve.config import ServeConfig
+from wfexec.serve.cluster_view import ClusterView
+from wfexec.serve.views import StoreView
 from wfexec.serve.processes import Processes
 from wfexec.serve.security import Guard, Refused, Sessions, posted
 from wfexec.serve.workflows import Workflows
@@ -32,12 +34,14 @@ class Server:
         import jinja2
 
         self.config = config
-        self.processes = Processes(config.store, config.wfexec_command)
+        self.processes = Processes(config.store, config.wfexec_command, config.temporal)
         self.workflows = Workflows(config.roots)
         self.sessions = Sessions()
+        self.view = ClusterView(config.temporal) if config.temporal else StoreView(config.store)
         self.templates = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                             undefined=jinja2.StrictUndefined)
         self.templates.filters["when"] = pages.when
+        self.templates.filters["offset"] = pages.offset
 
     async def posted(self, request: Request) -> dict[str, Any]:
         return await posted(request, self.config)

@@ -31,7 +31,8 @@ def _read_token(token_file: Path) -> str | None:
 
 
 def serve(host: str = "127.0.0.1", port: int = 8765, store: Path | None = None, roots: Sequence[Path] = (),
-          read_only: bool = False, token_file: Path | None = None, debug: bool = False) -> int:
+          read_only: bool = False, token_file: Path | None = None, temporal: str | None = None,
+          debug: bool = False) -> int:
     from importlib.util import find_spec
 
     # multipart: python-multipart, which reads the forms' bodies.
@@ -54,8 +55,13 @@ def serve(host: str = "127.0.0.1", port: int = 8765, store: Path | None = None, 
     for root in roots:
         if not root.is_dir():
             return _error(f"--root {root} is not a folder")
+    if temporal:
+        problem = _cluster_problem(temporal)
+        if problem is not None:
+            print(problem.format(), file=sys.stderr)
+            return exit_code_for(problem)
     location = store_location(store).absolute()
-    if location.exists():
+    if location.exists() and not temporal:
         try:
             open_store(location, readonly=True).close()
         except StoreError as exc:
@@ -73,12 +79,29 @@ def serve(host: str = "127.0.0.1", port: int = 8765, store: Path | None = None, 
     sock.listen(128)
     bound = sock.getsockname()[1]
     config = ServeConfig(host=host.strip("[]"), port=bound, store=location, roots=tuple(roots),
-                         read_only=read_only)
+                         read_only=read_only, temporal=temporal or None)
     if token:
         from dataclasses import replace
 
         config = replace(config, token=token)
     return _run(config, sock, debug)
+
+
+def _cluster_problem(address: str):
+    """Why the cluster cannot be used (the extra is missing, it cannot be reached), said before listening."""
+    import asyncio
+
+    from wfexec.errors import WfexecError
+    from wfexec.temporal import require_temporalio
+
+    try:
+        require_temporalio()
+        from wfexec.temporal.client import connect
+
+        asyncio.run(connect(address))
+    except WfexecError as exc:
+        return exc
+    return None
 
 
 def _run(config, sock, debug: bool) -> int:
@@ -87,10 +110,17 @@ def _run(config, sock, debug: bool) -> int:
     from wfexec.serve.app import create_app
 
     app = create_app(config)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            app.state.server.view.close()  # open event streams end now rather than hold the shutdown up
+            super().handle_exit(sig, frame)
+
     # No access log: the first request's line would carry the token.
-    server = uvicorn.Server(uvicorn.Config(app, log_level="debug" if debug else "warning", access_log=False,
-                                           lifespan="off", timeout_graceful_shutdown=1))
-    print(f"wfexec serve: runs in {config.store}" + (" (read-only)" if config.read_only else ""), file=sys.stderr)
+    server = Server(uvicorn.Config(app, log_level="debug" if debug else "warning", access_log=False,
+                                   lifespan="off", timeout_graceful_shutdown=1))
+    where = f"the Temporal cluster at {config.temporal}" if config.temporal else str(config.store)
+    print(f"wfexec serve: runs in {where}" + (" (read-only)" if config.read_only else ""), file=sys.stderr)
     print(config.start_url(), flush=True)
     try:
         server.run(sockets=[sock])

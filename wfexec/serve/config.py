@@ -30,6 +30,8 @@ class ServeConfig:
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
     # Signs the CSRF field of each session; never leaves the process.
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+    # `HOST:PORT` of a Temporal cluster whose runs are shown instead of the store's (`--temporal`).
+    temporal: str | None = None
     # The command that starts a run's own process (tests may point it elsewhere; it is not user input).
     wfexec_command: tuple[str, ...] = ()
 
@@ -44,6 +46,11 @@ class ServeConfig:
     @property
     def allowed_origins(self) -> frozenset[str]:
         return frozenset(f"http://{h}" for h in self.allowed_hosts)
+
+    @property
+    def where_runs(self) -> list[str]:
+        """The command-line option that names the runs this server shows."""
+        return ["--temporal", self.temporal] if self.temporal else ["--store", str(self.store)]
 
     def token_matches(self, given: str | None) -> bool:
         return bool(given) and hmac.compare_digest(given.encode(), self.token.encode())  # type: ignore[union-attr]

@@ -1,28 +1,28 @@
-"""Server-sent events, read from the store as it is written (WAL: readers never wait for the run's process).
+"""Server-sent events, read from the store as it is written (WAL: readers never wait for the run's process),
+through the server's one `Feed`.
 
 One run: `event: step` for each journal step, whose `id:` is the step's number, so a browser that reconnects with
-`Last-Event-ID: N` (or a page that asks with `?since=N`) gets exactly the steps after N; and `event: run` with the
-run's summary whenever its status, node or step count moves (its id is the last step sent). The stream ends after
-a finished run's last event: nothing can happen to it any more.
+`Last-Event-ID: N` (or a page that asks with `?since=N`) gets exactly the steps after N; `event: run` with the
+run's summary whenever its status, node or step count moves (its id is the last step sent); and `event: output`
+(no id) when the output of the run's process grew, saying its size. The stream ends after a finished run's last
+event: nothing can happen to it any more.
 
-All runs: `event: run` for each run that changed, whose `id:` is the time of the newest change sent, so a
-reconnect gets the runs that changed since.
+All runs: `event: run` for each run that changed, whose `id:` is the time of the newest change sent, as the
+store keeps it; a reconnect with that id, to this server or to the next one on the same store, gets every run
+whose last change came after it.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncIterator, Callable
 
-import anyio
 from sse_starlette import ServerSentEvent
 
-from wfexec.durable.store import FINISHED
-from wfexec.serve.store_view import reading, summary
-
-POLL_SECONDS = 0.25
-WATCHED_RUNS = 200  # the all-runs stream looks at the newest runs, and every waiting or running one
+from wfexec.durable.store import FINISHED, Store
+from wfexec.serve.feed import POLL_SECONDS, Feed
+from wfexec.serve.store_view import summary
 
 
 def _dumps(data) -> str:
@@ -33,49 +33,67 @@ def _moved(record) -> tuple:
     return record.shown_status, record.current_node, record.steps, record.ending
 
 
-def _read_run(store_path: Path, run_id: str, after: int):
-    with reading(store_path) as store:
-        if store is None:
-            return None, []
-        record = store.get(run_id)
-        return record, store.journal_since(record.id, after)
+def _read_run(store: Store, run_id: str, after: int):
+    record = store.get(run_id)
+    return record, store.journal_since(record.id, after)
 
 
-async def run_events(store_path: Path, run_id: str, since: int) -> AsyncIterator[ServerSentEvent]:
+def output_size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path is not None else 0
+    except OSError:
+        return 0
+
+
+async def run_events(feed: Feed, run_id: str, since: int,
+                     output: Callable[[str], Path | None] = lambda run: None) -> AsyncIterator[ServerSentEvent]:
     sent = since
     last: tuple | None = None
-    while True:
-        record, steps = await anyio.to_thread.run_sync(_read_run, store_path, run_id, sent)
-        if record is None:
-            return
-        for step in steps:
-            sent = step["step"]
-            yield ServerSentEvent(_dumps(step), event="step", id=str(sent))
-        if _moved(record) != last:
-            last = _moved(record)
-            yield ServerSentEvent(_dumps(summary(record)), event="run", id=str(sent))
-        if record.status in FINISHED:
-            return
-        await anyio.sleep(POLL_SECONDS)
+    told_size = 0
+    with feed.watching():
+        seen = feed.tick
+        while True:
+            found = await feed.query(_read_run, run_id, sent)
+            if found is None:
+                return
+            record, steps = found
+            size = output_size(output(record.id))
+            if size != told_size:
+                told_size = size
+                yield ServerSentEvent(_dumps({"size": size}), event="output")
+            for step in steps:
+                sent = step["step"]
+                yield ServerSentEvent(_dumps(step), event="step", id=str(sent))
+            if _moved(record) != last:
+                last = _moved(record)
+                yield ServerSentEvent(_dumps(summary(record)), event="run", id=str(sent))
+            if record.status in FINISHED or feed.closed:
+                return
+            # The output of a step in flight grows without a commit: looked at on every tick of the clock.
+            while not feed.closed:
+                tick = await feed.next_tick(seen, POLL_SECONDS)
+                moved = feed.moved.get(record.id, 0) > seen
+                seen = tick
+                if moved or output_size(output(record.id)) != told_size:
+                    break
 
 
-def _read_changed(store_path: Path, after: float):
-    with reading(store_path) as store:
-        if store is None:
-            return []
-        records = {r.id: r for r in store.list(None, WATCHED_RUNS)}
-        for status in ("waiting", "running", "stopped"):
-            records.update((r.id, r) for r in store.list(status, -1))
-    return sorted((r for r in records.values() if r.updated_at > after), key=lambda r: r.updated_at)
-
-
-async def all_events(store_path: Path, since: float) -> AsyncIterator[ServerSentEvent]:
-    cursor = since
+async def all_events(feed: Feed, since: float | None) -> AsyncIterator[ServerSentEvent]:
     shown: dict[str, tuple] = {}
-    while True:
-        for record in await anyio.to_thread.run_sync(_read_changed, store_path, cursor):
-            cursor = max(cursor, record.updated_at)
-            if shown.get(record.id) != _moved(record):
-                shown[record.id] = _moved(record)
-                yield ServerSentEvent(_dumps(summary(record)), event="run", id=repr(cursor))
-        await anyio.sleep(POLL_SECONDS)
+    with feed.watching():
+        seen = feed.tick
+        cursor = feed.cursor if since is None else since
+        missed = await feed.query(Store.changed_since, cursor) if since is not None else []
+        while True:
+            for record in missed or ():
+                if shown.get(record.id) != _moved(record):
+                    shown[record.id] = _moved(record)
+                    cursor = max(cursor, record.updated_at)
+                    yield ServerSentEvent(_dumps(summary(record)), event="run", id=repr(cursor))
+            if feed.closed:
+                return
+            tick = await feed.next_tick(seen)
+            missed = feed.changed_after(seen)
+            if missed is None:  # too far behind: ask the store
+                missed = await feed.query(Store.changed_since, cursor)
+            seen = tick

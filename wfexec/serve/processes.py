@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -41,40 +42,57 @@ class Started:
 
 
 class Processes:
-    def __init__(self, store: Path, command: tuple[str, ...] = ()):
+    def __init__(self, store: Path, command: tuple[str, ...] = (), temporal: str | None = None):
         self.store = store
+        self.temporal = temporal  # runs go to this Temporal cluster (`--temporal`), not to the store
         self.command = command or (sys.executable, "-m", "wfexec")
         self.logs = Path(tempfile.mkdtemp(prefix="wfexec-serve-"))
         self.ended: dict[str, Started] = {}  # run id → how the last process the server started for it ended
         self._lock = threading.Lock()
 
     def launch(self, workflow: Path, inputs: dict[str, str]) -> Started:
-        args = ["run", str(workflow), "--non-interactive", "--format", "json"]
+        args = ["run", str(workflow), "--non-interactive", "--format", "json", "--trace"]
+        if self.temporal:
+            args += ["--temporal", self.temporal]
         for key, value in inputs.items():
             args += ["--input", f"{key}={value}"]
         return self._start(args, None)
 
-    def resume(self, run_id: str, answer: tuple[str, str] | None = None) -> Started:
-        args = ["resume", run_id, "--non-interactive", "--format", "json"]
+    def resume(self, run_id: str, answer: tuple[str, str] | None = None, in_flight: str | None = None) -> Started:
+        """`in_flight`: "rerun" or "skip", what to do with the step that was in flight when the run stopped."""
+        args = ["resume", run_id, "--non-interactive", "--format", "json", "--trace"]
         if answer is not None:
             args += ["--answer", f"{answer[0]}={answer[1]}"]
+        if in_flight is not None:
+            args.append(f"--{in_flight}")
         return self._start(args, run_id)
+
+    def output_of(self, run_id: str) -> Path | None:
+        """The file holding what the processes this server started for the run wrote on stderr (`--trace`: each
+        step, and the output of its commands and scripts as they write it), or None."""
+        path = self.logs / f"{run_id}.log"
+        return path if path.exists() else None
 
     def _start(self, args: list[str], run_id: str | None) -> Started:
         out = tempfile.NamedTemporaryFile(dir=self.logs, suffix=".out", delete=False)
-        err = tempfile.NamedTemporaryFile(dir=self.logs, suffix=".err", delete=False)
+        # A resumed run's output goes on after what it wrote before; a new run's is named once its id is known.
+        err_path = self.logs / f"{run_id}.log" if run_id is not None else _fresh_file(self.logs, ".new")
+        err = open(err_path, "ab")
+        offset = err.tell()
         environment = {**os.environ, "WFEXEC_STORE": str(self.store), "WFEXEC_STATUS": "0", "NO_COLOR": "1"}
         # A session of its own: Ctrl-C at the server's terminal stops the server, not the runs it started.
         child = subprocess.Popen([*self.command, *args], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                  env=environment, start_new_session=True)
         out.close()
         err.close()
-        started = self._taken(child, run_id, Path(out.name), Path(err.name))
-        threading.Thread(target=self._reap, args=(child, started, Path(out.name), Path(err.name)),
-                         daemon=True).start()
+        said = _Said(Path(out.name), err_path, offset)
+        started = self._taken(child, run_id, said)
+        if run_id is None and started.run_id is not None:
+            said.err = err_path.rename(self.logs / f"{started.run_id}.log")
+        threading.Thread(target=self._reap, args=(child, started, said), daemon=True).start()
         return started
 
-    def _taken(self, child: subprocess.Popen, run_id: str | None, out: Path, err: Path) -> Started:
+    def _taken(self, child: subprocess.Popen, run_id: str | None, said: "_Said") -> Started:
         """Wait until the process drives its run past every refusal (its lease on a run marked running) or has
         ended; a resumed run that refuses its answer ends without ever being marked running."""
         lease = lease_holder(child.pid)
@@ -82,7 +100,13 @@ class Processes:
         while time.monotonic() < deadline:
             code = child.poll()
             if code is not None:
-                return _ended(code, run_id, out, err)
+                return _ended(code, run_id, said)
+            if self.temporal:  # no lease on a cluster: the run is started once its process names it (--trace)
+                named = _named_on_cluster(said)
+                if named is not None:
+                    return Started(named)
+                time.sleep(POLL_SECONDS)
+                continue
             record = self._driven_by(lease)
             if record is not None and record.status == "running" and (run_id is None or record.id == run_id):
                 return Started(record.id)
@@ -101,29 +125,59 @@ class Processes:
         finally:
             store.close()
 
-    def _reap(self, child: subprocess.Popen, started: Started, out: Path, err: Path) -> None:
+    def _reap(self, child: subprocess.Popen, started: Started, said: "_Said") -> None:
         code = child.wait()
-        ended = _ended(code, started.run_id, out, err)
-        for file in (out, err):
-            file.unlink(missing_ok=True)
+        ended = _ended(code, started.run_id, said)
+        said.out.unlink(missing_ok=True)
+        if ended.run_id is None:
+            said.err.unlink(missing_ok=True)
         if ended.run_id is not None:
             with self._lock:
                 self.ended[ended.run_id] = ended
 
 
-def _ended(code: int, run_id: str | None, out: Path, err: Path) -> Started:
+def _named_on_cluster(said: "_Said") -> str | None:
+    """The run id a `wfexec run --temporal --trace` process prints first (`Run ID (Temporal ...)`), once it has."""
+    try:
+        with open(said.err, "rb") as stderr:
+            stderr.seek(said.offset)
+            first = stderr.readline().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    found = re.match(r"Run (\S+) \(Temporal ", first)
+    return found.group(1) if found else None
+
+
+def _fresh_file(folder: Path, suffix: str) -> Path:
+    handle, name = tempfile.mkstemp(dir=folder, suffix=suffix)
+    os.close(handle)
+    return Path(name)
+
+
+@dataclass
+class _Said:
+    """Where a process writes: its JSON document (stdout), and its stderr from `offset` on."""
+
+    out: Path
+    err: Path
+    offset: int
+
+
+def _ended(code: int, run_id: str | None, said: _Said) -> Started:
     """How a run's process ended, from its exit code and the JSON document `--format json` printed."""
     try:
-        document = json.loads(out.read_text(encoding="utf-8") or "null")
+        document = json.loads(said.out.read_text(encoding="utf-8") or "null")
     except (OSError, ValueError):
         document = None
     if isinstance(document, dict) and isinstance(document.get("run_id"), str):
         run_id = document["run_id"]
     try:
-        said = err.read_text(encoding="utf-8", errors="replace").strip()
+        with open(said.err, "rb") as stderr:
+            stderr.seek(said.offset)
+            text = stderr.read().decode("utf-8", errors="replace").strip()
     except OSError:
-        said = ""
-    lines = [line for line in said.splitlines() if line.strip()]
+        text = ""
+    lines = [line for line in text.splitlines() if line.strip()]
     # The first `error:` line says why; the rest is the run's own output or how to go on at a terminal.
     message = next((line for line in lines if line.startswith(("error", "internal error"))), lines[0] if lines else "")
     if isinstance(document, dict) and document.get("error") and code not in (0, 3):

@@ -8,10 +8,14 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from wfexec.durable.store import FINISHED, STATUSES, Store, StoreError, open_store
+from wfexec.serve.drawing import marked, svg_of
 
 PAGE = 50
 MAX_PAGE = 500
 SHOWN_STATUSES = (*STATUSES, "interrupted")
+
+
+NO_GRAPH: dict[str, Any] = {"mermaid": None, "svg": None, "nodes": [], "endings": [], "ending": None, "current": None}
 
 
 @contextlib.contextmanager
@@ -27,6 +31,11 @@ def reading(store_path: Path) -> Iterator[Store | None]:
         store.close()
 
 
+def moved(run: dict[str, Any]) -> tuple:
+    """What tells a run moved, as a page shows it: its status, node, step count and ending."""
+    return run["status"], run["current_node"], run["steps"], run["ending"]
+
+
 def summary(record) -> dict[str, Any]:
     """A run as lists show it: the record without its journal or state."""
     data = record.to_json()
@@ -34,17 +43,22 @@ def summary(record) -> dict[str, Any]:
     return data
 
 
-def runs_page(store_path: Path, status: str | None, limit: int, before: str | None) -> dict[str, Any]:
+def runs_page(store_path: Path, status: str | None, limit: int, before: str | None, workflow: str | None = None,
+              text: str | None = None) -> dict[str, Any]:
+    """A page of runs, newest first, filtered by status, workflow name and text; `next` is the `before` of the
+    next page (None on the last)."""
     if status is not None and status not in SHOWN_STATUSES:
         raise StoreError(f"'{status}' is not a run status", f"one of {', '.join(SHOWN_STATUSES)}")
     limit = max(1, min(limit, MAX_PAGE))
     with reading(store_path) as store:
         if store is None:
-            return {"runs": [], "next": None}
-        records = store.list(status, limit + 1, before)
+            return {"runs": [], "next": None, "workflows": []}
+        records = store.list(status, limit + 1, before, workflow=workflow, text=text)
+        names = store.workflow_names()
     more = len(records) > limit
     records = records[:limit]
-    return {"runs": [summary(r) for r in records], "next": records[-1].id if more and records else None}
+    return {"runs": [summary(r) for r in records], "next": records[-1].id if more and records else None,
+            "workflows": names}
 
 
 def inbox(store_path: Path, recent: int = 20) -> dict[str, list]:
@@ -69,29 +83,87 @@ def journal(store_path: Path, run_id: str, since: int = 0) -> list[dict]:
         return store.journal_since(store.get(run_id).id, since)
 
 
+def journal_tail(store_path: Path, run_id: str, count: int) -> list[dict]:
+    """The last `count` steps, without reading the rest."""
+    with _store(store_path, run_id) as store:
+        return store.journal_tail(store.get(run_id).id, count)
+
+
 def state(store_path: Path, run_id: str) -> dict[str, Any]:
     with _store(store_path, run_id) as store:
         return store.snapshot(store.get(run_id).id)[1]
 
 
+def agents(store_path: Path, run_id: str) -> list[dict[str, Any]]:
+    """The agents of the run's `states` nodes, each with what it was sent and got state by state (`wfexec show
+    RUN --agent NAME`), in the order they first spoke."""
+    with _store(store_path, run_id) as store:
+        records = store.transcript(store.get(run_id).id)
+    grouped: dict[str, list[dict]] = {}
+    for record in records:
+        grouped.setdefault(record["agent"], []).append(record)
+    return [{"agent": agent, "states": states} for agent, states in grouped.items()]
+
+
+OUTPUT_CHUNK = 256 * 1024
+
+
+def output(path: Path | None, start: int) -> dict[str, Any]:
+    """What the run's process wrote from byte `start` on (at most OUTPUT_CHUNK, ending at a line's end when it
+    is cut), and where to ask from next."""
+    if path is None:
+        return {"text": "", "from": start, "next": start, "size": 0}
+    with open(path, "rb") as handle:
+        size = handle.seek(0, 2)
+        handle.seek(min(start, size))
+        chunk = handle.read(OUTPUT_CHUNK)
+    if len(chunk) == OUTPUT_CHUNK and b"\n" in chunk:
+        chunk = chunk[:chunk.rindex(b"\n") + 1]
+    return {"text": chunk.decode("utf-8", errors="replace"), "from": start, "next": min(start, size) + len(chunk),
+            "size": size}
+
+
 def graph(store_path: Path, run_id: str) -> dict[str, Any]:
-    """The run's workflow as Mermaid text, and its nodes in the file's order with the ones the run went through
-    and the one it stands at marked (what the run page draws)."""
+    """The run's workflow as Mermaid text and an SVG picture, and its nodes in the file's order, with the ones the
+    run went through and the one it stands at marked (what the run page draws)."""
     with _store(store_path, run_id) as store:
         record = store.get(run_id)
         visited = store.journal_nodes(record.id)
-    drawn = workflow_graph(Path(record.workflow_path))
-    current = record.current_node if record.status not in FINISHED else None
+    return run_graph(Path(record.workflow_path), visited, record.current_node if record.status not in FINISHED
+                     else None, record.ending)
+
+
+def run_graph(path: Path, visited: set[str], current: str | None, ending: str | None) -> dict[str, Any]:
+    """The graph of the workflow at `path` with a run's marks: the nodes it went through, the one it stands at,
+    the ending it reached."""
+    drawn = workflow_graph(path)
     for node in drawn["nodes"]:
         node["visited"] = node["id"] in visited
         node["current"] = node["id"] == current
-    drawn["ending"] = record.ending
+    drawn["ending"] = ending
+    drawn["current"] = current or ending
+    if drawn["svg"]:
+        drawn["svg"] = marked(drawn["svg"], visited | ({ending} if ending else set()), drawn["current"])
     return drawn
 
 
+def workflow_plan(path: Path) -> dict[str, Any] | None:
+    """What a run of the workflow at `path` may do outside its state (`wfexec plan`), or None when it does not
+    compile."""
+    from wfexec.api import check
+    from wfexec.errors import WfexecError
+    from wfexec.outputs.plan import plan
+
+    try:
+        workflow, _ = check(path)
+    except (OSError, WfexecError):
+        return None
+    return plan(workflow) if workflow is not None else None
+
+
 def workflow_graph(path: Path) -> dict[str, Any]:
-    """Mermaid text and the node list of the workflow at `path`; `error` says why there is none (it no longer
-    compiles, or is gone)."""
+    """Mermaid text, the SVG picture (None without Graphviz) and the node list of the workflow at `path`; `error`
+    says why there is none (it no longer compiles, or is gone)."""
     from wfexec.api import check
     from wfexec.errors import WfexecError
     from wfexec.outputs.graph import mermaid_of, picture
@@ -99,15 +171,15 @@ def workflow_graph(path: Path) -> dict[str, Any]:
     try:
         workflow, _ = check(path)
     except (OSError, WfexecError) as exc:
-        return {"mermaid": None, "nodes": [], "endings": [], "ending": None, "error": str(exc)}
+        return {**NO_GRAPH, "error": str(exc)}
     if workflow is None:
-        return {"mermaid": None, "nodes": [], "endings": [], "ending": None,
-                "error": f"{path} does not compile now (wfexec validate says why)"}
+        return {**NO_GRAPH, "error": f"{path} does not compile now (wfexec validate says why)"}
     drawn = picture(workflow)
     targets: dict[str, list[str]] = {}
     for edge in drawn.edges:
         targets.setdefault(edge.source, []).append(edge.target)
-    return {"mermaid": mermaid_of(drawn), "error": None, "start": drawn.start,
+    return {"mermaid": mermaid_of(drawn), "svg": svg_of(drawn, path), "error": None, "start": drawn.start,
+            "current": None,
             "nodes": [{"id": node_id, "type": workflow.nodes[node_id].type, "next": targets.get(node_id, []),
                        "visited": False, "current": False} for node_id in workflow.nodes], "ending": None,
             "endings": [{"id": ending_id, "type": kind} for ending_id, kind in drawn.endings.items()]}
@@ -120,3 +192,4 @@ def _store(store_path: Path, run_id: str) -> Iterator[Store]:
             raise StoreError(f"no run '{run_id}': there is no run store at {store_path} yet",
                              "start a run first")
         yield store
+

@@ -54,6 +54,14 @@ class Workflows:
     def get(self, workflow_id: str) -> Found | None:
         return next((f for f in self.found() if f.id == workflow_id), None)
 
+    def at(self, path: Path) -> Found | None:
+        """The workflow found at `path`, if it lies under a root."""
+        try:
+            wanted = path.resolve()
+        except OSError:
+            return None
+        return next((f for f in self.found() if f.path == wanted), None)
+
     def describe(self, found: Found) -> dict[str, Any]:
         """Its name, description, inputs and validate's verdict, computed again only when the file changed."""
         try:

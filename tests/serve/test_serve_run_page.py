@@ -1,0 +1,185 @@
+"""What a run's page and the API behind it show and do, over real runs in a real store: the drawn graph with its
+marks, the filters of /runs, the agents of a states run, the output of the runs the server started, resuming
+an interrupted run (what becomes of its step in flight), running again, the equivalent command lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("starlette")
+
+from conftest import wfexec_cli  # noqa: E402
+from serve_support import client, config, waiting_run, workflows  # noqa: E402
+
+# Marks its step in flight, says so with a file, then takes long enough to be killed in the middle.
+SLOW = """\
+name: slow
+version: "1.0.0"
+start_node: work
+input_schema:
+  type: object
+  additionalProperties: false
+  properties:
+    where: {type: string}
+nodes:
+  work:
+    type: action
+    actions:
+      - {type: run_command, command: [bash, -c, 'touch "$1/started"; sleep 30', work, "${where}"]}
+    on_success: done
+    on_failure: failed
+endings:
+  done: {type: success, message: worked}
+  failed: {type: failure, message: failed}
+"""
+
+
+@pytest.fixture
+def root(tmp_path):
+    return workflows(tmp_path / "workflows")
+
+
+@pytest.fixture
+def api(root, private_run_store):
+    cfg = config(private_run_store, roots=[root])
+    with client(cfg) as c:
+        c.headers["Authorization"] = f"Bearer {cfg.token}"
+        yield c
+
+
+def _until_finished(api, run_id: str) -> None:
+    api.get(f"/api/runs/{run_id}/events")  # the stream ends once the run has finished
+
+
+def test_the_graph_is_drawn_with_the_nodes_the_run_went_through_and_the_one_it_stands_at(api, root):
+    run_id = waiting_run(root / "greeter")
+    waiting = api.get(f"/api/runs/{run_id}/graph").json()
+    assert waiting["svg"].startswith("<svg class=\"graph-picture\"") and waiting["current"] == "ask"
+    assert 'class="node current" data-node="ask"' in waiting["svg"]
+    assert 'class="node" data-node="greet"' in waiting["svg"]
+    api.post(f"/api/runs/{run_id}/answer", json={"answer": "plain"})
+    _until_finished(api, run_id)
+    done = api.get(f"/api/runs/{run_id}/graph").json()["svg"]
+    assert 'class="node visited" data-node="ask"' in done and 'class="node visited" data-node="greet"' in done
+    assert 'class="node" data-node="note_warm"' in done  # the branch it did not take
+    assert 'class="node visited current" data-node="done"' in done  # the ending it reached
+    assert "<?xml" not in done and "<!--" not in done and "http://" not in done
+    page = api.get(f"/runs/{run_id}").text
+    assert 'id="graph"' in page and 'data-node="note_warm"' in page
+    workflow_id = next(w["id"] for w in api.get("/api/workflows").json()["workflows"] if w["shown"] == "greeter")
+    drawn = api.get(f"/workflows/{workflow_id}").text
+    assert '<svg class="graph-picture"' in drawn and "visited" not in drawn.split('id="graph"')[1].split("</svg>")[0]
+
+
+def test_runs_are_filtered_by_status_workflow_and_text_with_the_filters_in_the_address(api, root, tmp_path):
+    ada = waiting_run(root / "greeter", "who=Ada")
+    others = [waiting_run(root / "greeter") for _ in range(2)]
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "START.sh").write_text('echo "<result>ok</result>"\n')
+    states = json.loads(wfexec_cli("states", tmp_path / "agents", "--format", "json").stdout)["run_id"]
+    by_workflow = api.get("/api/runs", params={"workflow": "greeter"}).json()
+    assert [r["id"] for r in by_workflow["runs"]] == [*others[::-1], ada]
+    assert by_workflow["workflows"] == ["agents", "greeter"]
+    assert [r["id"] for r in api.get("/api/runs", params={"q": "greet ada"}).json()["runs"]] == [ada]
+    assert [r["id"] for r in api.get("/api/runs", params={"q": "100%_"}).json()["runs"]] == []  # taken literally
+    first = api.get("/api/runs", params={"workflow": "greeter", "limit": 2}).json()
+    second = api.get("/api/runs", params={"workflow": "greeter", "limit": 2, "before": first["next"]}).json()
+    assert [r["id"] for r in second["runs"]] == [ada] and second["next"] is None
+    assert [r["id"] for r in api.get("/api/runs", params={"status": "completed"}).json()["runs"]] == [states]
+    page = api.get("/runs", params={"workflow": "greeter", "q": "Ada"}).text
+    assert f'data-run="{ada}"' in page and others[0] not in page and states not in page
+    assert '<option value="greeter" selected>' in page and 'value="Ada"' in page
+    assert api.get("/runs", params={"q": "nothing like it"}).text.count("No run matches") == 1
+
+
+def test_the_agents_of_a_states_run_show_with_their_transcripts(api, tmp_path):
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "START.sh").write_text('echo "hello from the script"\necho "<result>ok</result>"\n')
+    run_id = json.loads(wfexec_cli("states", tmp_path / "agents", "--format", "json").stdout)["run_id"]
+    agents = api.get(f"/api/runs/{run_id}/agents").json()["agents"]
+    assert len(agents) == 1
+    state = agents[0]["states"][0]
+    assert state["kind"] != "markdown" and "hello from the script" in state["stdout"] and state["exit_code"] == 0
+    shown = wfexec_cli("show", run_id, "--agent", agents[0]["agent"], "--format", "json")
+    assert json.loads(shown.stdout)["states"] == agents[0]["states"]  # what `show --agent` says
+    assert "hello from the script" in api.get(f"/runs/{run_id}").text
+
+
+def test_the_output_of_a_run_the_server_started_is_read_on_from_where_the_reader_got_to(api, root):
+    workflow_id = next(w["id"] for w in api.get("/api/workflows").json()["workflows"] if w["shown"] == "greeter")
+    run_id = api.post("/api/launch", json={"workflow": workflow_id, "inputs": {"who": "Lin"}}).json()["run_id"]
+    first = api.get(f"/api/runs/{run_id}/output").json()
+    assert "ask" in first["text"] and first["next"] == first["size"] > 0
+    assert api.get(f"/api/runs/{run_id}/output", params={"from": first["next"]}).json()["text"] == ""
+    api.post(f"/api/runs/{run_id}/answer", json={"answer": "warm"})
+    _until_finished(api, run_id)
+    rest = api.get(f"/api/runs/{run_id}/output", params={"from": first["next"]}).json()
+    assert "note_warm" in rest["text"] and "note_warm" not in first["text"]  # what the resumed process wrote
+    terminal = waiting_run(root / "greeter")
+    assert api.get(f"/api/runs/{terminal}/output").json() == {"text": "", "from": 0, "next": 0, "size": 0}
+
+
+def test_an_interrupted_run_resumes_once_told_what_becomes_of_its_step_in_flight(api, root, tmp_path):
+    (root / "slow").mkdir()
+    (root / "slow" / "workflow.yaml").write_text(SLOW)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    run = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(root / "slow"), "--non-interactive",
+                            "--input", f"where={marks}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           start_new_session=True)
+    try:
+        while not (marks / "started").exists() and run.poll() is None:
+            time.sleep(0.05)
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)  # the run's process and its command, in the middle of the step
+        run.wait()
+    run_id = api.get("/api/runs").json()["runs"][0]["id"]
+    shown = api.get(f"/api/runs/{run_id}").json()
+    assert shown["status"] == "interrupted" and shown["in_flight"]["node"] == "work"
+    page = api.get(f"/runs/{run_id}").text
+    assert 'data-action="rerun"' in page and 'data-action="skip"' in page
+    assert f"wfexec resume {run_id} --store" in page and "--rerun" in page
+    unsaid = api.post(f"/api/runs/{run_id}/resume", json={})
+    assert unsaid.status_code == 409 and unsaid.json()["choices"] == ["rerun", "skip"]
+    assert "in flight" in unsaid.json()["error"]
+    assert api.post(f"/api/runs/{run_id}/resume", json={"in_flight": "twice"}).status_code == 400
+    skipped = api.post(f"/api/runs/{run_id}/resume", json={"in_flight": "skip"})
+    assert skipped.status_code == 200, skipped.text
+    _until_finished(api, run_id)
+    assert json.loads(wfexec_cli("show", run_id, "--format", "json").stdout)["status"] == "completed"
+
+
+def test_run_again_starts_a_new_run_with_the_same_inputs(api, root, private_run_store):
+    run_id = waiting_run(root / "greeter", "who=true")  # an input declared as text: taken as it is
+    again = api.post(f"/api/runs/{run_id}/again", json={})
+    assert again.status_code == 200, again.text
+    fresh = api.get(f"/api/runs/{again.json()['run_id']}").json()
+    assert fresh["id"] != run_id and fresh["inputs"] == {"who": "true"}
+    assert fresh["pending_question"]["question"] == "Greet true how?"
+    page = api.get(f"/runs/{run_id}").text
+    assert 'data-action="again"' in page and "--input who=true --store" in page
+    with client(config(private_run_store)) as elsewhere:  # a server given no --root launches nothing
+        cfg = elsewhere.app.state.server.config
+        refused = elsewhere.post(f"/api/runs/{run_id}/again", json={},
+                                 headers={"Authorization": f"Bearer {cfg.token}"})
+        assert refused.status_code == 404 and "wfexec run" in refused.json()["hint"]
+        assert 'data-action="again"' not in elsewhere.get(f"/runs/{run_id}",
+                                                          headers={"Authorization": f"Bearer {cfg.token}"}).text
+
+
+def test_a_workflow_page_shows_its_plan_before_its_launch_form(api, root):
+    listed = {w["shown"]: w["id"] for w in api.get("/api/workflows").json()["workflows"]}
+    manifest = api.get(f"/api/workflows/{listed['gated']}/plan").json()
+    assert [n["node"] for n in manifest["nodes"]] == ["prepare", "build", "check"]
+    assert {e["effect"] for n in manifest["nodes"] for e in n["effects"]} == {"process", "question"}
+    page = api.get(f"/workflows/{listed['gated']}").text
+    assert page.index('id="plan"') < page.index('data-action="launch"') and "ask Ship it?" in page
+    broken = api.get(f"/api/workflows/{listed['broken']}/plan")
+    assert broken.status_code == 422 and "does not compile" in broken.json()["error"]
