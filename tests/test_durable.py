@@ -530,23 +530,7 @@ def test_ten_thousand_runs_created_back_to_back_get_distinct_ids(tmp_path):
         store.close()
 
 
-LOOP = """
-name: loop
-version: 1
-start_node: check
-initial_state: {count: 0}
-nodes:
-  check:
-    type: conditional
-    condition: {type: evaluate_expression, expression: "count < LIMIT"}
-    branches: {true: step, false: done}
-  step:
-    type: action
-    actions: [{type: compute, expression: "count + 1", store_as: count}]
-    on_success: check
-endings:
-  done: {type: success, message: "${count}"}
-"""
+COUNTER_LOOP = ROOT / "tests" / "workflows" / "running" / "counter_loop.yaml"
 
 
 def test_a_long_durable_run_keeps_a_window_of_its_history_and_the_journal_keeps_all(tmp_path):
@@ -554,9 +538,7 @@ def test_a_long_durable_run_keeps_a_window_of_its_history_and_the_journal_keeps_
     import wfexec
     from wfexec.durable.journal import HISTORY_WINDOW
 
-    path = tmp_path / "workflow.yaml"
-    path.write_text(LOOP.replace("LIMIT", "1500"))
-    result = wfexec.run(path, store=tmp_path / "runs.db", max_steps=10_000)
+    result = wfexec.run(COUNTER_LOOP, inputs={"limit": 1500}, store=tmp_path / "runs.db", max_steps=10_000)
     assert result.message == "1500" and result.steps == 3001
     history = result.state["history"]
     assert len(history) == HISTORY_WINDOW and history[-1]["target"] == "done"
