@@ -753,9 +753,11 @@ def test_a_states_node_that_forks_and_asks_journals_the_same_on_the_cluster_as_o
         run_id = run_id_from(parked.stderr)
         wfexec(server, "resume", run_id, "--answer", "main=yes", *store, cwd=folder, env=env, check_code=0)
         journal = _journal_of(server, run_id, folder, env, folder / "runs.db" if store else None)
-        for row in journal:  # forks end in whatever order the workers take them
+        for row in journal:
             forks = row["changes"].get("computed.result_forks")
-            if forks is not None:
+            if forks is not None:  # forks end in whatever order the workers take them
                 forks.sort(key=lambda fork: fork["agent"])
+            if "workflow_id" in row["outcome"]:  # named after the time the node started, as Raymond names it
+                assert re.fullmatch(r"workflow_[\d_-]+", row["outcome"].pop("workflow_id")), row
         journals[where] = journal
     assert journals["cluster"] == journals["sqlite"]
