@@ -159,8 +159,9 @@ class WfexecRun(Driver):
     async def _execute(self, request: dict) -> Result:
         wf = self.workflow = compiled(request["path"], request["source_hash"])
         try:
-            run = start(wf, io=RecordingIo(self.events), options=run_options(request), inputs=request.get("inputs") or {},
-                        overrides=request.get("overrides") or {}, clock=_workflow_ms)
+            run = start(wf, io=RecordingIo(self.events), options=run_options(request),
+                        inputs=request.get("inputs") or {}, overrides=request.get("overrides") or {},
+                        clock=_workflow_ms)
         except BadOverride as exc:  # the client checked them; a run error here ends the run, not the worker
             raise RunError(exc.message, exc.hint) from None
         self.run_ = with_request_env(run, request)
