@@ -108,7 +108,8 @@ def wall_ms() -> int:
 
 
 class Journal:
-    """Told about every step; the durable store's journal implements it (wfexec.durable.journal)."""
+    """How a run persists its steps, told about each by the step loop: the SQLite store's journal
+    (wfexec.durable.journal), a Temporal run's step log (wfexec.temporal.steps.StepLog); none for --ephemeral."""
 
     def before_step(self, run: "Run", node: Node) -> None:
         pass
