@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -201,6 +202,9 @@ def test_an_in_flight_step_that_is_not_idempotent_is_not_rerun_without_asking(tm
     skipped = cli("resume", record["id"], "--skip")
     assert skipped.returncode == 0 and skipped.stdout.strip() == "deployed"
     assert "skipped 'deploy'" in skipped.stderr
+    [step] = json.loads(cli("show", record["id"], "--format", "json").stdout)["journal"]
+    assert step["outcome"] == {"skipped": True}  # recorded by the step loop, in its one timestamp format
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", step["at"]), step
 
 
 def test_the_store_of_a_10000_step_run_stays_small(tmp_path, private_run_store):
