@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -201,6 +202,9 @@ def test_an_in_flight_step_that_is_not_idempotent_is_not_rerun_without_asking(tm
     skipped = cli("resume", record["id"], "--skip")
     assert skipped.returncode == 0 and skipped.stdout.strip() == "deployed"
     assert "skipped 'deploy'" in skipped.stderr
+    [step] = json.loads(cli("show", record["id"], "--format", "json").stdout)["journal"]
+    assert step["outcome"] == {"skipped": True}  # recorded by the step loop, in its one timestamp format
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", step["at"]), step
 
 
 def test_the_store_of_a_10000_step_run_stays_small(tmp_path, private_run_store):
@@ -530,23 +534,7 @@ def test_ten_thousand_runs_created_back_to_back_get_distinct_ids(tmp_path):
         store.close()
 
 
-LOOP = """
-name: loop
-version: 1
-start_node: check
-initial_state: {count: 0}
-nodes:
-  check:
-    type: conditional
-    condition: {type: evaluate_expression, expression: "count < LIMIT"}
-    branches: {true: step, false: done}
-  step:
-    type: action
-    actions: [{type: compute, expression: "count + 1", store_as: count}]
-    on_success: check
-endings:
-  done: {type: success, message: "${count}"}
-"""
+COUNTER_LOOP = ROOT / "tests" / "workflows" / "running" / "counter_loop.yaml"
 
 
 def test_a_long_durable_run_keeps_a_window_of_its_history_and_the_journal_keeps_all(tmp_path):
@@ -554,9 +542,7 @@ def test_a_long_durable_run_keeps_a_window_of_its_history_and_the_journal_keeps_
     import wfexec
     from wfexec.durable.journal import HISTORY_WINDOW
 
-    path = tmp_path / "workflow.yaml"
-    path.write_text(LOOP.replace("LIMIT", "1500"))
-    result = wfexec.run(path, store=tmp_path / "runs.db", max_steps=10_000)
+    result = wfexec.run(COUNTER_LOOP, inputs={"limit": 1500}, store=tmp_path / "runs.db", max_steps=10_000)
     assert result.message == "1500" and result.steps == 3001
     history = result.state["history"]
     assert len(history) == HISTORY_WINDOW and history[-1]["target"] == "done"

@@ -30,7 +30,8 @@ from wfexec.running.engine import EntryGateFailed, InternalError, Journal, Optio
 from wfexec.language.model import Node, Workflow
 from wfexec.running.prompts import (AnswerRefused, NeedsAnswer, check_answer_keys, match_answer,
                                     question_from_pending)
-from wfexec.running.state import apply_overrides
+from wfexec.running import steploop
+from wfexec.running.steploop import HISTORY_WINDOW
 from wfexec.durable.changes import record as record_changes
 from wfexec.durable.store import FINISHED, Replayed, Store, StoreError, StoreWriteError, ending_status
 from wfexec.types.registry import EFFECTS
@@ -40,9 +41,7 @@ from wfexec.system.digest import sha256
 OUTSIDE_EFFECTS = frozenset(EFFECTS) - {"display"}  # what a crash may leave half done
 FLUSH_STEPS = 1024
 FLUSH_SECONDS = 0.5
-# A durable run keeps this many of its latest steps in `state["history"]`: the journal has every one (`wfexec
-# show`), so a run of a million steps needs no more memory than one of a thousand.
-HISTORY_WINDOW = 1000
+__all__ = ["HISTORY_WINDOW"]  # the run's window of history (the step loop's); the journal keeps every step
 
 
 # One encoder for every row: json.dumps with options builds a new one per call.
@@ -101,10 +100,8 @@ def state_for_snapshot(state: dict) -> dict:
 class DurableJournal(Journal):
     """Journals each step; commits per the policy in this module's docstring.
 
-    Between commits it keeps only what the history entries do not already
-    hold: each step's changes and duration. The entries themselves are in
-    `state["history"]`, and never change once appended; once committed, all
-    but the last HISTORY_WINDOW of them leave memory.
+    Between commits it keeps each step's history entry (the step loop keeps
+    only a window of them in `state["history"]`), changes and duration.
     """
 
     def __init__(self, store: Store, run_id: str, workflow: Workflow, steps_done: int,
@@ -112,6 +109,7 @@ class DurableJournal(Journal):
         self.store = store
         self.run_id = run_id
         self.step = steps_done
+        self.pending_entries: list = []
         self.pending_changes: list = []
         self.pending_extra: list = []  # per step: None, or (appended, removed) when it has either
         self.pending_us: list = []
@@ -133,6 +131,7 @@ class DurableJournal(Journal):
         self.started = _clock_ns()
 
     def after_step(self, run: Run, node: Node, entry: dict) -> None:
+        self.pending_entries.append(entry)
         # Whole microseconds: an int encodes several times faster than a float.
         self.pending_us.append((_clock_ns() - self.started) // 1000)
         self.step += 1
@@ -182,7 +181,7 @@ class DurableJournal(Journal):
             for node_id in cleared:  # the run stopped inside the node: no step to journal with it
                 self.store.save_node_state(self.run_id, node_id, None)
             return
-        entries = run.state["history"][-count:]
+        entries = self.pending_entries
         first = self.step - count + 1
         steps = []
         for i, (e, changes, extra, us) in enumerate(zip(entries, self.pending_changes, self.pending_extra,
@@ -200,13 +199,11 @@ class DurableJournal(Journal):
             self.snapshot_bytes, self.since_snapshot = written.snapshot_bytes, 0
         else:
             self.since_snapshot += written.row_bytes
+        self.pending_entries = []
         self.pending_changes = []
         self.pending_extra = []
         self.pending_us = []
         self.last_flush = time.monotonic()
-        history = run.state["history"]
-        if len(history) > HISTORY_WINDOW:
-            del history[:-HISTORY_WINDOW]  # in place: the run loop holds this list
 
 
 @dataclass
@@ -223,13 +220,11 @@ class Driven:
     refused: Any = None                 # AnswerRefused: the given answer a waiting run did not use, and why
 
 
-def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start: str | None,
+def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start_at: str | None,
            check_entry: bool) -> Driven:
     try:
         try:
-            if check_entry:
-                run.check_entry()
-            result = run.execute(start)
+            result = steploop.run_to_end(run, start_at, check_entry=check_entry)
         finally:
             # Past an ending run.current is None: the run stands at the ending its last step went to. Journaled
             # as "", a kill before the final status would make resume start over from the start node.
@@ -297,9 +292,7 @@ def _guarding(options: Options, store: Store) -> Options:
 
 def start_run(store: Store, workflow: Workflow, *, inputs: dict, overrides: dict, io, options: Options) -> Driven:
     options = _guarding(options, store)
-    run = Run(workflow, io=io, options=options, inputs=inputs)
-    check_answer_keys(workflow, run.options.answers)
-    apply_overrides(run.state, overrides)
+    run = steploop.start(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
     run_id = store.create_run(workflow_path=str(workflow.path.resolve()), workflow_name=workflow.name,
                               workflow_hash=workflow.source_hash, node_hashes=node_hashes(workflow),
                               inputs=inputs, state=state_for_snapshot(run.state), start_node=workflow.start_node)
@@ -442,11 +435,8 @@ def _settle_in_flight(store: Store, run: Run, journal: DurableJournal, workflow:
         target = getattr(node.spec, edge)
         if target is None or not isinstance(target, str):
             raise ResumeRefused(f"node '{node_id}' has no static {edge} to skip to", "resume with --rerun")
-        entry = {"node": node_id, "type": node.type, "outcome": {"skipped": True}, "target": target,
-                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        run.state["history"].append(entry)
         journal.started = _clock_ns()
-        journal.after_step(run, node, entry)
+        steploop.record(run, node, {"skipped": True}, target)
         journal.flush(run, target)
         notes.append(f"skipped '{node_id}', which was running when the run stopped; continuing at '{target}'")
         return target

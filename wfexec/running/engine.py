@@ -1,8 +1,9 @@
-"""The run loop: entry gate → node → transition → history → ending.
+"""A run: its state, and what its steps call — preconditions, consequences, questions, judgement, sub-workflows,
+the ending. The step loop that moves it from node to node is `wfexec.running.steploop`, one for every driver.
 
 The engine knows node types only through what each compiled node carries
 (`node.kind`, a `NodeType`) and registry types only through their specs.
-Everything it runs was compiled at load; the loop itself renders templates and
+Everything it runs was compiled at load; a step renders templates and
 calls handlers, nothing more.
 """
 
@@ -15,19 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 
-from wfexec.system import progress
 from wfexec.errors import Refused, WfexecError
 from wfexec.running.context import CallContext, parse_cached
 from wfexec.running.dry_run import DryRun
-from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, Template, render_value,
+from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, render_value,
                                          to_text)
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.documents import PLUGIN_ROOT_ENV
 from wfexec.running.io import Io
-from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, check_answer_keys, match_answer
+from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, match_answer
 from wfexec.types.registry import ActionFailed
 from wfexec.language.paths import PathError, absolute_path, format_path, get_path, set_path
-from wfexec.running.state import apply_overrides, new_state
+from wfexec.running.state import new_state
 
 DEFAULT_MAX_STEPS = 10_000
 
@@ -102,21 +102,14 @@ class Result:
 
 MAX_REPLY = 4 * 1024 * 1024  # characters of one LLM reply: replies are kept in state, and state in the store
 
-_clock: list[Any] = [-1, ""]  # [the millisecond last formatted, its text]
-
-
-def _now() -> str:
-    """ISO-8601 UTC with milliseconds. Steps take microseconds, so most share a millisecond's text."""
-    millisecond = int(time.time() * 1000)
-    if millisecond != _clock[0]:
-        second, rest = divmod(millisecond, 1000)
-        _clock[1] = f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(second))}.{rest:03d}Z"
-        _clock[0] = millisecond
-    return _clock[1]
+def wall_ms() -> int:
+    """This process's clock, in milliseconds: what a local run's steps read (a Temporal run reads its own)."""
+    return time.time_ns() // 1_000_000
 
 
 class Journal:
-    """Told about every step; the durable store's journal implements it (wfexec.durable.journal)."""
+    """How a run persists its steps, told about each by the step loop: the SQLite store's journal
+    (wfexec.durable.journal), a Temporal run's step log (wfexec.temporal.steps.StepLog); none for --ephemeral."""
 
     def before_step(self, run: "Run", node: Node) -> None:
         pass
@@ -142,8 +135,9 @@ class Run:
 
     def __init__(self, workflow: Workflow, *, io: Io, options: Options | None = None,
                  inputs: dict | None = None, state: dict | None = None, journal: Journal | None = None,
-                 budget: list | None = None):
+                 budget: list | None = None, clock: Callable[[], int] = wall_ms):
         self.workflow = workflow
+        self.clock = clock  # milliseconds: the step's clock and history's timestamps read it
         self.io = io
         self.options = options or Options()
         self.cwd = Path(self.options.cwd or Path.cwd())
@@ -383,7 +377,8 @@ class Run:
         return None
 
     def run_subworkflow(self, node: Node, workflow: Workflow, inputs: dict) -> Result:
-        child = Run(workflow, io=self.io, options=self.options, inputs=inputs, budget=self.budget)
+        child = Run(workflow, io=self.io, options=self.options, inputs=inputs, budget=self.budget, clock=self.clock)
+        child.extras["env"] = self.extras["env"]  # what the caller's `env.` reads (on Temporal, what came with it)
         self.io.trace(f"Sub-workflow: {workflow.name} ({workflow.path.name})")
         return child.execute()
 
@@ -403,78 +398,10 @@ class Run:
                 raise EntryGateFailed(f"Entry gate failed: {text}", "", call.where)
 
     def execute(self, start: str | None = None) -> Result:
-        workflow = self.workflow
-        endings = workflow.endings
-        node_id = start or workflow.start_node
-        history = self.state["history"]
-        tracing = self.io.tracing
-        journal = self.journal
-        started = time.perf_counter() if tracing else 0.0
-        while node_id not in endings:
-            node = self.enter(node_id)
-            self.step_ms, self.resumed_step_ms, self.clock_served = self.resumed_step_ms, None, False
-            if tracing:
-                self.io.trace(f"Node: {node_id} ({node.type})")
-            progress.at_node(node_id)
-            if journal is not None:
-                journal.before_step(self, node)
-            try:
-                outcome = node.kind.execute(node, self)
-            except (RunError, NeedsAnswer):
-                raise
-            except Exception as exc:
-                raise self._as_run_error(node, exc) from exc
-            target = outcome.target
-            if type(target) is not str:
-                target = self._resolve_target(node, outcome)
-            entry = {"node": node_id, "type": node.type, "outcome": outcome.outcome, "target": target,
-                     "at": _now()}
-            history.append(entry)
-            if tracing:
-                self.io.trace(f"→ {outcome.label}: {target}")
-            if journal is not None:
-                journal.after_step(self, node, entry)
-            node_id = target
-        self.current = None
-        result = self.finish(endings[node_id])
-        if tracing:  # here, so a run, a resumed run and a durable one all say how they ended
-            self.io.trace(f"Ending: {result.ending} ({result.type}) after {result.steps} steps in "
-                          f"{(time.perf_counter() - started) * 1000:.1f} ms")
-        return result
+        """Run in this process from `start` (the start node) to an ending (wfexec.running.steploop)."""
+        from wfexec.running.steploop import run_to_end
 
-    def enter(self, node_id: str) -> Node:
-        """What starting a step at `node_id` does before the node runs, in this loop and in the Temporal
-        workflow code's: find the node, name it `current_node`, count the step against --max-steps and the
-        node's max_visits."""
-        node = self.workflow.nodes.get(node_id)
-        if node is None:
-            self.fail(self.current, f"the target '{node_id}' is neither a node nor an ending",
-                      "a computed target must name a node or an ending")
-        self.current = node
-        history = self.state["history"]
-        runtime = self.runtime
-        runtime["previous_node"] = history[-1]["node"] if history else None
-        runtime["current_node"] = node_id
-        budget = self.budget
-        budget[0] += 1
-        self.steps += 1
-        max_steps = self.options.max_steps
-        if budget[0] > max_steps:
-            self.stop(node, f"the run took more than {max_steps} steps (last at node '{node_id}'); "
-                            f"the loop through '{node_id}' does not end",
-                      "fix the loop's exit condition, or raise --max-steps")
-        if node.max_visits is not None:
-            self._count_visit(node)
-        return node
-
-    @staticmethod
-    def _as_run_error(node: Node, exc: Exception) -> RunError:
-        """The error boundary of one step: whatever went wrong in a node is reported at the node."""
-        if isinstance(exc, WfexecError):  # a mistake in the workflow or its data: an expression, a path, an answer
-            return RunError(exc.message, exc.hint, exc.where or node.where, exc.node or node.id)
-        return InternalError(f"internal error: {type(exc).__name__}: {exc}",
-                             "a bug in wfexec or a plugin; please report it with the output of --debug",
-                             node.where, node.id)
+        return run_to_end(self, start)
 
     def step_clock(self) -> int:
         """The time this step's expressions read. `--record` keeps it and `--replay` serves it again, for the
@@ -494,31 +421,8 @@ class Run:
     def started_ms(self) -> int:
         """When this step started, as its expressions see it: read once, the first time anything asks."""
         if self.step_ms is None:
-            self.step_ms = time.time_ns() // 1_000_000
+            self.step_ms = self.clock()
         return self.step_ms
-
-    def _count_visit(self, node: Node) -> None:
-        visits = self.visits[node.id] = self.visits.get(node.id, 0) + 1
-        if node.max_visits is not None and visits > node.max_visits:
-            self.stop(node, f"node '{node.id}' was entered {visits} times, more than its max_visits "
-                            f"({node.max_visits})", "fix the loop that returns to it")
-
-    def _resolve_target(self, node: Node, outcome) -> str:
-        target = outcome.target
-        if isinstance(target, Template):
-            try:
-                target = to_text(target.render(self.scope))
-            except ExpressionError as exc:
-                self.fail(node, f"cannot compute the target of {outcome.label}: {exc.message}", exc.hint)
-        if not target:
-            self.fail(node, f"{outcome.label} has no target", f"add `{outcome.label}: <node or ending>`")
-        workflow = self.workflow
-        if workflow.default_error and target not in workflow.nodes and target not in workflow.endings:
-            # v8: an unexpected failure goes to default_error, which reports it, instead of ending the run here
-            self.keep_error(f"{node.id}: the target '{target}' of {outcome.label} is neither a node nor an ending",
-                            "a computed target must name a node or an ending")
-            return workflow.default_error
-        return target
 
     def finish(self, ending: Ending) -> Result:
         history = self.state.get("history") or []
@@ -547,13 +451,12 @@ class Run:
 
 def run_workflow(workflow: Workflow, *, io: Io, options: Options | None = None,
                  inputs: dict | None = None, overrides: dict | None = None) -> Result:
-    """Check the entry gate, initialise state, run to an ending."""
-    run = Run(workflow, io=io, options=options, inputs=inputs)
-    check_answer_keys(workflow, run.options.answers)
-    apply_overrides(run.state, overrides or {})
+    """An ephemeral run: initialise state, check the entry gate, run to an ending."""
+    from wfexec.running.steploop import run_to_end, start
+
+    run = start(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
     try:
-        run.check_entry()
-        return run.execute()
+        return run_to_end(run, check_entry=True)
     except NeedsAnswer as waiting:
         if waiting.refused is not None:  # no store keeps the run waiting: the refusal is all there is to say
             raise waiting.refused from None

@@ -10,9 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 from temporalio import activity
 
 from wfexec.errors import WfexecError
-from wfexec.running.engine import EntryGateFailed, Run, RunError
+from wfexec.running.engine import EntryGateFailed, RunError
 from wfexec.running.prompts import NeedsAnswer
-from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, resolve_target
+from wfexec.running.steploop import execute, resolve_target
+from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, written
 
 HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
 # The threads steps run in. Not asyncio's default executor, which `asyncio.run` waits for when it ends: a worker
@@ -24,17 +25,12 @@ def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: 
     workflow = compiled(request["path"], request["source_hash"])
     node = workflow.nodes[node_id]
     io = RecordingIo()
-    run = make_run(Run, workflow, request, io, state=state, answers=answers)
+    run = make_run(workflow, request, io, state=state, answers=answers)
     run.options.backend = _backend(request.get("backend"))
     run.current = node
     run.step_ms = step_ms  # the step's clock: the workflow's, as a state-only step would read it
     try:
-        try:
-            outcome = node.kind.execute(node, run)
-        except (RunError, NeedsAnswer):
-            raise
-        except Exception as exc:  # the step's error boundary, as in Run.execute
-            raise run._as_run_error(node, exc) from exc
+        outcome = execute(run, node)
         target = resolve_target(run, node, outcome)
     except NeedsAnswer as waiting:
         return {"question": question_json(waiting.question), "events": io.events,
@@ -45,10 +41,11 @@ def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: 
     except WfexecError as exc:
         return {"error": error_json(RunError(exc.message, exc.hint, exc.where or node.where, node.id)),
                 "events": io.events}
+    changes = written(run)
     state = run.state
     state.pop("history", None)  # the workflow keeps its own
     return {"state": state, "target": target, "outcome": outcome.outcome, "events": io.events,
-            "answers": run.options.answers.to_dict()}
+            "answers": run.options.answers.to_dict(), **changes}
 
 
 def _backend(spec: str | None):
@@ -66,7 +63,7 @@ def _run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> d
     the world."""
     workflow = compiled(request["path"], request["source_hash"])
     io = RecordingIo()
-    run = make_run(Run, workflow, request, io, state=state)
+    run = make_run(workflow, request, io, state=state)
     try:
         if what == "entry":
             run.check_entry()
@@ -87,7 +84,7 @@ def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None
     workflow = compiled(request["path"], request["source_hash"])
     node = workflow.nodes[node_id]
     io = RecordingIo()
-    run = make_run(Run, workflow, request, io)
+    run = make_run(workflow, request, io)
     run.options.backend = _backend(request.get("backend"))
     try:
         done = node.kind.agents.step(node, run, meta, agent)

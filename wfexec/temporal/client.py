@@ -22,6 +22,7 @@ from wfexec.temporal.steps import DEFAULT_HEARTBEAT_SECONDS, env_names
 NAMESPACE = "default"
 POLL_SECONDS = 0.1
 QUERY_TIMEOUT = timedelta(seconds=2)
+JOURNAL_QUERY_TIMEOUT = timedelta(seconds=10)  # a finished run's journal is rebuilt by a worker replaying it
 NO_WORKER_NOTE_AFTER = 5.0  # seconds a run may go unpicked before the person is told to start a worker
 HEARTBEAT_VARIABLE = "WFEXEC_TEMPORAL_HEARTBEAT"  # seconds; how soon a dead worker's effect step is given up
 
@@ -207,4 +208,16 @@ async def describe(client: Client, handle: WorkflowHandle) -> dict:
         out["state"] = (outcome.get("result") or {}).get("state")
     else:
         out["status"] = _CLUSTER_STATUS.get(description.status, "unknown") if description.status else "unknown"
+    journal = await _journal(handle)
+    if journal is not None:
+        out["journal"] = journal
     return out
+
+
+async def _journal(handle: WorkflowHandle) -> list | None:
+    """The run's latest steps with what each changed (a finished run's, from a worker replaying it), or None when
+    no worker answers."""
+    try:
+        return await handle.query("journal", rpc_timeout=JOURNAL_QUERY_TIMEOUT, result_type=list)
+    except Exception:  # no worker, or one that predates the query: `show` gives the rest all the same
+        return None

@@ -12,22 +12,19 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from wfexec.durable.changes import record as record_changes
 from wfexec.durable.journal import OUTSIDE_EFFECTS, has_outside_effects, is_idempotent
-from wfexec.language.model import Node, Workflow
+from wfexec.language.model import Workflow
 from wfexec.errors import WfexecError
-from wfexec.running.engine import InternalError, Options, Run, RunError
+from wfexec.running.engine import InternalError, Journal, Options, Run, RunError
 from wfexec.running.prompts import Answers
+from wfexec.running.steploop import HISTORY_WINDOW
 
-# The step's "at" in history: the format the SQLite path writes (`wfexec.running.engine._now`).
-AT_FORMAT = "%Y-%m-%dT%H:%M:%S"
 # The header of the question a run asks when a non-idempotent step's attempt was lost (`resume --rerun/--skip`
 # answer it).
 RERUN_OR_SKIP = "Rerun or skip"
 # Seconds without a heartbeat before Temporal gives an effect step's attempt up for lost (its worker died).
 DEFAULT_HEARTBEAT_SECONDS = 10.0
-# A run keeps this many latest steps in `state["history"]`, as a durable run does (HISTORY_WINDOW): the state
-# goes to every effect step and back, so it must not grow with the run's length.
-HISTORY_WINDOW = 1000
 
 Loader = Callable[[str], Workflow]
 _workflows: dict[str, Workflow] = {}
@@ -130,14 +127,23 @@ def replay_events(events: Sequence, io) -> None:
             io.error(event[1])
 
 
-def make_run(run_class: type[Run], workflow: Workflow, request: dict, io, state: dict | None = None,
-             answers: dict | None = None) -> Run:
-    """A Run as the request describes it (the workflow code's, or an activity's for one step)."""
-    options = Options(max_steps=int(request.get("max_steps") or 10_000), interactive=False,
-                      answers=Answers(answers if answers is not None else request.get("answers") or {}),
-                      cwd=Path(request["cwd"]))
-    run = run_class(workflow, io=io, options=options, inputs=request.get("inputs") or {}, state=state)
-    # What `env.` reads: what was sent with the run (see env_names), the same in every process and replay.
+def run_options(request: dict, answers: dict | None = None) -> Options:
+    """The options of a run as its request gives them (nobody is at a terminal on the cluster)."""
+    return Options(max_steps=int(request.get("max_steps") or 10_000), interactive=False,
+                   answers=Answers(answers if answers is not None else request.get("answers") or {}),
+                   cwd=Path(request["cwd"]))
+
+
+def make_run(workflow: Workflow, request: dict, io, state: dict | None = None, answers: dict | None = None) -> Run:
+    """A Run as the request describes it, for one step of it in an activity."""
+    run = Run(workflow, io=io, options=run_options(request, answers), inputs=request.get("inputs") or {},
+              state=state)
+    with_request_env(run, request)
+    return run
+
+
+def with_request_env(run: Run, request: dict) -> Run:
+    """What `env.` reads: what was sent with the run (see env_names), the same in every process and replay."""
     run.extras["env"] = dict(request.get("env") or {})
     return run
 
@@ -162,8 +168,41 @@ def question_from_json(data: dict):
                     asker=data.get("asker") or "")
 
 
-def resolve_target(run: Run, node: Node, outcome) -> str:
-    target = outcome.target
-    if type(target) is not str:
-        target = run._resolve_target(node, outcome)
-    return target
+class StepLog(Journal):
+    """A run's journal on the cluster: its latest HISTORY_WINDOW steps, each with what it changed, kept in the
+    workflow's memory (Temporal's own history is what makes the run durable; a replay rebuilds this). `wfexec
+    show RUN --temporal --format json` gives it as `journal`, in the rows a SQLite run's journal has (without
+    durations: the workflow code reads no clock but Temporal's)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+        self.step = 0
+
+    def after_step(self, run: Run, node, entry: dict) -> None:
+        self.step += 1
+        sets, appends, removed = record_changes(run.state, run.changed, run.appended)
+        run.changed.clear()
+        run.appended.clear()
+        row = {"step": self.step, **entry, "changes": sets}
+        if appends:
+            row["appended"] = appends
+        if removed:
+            row["removed"] = removed
+        self.rows.append(row)
+        if len(self.rows) > HISTORY_WINDOW:
+            del self.rows[:-HISTORY_WINDOW]
+
+
+def written(run: Run) -> dict:
+    """The state paths a step wrote and appended to, as an activity returns them, so the workflow code's journal
+    records the step's changes as if it had run there (`mark_written`)."""
+    return {"written": [list(path) for path in run.changed],
+            "appended": [[list(path), count] for path, count in run.appended.items()]}
+
+
+def mark_written(run: Run, done: dict) -> None:
+    for path in done.get("written") or ():
+        run.changed[tuple(path)] = None
+    for path, count in done.get("appended") or ():
+        key = tuple(path)
+        run.appended[key] = run.appended.get(key, 0) + count

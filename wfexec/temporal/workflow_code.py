@@ -1,14 +1,14 @@
-"""The engine loop as Temporal workflow code.
+"""The Temporal driver of the one step loop (`wfexec.running.steploop`), as workflow code.
 
-It is `Run.execute`'s loop, made async so that an effect step can await its activity and a question can await
-its answer. It must be deterministic, since Temporal replays it after a worker dies: the clock is
-`workflow.now()`, expressions read only the `env.` values sent with the run, and everything from outside
-(effect steps' results, answers) comes through Temporal's history.
+The loop is the same as a local run's; this driver hands each step with outside effects to an activity (and a
+states node's agent states, each to its own), and waits for an answer as an update. It must be deterministic,
+since Temporal replays it after a worker dies: the clock is `workflow.now()`, expressions read only the `env.`
+values sent with the run, and everything from outside (effect steps' results, answers) comes through Temporal's
+history.
 """
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 from typing import Any
 
@@ -18,49 +18,39 @@ from temporalio.exceptions import ActivityError, TemporalError
 
 from wfexec.durable.journal import not_safe_to_rerun
 from wfexec.durable.store import ending_status
-from wfexec.language.model import Node, Workflow
-from wfexec.nodes.base import Choice, Question
+from wfexec.language.model import Ending, Node, Workflow
+from wfexec.nodes.base import Choice, Outcome, Question
 from wfexec.running.engine import EntryGateFailed, InternalError, Result, Run, RunError, RunStopped
 from wfexec.running.prompts import AnswerRefused, Answers, NeedsAnswer, check_answer_keys, match_answer
-from wfexec.running.state import BadOverride, apply_overrides
+from wfexec.running.state import BadOverride
+from wfexec.running.steploop import Driver, drive, resolve_target, start
 from wfexec.temporal import WORKFLOW_NAME
-from wfexec.temporal.steps import (AT_FORMAT, DEFAULT_HEARTBEAT_SECONDS, HISTORY_WINDOW, RERUN_OR_SKIP, RecordingIo,
-                                   compiled, effect_nodes, error_json, make_run, question_json, resolve_target,
-                                   touches_the_world)
+from wfexec.temporal.steps import (DEFAULT_HEARTBEAT_SECONDS, RERUN_OR_SKIP, RecordingIo, compiled, effect_nodes,
+                                   StepLog, error_json, mark_written, question_json, run_options, touches_the_world,
+                                   with_request_env)
 
 RERUN, SKIP = "rerun", "skip"
 
 
-class WorkflowClockRun(Run):
-    """A Run whose expressions read Temporal's clock, and whose sub-workflows do too."""
-
-    def started_ms(self) -> int:
-        if self.step_ms is None:
-            self.step_ms = int(workflow.now().timestamp() * 1000)
-        return self.step_ms
-
-    def run_subworkflow(self, node: Node, workflow_: Workflow, inputs: dict) -> Result:
-        child = WorkflowClockRun(workflow_, io=self.io, options=self.options, inputs=inputs, budget=self.budget)
-        child.extras["env"] = self.extras["env"]
-        return child.execute()
-
-
-def _at() -> str:
-    now = workflow.now()
-    return f"{time.strftime(AT_FORMAT, now.utctimetuple())}.{now.microsecond // 1000:03d}Z"
+def _workflow_ms() -> int:
+    """Temporal's clock: the same on every replay."""
+    return int(workflow.now().timestamp() * 1000)
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class WfexecRun:
+class WfexecRun(Driver):
     def __init__(self) -> None:
         self.status = "running"           # running | waiting | finished
-        self.current: str | None = None
-        self.steps = 0
         self.question: dict | None = None  # what the run waits for, as question_json gives it
         self.events: list = []             # what the run printed, for the command following it
         self.arrived: dict[str, Any] = {}  # answers the `answer` update brought, by question key
-        self.state: dict = {}
+        self.run_: Run | None = None
         self.workflow: Workflow | None = None
+        self.request: dict = {}
+        self.heartbeat = timedelta(seconds=DEFAULT_HEARTBEAT_SECONDS)
+        self.effects: dict[str, bool] = {}  # node id → idempotent, for the nodes whose steps are activities
+        self.handed_over: dict[str, Any] = {}
+        self.log = StepLog()
 
     @workflow.run
     async def run(self, request: dict) -> dict:
@@ -78,7 +68,8 @@ class WfexecRun:
             # A bug outside any node (the loop, a handler's contract): the run fails saying so. Left to Temporal,
             # the workflow task would be retried forever and the run would hang as `running`.
             error = InternalError(f"internal error: {type(exc).__name__}: {exc}",
-                                  "a bug in wfexec; please report it with the worker's output", None, self.current)
+                                  "a bug in wfexec; please report it with the worker's output", None,
+                                  self._current())
             workflow.logger.exception("wfexec run failed with an internal error")
             outcome = {"status": "failed", "error": error_json(error)}
         else:
@@ -86,16 +77,38 @@ class WfexecRun:
                        "result": {**result.to_json(), "silent": result.silent}}
         self.status, self.question = "finished", None
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return {**outcome, "events": self.events, "steps": self.steps}
+        return {**outcome, "events": self.events, "steps": self._steps_done()}
+
+    def _steps_done(self) -> int:
+        """Steps the run completed (the one it is in, if any, is not yet), as a SQLite run's journal counts them."""
+        run = self.run_
+        if run is None:
+            return 0
+        return run.steps - (1 if run.current is not None else 0)
+
+    def _current(self) -> str | None:
+        """The node the run is at: the one it runs, else the ending (or node) its last step went to."""
+        run = self.run_
+        if run is None:
+            return None
+        if run.current is not None:
+            return run.current.id
+        history = run.state.get("history") or []
+        return history[-1]["target"] if history else None
 
     @workflow.query
     def progress(self) -> dict:
-        return {"status": self.status, "current_node": self.current, "steps": self.steps,
+        return {"status": self.status, "current_node": self._current(),
+                "steps": self._steps_done(),
                 "question": self.question, "events": len(self.events)}
 
     @workflow.query
+    def journal(self) -> list:
+        return self.log.rows
+
+    @workflow.query
     def snapshot(self) -> dict:
-        return self.state
+        return self.run_.state if self.run_ is not None else {}
 
     @workflow.query
     def printed(self, since: int) -> list:
@@ -142,44 +155,43 @@ class WfexecRun:
             return refused
         return None
 
-    # -- the loop -----------------------------------------------------------
+    # -- the driver ---------------------------------------------------------
     async def _execute(self, request: dict) -> Result:
         wf = self.workflow = compiled(request["path"], request["source_hash"])
-        run = make_run(WorkflowClockRun, wf, request, RecordingIo(self.events))
-        self.state = run.state
         try:
-            apply_overrides(run.state, request.get("overrides") or {})
+            run = start(wf, io=RecordingIo(self.events), options=run_options(request),
+                        inputs=request.get("inputs") or {}, overrides=request.get("overrides") or {},
+                        clock=_workflow_ms)
         except BadOverride as exc:  # the client checked them; a run error here ends the run, not the worker
             raise RunError(exc.message, exc.hint) from None
-        heartbeat = timedelta(seconds=float(request.get("heartbeat_seconds") or DEFAULT_HEARTBEAT_SECONDS))
-        effects = effect_nodes(wf)
-        if touches_the_world(wf.entry_preconditions):
-            await self._edge(run, request, "entry", None, heartbeat)
+        self.run_ = with_request_env(run, request)
+        run.journal = self.log
+        self.request = request
+        self.heartbeat = timedelta(seconds=float(request.get("heartbeat_seconds") or DEFAULT_HEARTBEAT_SECONDS))
+        self.effects = effect_nodes(wf)
+        self.handed_over = {**self.effects, **{node_id: None for node_id, node in wf.nodes.items()
+                                              if node.kind.agents is not None}}
+        return await drive(run, self)
+
+    async def run_step(self, run: Run, node: Node) -> Outcome:
+        if node.kind.agents is not None:
+            outcome, target = await self._agents_step(run, node, self.request, self.heartbeat)
+        else:
+            outcome, target = await self._effect_step(run, node, self.request, self.effects[node.id], self.heartbeat)
+        return Outcome(target, outcome)
+
+    async def wait_for_answer(self, waiting: NeedsAnswer) -> Any:
+        return await self._wait_for_answer(waiting.question, waiting.refused)
+
+    async def check_entry(self, run: Run) -> None:
+        if touches_the_world(run.workflow.entry_preconditions):
+            await self._edge(run, self.request, "entry", None, self.heartbeat)
         else:
             run.check_entry()
-        endings = wf.endings
-        node_id = wf.start_node
-        history = run.state["history"]
-        while node_id not in endings:
-            self.current = node_id
-            node = run.enter(node_id)
-            run.step_ms, run.clock_served = None, False
-            if node.kind.agents is not None:
-                outcome, target = await self._agents_step(run, node, request, heartbeat)
-            elif node_id in effects:
-                outcome, target = await self._effect_step(run, node, request, effects[node_id], heartbeat)
-            else:
-                outcome, target = await self._state_step(run, node)
-            history.append({"node": node_id, "type": node.type, "outcome": outcome, "target": target, "at": _at()})
-            if len(history) > HISTORY_WINDOW:
-                del history[:-HISTORY_WINDOW]
-            self.steps = run.steps
-            node_id = target
-        run.current = None
-        self.current = node_id
-        ending = endings[node_id]
+
+    async def finish(self, run: Run, ending: Ending) -> Result:
         if touches_the_world(ending.consequences):
-            data = await self._edge(run, request, "ending", node_id, heartbeat)
+            data = await self._edge(run, self.request, "ending", ending.id, self.heartbeat)
             return Result(**{**data, "state": run.state, "steps": run.steps, "run_id": None})
         return run.finish(ending)
 
@@ -202,19 +214,6 @@ class WfexecRun:
             run.state.update(done["state"])
             run.state["history"] = history
         return done.get("result") or {}
-
-    async def _state_step(self, run: Run, node: Node) -> tuple[dict, str]:
-        while True:
-            try:
-                outcome = node.kind.execute(node, run)
-                return outcome.outcome, resolve_target(run, node, outcome)
-            except NeedsAnswer as waiting:  # the node runs again from its start once answered
-                run.options.answers.give(waiting.question.key, await self._wait_for_answer(waiting.question,
-                                                                                            waiting.refused))
-            except RunError:
-                raise
-            except Exception as exc:
-                raise run._as_run_error(node, exc) from exc
 
     async def _wait_for_answer(self, question, refused: AnswerRefused | str | None = None,
                                in_flight_hint: str | None = None) -> Any:
@@ -266,6 +265,7 @@ class WfexecRun:
             run.state.clear()
             run.state.update(done["state"])
             run.state["history"] = history
+            mark_written(run, done)
             return done["outcome"], done["target"]
 
     async def _agents_step(self, run: Run, node: Node, request: dict, heartbeat: timedelta) -> tuple[dict, str]:
