@@ -14,11 +14,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 # The suite's own cache folder (every wfexec it starts inherits it): nothing of the user's ~/.cache/wfexec is
-# read or written, and each session starts cold.
-if "WFEXEC_CACHE_DIR" not in os.environ:
+# read or written, and each session starts cold. Each pytest-xdist worker gets its own: the controller's would be
+# inherited by both, and one worker's cache tests (corrupting entries, counting files) would race the other's runs.
+if "WFEXEC_CACHE_DIR" not in os.environ or (os.environ.get("PYTEST_XDIST_WORKER")
+                                           and os.environ.get("WFEXEC_TEST_CACHE_OF") != os.environ["PYTEST_XDIST_WORKER"]):
     import tempfile
 
     os.environ["WFEXEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="wfexec-test-cache-")
+    os.environ["WFEXEC_TEST_CACHE_OF"] = os.environ.get("PYTEST_XDIST_WORKER", "")
 
 
 # In CI every package `[test]` installs and every tool `.ci/run` installs is there: a test that skips for want of

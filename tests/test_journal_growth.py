@@ -81,7 +81,9 @@ def test_four_thousand_appends_journal_the_items_not_the_growing_list(tmp_path):
         replayed = opened.replay(run_id)
     finally:
         opened.close()
-    assert 0 < snapshot_step < replayed.step == 8001  # the state is a snapshot plus rows replayed after it
+    # The state is a snapshot plus rows replayed after it. Where the last snapshot falls depends on how the steps
+    # were batched into commits, which is by time (a loaded machine can put it on the final commit).
+    assert 0 < snapshot_step <= replayed.step == 8001
     assert replayed.state["items"] == [{"n": i, "text": "an item of about sixty bytes, all told"} for i in range(4000)]
     assert replayed.state == {k: v for k, v in result["state"].items() if k != "history"}
 
