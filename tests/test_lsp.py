@@ -239,3 +239,44 @@ async def test_a_state_file_gets_its_folders_lint_and_goes_to_its_targets(client
     after = await _published(client, lambda: client.text_document_did_change(edit))
     assert [(d.range.start.line, d.severity) for d in after.diagnostics] == [(2, lsp.DiagnosticSeverity.Error)]
     assert "REVEIW" in after.diagnostics[0].message
+
+
+@pytest.mark.asyncio
+async def test_a_new_line_in_a_call_offers_its_parameters_and_hover_explains_one(client, tmp_path):
+    path = tmp_path / "workflow.yaml"
+    lines = BROKEN.splitlines()
+    lines[13:13] = ["      - type: compute", "        expression: \"name.length\"", "        "]
+    await _open(client, path, "\n".join(lines) + "\n")
+    offered = await client.text_document_completion_async(lsp.CompletionParams(**_at(path, 15, 8)))
+    labels = {item.label for item in offered.items}
+    assert "store_as" in labels and "expression" not in labels  # written already
+    field = await client.text_document_hover_async(lsp.HoverParams(**_at(path, 11, 10)))
+    assert field.contents.value.startswith("`field` of `set_state`:")
+
+
+@pytest.mark.asyncio
+async def test_while_the_text_does_not_parse_the_error_shows_and_navigation_keeps_the_last_nodes(client, broken):
+    await _open(client, broken)
+    half_typed = BROKEN.replace("\nendings:\n", "\nendings: [\n")
+    edit = lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=broken.as_uri(), version=2),
+        content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=half_typed)])
+    after = await _published(client, lambda: client.text_document_did_change(edit))
+    assert [d.code for d in after.diagnostics] == ["yaml-syntax"]
+    to_node = await client.text_document_definition_async(lsp.DefinitionParams(**_at(broken, *DONE_ROUTE)))
+    assert to_node.range.start.line == 22
+
+
+@pytest.mark.asyncio
+async def test_a_rename_onto_an_existing_id_is_refused(client, broken):
+    await _open(client, broken)
+    with pytest.raises(Exception, match="already a node or ending"):
+        await client.text_document_rename_async(lsp.RenameParams(**_at(broken, *NODE_ID), new_name="failed"))
+
+
+@pytest.mark.asyncio
+async def test_markdown_that_is_no_state_file_gets_no_diagnostics(client, tmp_path):
+    (tmp_path / "notes.md").write_text("Notes.\n\n<goto>NOWHERE</goto>\n")
+    readme = tmp_path / "README.md"
+    readme.write_text("# Read me\n\n<goto>NOWHERE</goto>\n")
+    assert list((await _open(client, readme)).diagnostics) == []

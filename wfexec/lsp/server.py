@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lsprotocol import types as lsp
@@ -93,6 +93,11 @@ class Checks:
                     found, result = [], None
                 if uri not in self.server.workspace.text_documents:
                     return  # closed meanwhile
+                previous = self.results.get(uri)
+                if isinstance(result, WorkflowIndex) and not result.definitions and \
+                        isinstance(previous, WorkflowIndex):
+                    # The text does not parse as it is being typed: navigation keeps the last nodes it knew.
+                    result = replace(previous, diagnostics=result.diagnostics)
                 self.results[uri] = result
                 self.diagnostics[uri] = found
                 self.server.text_document_publish_diagnostics(

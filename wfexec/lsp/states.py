@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -16,14 +17,19 @@ _ATTRIBUTE_TARGET = re.compile(r"\b(?:next|return)\s*=\s*[\"'](?P<target>[^\"']+
 
 
 def state_folder(path: Path) -> Path | None:
-    """The states folder `path` is a state file of, or None."""
+    """The states folder `path` is a state file of, or None (a README beside other notes is not one)."""
     from wfexec.commands.states import may_be_states
     from wfexec.protocol.scopes import extension
 
     if not extension(path.name):
         return None
     folder = path.parent
-    return folder if may_be_states(folder) else None
+    try:  # a folder of notes is no states folder: one has its first state (START or 1_START)
+        entry = any(extension(name) and name.rsplit(".", 1)[0].lower() in ("start", "1_start")
+                    for name in os.listdir(folder))
+    except OSError:
+        return None
+    return folder if entry and may_be_states(folder) else None
 
 
 def diagnostics(path: Path, text: str, folder: Path) -> list:

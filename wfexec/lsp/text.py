@@ -81,6 +81,9 @@ def key_path(lines: list[str], line_no: int) -> tuple[str, ...]:
             if found.key_start > indent:  # `- key:`: the key is inside a list item
                 path.insert(0, "-")
             depth = indent
+        elif found is not None and found.depth == depth and found.key_start > indent and path[:1] != ["-"]:
+            path.insert(0, "-")  # a sibling key that starts the list item the cursor's key is in
+            depth = indent
         elif found is None and _LIST_ITEM.match(line) and indent < depth:
             path.insert(0, "-")
             depth = indent
