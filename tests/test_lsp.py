@@ -280,3 +280,18 @@ async def test_markdown_that_is_no_state_file_gets_no_diagnostics(client, tmp_pa
     readme = tmp_path / "README.md"
     readme.write_text("# Read me\n\n<goto>NOWHERE</goto>\n")
     assert list((await _open(client, readme)).diagnostics) == []
+
+
+@pytest.mark.asyncio
+async def test_a_misspelt_name_inside_a_template_is_fixed_in_place(client, tmp_path):
+    path = tmp_path / "workflow.yaml"
+    text = BROKEN.replace('message: "${computed.greeting}"', 'message: "${computed.greting}"')
+    published = await _open(client, path, text)
+    unwritten = next(d for d in published.diagnostics if d.code == "unwritten-name")
+    actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=path.as_uri()), range=unwritten.range,
+        context=lsp.CodeActionContext(diagnostics=[unwritten])))
+    (change,) = actions[0].edit.changes[path.as_uri()]
+    line = text.splitlines()[change.range.start.line]
+    fixed = line[:change.range.start.character] + change.new_text + line[change.range.end.character:]
+    assert fixed == '    message: "${computed.greeting}"'
