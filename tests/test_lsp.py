@@ -191,8 +191,10 @@ async def test_a_did_you_mean_becomes_a_quick_fix(client, broken):
 
 
 @pytest.mark.asyncio
-async def test_a_reference_doc_path_goes_to_the_file(client, tmp_path):
+async def test_a_doc_path_goes_to_the_file_and_a_states_folder_to_its_first_state(client, tmp_path):
     (tmp_path / "guide.md").write_text("# Guide\n")
+    (tmp_path / "review").mkdir()
+    (tmp_path / "review" / "START.md").write_text("Review.\n\n<result>ok</result>\n")
     path = tmp_path / "workflow.yaml"
     path.write_text(textwrap.dedent("""\
         name: r
@@ -202,13 +204,20 @@ async def test_a_reference_doc_path_goes_to_the_file(client, tmp_path):
           read:
             type: reference
             doc: guide.md
-            next_node: done
+            next_node: review
+          review:
+            type: states
+            folder: review
+            on_success: done
+            on_failure: done
         endings:
           done: {type: success}
         """))
     await _open(client, path)
     found = await client.text_document_definition_async(lsp.DefinitionParams(**_at(path, 6, 10)))
     assert found.uri == (tmp_path / "guide.md").as_uri()
+    found = await client.text_document_definition_async(lsp.DefinitionParams(**_at(path, 10, 14)))
+    assert found.uri == (tmp_path / "review" / "START.md").as_uri()
 
 
 @pytest.mark.asyncio
