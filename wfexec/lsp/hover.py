@@ -70,6 +70,9 @@ def type_doc(name: str, path: tuple[str, ...]) -> str | None:
     if name in ENDING_MEANINGS:
         return f"`{name}` ending: {ENDING_MEANINGS[name]}"
     if len(path) == 3 and path[0] == "nodes":
+        if name == "ending":
+            return "`ending` (v8): the run ends here; `outcome` says how (" + \
+                ", ".join(f"`{outcome}`" for outcome in ENDING_MEANINGS) + ")"
         doc = _node_type_doc(name)
         return f"`{name}` node type\n\n{doc}" if doc else None
     spec = call_spec(name, path)
