@@ -73,8 +73,8 @@ def quick_fixes(uri: str, diagnostics: Sequence[lsp.Diagnostic]) -> list[lsp.Cod
         whole = [[diagnostic.range.start.character, diagnostic.range.end.character, name]
                  for name in suggestions(diagnostic.message)]
         for start, end, suggestion in data.get("fixes") or whole:
-            edit = lsp.TextEdit(range=lsp.Range(lsp.Position(line, start), lsp.Position(line, end)),
-                                new_text=suggestion)
+            edit = lsp.TextEdit(range=lsp.Range(lsp.Position(line, int(start)), lsp.Position(line, int(end))),
+                                new_text=str(suggestion))
             fixes.append(lsp.CodeAction(
                 title=f"Change to '{suggestion}'", kind=lsp.CodeActionKind.QuickFix, diagnostics=[diagnostic],
                 edit=lsp.WorkspaceEdit(changes={uri: [edit]}), is_preferred=len(fixes) == 0))
