@@ -4,7 +4,7 @@ their did-you-mean hints offer."""
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Any, Sequence
 
 from lsprotocol import types as lsp
 
@@ -70,11 +70,11 @@ def quick_fixes(uri: str, diagnostics: Sequence[lsp.Diagnostic]) -> list[lsp.Cod
         data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
         line = diagnostic.range.start.line
         # A client that keeps no `data` still gets the fix, over the diagnostic's range.
-        whole = [[diagnostic.range.start.character, diagnostic.range.end.character, name]
+        whole: list[list[Any]] = [[diagnostic.range.start.character, diagnostic.range.end.character, name]
                  for name in suggestions(diagnostic.message)]
         for start, end, suggestion in data.get("fixes") or whole:
-            edit = lsp.TextEdit(range=lsp.Range(lsp.Position(line, int(start)), lsp.Position(line, int(end))),
-                                new_text=str(suggestion))
+            edit = lsp.TextEdit(range=lsp.Range(lsp.Position(line, start), lsp.Position(line, end)),
+                                new_text=suggestion)
             fixes.append(lsp.CodeAction(
                 title=f"Change to '{suggestion}'", kind=lsp.CodeActionKind.QuickFix, diagnostics=[diagnostic],
                 edit=lsp.WorkspaceEdit(changes={uri: [edit]}), is_preferred=len(fixes) == 0))
