@@ -91,7 +91,9 @@ def _at(path: Path, line: int, character: int) -> dict:
 
 @pytest.fixture
 def broken(tmp_path) -> Path:
-    path = tmp_path / "workflow.yaml"
+    folder = tmp_path / "my skills"  # a space: the URI quotes it, the server must not lose the file for it
+    folder.mkdir()
+    path = folder / "workflow.yaml"
     path.write_text(BROKEN)
     return path
 

@@ -61,6 +61,7 @@ class Checks:
 
     def __init__(self, server: LanguageServer):
         self.server = server
+        self.open: set[str] = set()
         self.results: dict[str, WorkflowIndex | StateFile | None] = {}
         self.diagnostics: dict[str, list[lsp.Diagnostic]] = {}
         self.running: set[str] = set()
@@ -91,7 +92,7 @@ class Checks:
                     self.server.window_log_message(lsp.LogMessageParams(
                         lsp.MessageType.Error, f"wfexec could not check {uri}: {type(exc).__name__}: {exc}"))
                     found, result = [], None
-                if uri not in self.server.workspace.text_documents:
+                if uri not in self.open:
                     return  # closed meanwhile
                 previous = self.results.get(uri)
                 if isinstance(result, WorkflowIndex) and not result.definitions and \
@@ -107,7 +108,12 @@ class Checks:
         finally:
             self.running.discard(uri)
 
+    def opened(self, uri: str) -> None:
+        self.open.add(uri)
+        self.changed(uri)
+
     def closed(self, uri: str) -> None:
+        self.open.discard(uri)
         self.results.pop(uri, None)
         self.diagnostics.pop(uri, None)
         self.server.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
@@ -123,7 +129,7 @@ def make_server() -> LanguageServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: lsp.DidOpenTextDocumentParams) -> None:
-        checks.changed(params.text_document.uri)
+        checks.opened(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(params: lsp.DidChangeTextDocumentParams) -> None:
