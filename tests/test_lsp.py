@@ -231,6 +231,13 @@ async def test_a_v8_file_is_checked_and_navigated_as_written(client):
     line = next(i for i, text in enumerate(lines) if text.strip() == "on_false: pick_layout")
     found = await client.text_document_definition_async(lsp.DefinitionParams(**_at(path, line, 16)))
     assert lines[found.range.start.line].strip() == "pick_layout:"
+    # A route into a composite is one into the composite as written, though it is expanded into several nodes.
+    composite = next(i for i, text in enumerate(lines) if text.strip() == "confirm_write:")
+    routes = await client.text_document_references_async(lsp.ReferenceParams(
+        **_at(path, composite, 4), context=lsp.ReferenceContext(include_declaration=False)))
+    assert [lines[r.range.start.line].strip() for r in routes] == ["next_node: confirm_write"] * 2
+    kind = await client.text_document_hover_async(lsp.HoverParams(**_at(path, composite + 1, 12)))
+    assert "composite: ask yes/no" in kind.contents.value
 
 
 @pytest.mark.asyncio

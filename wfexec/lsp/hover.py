@@ -59,10 +59,14 @@ def _definition(index: WorkflowIndex, definition: Definition) -> str:
 
 
 def _node_type_doc(name: str) -> str:
+    """A node type's doc, or a v8 composite's (`confirm`, `gated_action`, `goal_seek`)."""
+    from wfexec.language.composites import SCHEMAS
     from wfexec.nodes.base import node_types
 
     types = node_types()
-    return types[name].doc if name in types else ""
+    if name in types:
+        return types[name].doc
+    return str(SCHEMAS.get(name, {}).get("description", ""))
 
 
 def type_doc(name: str, path: tuple[str, ...]) -> str | None:

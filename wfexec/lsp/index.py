@@ -154,7 +154,7 @@ def _diagnostics(path: Path, document) -> tuple[list[Diagnostic], tuple]:
 
 def _index_definitions(index: WorkflowIndex, document, targets: tuple) -> None:
     from wfexec.language import v8
-    from wfexec.lsp.text import block_end
+    from wfexec.lsp.text import block_end, scalar_range
 
     data = document.data
     index.v8 = v8.is_v8(data)
@@ -176,8 +176,14 @@ def _index_definitions(index: WorkflowIndex, document, targets: tuple) -> None:
                 block_end(index.lines, span.line), raw)
     for (line, column), name in targets:
         span = _name_span(index.lines, (line, column), name)
-        if index.lines[span.line][span.start:span.end] == name:  # a route the file spells out (not a v8 rewrite's)
-            index.routes.append(Route(name, span))
+        text = index.lines[span.line] if span.line < len(index.lines) else ""
+        written = text[span.start:scalar_range(text, span.start)[1]].rstrip("\"'")
+        if written != name and not (name.startswith(written + "__") and written in index.definitions):
+            continue  # no route the file spells out: one a v8 rewrite added (`default_error`)
+        # A composite's route goes to its first expanded node (`confirm_write__ask`): in the file, the composite.
+        route = Route(written, Span(span.line, span.start, span.start + len(written)))
+        if route not in index.routes:
+            index.routes.append(route)
 
 
 def _name_span(lines: list[str], at: tuple[int, int], name: str) -> Span:
