@@ -174,6 +174,7 @@ def _index_definitions(index: WorkflowIndex, document, targets: tuple) -> None:
                 str(name), "ending" if is_ending else "node", str(ending_type if is_ending else raw_type or ""),
                 str(raw.get("description", "")) if isinstance(raw, dict) else "", span,
                 block_end(index.lines, span.line), raw)
+    seen: set[Route] = set()
     for (line, column), name in targets:
         span = _name_span(index.lines, (line, column), name)
         text = index.lines[span.line] if span.line < len(index.lines) else ""
@@ -182,7 +183,8 @@ def _index_definitions(index: WorkflowIndex, document, targets: tuple) -> None:
             continue  # no route the file spells out: one a v8 rewrite added (`default_error`)
         # A composite's route goes to its first expanded node (`confirm_write__ask`): in the file, the composite.
         route = Route(written, Span(span.line, span.start, span.start + len(written)))
-        if route not in index.routes:
+        if route not in seen:  # a composite's expansion names the same route more than once
+            seen.add(route)
             index.routes.append(route)
 
 

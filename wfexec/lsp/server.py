@@ -9,6 +9,7 @@ the last check.
 from __future__ import annotations
 
 import asyncio
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -86,8 +87,13 @@ class Checks:
                 self.stale.discard(uri)
                 document = self.server.workspace.get_text_document(uri)
                 version = document.version
+                started = time.perf_counter()
                 try:
                     found, result = await loop.run_in_executor(self.executor, _check, uri, document.source)
+                    # The editor's log says how long each check took (bench/bench_lsp.py reads it).
+                    self.server.window_log_message(lsp.LogMessageParams(
+                        lsp.MessageType.Log, f"checked {uri} version {version} in "
+                                             f"{(time.perf_counter() - started) * 1000:.0f} ms"))
                 except Exception as exc:  # a bug in a check must not end the session: say it, keep serving
                     self.server.window_log_message(lsp.LogMessageParams(
                         lsp.MessageType.Error, f"wfexec could not check {uri}: {type(exc).__name__}: {exc}"))
