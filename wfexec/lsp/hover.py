@@ -50,8 +50,7 @@ def _definition(index: WorkflowIndex, definition: Definition) -> str:
     into = f"{routes} route{'s' if routes != 1 else ''} in"
     if definition.kind == "ending":
         meaning = ENDING_MEANINGS.get(definition.type, "")
-        message = definition.raw.get("message", "") if isinstance(definition.raw, dict) else ""
-        parts = [f"**{definition.id}**: `{definition.type}` ending — {meaning}", f"{message}" if message else "", into]
+        parts = [f"**{definition.id}**: `{definition.type}` ending — {meaning}", definition.message, into]
     else:
         parts = [f"**{definition.id}**: `{definition.type}` node", definition.description,
                  _node_type_doc(definition.type), into]

@@ -41,7 +41,7 @@ class Definition:
     description: str
     span: Span
     last_line: int      # where its block ends (for document symbols)
-    raw: Any = None
+    message: str = ""   # an ending's message (kept rather than the node: the parsed file is let go of)
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,8 @@ def _index_definitions(index: WorkflowIndex, document, targets: tuple) -> None:
             index.definitions[str(name)] = Definition(
                 str(name), "ending" if is_ending else "node", str(ending_type if is_ending else raw_type or ""),
                 str(raw.get("description", "")) if isinstance(raw, dict) else "", span,
-                block_end(index.lines, span.line), raw)
+                block_end(index.lines, span.line),
+                str(raw.get("message", "")) if isinstance(raw, dict) and is_ending else "")
     seen: set[Route] = set()
     for (line, column), name in targets:
         span = _name_span(index.lines, (line, column), name)
