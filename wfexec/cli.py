@@ -285,6 +285,20 @@ def mcp(
 
 
 @app.command()
+def lsp():
+    """Serve a language server over stdio for workflow files, states folders and their state files (needs
+    wfexec[lsp]): validate's diagnostics as you type, hover, completion, go to definition, references, rename."""
+    try:
+        import pygls  # noqa: F401
+    except ImportError:
+        typer.echo("error: `wfexec lsp` needs pygls — pip install 'wfexec[lsp]'", err=True)
+        raise typer.Exit(exit_code_for("unavailable"))
+    from wfexec.lsp.server import serve as serve_lsp
+
+    raise typer.Exit(serve_lsp())
+
+
+@app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", metavar="ADDRESS",
                              help="Listen here (another address than 127.0.0.1 needs --token-file)."),

@@ -14,7 +14,7 @@ from typing import Any
 from typing import TYPE_CHECKING
 
 from wfexec.protocol.errors import ProtocolError, ScopeError, StopRun
-from wfexec.protocol.scopes import KNOWN, StateScope, extension, open_scope
+from wfexec.protocol.scopes import KNOWN, DirectoryScope, EditedScope, StateScope, extension, open_scope
 
 if TYPE_CHECKING:  # `validate` reads this module to tell a states folder from a workflow: it stays light
     from wfexec.running.console import Console
@@ -252,10 +252,11 @@ def states_line(d) -> str:
     return f"{d.file}: {d.severity}: {d.message}" + (f" — {d.hint}" if d.hint else "")
 
 
-def lint_diagnostics(path: str | os.PathLike) -> list | None:
+def lint_diagnostics(path: str | os.PathLike, edited: dict[str, str] | None = None) -> list | None:
     """Raymond's lint findings for a states folder (a directory without a wfexec workflow.yaml, a .zip or a
     Raymond .yaml), as diagnostics naming each state file at the line of the finding; None when `path` is not
-    one. `wfexec validate` reports them, and `wfexec run`/`states` refuse to start on their errors."""
+    one. `wfexec validate` reports them, and `wfexec run`/`states` refuse to start on their errors. `edited`
+    (state file name → text) is what an editor holds unsaved of a folder's files (`wfexec lsp`)."""
     from wfexec.commands.run import workflow_document
     from wfexec.language.diagnostics import Diagnostic
     from wfexec.protocol.lint import lint_scope
@@ -272,6 +273,8 @@ def lint_diagnostics(path: str | os.PathLike) -> list | None:
         return None
     try:
         scope = open_scope(p, str(p))
+        if edited and isinstance(scope, DirectoryScope):
+            scope = EditedScope(scope.path, scope.label, edited)
     except ScopeError as exc:
         return [Diagnostic(str(p), 0, 0, "", "error", "states-scope", exc.message, exc.hint)]
     from wfexec.nodes.states import state_diagnostic

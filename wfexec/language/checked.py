@@ -23,6 +23,7 @@ class Checked:
     nodes: dict | None = None          # the nodes that compiled
     data: dict | None = None           # the file as compiled (a v8 file: after its rewrite)
     composite_of: dict | None = None   # v8: each node a composite expanded into → (composite, type)
+    targets: tuple = ()                # ((line, column), name) of each target written out: for editors
 
     @property
     def summary(self) -> Summary | None:

@@ -444,7 +444,8 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
     raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
     if composite_of:
         diagnostics = [_at_composite(d, composite_of) for d in diagnostics]
-    return Checked(workflow, diagnostics, raw_nodes, nodes, data, composite_of)
+    targets = tuple((c.report.position(path), name) for path, name in c.static_targets)
+    return Checked(workflow, diagnostics, raw_nodes, nodes, data, composite_of, targets)
 
 
 def _plugin_root_read(path: Path, expressions: list) -> str:

@@ -134,6 +134,19 @@ class DirectoryScope(StateScope):
         return self._inside(name)
 
 
+class EditedScope(DirectoryScope):
+    """A folder some of whose files an editor holds unsaved: those are read as the editor has them."""
+
+    def __init__(self, path: Path, label: str, edits: dict[str, str]):
+        super().__init__(path, label)
+        self.edits = edits
+
+    def read_text(self, name: str) -> str:
+        if name in self.edits:
+            return self.edits[name]
+        return super().read_text(name)
+
+
 class _VirtualScope(StateScope):
     """States held in memory: zip members, YAML states, inline states."""
 
