@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from tiny import parse_sized  # noqa: E402
 from workloads import large_workflow  # noqa: E402
 
 
@@ -91,9 +92,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--nodes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeat", type=int, default=7)
-    args = parser.parse_args()
+    args = parse_sized(parser, nodes=[20], repeat=1)
     for nodes in args.nodes:
-        repeat = args.repeat if nodes <= 2000 else max(3, args.repeat // 2)
+        repeat = args.repeat if nodes <= 2000 else max(min(3, args.repeat), args.repeat // 2)
         edit, check, server_check = asyncio.run(measure(nodes, repeat))
         verdict = "within" if edit <= 0.2 else "over"
         print(f"{nodes:>6,} nodes: edit → diagnostics {edit * 1000:8.0f} ms (median of {repeat}; {verdict} 200 ms)"
