@@ -59,6 +59,9 @@ class WorkflowCase(pytest.Item):
     def __init__(self, *, case: Any, suite: Any, workflow: Any, **kwargs: Any):
         super().__init__(**kwargs)
         self.case, self.suite, self.workflow = case, suite, workflow
+        # Plugins that wrap every test call read the item's fixtures as a test function's; pytest-lsp's wrapper
+        # (1.0.1) ends without yielding, a pytest error, when an item has none.
+        self.funcargs: dict[str, Any] = {}
 
     def runtest(self) -> None:
         from wfexec.commands.testing import run_case
