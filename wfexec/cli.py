@@ -143,6 +143,12 @@ def run(
     replay: Optional[Path] = REPLAY_OPTION,
     temporal: Optional[str] = TEMPORAL_OPTION,
     task_queue: str = TASK_QUEUE_OPTION,
+    record_case: Optional[Path] = typer.Option(None, "--record-case", metavar="FILE",
+                                               help="Write this run as a test case for `wfexec test` into FILE "
+                                                    "(tests/NAME.yaml): inputs, answers, replies, ending, state."),
+    record_state: List[str] = typer.Option([], "--record-state", metavar="PATH",
+                                           help="With --record-case: expect the final state at PATH (repeatable; "
+                                                "default: all of it)."),
 ):
     """Run a workflow to one of its endings. The run is recorded so it can be resumed."""
     raise typer.Exit(_call(entrypoints.run, **locals()))
