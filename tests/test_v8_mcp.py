@@ -614,3 +614,23 @@ def test_the_last_lines_of_a_servers_stderr_are_what_is_kept():
         tail.add(f"line {index}\n".encode())
     assert len(tail.data) <= STDERR_KEPT
     assert _stderr_tail(tail).splitlines()[-1] == "line 99999"
+
+
+def test_payload_values_are_checked_by_jsonschema_with_this_modules_words():
+    import jsonschema
+
+    from wfexec.language.payloads import parse_type
+
+    shape, problems = parse_type("t@1", {"n": "array<integer> (max_length=3)", "i": "integer (min=2)",
+                                         "on": "boolean", "mode": "enum{1, 2}"})
+    assert problems == []
+    for spec in shape.fields.values():
+        jsonschema.Draft202012Validator.check_schema(spec.schema())
+    assert dict(shape.check({"n": [1, 2 ** 64], "i": 2 ** 64, "on": 1, "mode": True})) == {
+        "n": "`n` item 1 is outside the 64-bit integer range (t@1 declares it `array<integer> (max_length=3)`)",
+        "i": "`i` is outside the 64-bit integer range (t@1 declares it `integer (min=2)`)",
+        "on": "`on` must be true or false, not a number (t@1 declares it `boolean`)",
+        "mode": "`mode` is True, not one of 1, 2 (t@1 declares it `enum{1, 2}`)"}  # true is not 1, as in JSON
+    assert dict(shape.check({"n": [1, 2, 3, 4], "i": 1.0, "on": True, "mode": "1"})) == {
+        "n": "`n` must have at most 3 items (it has 4) (t@1 declares it `array<integer> (max_length=3)`)",
+        "i": "`i` must be at least 2 (it is 1.0) (t@1 declares it `integer (min=2)`)"}
