@@ -97,8 +97,10 @@ def test_llm_replies_are_recorded_from_the_backend_given_and_none_is_needed_with
     assert without.returncode == 4 and "needs an LLM backend" in without.stderr, without.stderr
 
 
-def test_record_case_refuses_a_dry_run_and_a_file_that_is_no_test_file(tmp_path):
+def test_record_case_refuses_a_dry_run_a_states_folder_and_a_file_that_is_no_test_file(tmp_path):
     quickstart_copy(tmp_path)
+    folder = wfexec_cli("run", ROOT / "skills" / "docs-check" / "states", "--record-case", "x.yaml", cwd=tmp_path)
+    assert folder.returncode == 2 and "a states folder has no `wfexec test` cases" in folder.stderr
     dry = wfexec_cli("run", "quickstart", "--dry-run", "--record-case", "x.yaml", cwd=tmp_path)
     assert dry.returncode == 2 and "--record-case cannot be used with --dry-run" in dry.stderr
     (tmp_path / "list.yaml").write_text("- 1\n")

@@ -191,6 +191,10 @@ def execute_run(request: RunRequest) -> int:
     from wfexec.running.prompts import AnswerError, Answers
 
     document = workflow_document(request.path)
+    if document is None and request.record_case is not None:
+        _error("error: --record-case records a workflow's run; a states folder has no `wfexec test` cases — run a "
+               "workflow whose `states` node runs the folder")
+        return exit_code_for("invalid")
     if document is None:
         return execute_states(request.path, input=" ".join(request.inputs) or None, start=None, budget_usd=None,
                               timeout=None, model=None, max_steps=request.max_steps, trace=request.trace,
