@@ -60,6 +60,24 @@ def test_docs_writes_checks_and_repairs(cli, tmp_path):
     assert cli("docs", "--check", "--output", out).returncode == 0
 
 
+def test_docs_prints_contents_a_page_or_the_sections_a_word_names_at_the_terminal(cli, tmp_path):
+    listed = cli("docs", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    for page in ("schema", "preconditions", "consequences", "execution"):
+        assert f"wfexec docs {page} " in listed.stdout
+    assert "wfexec docs --output DIR" in listed.stdout
+    assert not (tmp_path / "lib").exists()  # printing writes nothing
+    page = cli("docs", "execution", cwd=tmp_path)
+    assert page.stdout == (LIB / "workflow" / "execution.md").read_text(encoding="utf-8").split("\n", 2)[2]
+    sections = cli("docs", "USER_PROMPT", cwd=tmp_path).stdout
+    assert sections.count("### `user_prompt`") == 2  # its fields (schema) and its rules (execution)
+    assert "<!-- schema -->" in sections and "<!-- execution -->" in sections and "### `conditional`" not in sections
+    assert "## 9. Exit codes" in cli("docs", "exit codes", cwd=tmp_path).stdout
+    unknown = cli("docs", "usr_prompt", cwd=tmp_path)
+    assert unknown.returncode == 2 and "did you mean 'user_prompt'?" in unknown.stderr
+    assert cli("docs", "schema", "--output", tmp_path / "x", cwd=tmp_path).returncode == 2
+
+
 def test_generation_is_deterministic():
     from wfexec.outputs.docgen import generate
 

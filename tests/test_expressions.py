@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from ruamel.yaml import YAML
 
-from wfexec.language.expressions import (Expression, ExpressionError, Scope, Template, compile_value, is_prose,
-                                         render_value, truthy)
+from wfexec.language.expressions import (MISSING, Expression, ExpressionError, Scope, Template, compile_value,
+                                         fast_path, is_prose, render_value, truthy)
 
 STATE = {
     "flags": {"ready": True, "shadowed": "flag"},
@@ -19,7 +19,15 @@ STATE = {
 SCOPE = Scope(STATE, {"imports": {"mapping": {"flags": ["x"]}}, "input": {"url": "u"}})
 
 
-@pytest.mark.parametrize("source, expected", [
+@pytest.fixture(params=["fast path", "engine"])
+def both_paths(request):
+    """Each rule twice: as runs evaluate (the Python fast path first, for the shapes it handles) and with the
+    fast path off, so the JavaScript engine's side (its name lookup, Scope.lookup) answers every case too."""
+    with fast_path(request.param == "fast path"):
+        yield request.param
+
+
+VALUE_CASES = [
     ("computed.count > 2 && flags.ready", True),
     ("computed.count > 5 || !flags.ready", False),
     ("computed.count !== 3", False),
@@ -48,14 +56,33 @@ SCOPE = Scope(STATE, {"imports": {"mapping": {"flags": ["x"]}}, "input": {"url":
     ("computed.ratio * 2", 1),
     ("0.1 + 0.2", 0.30000000000000004),
     ("1 / 0", None),                    # JSON has no infinity: null, as JSON.stringify writes it
-])
-def test_expression_values(source, expected):
+]
+# The name rules, which both the fast path (its own lookup, written out) and the engine (Scope.lookup) implement.
+NAME_RULES = ["count", "ready", "ask.id", "only_top", "shadowed", "flags.shadowed", "input.url"]
+
+
+@pytest.mark.parametrize("source, expected", VALUE_CASES)
+def test_expression_values(source, expected, both_paths):
     result = Expression(source).evaluate(SCOPE)
     assert result == expected
     assert type(result) is type(expected)  # 3 stays an int, 1.0 reads as 1
 
 
-def test_a_missing_value_is_undefined_as_in_javascript():
+@pytest.mark.parametrize("source", NAME_RULES)
+def test_the_fast_path_answers_the_name_rules_so_both_paths_are_tested(source):
+    expression = Expression(source)
+    assert expression._fast is not None and expression._fast(SCOPE) is not MISSING
+    assert expression.evaluate_in_engine(SCOPE) == expression._fast(SCOPE) == dict(VALUE_CASES)[source]
+
+
+def test_a_bare_name_falls_back_to_user_responses_in_the_engine_too():
+    scope = Scope({"computed": {}, "flags": {}, "user_responses": {"pick": {"id": "b"}}}, {})
+    assert Expression("pick.id").evaluate_in_engine(scope) == "b"
+    with fast_path(False):
+        assert Expression("pick.id === 'b' && pick.id").evaluate(scope) == "b"
+
+
+def test_a_missing_value_is_undefined_as_in_javascript(both_paths):
     assert Expression("computed.missing || 'default'").evaluate(SCOPE) == "default"
     assert Expression("computed.missing ?? 'default'").evaluate(SCOPE) == "default"
     assert Expression("nowhere == null && typeof nowhere === 'undefined'").evaluate(SCOPE) is True
@@ -66,7 +93,7 @@ def test_a_missing_value_is_undefined_as_in_javascript():
         Expression("computed.missing.deeper").evaluate(SCOPE)
 
 
-def test_locals_come_first_and_upper_case_names_fall_back_to_the_environment(monkeypatch):
+def test_locals_come_first_and_upper_case_names_fall_back_to_the_environment(monkeypatch, both_paths):
     monkeypatch.setenv("WFEXEC_TEST_HOME", "/home/test")
     assert Expression("item.name").evaluate(SCOPE.child(item={"name": "n"})) == "n"
     assert Expression("count").evaluate(SCOPE.child(count=7)) == 7
@@ -180,7 +207,7 @@ def test_prose_is_recognised_for_the_caller_to_hand_to_an_llm():
     ([], True), ({}, True), ("", False), ("0", True), (0, False), (0.0, False), (float("nan"), False),
     (None, False), (False, False), (2, True),
 ])
-def test_truthiness_is_javascripts(value, expected):
+def test_truthiness_is_javascripts(value, expected, both_paths):
     assert truthy(value) is expected
     assert Expression("!!v").evaluate(Scope({"v": value}, {})) is expected or value != value
 

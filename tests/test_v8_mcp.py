@@ -417,15 +417,61 @@ def test_max_call_count_zero_is_rejected_and_a_count_is_enforced_while_running(t
         in result["state"]["computed"]["last_error"]
 
 
-def test_version_ranges_read_as_npm_writes_them():
+# What npm's own `semver` package (7.8.6, installed from the npm registry into a scratch prefix) answers for each
+# (version, range): `node -e 'require("semver").satisfies(v, r)'`. The hand-written check this replaced gave
+# four of these wrong (1.0.0-beta ^1, 1.2.3 >1.2, 1.2.9 <=1.2, a hyphen range).
+NPM_ANSWERS = [
+    ('1.4.0', '^1', True),
+    ('2.0.0', '^1', False),
+    ('2.1.5', '^2.1', True),
+    ('2.0.9', '^2.1', False),
+    ('0.2.3', '^0.2', True),
+    ('0.3.0', '^0.2', False),
+    ('3.2.9', '~3.2', True),
+    ('3.3.0', '~3.2', False),
+    ('3.9.0', '~3', True),
+    ('1.5.0', '>=1.2 <2', True),
+    ('2.0.0', '>=1.2 <2', False),
+    ('5.0.0', '^1 || ^5', True),
+    ('1.2.3', '1.2.3', True),
+    ('1.2.4', '1.2', True),
+    ('9.9.9', '*', True),
+    ('1.0.0-beta', '^1', False),
+    ('1.2.3', '>1.2', False),
+    ('1.3.0', '>1.2', True),
+    ('1.2.9', '<=1.2', True),
+    ('1.3.0', '<=1.2', False),
+    ('1.0.0-beta', '^1.0.0-alpha', True),
+    ('1.0.0-rc.1', '>=1.0.0-beta', True),
+    ('1.2.3', '1.2.x', True),
+    ('1.3.0', '1.2.x', False),
+    ('0.0.3', '^0.0.3', True),
+    ('0.0.4', '^0.0.3', False),
+    ('1.2.3', '1.2.0 - 1.3.0', True),
+    ('1.3.1', '1.2.0 - 1.3.0', False),
+    ('v2.0.0', '^2', True),
+    ('1.2.3', '>=1.2.3 <1.2.4', True),
+    ('2.0.0', '~1', False),
+    ('1.9.9', '~1', True),
+    ('1.2.3-alpha', '1.2.3-alpha', True),
+    ('1.2.3', '=1.2.3', True),
+]
+
+
+@pytest.mark.parametrize("version, wanted, npm", NPM_ANSWERS)
+def test_version_ranges_are_decided_as_npm_decides_them(version, wanted, npm):
     from wfexec.types.consequences.mcp import version_in_range
 
-    cases = {("1.4.0", "^1"): True, ("2.0.0", "^1"): False, ("2.1.5", "^2.1"): True, ("2.0.9", "^2.1"): False,
-             ("0.2.3", "^0.2"): True, ("0.3.0", "^0.2"): False, ("3.2.9", "~3.2"): True, ("3.3.0", "~3.2"): False,
-             ("3.9.0", "~3"): True, ("1.5.0", ">=1.2 <2"): True, ("2.0.0", ">=1.2, <2"): False,
-             ("5.0.0", "^1 || ^5"): True, ("1.2.3", "1.2.3"): True, ("1.2.4", "1.2"): True, ("9.9.9", "*"): True}
-    assert {case: version_in_range(*case) for case in cases} == cases
+    assert version_in_range(version, wanted) is npm
+
+
+def test_version_ranges_read_short_versions_commas_and_refuse_what_is_unreadable():
+    from wfexec.types.consequences.mcp import version_in_range
+
+    assert version_in_range("2.1", "^2") is True and version_in_range("3", "^2") is False
+    assert version_in_range("2.0.0", ">=1.2, <2") is False and version_in_range("1.9.0", ">=1.2, <2") is True
     assert version_in_range("nightly", "^1") is None
+    assert version_in_range("1.0.0", "not a range!") is None
 
 
 def test_payload_fields_written_as_mappings_with_defaults():
@@ -568,3 +614,23 @@ def test_the_last_lines_of_a_servers_stderr_are_what_is_kept():
         tail.add(f"line {index}\n".encode())
     assert len(tail.data) <= STDERR_KEPT
     assert _stderr_tail(tail).splitlines()[-1] == "line 99999"
+
+
+def test_payload_values_are_checked_by_jsonschema_with_this_modules_words():
+    import jsonschema
+
+    from wfexec.language.payloads import parse_type
+
+    shape, problems = parse_type("t@1", {"n": "array<integer> (max_length=3)", "i": "integer (min=2)",
+                                         "on": "boolean", "mode": "enum{1, 2}"})
+    assert problems == []
+    for spec in shape.fields.values():
+        jsonschema.Draft202012Validator.check_schema(spec.schema())
+    assert dict(shape.check({"n": [1, 2 ** 64], "i": 2 ** 64, "on": 1, "mode": True})) == {
+        "n": "`n` item 1 is outside the 64-bit integer range (t@1 declares it `array<integer> (max_length=3)`)",
+        "i": "`i` is outside the 64-bit integer range (t@1 declares it `integer (min=2)`)",
+        "on": "`on` must be true or false, not a number (t@1 declares it `boolean`)",
+        "mode": "`mode` is True, not one of 1, 2 (t@1 declares it `enum{1, 2}`)"}  # true is not 1, as in JSON
+    assert dict(shape.check({"n": [1, 2, 3, 4], "i": 1.0, "on": True, "mode": "1"})) == {
+        "n": "`n` must have at most 3 items (it has 4) (t@1 declares it `array<integer> (max_length=3)`)",
+        "i": "`i` must be at least 2 (it is 1.0) (t@1 declares it `integer (min=2)`)"}

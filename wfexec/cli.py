@@ -159,6 +159,12 @@ def run(
     replay: Optional[Path] = REPLAY_OPTION,
     temporal: Optional[str] = TEMPORAL_OPTION,
     task_queue: str = TASK_QUEUE_OPTION,
+    record_case: Optional[Path] = typer.Option(None, "--record-case", metavar="FILE",
+                                               help="Write this run as a test case for `wfexec test` into FILE "
+                                                    "(tests/NAME.yaml): inputs, answers, replies, ending, state."),
+    record_state: List[str] = typer.Option([], "--record-state", metavar="PATH",
+                                           help="With --record-case: expect the final state at PATH (repeatable; "
+                                                "default: all of it)."),
 ):
     """Run a workflow to one of its endings. The run is recorded so it can be resumed."""
     raise typer.Exit(_call(entrypoints.run, **locals()))
@@ -655,14 +661,21 @@ def plan(
 
 @app.command()
 def docs(
-    output: Path = typer.Option(Path("lib"), "--output", "-o", metavar="DIR", help="Where the reference goes."),
-    check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 and print a diff when a file is stale."),
+    topic: Optional[str] = typer.Argument(None, metavar="[TOPIC]",
+                                          help="A page (schema, preconditions, consequences, execution) or a word "
+                                               "of a heading (user_prompt, append_state, exit codes)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="DIR",
+                                          help="Build the reference as Markdown files into DIR/workflow/ instead."),
+    check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 and print a diff when a file in DIR "
+                                                      "(default lib) is stale."),
     plugins: bool = typer.Option(False, "--plugins", help="Also document the types of installed plugins."),
 ):
-    """Write the language reference (DIR/workflow/*.md) from the schema and the registries."""
-    from wfexec.outputs.docgen import stale, write
+    """Show the language reference at the terminal (its contents; a page; the sections a word names), or build it
+    into a folder with --output DIR."""
+    from wfexec.outputs.docgen import UnknownTopic, contents, stale, topic_text, write
 
     if check:
+        output = output or Path("lib")
         found = stale(output, include_plugins=plugins)
         for target, diff in found:
             sys.stdout.write(diff)
@@ -670,8 +683,19 @@ def docs(
         if not found:
             typer.echo(f"{output}: up to date", err=True)
         raise typer.Exit(exit_code_for("failed" if found else "completed"))
-    for target, changed in write(output, include_plugins=plugins):
-        typer.echo(f"{target}: {'written' if changed else 'up to date'}", err=True)
+    if output is not None:
+        if topic is not None:
+            typer.echo("error: --output builds the whole reference; leave out the topic", err=True)
+            raise typer.Exit(exit_code_for("invalid"))
+        for target, changed in write(output, include_plugins=plugins):
+            typer.echo(f"{target}: {'written' if changed else 'up to date'}", err=True)
+        return
+    try:
+        text = contents(plugins) if topic is None else topic_text(topic, plugins)
+    except UnknownTopic as exc:
+        typer.echo(f"error: nothing in the reference is called '{topic}' — {exc.args[0]}", err=True)
+        raise typer.Exit(exit_code_for("invalid"))
+    sys.stdout.write(text)
 
 
 new_app = typer.Typer(help="Create things from templates.", no_args_is_help=True, rich_markup_mode=_rich_help())

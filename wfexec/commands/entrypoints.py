@@ -147,7 +147,8 @@ def run(path: Path, input: Sequence[str] = (), input_file: Path | None = None, s
         max_steps: int = 10_000, trace: bool = False, dry_run: bool = False, state_out: Path | None = None,
         format: str = "text", store: Path | None = None, ephemeral: bool = False, backend: str | None = None,
         record: Path | None = None, replay: Path | None = None, temporal: str | None = None,
-        task_queue: str = "wfexec", durability: str | None = None, debug: bool = False) -> int:
+        task_queue: str = "wfexec", durability: str | None = None, record_case: Path | None = None,
+        record_state: Sequence[str] = (), debug: bool = False) -> int:
     from wfexec.commands.run import RunRequest, execute_run
 
     request = RunRequest(path=path, inputs=list(input), input_file=input_file, overrides=list(set_),
@@ -155,7 +156,8 @@ def run(path: Path, input: Sequence[str] = (), input_file: Path | None = None, s
                          max_steps=max_steps, trace=trace, dry_run=dry_run, state_out=state_out,
                          json_output=format == "json", debug=debug, store=store, ephemeral=ephemeral,
                          backend=backend, record=record, replay=replay, temporal=temporal or None,
-                         task_queue=task_queue, durability=_value(durability))
+                         task_queue=task_queue, durability=_value(durability), record_case=record_case,
+                         record_state=list(record_state))
     return execute_run(request)
 
 

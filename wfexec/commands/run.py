@@ -34,6 +34,10 @@ class RunRequest:
     backend: str | None = None
     record: Path | None = None
     replay: Path | None = None
+    # `--record-case FILE`: write the run as a test case (wfexec.commands.record_case), with the state at these paths
+    record_case: Path | None = None
+    record_state: list[str]
+    case: dict | None = None  # set by execute_run: the CaseRecorder, and the inputs and values the run was given
     # resume only
     run_id: str | None = None
     accept_changes: bool = False
@@ -45,7 +49,7 @@ class RunRequest:
     durability: str | None = None  # of the store's commits (normal, full: wfexec.durable.store.DURABILITY)
 
     def __init__(self, **given: Any):
-        for name in ("inputs", "overrides", "answers", "answer_files"):
+        for name in ("inputs", "overrides", "answers", "answer_files", "record_state"):
             setattr(self, name, [])
         for name, value in given.items():
             if name not in RunRequest.__annotations__:
@@ -188,6 +192,10 @@ def execute_run(request: RunRequest) -> int:
     from wfexec.running.prompts import AnswerError, Answers
 
     document = workflow_document(request.path)
+    if document is None and request.record_case is not None:
+        _error("error: --record-case records a workflow's run; a states folder has no `wfexec test` cases — run a "
+               "workflow whose `states` node runs the folder")
+        return exit_code_for("invalid")
     if document is None:
         return execute_states(request.path, input=" ".join(request.inputs) or None, start=None, budget_usd=None,
                               timeout=None, model=None, max_steps=request.max_steps, trace=request.trace,
@@ -209,6 +217,22 @@ def execute_run(request: RunRequest) -> int:
     except (InputError, AnswerError, ValueError) as exc:
         _error(f"error: {exc}")
         return exit_code_for("invalid")
+    if request.record_case is not None:
+        if request.temporal or request.dry_run:
+            _error(f"error: --record-case cannot be used with {'--temporal' if request.temporal else '--dry-run'}: "
+                   "the case is what a run in this process did")
+            return exit_code_for("invalid")
+        from wfexec.commands.record_case import CaseRecorder
+        from wfexec.language.paths import PathError, parse_path
+
+        for path in request.record_state:
+            try:
+                parse_path(path)
+            except PathError as exc:
+                _error(f"error: --record-state {path}: {exc.message} — write a dotted state path such as computed.x")
+                return exit_code_for("invalid")
+        backend = CaseRecorder(backend)
+        request.case = {"recorder": backend, "inputs": inputs, "overrides": overrides}
     io = _console(request)
     if request.temporal:
         refused = _refused_on_cluster(request, backend)
@@ -293,9 +317,12 @@ def _run_ephemeral(request, workflow, inputs, overrides, io, options) -> int:
             result = run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
     except NeedsAnswer as waiting:
         _write_state_out(request, getattr(waiting, "state", None))
+        _write_case(request, "waiting", None, None, getattr(waiting, "state", None))
         return _report_waiting(request, waiting.question, None)
     except RunError as exc:
         _write_state_out(request, getattr(exc, "state", None))
+        _write_case(request, "stopped" if exc.outcome == "stopped" else "failed", None, None,
+                    getattr(exc, "state", None))
         return report_error(exc, request.debug)
     return _report_result(request, result, io, None)
 
@@ -376,10 +403,12 @@ def _report_driven(request, driven, io) -> int:
         return report_error(driven.refused, request.debug)
     if driven.status == "waiting":
         _write_state_out(request, driven.state)
+        _write_case(request, "waiting", None, None, driven.state)
         return _report_waiting(request, driven.question, driven.run_id)
     if driven.result is not None:
         return _report_result(request, driven.result, io, driven.run_id)
     _write_state_out(request, driven.state)
+    _write_case(request, "stopped" if driven.status == "stopped" else "failed", None, None, driven.state)
     error = driven.error
     code = report_error(error, request.debug)
     if driven.status == "stopped":
@@ -405,6 +434,21 @@ def _report_waiting(request, question, run_id) -> int:
     return exit_code_for("waiting")
 
 
+def _write_case(request, status: str, ending: str | None, output, state) -> None:
+    """`--record-case`: the run as a test case; a file that cannot take it is said, the run's exit code kept."""
+    case = request.case
+    if case is None:
+        return
+    from wfexec.commands.record_case import case_from, write_case
+
+    made = case_from(case["recorder"], inputs=case["inputs"], overrides=case["overrides"], status=status,
+                     ending=ending, output=output, state=state, state_paths=request.record_state)
+    try:
+        _error(write_case(request.record_case, made))
+    except (OSError, ValueError) as exc:
+        _error(f"error: the test case was not written: {exc}")
+
+
 def _report_result(request, result, io, run_id) -> int:
     _write_state_out(request, result.state)
     if request.json_output:
@@ -413,6 +457,7 @@ def _report_result(request, result, io, run_id) -> int:
         _print_json({"status": ending_status(result.type), "run_id": run_id, **result.to_json()})
     else:
         print_ending(result, io)
+    _write_case(request, result.type, result.ending, result.output, result.state)
     return exit_code_for(result.type)
 
 

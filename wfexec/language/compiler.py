@@ -26,6 +26,7 @@ from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.prose import Prose, is_prose
 from wfexec.language.checked import Checked
 from wfexec.nodes.base import node_type, node_types
+from wfexec.language.file_checks import check_document_templates, check_script_files
 from wfexec.language.name_checks import check_names, check_script_names, unwritten_reads
 from wfexec.language.scalar_positions import offset_in, position_in_file
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
@@ -438,6 +439,8 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
     checks.check(data, nodes, endings, c.static_targets, check_report, endings_are_nodes=is_v8)
     check_names(as_started, c.expressions, check_report, _bound_names(nodes), _fixed_writes(c))
     check_script_names(data, c.compiled_calls, check_report)
+    check_script_files(c.compiled_calls, path, check_report, _looked_at)
+    check_document_templates(data, nodes, check_report)
     diagnostics += check_report.diagnostics + c.extra_diagnostics
     if has_errors(diagnostics):
         workflow = None

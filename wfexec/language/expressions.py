@@ -356,7 +356,7 @@ class Expression:
         fast = self._fast_fn
         if fast is _NOT_BUILT:
             fast = self._fast
-        if fast is not None:
+        if fast is not None and _fast_path_on:
             try:
                 result = fast(scope)
             except (TypeError, KeyError):  # a state namespace missing or not a mapping: the engine decides
@@ -385,6 +385,22 @@ class Expression:
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
+
+
+# Whether `Expression.evaluate` tries the Python fast path first; off (`fast_path(False)`), the engine answers
+# everything. Tests run each rule both ways, so a rule the fast path answers still has the engine's side tested.
+_fast_path_on = True
+
+
+@contextmanager
+def fast_path(enabled: bool) -> Iterator[None]:
+    """Evaluate with the Python fast path on (as runs do) or off, for the time of the block (process-wide)."""
+    global _fast_path_on
+    before, _fast_path_on = _fast_path_on, enabled
+    try:
+        yield
+    finally:
+        _fast_path_on = before
 
 
 def _restored_expression(source, code, names, program, reads, function_text, fast_text, reads_clock) -> Expression:

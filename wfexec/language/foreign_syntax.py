@@ -45,7 +45,7 @@ def is_shell_expansion(inside: str, javascript_failed: bool = True) -> bool:
 def assigned_in_script(text: str) -> set[str]:
     """The shell variables a script sets: `name=`, `for name in`, `read [-r] name…`, `local`/`export name`."""
     found = set(re.findall(rf"(?:^|[\s;&|(]){_NAME}(?==)", text))
-    found = {word.strip(" \t;&|(") for word in found}
+    found = {word.strip(" \t\r\n\f\v;&|(") for word in found}  # a name at the start of a line too
     found.update(re.findall(rf"\bfor\s+({_NAME})\s+in\b", text))
     for names in re.findall(r"\bread[ \t]+(?:-\w+[ \t]+)*([A-Za-z_][\w \t]*)", text):
         found.update(names.split())

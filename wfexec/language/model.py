@@ -172,8 +172,8 @@ class Workflow:
 
 
 # Parameters that say what a call touches, in the order they are worth showing.
-_SUBJECTS = ("command", "script", "path", "file", "dest", "url", "repo_path", "from", "tool", "operation", "strategy",
-             "folder", "message", "content")
+_SUBJECTS = ("command", "script", "path", "file", "pattern", "dest", "url", "repo_path", "from", "tool", "operation",
+             "strategy", "folder", "message", "content")
 _VERBS = {"delete_file": "delete", "create_directory": "create folder", "append_file": "append to",
           "write_file": "write", "write_json": "write", "write_yaml": "write"}
 

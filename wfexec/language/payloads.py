@@ -14,13 +14,16 @@ the same written as a mapping (`type`, `required`, `default`, `min`, `max`, `min
 declare is refused (a misspelt field would otherwise reach the tool unchecked); a missing optional field with a
 `default` is sent with that default.
 
-Parsed once per type; `check` says what is wrong with a mapping of values, one message per field.
+Parsed once per type; `check` says what is wrong with a mapping of values, one message per field. The values
+are checked by jsonschema against each field's JSON Schema (`Field.schema`); this module only reads the
+descriptors and words jsonschema's errors as the rest of wfexec words its messages.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Mapping
 
 SCALARS = ("string", "integer", "boolean", "object")
@@ -55,51 +58,62 @@ class Field:
     def has_default(self) -> bool:
         return self.default is not _NO_DEFAULT
 
-    def problem(self, value: Any) -> str | None:
-        """What is wrong with `value` for this field, or None."""
+    def schema(self) -> dict:
+        """The field as JSON Schema: its type first, so the first error for a value is about its type."""
         kind = self.kind
         if kind == "enum":
-            return None if value in self.options else f"is {value!r}, not one of {', '.join(map(str, self.options))}"
-        if kind == "string":
-            if not isinstance(value, str):
-                return f"must be a string, not {_kind_of(value)}"
-            if self.min_length is not None and len(value) < self.min_length:
-                return f"must be at least {self.min_length} characters long (it has {len(value)})"
-            if self.max_length is not None and len(value) > self.max_length:
-                return f"must be at most {self.max_length} characters long (it has {len(value)})"
-            if self.pattern is not None and re.search(self.pattern, value) is None:
-                return f"{value!r} does not match the pattern {self.pattern!r}"
-            return None
+            return {"enum": list(self.options)}
+        schema: dict[str, Any] = {"type": {"object": "object", "array": "array"}.get(kind, kind)}
+        bounds: dict[str, Any]
         if kind == "integer":
-            if isinstance(value, bool) or not isinstance(value, int):
-                if isinstance(value, float) and value.is_integer():
-                    value = int(value)
-                else:
-                    return f"must be an integer, not {_kind_of(value)}"
-            if not INT64[0] <= value <= INT64[1]:
-                return "is outside the 64-bit integer range"
-            if self.min is not None and value < self.min:
-                return f"must be at least {self.min} (it is {value})"
-            if self.max is not None and value > self.max:
-                return f"must be at most {self.max} (it is {value})"
-            return None
-        if kind == "boolean":
-            return None if isinstance(value, bool) else f"must be true or false, not {_kind_of(value)}"
-        if kind == "object":
-            return None if isinstance(value, dict) else f"must be a mapping, not {_kind_of(value)}"
-        # array
-        if not isinstance(value, (list, tuple)):
-            return f"must be a list, not {_kind_of(value)}"
-        if self.min_length is not None and len(value) < self.min_length:
-            return f"must have at least {self.min_length} items (it has {len(value)})"
-        if self.max_length is not None and len(value) > self.max_length:
-            return f"must have at most {self.max_length} items (it has {len(value)})"
+            schema.update(minimum=INT64[0], maximum=INT64[1])
+            bounds = {"minimum": self.min, "maximum": self.max}
+        elif kind == "string":
+            bounds = {"minLength": self.min_length, "maxLength": self.max_length, "pattern": self.pattern}
+        else:
+            bounds = {"minItems": self.min_length, "maxItems": self.max_length}
+        # The field's own bounds go under allOf: a message can then tell them from the 64-bit range.
+        own: dict[str, Any] = {k: v for k, v in bounds.items() if v is not None}
         if self.items is not None:
-            for index, item in enumerate(value):
-                wrong = self.items.problem(item)
-                if wrong:
-                    return f"item {index} {wrong}"
-        return None
+            own["items"] = self.items.schema()
+        if own:
+            schema["allOf"] = [own]
+        return schema
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with `value` for this field (jsonschema decides), or None."""
+        error = next(iter(_validator(self).iter_errors(value)), None)
+        return None if error is None else _said(error)
+
+
+@lru_cache(maxsize=512)
+def _validator(spec: "Field"):
+    """One validator per field (building one costs more than using it): a call's params are checked each run."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(spec.schema())
+
+
+def _said(error) -> str:
+    """A jsonschema error about one field's value, as this module words it."""
+    value, keyword, limit = error.instance, error.validator, error.validator_value
+    where = "".join(f"item {p} " for p in error.absolute_path if isinstance(p, int))
+    if keyword == "type":
+        wanted = {"string": "a string", "integer": "an integer", "object": "a mapping", "array": "a list"}
+        return where + ("must be true or false" if limit == "boolean" else f"must be {wanted.get(limit, limit)}") \
+            + f", not {_kind_of(value)}"
+    if keyword == "enum":
+        return where + f"is {value!r}, not one of {', '.join(map(str, limit))}"
+    if keyword in ("minimum", "maximum") and list(error.absolute_schema_path)[-3:-1] != ["allOf", 0]:
+        return where + "is outside the 64-bit integer range"
+    said = {"minLength": f"must be at least {limit} characters long (it has {len(value) if isinstance(value, str) else 0})",
+            "maxLength": f"must be at most {limit} characters long (it has {len(value) if isinstance(value, str) else 0})",
+            "pattern": f"{value!r} does not match the pattern {limit!r}",
+            "minimum": f"must be at least {limit} (it is {value})",
+            "maximum": f"must be at most {limit} (it is {value})",
+            "minItems": f"must have at least {limit} items (it has {len(value) if isinstance(value, list) else 0})",
+            "maxItems": f"must have at most {limit} items (it has {len(value) if isinstance(value, list) else 0})"}
+    return where + said.get(keyword, error.message)
 
 
 def _kind_of(value: Any) -> str:

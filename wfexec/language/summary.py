@@ -4,7 +4,8 @@ A node goes to the LLM when it holds a prose step (a `compute`/`evaluate`
 field written as prose), calls a type with the `llm` effect (invoke_pattern,
 spawn_agent, ...), or its node type says so (a markdown `reference`, a
 `states` node with `.md` states: `NodeType.judgement`). A node type with
-`asks_person` (`user_prompt`) asks a person. Everything else runs as code. A node
+`asks_person` (`user_prompt`) asks a person, as does one whose `asks_person_in` says so (a `states`
+node whose states hold an `<ask>`). Everything else runs as code. A node
 that failed its checks is classified by what was written.
 """
 
@@ -57,7 +58,7 @@ def summarise(raw_nodes: dict, nodes: dict) -> Summary:
         steps.extend(own)
         if own:
             llm += 1
-        elif _kind(raw) is not None and _kind(raw).asks_person:
+        elif _asks_person(_kind(raw), nodes.get(node_id)):
             person += 1
         else:
             code += 1
@@ -70,6 +71,12 @@ def _kind(raw: Any):
         return None
     known = node_types()
     return known[raw["type"]] if raw["type"] in known else None
+
+
+def _asks_person(kind, node) -> bool:
+    if kind is None:
+        return False
+    return kind.asks_person or (kind.asks_person_in is not None and node is not None and kind.asks_person_in(node.spec))
 
 
 def _node_steps(node_id: str, raw: Any, node) -> list[LlmStep]:

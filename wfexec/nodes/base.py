@@ -157,6 +157,7 @@ class NodeType:
     bound_names: Callable[[Spec], Iterable[str]] = _no_names  # spec → names it binds, e.g. each item of a list
     # -- `validate`'s summary of what runs for free
     asks_person: bool = False                   # it puts a question to a person
+    asks_person_in: Callable[[Spec], bool] | None = None  # spec → whether it does, when that depends on what it runs
     # -- the keys an answer given up front (`--answer KEY=…`) may name to reach its questions: names, or compiled
     #    patterns for names made as it runs; an answer naming no key of any node is refused before the run starts.
     #    By default the node's id when it asks a person (`asks_person`), as `Question.key` is.

@@ -132,6 +132,20 @@ def judgement(spec, raw) -> str | None:
     return "states node (.md states)" if any(extension(n) == MARKDOWN for n in names) else None
 
 
+def asks_person(spec) -> bool:
+    """Whether a state may put an `<ask>` to a person (for `validate`'s summary): one of its states holds the tag,
+    written in a script or in a prompt the model may follow."""
+    from wfexec.protocol.errors import ProtocolError
+
+    if spec.folder is None and spec.inline is None:
+        return False
+    try:
+        scope = open_scope(spec)
+        return any("<ask" in scope.read_text(name) for name in scope.names())
+    except (ProtocolError, OSError, UnicodeDecodeError):
+        return False
+
+
 def _check_scope(spec: States, c) -> None:
     """Open the scope once at load, so a malformed folder is a validation error, not a run-time surprise."""
     from wfexec.protocol.errors import ProtocolError
@@ -484,7 +498,7 @@ def effects(spec):
 NODE_TYPE = NodeType(
     name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, doc=__doc__, order=60,
     agents=AgentSteps,
-    judgement=judgement, lint=lint, answer_keys=answer_keys,
+    judgement=judgement, lint=lint, answer_keys=answer_keys, asks_person_in=asks_person,
     field_notes={
         "folder": "a directory, `.zip` or Raymond `.yaml` of `.md`/`.sh` states",
         "states": "inline states: file name → content, or state name → Raymond state object",

@@ -1,5 +1,6 @@
 """The language reference in `lib/workflow/`, generated from the schema and the registries.
 
+`wfexec docs` prints it at the terminal (a table of contents, a page, or the sections a word names);
 `wfexec docs --output lib/` writes `workflow/schema.md`, `preconditions.md`,
 `consequences.md` and `execution.md` through the jinja2 templates in
 `wfexec/templates/`. Nothing here is written by hand twice: the fields come
@@ -451,3 +452,72 @@ def short_diff(old: str, new: str, name: str, limit: int = 40) -> str:
     if len(lines) > limit:
         shown += f"... ({len(lines) - limit} more diff lines)\n"
     return shown
+
+
+# --------------------------------------------------------------------------- #
+# Reading at the terminal (`wfexec docs [TOPIC]`)
+
+class UnknownTopic(LookupError):
+    """A topic that names no page and no heading of the reference."""
+
+
+def topics(include_plugins: bool = False) -> list[tuple[str, str]]:
+    """(topic, the page's title) for every page of the reference, in reading order."""
+    found = []
+    for relative, text in generate(include_plugins).items():
+        title = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), relative)
+        found.append((Path(relative).stem, title))
+    return found
+
+
+def contents(include_plugins: bool = False) -> str:
+    """What `wfexec docs` prints without a topic: the pages, and how to read one or build them all."""
+    lines = ["The workflow language reference. Read a page, or every section whose heading holds a word:", ""]
+    width = max(len(name) for name, _ in topics(include_plugins))
+    lines += [f"  wfexec docs {name:<{width}}   {title}" for name, title in topics(include_plugins)]
+    lines += [f"  wfexec docs {'WORD':<{width}}   a word of a heading: user_prompt, append_state, exit codes", "",
+              "Build them as Markdown files into a folder: wfexec docs --output DIR"]
+    return "\n".join(lines) + "\n"
+
+
+def topic_text(topic: str, include_plugins: bool = False) -> str:
+    """A whole page (`schema`, `preconditions`, `consequences`, `execution`), else every section whose heading
+    holds `topic` (case ignored), each under its page's name; UnknownTopic names the pages when none does."""
+    from wfexec.language.documents import extract_section
+
+    pages = {Path(relative).stem: text for relative, text in generate(include_plugins).items()}
+    wanted = topic.strip().lower()
+    if wanted in pages:
+        return _without_banner(pages[wanted])
+    found = []
+    for name, text in pages.items():
+        for heading in _headings_holding(text, wanted):
+            found.append(f"<!-- {name} -->\n" + extract_section(text, heading).strip("\n") + "\n")
+    if not found:
+        from wfexec.language.diagnostics import did_you_mean
+
+        headings = [h.strip("`") for text in pages.values() for h in re.findall(r"^#{2,3} (.+)$", text, flags=re.M)]
+        raise UnknownTopic(did_you_mean(topic, dict.fromkeys(list(pages) + headings)) or
+                           "pages: " + ", ".join(pages))
+    return "\n".join(found)
+
+
+def _without_banner(text: str) -> str:
+    return re.sub(r"\A<!--.*?-->\n+", "", text)
+
+
+def _headings_holding(text: str, wanted: str) -> list[str]:
+    """The `##`/`###` headings of `text` holding `wanted`; a heading inside one already found is left out."""
+    found, inside = [], 0
+    for line in text.splitlines():
+        match = re.match(r"^(#{2,3}) (.+)$", line)
+        if not match:
+            continue
+        level = len(match.group(1))
+        if inside and level > inside:
+            continue
+        inside = 0
+        if wanted in match.group(2).lower():
+            found.append(match.group(2))
+            inside = level
+    return found

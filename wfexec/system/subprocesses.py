@@ -179,14 +179,30 @@ def done_with(process) -> None:
 def kill_tagged(tag: str, variable: str = RUN_TAG_VARIABLE) -> int:
     """Kill the process groups of every program of ours whose environment says it belongs to run `tag` (or
     carries `variable`=`tag`: a process that left its group with `setsid` keeps its environment)."""
-    wanted = f"{variable}={tag}".encode()
+    groups = tagged_groups(tag, variable)
+    groups.discard(os.getpgrp())
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
+    return len(groups)
+
+
+def tagged_groups(tag: str, variable: str = RUN_TAG_VARIABLE) -> set[int]:
+    """The process groups of the processes (but this one) whose environment holds `variable`=`tag`: read from
+    /proc where there is one, else through psutil (macOS, the BSDs, Windows). On Linux /proc is read directly:
+    psutil reads the same files at about 7 times the cost (7.1 ms against 1.0 ms for 176 processes) and takes
+    20 ms to import, on the path of every `wfexec resume`."""
+    if os.path.isdir("/proc/self"):
+        return _groups_from_proc(f"{variable}={tag}".encode())
+    return groups_from_psutil(tag, variable)
+
+
+def _groups_from_proc(wanted: bytes) -> set[int]:
     mine = os.getpid()
     groups = set()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:  # not Linux: the watchdog is the guard there
-        return 0
-    for entry in entries:
+    for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == mine:
             continue
         try:
@@ -195,10 +211,21 @@ def kill_tagged(tag: str, variable: str = RUN_TAG_VARIABLE) -> int:
                     groups.add(os.getpgid(int(entry)))
         except OSError:  # gone, or someone else's
             continue
-    groups.discard(os.getpgrp())
-    for group in groups:
+    return groups
+
+
+def groups_from_psutil(tag: str, variable: str = RUN_TAG_VARIABLE) -> set[int]:
+    """`tagged_groups` through psutil; nothing without it installed (the watchdog is the guard then)."""
+    try:
+        import psutil
+    except ImportError:
+        return set()
+    mine = os.getpid()
+    groups = set()
+    for process in psutil.process_iter():
         try:
-            os.killpg(group, signal.SIGKILL)
-        except OSError:
-            pass
-    return len(groups)
+            if process.pid != mine and process.environ().get(variable) == tag:
+                groups.add(os.getpgid(process.pid) if hasattr(os, "getpgid") else process.pid)
+        except (psutil.Error, OSError):  # gone, or someone else's
+            continue
+    return groups

@@ -145,60 +145,24 @@ def find_server(name: str, workflow_dir: Path, cwd: Path, alias: str) -> Server:
 
 # -- version ranges --------------------------------------------------------------------------------------------
 
-_VERSION = re.compile(r"^v?(\d+)(?:\.(\d+|[xX*]))?(?:\.(\d+|[xX*]))?(?:[-+].*)?$")
-
-
-def _parts(text: str) -> tuple[int | None, ...] | None:
-    match = _VERSION.match(text.strip())
-    if match is None:
-        return None
-    return tuple(int(p) if p is not None and p.isdigit() else None for p in match.groups())
-
-
-def _satisfies(version: tuple[int, int, int], comparator: str) -> bool:
-    comparator = comparator.strip()
-    if comparator in ("", "*", "x", "X"):
-        return True
-    op = re.match(r"^(\^|~|>=|<=|>|<|=)?\s*(.*)$", comparator)
-    assert op is not None
-    sign, rest = op.group(1) or "", op.group(2)
-    parts = _parts(rest)
-    if parts is None:
-        raise ValueError(comparator)
-    given = [p for p in parts if p is not None]
-    low = tuple(given + [0] * (3 - len(given)))
-    if sign in (">", ">=", "<", "<="):
-        return {">": version > low, ">=": version >= low, "<": version < low, "<=": version <= low}[sign]
-    if sign == "^":
-        first = next((i for i, p in enumerate(low) if p != 0), len(given) - 1)
-        first = min(first, max(len(given) - 1, 0))
-        high = list(low[:first + 1])
-        high[-1] += 1
-        return low <= version < tuple(high + [0] * (3 - len(high)))
-    if sign == "~":
-        keep = 2 if len(given) >= 2 else 1
-        high = list(low[:keep])
-        high[-1] += 1
-        return low <= version < tuple(high + [0] * (3 - len(high)))
-    return version[:len(given)] == tuple(given)  # =1.2, 1.2, 1.2.3, 1.x
+# A server may report its version short ("2", "2.1"); npm reads only full versions, so those are padded with zeros.
+_SHORT_VERSION = re.compile(r"^v?\d+(?:\.\d+)?$")
 
 
 def version_in_range(version: str, wanted: str) -> bool | None:
-    """Whether a reported version is in a semver range (npm's: ^ ~ >= < = x, spaces for and, || for or);
-    None when either cannot be read."""
-    parts = _parts(version)
-    if parts is None or any(p is None for p in parts[:1]):
+    """Whether a reported version is in a semver range, as npm decides it (node-semver, a port of npm's `semver`
+    package: ^ ~ x-ranges, hyphen ranges, prereleases only within their own version); a comma between comparators
+    reads as a space. None when either cannot be read."""
+    import nodesemver
+
+    text = version.strip()
+    if _SHORT_VERSION.match(text):
+        text = text.lstrip("v") + ".0" * (2 - text.count("."))
+    exact = nodesemver.valid(text, loose=True)
+    wanted = wanted.replace(",", " ")
+    if exact is None or nodesemver.valid_range(wanted, loose=False) is None:
         return None
-    exact = tuple(p or 0 for p in parts)
-    assert len(exact) == 3
-    try:
-        for alternative in wanted.split("||"):
-            comparators = re.findall(r"(?:\^|~|>=|<=|>|<|=)?\s*[^\s,]+", alternative.replace(",", " "))
-            if all(_satisfies(exact, c) for c in comparators):
-                return True
-    except ValueError:
-        return None
-    return False
+    return bool(nodesemver.satisfies(exact, wanted, loose=False))
 
 
 # -- calling ---------------------------------------------------------------------------------------------------
