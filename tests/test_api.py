@@ -1,5 +1,5 @@
 """The embedding API: durable runs in a given SQLite store, resume of parked and killed runs, an
-embedder's own `ask`, and the README's example, run exactly as written."""
+embedder's own `ask`, and the guide's example (docs/guide/api.md), run exactly as written."""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ from wfexec.durable.store import open_store
 QUICKSTART = ROOT / "skills" / "quickstart"
 
 
-def readme_api_example() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return re.search(r"## Python API\n\n```python\n(.*?)```", text, re.S).group(1)
+def guide_api_example() -> str:
+    text = (ROOT / "docs" / "guide" / "api.md").read_text(encoding="utf-8")
+    return re.search(r"# Python API\n\n```python\n(.*?)```", text, re.S).group(1)
 
 
-def test_the_readme_example_runs_as_written(tmp_path):
+def test_the_guide_example_runs_as_written(tmp_path):
     shutil.copytree(ROOT / "skills", tmp_path / "skills")
-    done = subprocess.run([sys.executable, "-c", readme_api_example()], cwd=tmp_path, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", guide_api_example()], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [

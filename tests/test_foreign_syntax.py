@@ -1,5 +1,6 @@
 """`${…}` that is not JavaScript: the shell's own expansions stay the shell's, and jq or shell idioms where
-JavaScript is expected are refused with the JavaScript to write instead (README: "Templates, shells and jq")."""
+JavaScript is expected are refused with the JavaScript to write instead (docs/guide/language.md: "Templates, shells
+and jq")."""
 
 from __future__ import annotations
 

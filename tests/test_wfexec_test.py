@@ -331,7 +331,7 @@ def test_no_tests_is_an_error_that_says_where_they_go(tmp_path):
     done = wfexec_cli("test", folder, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip() == ("bare: error: the skill has no tests — add bare/tests/bare.yaml with `cases:` "
-                                   "(README: Testing workflows)")
+                                   "(docs/guide/using.md: Testing workflows)")
 
 
 def test_every_example_skill_passes_its_tests():

@@ -16,7 +16,7 @@ Other items of the "Orchestrator and run lifecycle" section and after, covered o
 - 70, 71, 72, 74, 78 (test_protocol_markdown.py), 79, 83 are tested here; 73 and 77 (prompts) in
   test_protocol_markdown.py and test_protocol_faults.py; 77's multi-fork rules for scripts here (a script's
   violation is fatal: Raymond has no multi-fork from scripts at all).
-- 80: `--on-ask=reject` is a deliberate difference: an `<ask>` always parks the run (README).
+- 80: `--on-ask=reject` is a deliberate difference: an `<ask>` always parks the run (docs/guide/states.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """`wfexec serve` in a real browser: Debian's Chromium driven by Playwright (never `playwright install`), against
 a real server process on a free port of 127.0.0.1 and runs started at the command line or launched from the page.
 Every request to another host is refused and counted (the page must need none). A failing test keeps a
-screenshot (its path is printed); `WFEXEC_DOCS_SCREENSHOT=1` writes the README's pictures, docs/serve-inbox.png
-and docs/serve-run.png (a run page in the middle of its run)."""
+screenshot (its path is printed); `WFEXEC_DOCS_SCREENSHOT=1` writes the pictures of docs/guide/serve.md,
+docs/serve-inbox.png and docs/serve-run.png (a run page in the middle of its run)."""
 
 from __future__ import annotations
 

@@ -128,7 +128,7 @@ def find_suites(paths: Sequence[Path]) -> tuple[list[Suite], list[str]]:
             suites = _suites_of(workflow)
             if not suites:
                 problems.append(f"{shown}: error: the skill has no tests — add {_display(workflow.parent / TESTS_FOLDER)}"
-                                f"/{workflow.parent.name}.yaml with `cases:` (README: Testing workflows)")
+                                f"/{workflow.parent.name}.yaml with `cases:` (docs/guide/using.md: Testing workflows)")
             found += suites
         elif path.is_file():
             workflow = path.parent.parent / WORKFLOW_FILE
@@ -141,7 +141,8 @@ def find_suites(paths: Sequence[Path]) -> tuple[list[Suite], list[str]]:
             suites = [suite for workflow in _workflows_below(path) for suite in _suites_of(workflow)]
             if not suites:
                 problems.append(f"{shown}: error: no tests found (no {TESTS_FOLDER}/*.yaml beside a {WORKFLOW_FILE}) "
-                                f"— add SKILL/{TESTS_FOLDER}/SKILL.yaml with `cases:` (README: Testing workflows)")
+                                f"— add SKILL/{TESTS_FOLDER}/SKILL.yaml with `cases:` "
+                                "(docs/guide/using.md: Testing workflows)")
             found += suites
         else:
             problems.append(f"{given}: error: no such file or folder — pass a skill folder, a workflow, a test "
@@ -197,7 +198,7 @@ def read_suite(suite: Suite, workflow) -> list[Case]:
     data = document.data
     if not isinstance(data, dict):
         report.error((), "test-file", "a test file is a mapping with `cases:`, a list of cases",
-                     "see README: Testing workflows")
+                     "see docs/guide/using.md: Testing workflows")
         raise TestFileError(report.diagnostics)
     report_errors(SchemaCheck(TEST_FILE_SCHEMA).errors(data), (), report, "a test file")
     if report.diagnostics:

@@ -1,4 +1,4 @@
-"""Runs on a Temporal cluster (DESIGN §5, README "Running on many machines"), for when one machine's SQLite store
+"""Runs on a Temporal cluster (DESIGN §5, docs/guide/many-machines.md), for when one machine's SQLite store
 is not enough.
 
 How wfexec's model maps onto Temporal:
