@@ -33,13 +33,31 @@ _TRUE = ("true", "yes", "on", "y")
 _FALSE = ("false", "no", "off", "n")
 
 # YAML nests deeper than this only in hostile input; Python's recursion limit
-# would otherwise turn it into a traceback.
+# would otherwise turn it into a traceback. Not adjustable: ruamel's C composer
+# crashes the process a few thousand levels down.
 MAX_DEPTH = 200
+_TOO_DEEP = f"the document nests deeper than {MAX_DEPTH} levels (a fixed limit: the YAML parser would crash deeper down)"
 # Aliases let a few hundred bytes stand for billions of values (an "alias
-# bomb"); building more values than this from one file is refused.
-MAX_VALUES = 500_000
+# bomb"); building more values than this *by repeating what aliases name* is
+# refused. Values written out in the file do not count: their number grows
+# with the file's size, which MAX_FILE_BYTES bounds.
+MAX_ALIAS_VALUES = 500_000
+ALIAS_VALUES_VARIABLE = "WFEXEC_MAX_ALIAS_VALUES"
 # A workflow file is text a person wrote; anything bigger is refused unread.
 MAX_FILE_BYTES = 16 * 1024 * 1024
+FILE_BYTES_VARIABLE = "WFEXEC_MAX_FILE_BYTES"
+
+
+def limit(variable: str, default: int) -> int:
+    """A size limit, raised (or lowered) by setting `variable` to a whole number; anything else keeps `default`."""
+    try:
+        return max(1, int(os.environ.get(variable, "").replace("_", "")))
+    except ValueError:
+        return default
+
+
+def max_file_bytes() -> int:
+    return limit(FILE_BYTES_VARIABLE, MAX_FILE_BYTES)
 
 
 @dataclass
@@ -130,7 +148,7 @@ def load_text(text: str, path: str = "<string>") -> Document:
         too_deep = _too_deep_at(yaml, text)
         if too_deep is not None:
             doc.positions[()] = too_deep
-            reporter.error((), "yaml-depth", f"the document nests deeper than {MAX_DEPTH} levels",
+            reporter.error((), "yaml-depth", _TOO_DEEP,
                            "flatten the structure")
             doc.diagnostics = reporter.diagnostics
             return doc
@@ -155,12 +173,14 @@ def load_text(text: str, path: str = "<string>") -> Document:
     try:
         doc.data = builder.build(root, ())
     except _TooDeep as exc:
-        reporter.error(exc.path, "yaml-depth", f"the document nests deeper than {MAX_DEPTH} levels",
+        reporter.error(exc.path, "yaml-depth", _TOO_DEEP,
                        "flatten the structure")
     except _TooMany as exc:
         reporter.error(exc.path, "yaml-size",
-                       f"the document expands to more than {MAX_VALUES:,} values (aliases repeat what they name)",
-                       "copy values instead of nesting aliases of aliases")
+                       f"the document expands to more than {exc.limit:,} values through aliases (the limit "
+                       f"{ALIAS_VALUES_VARIABLE}={exc.limit}: values that aliases repeat, not values written out)",
+                       f"copy values instead of nesting aliases of aliases, or raise the limit: "
+                       f"{ALIAS_VALUES_VARIABLE}=<number of values>")
     except RecursionError:
         reporter.error((), "yaml-depth", "the document nests too deeply or refers to itself",
                        "remove recursive anchors")
@@ -262,8 +282,10 @@ def _not_a_workflow_file(path) -> str | None:
         return None  # read_bytes reports it as a folder
     if not stat.S_ISREG(info.st_mode):
         return "it is not a regular file (a pipe, device or socket)"
-    if info.st_size > MAX_FILE_BYTES:
-        return f"it is {info.st_size:,} bytes, more than the {MAX_FILE_BYTES:,} a workflow file may have"
+    most = max_file_bytes()
+    if info.st_size > most:
+        return (f"it is {info.st_size:,} bytes, more than the {most:,} a workflow file may have (the limit "
+                f"{FILE_BYTES_VARIABLE}={most}; raise it by setting {FILE_BYTES_VARIABLE}=<bytes>)")
     return None
 
 
@@ -273,8 +295,9 @@ class _TooDeep(Exception):
 
 
 class _TooMany(Exception):
-    def __init__(self, path):
+    def __init__(self, path, limit: int):
         self.path = path
+        self.limit = limit
 
 
 class _Builder:
@@ -284,14 +307,18 @@ class _Builder:
         self.positions = positions
         self.reporter = reporter
         self.active: set[int] = set()
-        self.values = 0
+        self.built: set[int] = set()  # collections built once: building one again repeats it (an alias)
+        self.repeating = 0  # how many aliases deep the build is
+        self.repeated = 0
+        self.max_repeated = limit(ALIAS_VALUES_VARIABLE, MAX_ALIAS_VALUES)
 
     def build(self, node, path: tuple) -> Any:
         if len(path) > MAX_DEPTH:
             raise _TooDeep(path)
-        self.values += 1
-        if self.values > MAX_VALUES:
-            raise _TooMany(path)
+        if self.repeating:
+            self.repeated += 1
+            if self.repeated > self.max_repeated:
+                raise _TooMany(path, self.max_repeated)
         self.positions[path] = self.where(node)
         kind = node.id
         if kind == "scalar":
@@ -300,13 +327,17 @@ class _Builder:
             self.reporter.error(path, "yaml-recursive", "this anchor refers to itself",
                                 "a workflow must be a tree: copy the values instead")
             return None
+        repeat = id(node) in self.built
+        self.built.add(id(node))
         self.active.add(id(node))
+        self.repeating += repeat
         try:
             if kind == "sequence":
                 return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
             return self.mapping(node, path)
         finally:
             self.active.discard(id(node))
+            self.repeating -= repeat
 
     def where(self, node) -> tuple[int, int]:
         """1-based (line, column) of a node; an empty value at the very end of the file sits on the last line."""
