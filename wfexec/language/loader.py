@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from wfexec.language.diagnostics import Diagnostic, Reporter
+from wfexec.language.gc_pause import collector_paused
 
 _NULL = "tag:yaml.org,2002:null"
 _BOOL = "tag:yaml.org,2002:bool"
@@ -137,6 +138,7 @@ def _resolver_class():
     return FastResolver
 
 
+@collector_paused
 def load_text(text: str, path: str = "<string>") -> Document:
     """Parse YAML text into a Document; syntax problems become diagnostics."""
     from ruamel.yaml.error import MarkedYAMLError, YAMLError

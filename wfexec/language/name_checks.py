@@ -59,8 +59,17 @@ class Written:
         for path in fixed_writes:  # what the types called always write (TypeSpec.writes)
             self._path(path)
 
-    def _walk(self, value: Any) -> None:
-        if isinstance(value, dict):
+    def _walk(self, top: Any) -> None:
+        # One explicit stack over the containers only: this walk runs over every value of the file, several
+        # times per check, and a call per scalar was most of its cost.
+        waiting = [top]
+        while waiting:
+            value = waiting.pop()
+            if type(value) is list:
+                waiting.extend(item for item in value if isinstance(item, (dict, list)))
+                continue
+            if not isinstance(value, dict):
+                continue
             for key, item in value.items():
                 if isinstance(item, str):
                     if key in _WRITING_KEYS:
@@ -69,13 +78,11 @@ class Written:
                         self.inside.add(("flags", item.split(".")[0]))
                     elif key in _LOCAL_KEYS:
                         self.locals.add(item)
-                elif key == "output_mapping" and isinstance(item, dict):  # state path -> the child's output key
-                    for target in item:
-                        self._path(str(target))
-                self._walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                self._walk(item)
+                elif isinstance(item, (dict, list)):
+                    if key == "output_mapping" and isinstance(item, dict):  # state path -> the child's output key
+                        for target in item:
+                            self._path(str(target))
+                    waiting.append(item)
 
     def _path(self, text: str) -> None:
         if "${" in text:
@@ -194,10 +201,11 @@ _TEMPLATE_NAME = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}")
 def check_script_names(data: dict, calls: Iterable[tuple[tuple, Any]], report: Reporter) -> None:
     """Warn where a `${…}` in a script can be read two ways: a template `${name}` for a variable the script sets
     itself, or a shell expansion `${name:-x}` (left to the shell) of a name that is also the workflow's state."""
-    written = Written(data)
+    written: Written | None = None  # built at the first script: most workflows run none
     for path, call in calls:
         if "process" not in call.spec.effects:
             continue
+        written = written or Written(data)
         for key, text in _strings(call.raw):
             script_sets = assigned_in_script(text)
             for name in dict.fromkeys(_TEMPLATE_NAME.findall(text)):

@@ -127,6 +127,8 @@ def load(path: Path, memory: dict | None = None) -> Any | None:
 
 def keep(path: Path, content: bytes, checked: Any, looked: list[Path]) -> None:
     """Keep a `Checked` result without errors, compiled from `content`, with the places its compile looked at."""
+    if cache.cache_dir() is None:
+        return  # the cache is off: pickling the result would be thrown away
     try:
         if workflow_bytes(path) != content:
             return  # edited while it compiled: the result belongs to neither version
