@@ -55,3 +55,35 @@ def c_composer() -> Callable[[str], Any] | None:
             composer.dispose()
 
     return compose
+
+
+def c_too_deep_at(text: str, most: int) -> tuple[int, int] | None | bool:
+    """The 0-based (line, column) where `text` first nests deeper than `most`, None when it never does, read from
+    PyYAML's C parser's flat event stream (nothing recursive); False when PyYAML's C extension is missing."""
+    try:
+        from yaml import MarkedYAMLError
+        from yaml._yaml import CParser
+        from yaml.events import CollectionEndEvent, CollectionStartEvent, StreamEndEvent
+    except ImportError:
+        return False
+    parser = CParser(text)
+    try:
+        depth = 0
+        while True:
+            try:
+                event = parser.get_event()
+            except MarkedYAMLError as exc:
+                # libyaml ≥ 0.2.5 refuses 1,000 levels itself, while it reads ahead of the events given so far.
+                if "maximum nesting depth" in str(exc.problem) and exc.problem_mark is not None:
+                    return exc.problem_mark.line, exc.problem_mark.column
+                raise
+            if isinstance(event, CollectionStartEvent):
+                depth += 1
+                if depth > most:
+                    return event.start_mark.line, event.start_mark.column
+            elif isinstance(event, CollectionEndEvent):
+                depth -= 1
+            elif isinstance(event, StreamEndEvent):
+                return None
+    finally:
+        parser.dispose()

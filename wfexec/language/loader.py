@@ -216,13 +216,18 @@ def load_text(text: str, path: str = "<string>") -> Document:
 def _too_deep_at(yaml, text: str) -> tuple[int, int] | None:
     """Where the text first nests deeper than MAX_DEPTH, found before anything recursive runs.
 
-    ruamel's C composer recurses on the C stack and crashes the process on
+    The C composers recurse on the C stack and crash the process on
     a few thousand levels, so depth is measured on the parser's flat event
     stream first. Each level needs a `[`, `{`, `-`, `?` or `:`; a text with few
     of them cannot be deep and skips the scan.
     """
     if sum(text.count(c) for c in "[{-?:") <= MAX_DEPTH:
         return None
+    from wfexec.language.fast_composer import c_too_deep_at
+
+    found = c_too_deep_at(text, MAX_DEPTH + 1)  # PyYAML's events cost a third of ruamel's
+    if found is not False:
+        return None if found is None else (found[0] + 1, found[1] + 1)
     from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
 
     depth = 0
