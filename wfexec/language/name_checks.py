@@ -112,10 +112,47 @@ def check_names(data: dict, expressions: Iterable[tuple[tuple, Any]], report: Re
     such as each item of a list a question offers; `fixed_writes`: the paths the types called always write)."""
     written = Written(data, fixed_writes)
     written.locals.update(bound)
+    hints = _Hints(written)
     for path, expression in expressions:
         for name, keys in expression.reads.items():
-            for problem in _problems(written, name, keys):
+            for problem in _problems(written, hints, name, keys):
                 report.warning(path, "unwritten-name", problem[0], problem[1])
+
+
+class _Hints:
+    """"Did you mean" for the names nothing writes, at a cost that does not grow with the square of the file.
+
+    Each hint compares the name with every name written; a big file with a typo per node would compare each of
+    its thousands of typos with each of its thousands of names. The candidate lists are built once, a name asked
+    twice is answered once, and past a budget of comparisons the remaining warnings come without a hint.
+    """
+
+    BUDGET = 1_000_000  # about two seconds of difflib
+
+    def __init__(self, written: Written):
+        self.written = written
+        self.candidates: dict[str, list[str]] = {}
+        self.given: dict[tuple[str, str], str] = {}
+        self.left = self.BUDGET
+
+    def inside(self, namespace: str, key: str) -> str:
+        if namespace not in self.candidates:
+            self.candidates[namespace] = [k for ns, k in self.written.inside if ns == namespace]
+        return self._hint(namespace, key)
+
+    def bare(self, name: str) -> str:
+        if "" not in self.candidates:
+            self.candidates[""] = self.written.known_names()
+        return self._hint("", name)
+
+    def _hint(self, among: str, word: str) -> str:
+        if (among, word) not in self.given:
+            candidates = self.candidates[among]
+            if self.left < len(candidates):
+                return ""
+            self.left -= len(candidates)
+            self.given[among, word] = did_you_mean(word, candidates)
+        return self.given[among, word]
 
 
 def unwritten_reads(data: dict, expressions: Iterable[tuple[tuple, Any]], bound: Iterable[str] = (),
@@ -165,13 +202,13 @@ def unwritten_reads(data: dict, expressions: Iterable[tuple[tuple, Any]], bound:
     return {node: tuple(paths) for node, paths in found.items()}
 
 
-def _problems(written: Written, name: str, keys: tuple | None):
+def _problems(written: Written, hints: _Hints, name: str, keys: tuple | None):
     if name in written.locals:
         return
     if name in _NAMESPACES:
         for key in keys or ():
             if (name, key) not in written.inside:
-                hint = did_you_mean(key, [k for ns, k in written.inside if ns == name]) or \
+                hint = hints.inside(name, key) or \
                     f"nothing in the workflow writes `{name}.{key}` (no store_as, field, flag or initial_state)"
                 yield f"`{name}.{key}` is read here but never written, so it is always undefined", hint
         return
@@ -190,7 +227,7 @@ def _problems(written: Written, name: str, keys: tuple | None):
         return
     if name in _ALWAYS_THERE or written.has_bare(name):
         return
-    hint = did_you_mean(name, written.known_names()) or \
+    hint = hints.bare(name) or \
         "set it first (store_as, field, flag, initial_state or an input), or spell out its namespace"
     yield f"`{name}` is read here but nothing in the workflow writes it, so it is always undefined", hint
 
