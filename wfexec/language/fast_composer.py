@@ -57,15 +57,13 @@ def c_composer() -> Callable[[str], Any] | None:
     return compose
 
 
-def c_too_deep_at(text: str, most: int) -> tuple[int, int] | None | bool:
+def c_too_deep_at(text: str, most: int) -> tuple[int, int] | None:
     """The 0-based (line, column) where `text` first nests deeper than `most`, None when it never does, read from
-    PyYAML's C parser's flat event stream (nothing recursive); False when PyYAML's C extension is missing."""
-    try:
-        from yaml import MarkedYAMLError
-        from yaml._yaml import CParser
-        from yaml.events import CollectionEndEvent, CollectionStartEvent, StreamEndEvent
-    except ImportError:
-        return False
+    PyYAML's C parser's flat event stream (nothing recursive). Raises ImportError without PyYAML's C extension."""
+    from yaml import MarkedYAMLError
+    from yaml._yaml import CParser
+    from yaml.events import CollectionEndEvent, CollectionStartEvent, StreamEndEvent
+
     parser = CParser(text)
     try:
         depth = 0

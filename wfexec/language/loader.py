@@ -225,9 +225,11 @@ def _too_deep_at(yaml, text: str) -> tuple[int, int] | None:
         return None
     from wfexec.language.fast_composer import c_too_deep_at
 
-    found = c_too_deep_at(text, MAX_DEPTH + 1)  # PyYAML's events cost a third of ruamel's
-    if found is not False:
+    try:
+        found = c_too_deep_at(text, MAX_DEPTH + 1)  # PyYAML's events cost a third of ruamel's
         return None if found is None else (found[0] + 1, found[1] + 1)
+    except ImportError:
+        pass
     from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
 
     depth = 0
