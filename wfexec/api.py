@@ -82,6 +82,20 @@ def validate(path: str | os.PathLike) -> list[Diagnostic]:
     return check(path)[1]
 
 
+def validate_text(text: str, path: str | os.PathLike = "<string>") -> list[Diagnostic]:
+    """Every diagnostic `check` gives for a workflow's text (an editor's unsaved buffer, a language server), in
+    reading order. `path` names it in the diagnostics and places it (relative imports and documents resolve
+    from its folder); the file there is not read, and the compiled-workflow cache is neither read nor written.
+    Raises `BrokenPlugins` when an installed plugin cannot be used."""
+    from wfexec.language.compiler import check_document
+    from wfexec.language.loader import display_path, load_text
+    from wfexec.types.registry import check_plugins
+
+    check_plugins()
+    checked = check_document(load_text(text, display_path(path)))
+    return sorted(checked.diagnostics, key=lambda d: (d.file, d.line, d.column))
+
+
 def load(path: str | os.PathLike) -> Workflow:
     """The compiled workflow; raises WorkflowError carrying the diagnostics when it has errors (those of the
     states its `states` nodes run included)."""

@@ -6,6 +6,7 @@ importing the summary's (nor the prose detector's) code.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +26,14 @@ class Checked:
     composite_of: dict | None = None   # v8: each node a composite expanded into → (composite, type)
     targets: tuple = ()                # ((line, column), name) of each target written out: for editors
 
-    @property
+    @functools.cached_property
     def summary(self) -> Summary | None:
-        """How many nodes run as code, ask a person, or go to the LLM (worked out only when asked)."""
+        """How many nodes run as code, ask a person, or go to the LLM (worked out once, when first asked)."""
         from wfexec.language.summary import summarise
 
         return summarise(self.raw_nodes, self.nodes or {}) if self.raw_nodes is not None else None
+
+    def __getstate__(self) -> dict:
+        # Kept without the summary: unpickling it would import the summary's code (see the module's docstring).
+        return {name: value for name, value in self.__dict__.items() if name != "summary"}
 

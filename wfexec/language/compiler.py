@@ -25,6 +25,7 @@ from wfexec.language.loader import Document, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.prose import Prose, is_prose
 from wfexec.language.checked import Checked
+from wfexec.language.gc_pause import collector_paused
 from wfexec.nodes.base import node_type, node_types
 from wfexec.language.file_checks import check_document_templates, check_script_files
 from wfexec.language.name_checks import check_names, check_script_names, unwritten_reads
@@ -315,6 +316,7 @@ def _check_calls_inside(c: "Compiler", raw: Any) -> None:
     walk(raw, node_types()[raw["type"]].schema, ())
 
 
+@collector_paused
 def check_document(doc: Document, loading: tuple = ()) -> Checked:
     """Check and compile one loaded document, and say how much of it runs as code.
 

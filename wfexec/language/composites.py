@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 
 from wfexec.language.diagnostics import Diagnostic, Reporter
 from wfexec.language.loader import Document
+from wfexec.language.position_subtrees import SubtreePositions
 
 COMPOSITES = ("confirm", "gated_action", "goal_seek")
 DEFAULT_ERROR = "default_error"  # the literal target of a route to the workflow's default_error
@@ -175,6 +176,7 @@ class _Expansion:
     def __init__(self, doc: Document):
         self.data = doc.data
         self.positions = dict(doc.positions)
+        self.subtrees = SubtreePositions(self.positions)
         self.report = Reporter(doc.path, self.positions)
         self.origin: dict[str, str] = {}  # generated node → the composite it came from
 
@@ -183,14 +185,11 @@ class _Expansion:
         path under the composite) the position of what the author wrote there."""
         at, to = ("nodes", composite), ("nodes", generated)
         self.origin[generated] = composite
-        for key, value in list(self.positions.items()):
-            if key in (at, ("@key",) + at):
-                self.positions[key[:-2] + to if key[0] == "@key" else to] = value
+        for source, target in ((at, to), (("@key",) + at, ("@key",) + to)):
+            if source in self.positions:
+                self.subtrees.set(target, self.positions[source])
         for new, old in (sources or {}).items():
-            for key, value in list(self.positions.items()):
-                for prefix, out in ((at + old, to + new), (("@key",) + at + old, ("@key",) + to + new)):
-                    if key[:len(prefix)] == prefix:
-                        self.positions[out + key[len(prefix):]] = value
+            self.subtrees.copy(at + old, to + new)
 
     # ------------------------------------------------------------------ #
 

@@ -255,6 +255,16 @@ class Expression:
                  "_reads_clock")
 
     def __init__(self, source: str):
+        known = _analysed.get((source, _missing_reads_null))
+        if known is not None:
+            _fill(self, *known)
+            return
+        self._analyse(source)
+        if len(_analysed) >= _ANALYSED_KEPT:
+            _analysed.clear()
+        _analysed[(source, _missing_reads_null)] = self.__reduce__()[1]
+
+    def _analyse(self, source: str) -> None:
         self.source = source
         code = strip_comments(source)
         if not code.strip():
@@ -405,11 +415,23 @@ def fast_path(enabled: bool) -> Iterator[None]:
 
 def _restored_expression(source, code, names, program, reads, function_text, fast_text, reads_clock) -> Expression:
     expression = Expression.__new__(Expression)
+    _fill(expression, source, code, names, program, reads, function_text, fast_text, reads_clock)
+    return expression
+
+
+def _fill(expression: Expression, source, code, names, program, reads, function_text, fast_text,
+          reads_clock) -> None:
     expression.source, expression.code, expression.names, expression.program = source, code, names, program
     expression._reads, expression._function_text, expression._reads_clock = reads, function_text, reads_clock
     expression._fast_text = fast_text
     expression._fast_fn = _NOT_BUILT if fast_text is not None else None
-    return expression
+
+
+# What reading an expression's source found (the `_fill` arguments), by (source, missing reads are null): a
+# workflow repeats the same expressions and `${...}` templates, and each analysis tokenises the source and asks
+# the engine to compile it. Bounded, so a long-lived server (MCP, the language server) does not grow with it.
+_analysed: dict[tuple[str, bool], tuple] = {}
+_ANALYSED_KEPT = 100_000
 
 
 def _interpolated_strings(code: str) -> str:

@@ -1,6 +1,7 @@
 """Reading workflow YAML into plain data plus a map of source positions.
 
-ruamel's C parser composes the node tree (with marks); we construct plain
+PyYAML's C composer (fast_composer, YAML 1.2 types; ruamel's where PyYAML's C
+extension is missing) composes the node tree (with marks); we construct plain
 dicts/lists from it ourselves, which is where the language decisions live:
 
 - mapping keys are always strings (`true:`, `no:`, `1:` are node ids, option
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from wfexec.language.diagnostics import Diagnostic, Reporter
+from wfexec.language.gc_pause import collector_paused
 
 _NULL = "tag:yaml.org,2002:null"
 _BOOL = "tag:yaml.org,2002:bool"
@@ -33,13 +35,31 @@ _TRUE = ("true", "yes", "on", "y")
 _FALSE = ("false", "no", "off", "n")
 
 # YAML nests deeper than this only in hostile input; Python's recursion limit
-# would otherwise turn it into a traceback.
+# would otherwise turn it into a traceback. Not adjustable: the C composers
+# crashes the process a few thousand levels down.
 MAX_DEPTH = 200
+_TOO_DEEP = f"the document nests deeper than {MAX_DEPTH} levels (a fixed limit: the YAML parser would crash deeper down)"
 # Aliases let a few hundred bytes stand for billions of values (an "alias
-# bomb"); building more values than this from one file is refused.
-MAX_VALUES = 500_000
+# bomb"); building more values than this *by repeating what aliases name* is
+# refused. Values written out in the file do not count: their number grows
+# with the file's size, which MAX_FILE_BYTES bounds.
+MAX_ALIAS_VALUES = 500_000
+ALIAS_VALUES_VARIABLE = "WFEXEC_MAX_ALIAS_VALUES"
 # A workflow file is text a person wrote; anything bigger is refused unread.
 MAX_FILE_BYTES = 16 * 1024 * 1024
+FILE_BYTES_VARIABLE = "WFEXEC_MAX_FILE_BYTES"
+
+
+def limit(variable: str, default: int) -> int:
+    """A size limit, raised (or lowered) by setting `variable` to a whole number; anything else keeps `default`."""
+    try:
+        return max(1, int(os.environ.get(variable, "").replace("_", "")))
+    except ValueError:
+        return default
+
+
+def max_file_bytes() -> int:
+    return limit(FILE_BYTES_VARIABLE, MAX_FILE_BYTES)
 
 
 @dataclass
@@ -81,6 +101,29 @@ def _parser():
     return _yaml
 
 
+_compose: list = []
+
+
+def _composer():
+    """text → root node: PyYAML's C composer when installed, else ruamel's (a third of the speed)."""
+    if not _compose:
+        from wfexec.language.fast_composer import c_composer
+
+        _compose.append(c_composer() or _parser().compose)
+    return _compose[0]
+
+
+def _error_classes() -> tuple[tuple, tuple]:
+    """(the errors with a position, every other YAML error) of both YAML libraries."""
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        import yaml
+    except ImportError:
+        return (MarkedYAMLError,), (YAMLError,)
+    return (MarkedYAMLError, yaml.MarkedYAMLError), (YAMLError, yaml.YAMLError)
+
+
 def _resolver_class():
     """ruamel's resolver, with its YAML 1.2 table looked up once instead of per scalar.
 
@@ -119,10 +162,10 @@ def _resolver_class():
     return FastResolver
 
 
+@collector_paused
 def load_text(text: str, path: str = "<string>") -> Document:
     """Parse YAML text into a Document; syntax problems become diagnostics."""
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
+    marked_errors, other_errors = _error_classes()
     doc = Document(path=path, data=None, text=text)
     reporter = doc.reporter()
     yaml = _parser()
@@ -130,12 +173,12 @@ def load_text(text: str, path: str = "<string>") -> Document:
         too_deep = _too_deep_at(yaml, text)
         if too_deep is not None:
             doc.positions[()] = too_deep
-            reporter.error((), "yaml-depth", f"the document nests deeper than {MAX_DEPTH} levels",
+            reporter.error((), "yaml-depth", _TOO_DEEP,
                            "flatten the structure")
             doc.diagnostics = reporter.diagnostics
             return doc
-        root = yaml.compose(text)
-    except MarkedYAMLError as exc:
+        root = _composer()(text)
+    except marked_errors as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = _inside(_line_lengths(text), (mark.line + 1, mark.column + 1) if mark else (1, 1))
         doc.positions[()] = (line, col)
@@ -143,7 +186,7 @@ def load_text(text: str, path: str = "<string>") -> Document:
         reporter.error((), "yaml-syntax", f"YAML syntax error: {problem}", _syntax_hint(text, mark, problem))
         doc.diagnostics = reporter.diagnostics
         return doc
-    except (YAMLError, ValueError, RecursionError) as exc:
+    except (*other_errors, ValueError, RecursionError) as exc:
         reporter.error((), "yaml-syntax", f"YAML syntax error: {exc}")
         doc.diagnostics = reporter.diagnostics
         return doc
@@ -155,12 +198,14 @@ def load_text(text: str, path: str = "<string>") -> Document:
     try:
         doc.data = builder.build(root, ())
     except _TooDeep as exc:
-        reporter.error(exc.path, "yaml-depth", f"the document nests deeper than {MAX_DEPTH} levels",
+        reporter.error(exc.path, "yaml-depth", _TOO_DEEP,
                        "flatten the structure")
     except _TooMany as exc:
         reporter.error(exc.path, "yaml-size",
-                       f"the document expands to more than {MAX_VALUES:,} values (aliases repeat what they name)",
-                       "copy values instead of nesting aliases of aliases")
+                       f"the document expands to more than {exc.limit:,} values through aliases (the limit "
+                       f"{ALIAS_VALUES_VARIABLE}={exc.limit}: values that aliases repeat, not values written out)",
+                       f"copy values instead of nesting aliases of aliases, or raise the limit: "
+                       f"{ALIAS_VALUES_VARIABLE}=<number of values>")
     except RecursionError:
         reporter.error((), "yaml-depth", "the document nests too deeply or refers to itself",
                        "remove recursive anchors")
@@ -171,13 +216,20 @@ def load_text(text: str, path: str = "<string>") -> Document:
 def _too_deep_at(yaml, text: str) -> tuple[int, int] | None:
     """Where the text first nests deeper than MAX_DEPTH, found before anything recursive runs.
 
-    ruamel's C composer recurses on the C stack and crashes the process on
+    The C composers recurse on the C stack and crash the process on
     a few thousand levels, so depth is measured on the parser's flat event
     stream first. Each level needs a `[`, `{`, `-`, `?` or `:`; a text with few
     of them cannot be deep and skips the scan.
     """
     if sum(text.count(c) for c in "[{-?:") <= MAX_DEPTH:
         return None
+    from wfexec.language.fast_composer import c_too_deep_at
+
+    try:
+        found = c_too_deep_at(text, MAX_DEPTH + 1)  # PyYAML's events cost a third of ruamel's
+        return None if found is None else (found[0] + 1, found[1] + 1)
+    except ImportError:
+        pass
     from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
 
     depth = 0
@@ -262,8 +314,10 @@ def _not_a_workflow_file(path) -> str | None:
         return None  # read_bytes reports it as a folder
     if not stat.S_ISREG(info.st_mode):
         return "it is not a regular file (a pipe, device or socket)"
-    if info.st_size > MAX_FILE_BYTES:
-        return f"it is {info.st_size:,} bytes, more than the {MAX_FILE_BYTES:,} a workflow file may have"
+    most = max_file_bytes()
+    if info.st_size > most:
+        return (f"it is {info.st_size:,} bytes, more than the {most:,} a workflow file may have (the limit "
+                f"{FILE_BYTES_VARIABLE}={most}; raise it by setting {FILE_BYTES_VARIABLE}=<bytes>)")
     return None
 
 
@@ -273,8 +327,9 @@ class _TooDeep(Exception):
 
 
 class _TooMany(Exception):
-    def __init__(self, path):
+    def __init__(self, path, limit: int):
         self.path = path
+        self.limit = limit
 
 
 class _Builder:
@@ -284,14 +339,18 @@ class _Builder:
         self.positions = positions
         self.reporter = reporter
         self.active: set[int] = set()
-        self.values = 0
+        self.built: set[int] = set()  # collections built once: building one again repeats it (an alias)
+        self.repeating = 0  # how many aliases deep the build is
+        self.repeated = 0
+        self.max_repeated = limit(ALIAS_VALUES_VARIABLE, MAX_ALIAS_VALUES)
 
     def build(self, node, path: tuple) -> Any:
         if len(path) > MAX_DEPTH:
             raise _TooDeep(path)
-        self.values += 1
-        if self.values > MAX_VALUES:
-            raise _TooMany(path)
+        if self.repeating:
+            self.repeated += 1
+            if self.repeated > self.max_repeated:
+                raise _TooMany(path, self.max_repeated)
         self.positions[path] = self.where(node)
         kind = node.id
         if kind == "scalar":
@@ -300,13 +359,17 @@ class _Builder:
             self.reporter.error(path, "yaml-recursive", "this anchor refers to itself",
                                 "a workflow must be a tree: copy the values instead")
             return None
+        repeat = id(node) in self.built
+        self.built.add(id(node))
         self.active.add(id(node))
+        self.repeating += repeat
         try:
             if kind == "sequence":
                 return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
             return self.mapping(node, path)
         finally:
             self.active.discard(id(node))
+            self.repeating -= repeat
 
     def where(self, node) -> tuple[int, int]:
         """1-based (line, column) of a node; an empty value at the very end of the file sits on the last line."""
@@ -324,10 +387,13 @@ class _Builder:
                 return word in _TRUE
             return self._bad_tag(path, value, "!!bool", "true or false")
         try:
-            if tag == _INT:
-                return self.constructor.construct_yaml_int(node)
-            if tag == _FLOAT:
-                return self.constructor.construct_yaml_float(node)
+            if tag == _INT or tag == _FLOAT:
+                from ruamel.yaml.nodes import ScalarNode  # ruamel's constructor reads only its own nodes
+
+                number = ScalarNode(tag, value)
+                if tag == _INT:
+                    return self.constructor.construct_yaml_int(number)
+                return self.constructor.construct_yaml_float(number)
         except Exception:  # ruamel raises assorted errors on odd text under an explicit tag
             return self._bad_tag(path, value, "!!int" if tag == _INT else "!!float", "a number")
         return value

@@ -59,8 +59,17 @@ class Written:
         for path in fixed_writes:  # what the types called always write (TypeSpec.writes)
             self._path(path)
 
-    def _walk(self, value: Any) -> None:
-        if isinstance(value, dict):
+    def _walk(self, top: Any) -> None:
+        # One explicit stack over the containers only: this walk runs over every value of the file, several
+        # times per check, and a call per scalar was most of its cost.
+        waiting = [top]
+        while waiting:
+            value = waiting.pop()
+            if type(value) is list:
+                waiting.extend(item for item in value if isinstance(item, (dict, list)))
+                continue
+            if not isinstance(value, dict):
+                continue
             for key, item in value.items():
                 if isinstance(item, str):
                     if key in _WRITING_KEYS:
@@ -69,13 +78,11 @@ class Written:
                         self.inside.add(("flags", item.split(".")[0]))
                     elif key in _LOCAL_KEYS:
                         self.locals.add(item)
-                elif key == "output_mapping" and isinstance(item, dict):  # state path -> the child's output key
-                    for target in item:
-                        self._path(str(target))
-                self._walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                self._walk(item)
+                elif isinstance(item, (dict, list)):
+                    if key == "output_mapping" and isinstance(item, dict):  # state path -> the child's output key
+                        for target in item:
+                            self._path(str(target))
+                    waiting.append(item)
 
     def _path(self, text: str) -> None:
         if "${" in text:
@@ -105,10 +112,47 @@ def check_names(data: dict, expressions: Iterable[tuple[tuple, Any]], report: Re
     such as each item of a list a question offers; `fixed_writes`: the paths the types called always write)."""
     written = Written(data, fixed_writes)
     written.locals.update(bound)
+    hints = _Hints(written)
     for path, expression in expressions:
         for name, keys in expression.reads.items():
-            for problem in _problems(written, name, keys):
+            for problem in _problems(written, hints, name, keys):
                 report.warning(path, "unwritten-name", problem[0], problem[1])
+
+
+class _Hints:
+    """"Did you mean" for the names nothing writes, at a cost that does not grow with the square of the file.
+
+    Each hint compares the name with every name written; a big file with a typo per node would compare each of
+    its thousands of typos with each of its thousands of names. The candidate lists are built once, a name asked
+    twice is answered once, and past a budget of comparisons the remaining warnings come without a hint.
+    """
+
+    BUDGET = 1_000_000  # about two seconds of difflib
+
+    def __init__(self, written: Written):
+        self.written = written
+        self.candidates: dict[str, list[str]] = {}
+        self.given: dict[tuple[str, str], str] = {}
+        self.left = self.BUDGET
+
+    def inside(self, namespace: str, key: str) -> str:
+        if namespace not in self.candidates:
+            self.candidates[namespace] = [k for ns, k in self.written.inside if ns == namespace]
+        return self._hint(namespace, key)
+
+    def bare(self, name: str) -> str:
+        if "" not in self.candidates:
+            self.candidates[""] = self.written.known_names()
+        return self._hint("", name)
+
+    def _hint(self, among: str, word: str) -> str:
+        if (among, word) not in self.given:
+            candidates = self.candidates[among]
+            if self.left < len(candidates):
+                return ""
+            self.left -= len(candidates)
+            self.given[among, word] = did_you_mean(word, candidates)
+        return self.given[among, word]
 
 
 def unwritten_reads(data: dict, expressions: Iterable[tuple[tuple, Any]], bound: Iterable[str] = (),
@@ -158,13 +202,13 @@ def unwritten_reads(data: dict, expressions: Iterable[tuple[tuple, Any]], bound:
     return {node: tuple(paths) for node, paths in found.items()}
 
 
-def _problems(written: Written, name: str, keys: tuple | None):
+def _problems(written: Written, hints: _Hints, name: str, keys: tuple | None):
     if name in written.locals:
         return
     if name in _NAMESPACES:
         for key in keys or ():
             if (name, key) not in written.inside:
-                hint = did_you_mean(key, [k for ns, k in written.inside if ns == name]) or \
+                hint = hints.inside(name, key) or \
                     f"nothing in the workflow writes `{name}.{key}` (no store_as, field, flag or initial_state)"
                 yield f"`{name}.{key}` is read here but never written, so it is always undefined", hint
         return
@@ -183,7 +227,7 @@ def _problems(written: Written, name: str, keys: tuple | None):
         return
     if name in _ALWAYS_THERE or written.has_bare(name):
         return
-    hint = did_you_mean(name, written.known_names()) or \
+    hint = hints.bare(name) or \
         "set it first (store_as, field, flag, initial_state or an input), or spell out its namespace"
     yield f"`{name}` is read here but nothing in the workflow writes it, so it is always undefined", hint
 
@@ -194,10 +238,11 @@ _TEMPLATE_NAME = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}")
 def check_script_names(data: dict, calls: Iterable[tuple[tuple, Any]], report: Reporter) -> None:
     """Warn where a `${…}` in a script can be read two ways: a template `${name}` for a variable the script sets
     itself, or a shell expansion `${name:-x}` (left to the shell) of a name that is also the workflow's state."""
-    written = Written(data)
+    written: Written | None = None  # built at the first script: most workflows run none
     for path, call in calls:
         if "process" not in call.spec.effects:
             continue
+        written = written or Written(data)
         for key, text in _strings(call.raw):
             script_sets = assigned_in_script(text)
             for name in dict.fromkeys(_TEMPLATE_NAME.findall(text)):

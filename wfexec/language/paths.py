@@ -8,6 +8,8 @@ these; none of them owns them.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from typing import Any
 
@@ -33,6 +35,12 @@ def parse_path(text: str) -> StatePath:
     """`a.b[0]['c d']` → ('a', 'b', 0, 'c d')."""
     if not isinstance(text, str) or not text.strip():
         raise PathError("a state path must be a non-empty string such as `computed.result`")
+    return _parsed(text)
+
+
+# A workflow names the same paths again and again (each check that reads writes, each step at run time).
+@functools.lru_cache(maxsize=65_536)
+def _parsed(text: str) -> StatePath:
     parts: list[str | int] = []
     pos = 0
     expect_name = True

@@ -78,11 +78,11 @@ def workflow_bytes(path: Path) -> bytes | None:
     or a huge file: the loader refuses those with a diagnostic)."""
     import stat
 
-    from wfexec.language.loader import MAX_FILE_BYTES
+    from wfexec.language.loader import max_file_bytes
 
     try:
         status = os.stat(path)
-        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_FILE_BYTES:
+        if not stat.S_ISREG(status.st_mode) or status.st_size > max_file_bytes():
             return None
         return path.read_bytes()
     except (OSError, ValueError):
@@ -127,6 +127,8 @@ def load(path: Path, memory: dict | None = None) -> Any | None:
 
 def keep(path: Path, content: bytes, checked: Any, looked: list[Path]) -> None:
     """Keep a `Checked` result without errors, compiled from `content`, with the places its compile looked at."""
+    if cache.cache_dir() is None:
+        return  # the cache is off: pickling the result would be thrown away
     try:
         if workflow_bytes(path) != content:
             return  # edited while it compiled: the result belongs to neither version

@@ -1,0 +1,129 @@
+"""Validate big workflows of several shapes, against PyYAML's C loader reading the same file.
+
+    python bench/bench_validate.py [--sizes 5000,10000,50000] [--repeat 3] [--shapes chain,conditionals,...]
+
+Shapes (bench/workloads.py VALIDATION_SHAPES): a chain of `action` nodes with one `compute` each, v8 conditionals
+on nested combinators with `gated_action` composites, nodes that read what earlier nodes wrote (`${...}`), and
+`compute` programs of about 200 characters. For each shape and size, in rounds that alternate the order:
+
+- PyYAML : `yaml.load(text, Loader=yaml.CSafeLoader)` on the file's text (the baseline: parsing alone, into plain
+           data, no positions, no checks);
+- cold   : `wfexec.validate(path)` on a cache miss (an empty cache folder each time, so the entry is written, as
+           on a first validate; the process's memos of analysed expressions and parsed paths emptied first);
+- cached : `wfexec.validate(path)` served from the compiled-workflow cache on disk (the in-process memo is
+           emptied first, so each round reads and unpickles the entry, as a new process would).
+
+Times are CPU seconds of this process (`time.process_time`): the machine is shared, and wall time measures the
+neighbours. Both sides run in one process after a first validate, so imports are not counted and PyYAML
+runs in a heap that already holds a compiled workflow (its collector then costs more than in a fresh process: a
+fresh `wfexec validate` process against a fresh PyYAML process is the stricter comparison). Medians; ratios are
+within one run. `growth` is a size's cold time over the smallest size's, with the
+node-count ratio beside it (linear: equal). Targets (issue 27): cold < 2x PyYAML, growth 5k→50k < 12x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from workloads import VALIDATION_SHAPES, validation_workflow  # noqa: E402
+
+
+def cpu_seconds(fn) -> float:
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def forget_what_this_process_learned() -> None:
+    """Empty the per-process memos (expressions analysed, state paths parsed) the previous round filled: a cold
+    validate is a new process's first."""
+    from wfexec.language import expressions, paths
+
+    expressions._analysed.clear()
+    paths._parsed.cache_clear()
+
+
+def measure(path: Path, repeat: int, scratch: Path) -> dict[str, float]:
+    import yaml
+
+    import wfexec
+    from wfexec.language import workflow_cache
+
+    def pyyaml():
+        yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
+
+    def validate():
+        errors = [d for d in wfexec.validate(path) if d.severity == "error"]
+        assert not errors, errors[:3]
+
+    fresh = iter(range(10**9))
+
+    def cold():
+        os.environ["WFEXEC_CACHE_DIR"] = str(scratch / f"empty{next(fresh)}")
+        workflow_cache._this_process.clear()
+        forget_what_this_process_learned()
+        validate()
+
+    kept = scratch / "kept"
+
+    def cached():
+        os.environ["WFEXEC_CACHE_DIR"] = str(kept)
+        workflow_cache._this_process.clear()  # a new process has no memo: read the entry from disk
+        validate()
+
+    os.environ["WFEXEC_CACHE_DIR"] = str(kept)
+    validate()  # imports, and the entry `cached` reads
+    sides = {"pyyaml": pyyaml, "cold": cold, "cached": cached}
+    samples: dict[str, list[float]] = {name: [] for name in sides}
+    order = list(sides)
+    for _ in range(repeat):
+        for name in order:
+            samples[name].append(cpu_seconds(sides[name]))
+        order = order[1:] + order[:1]
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="5000,10000,50000", help="node counts, comma-separated")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--shapes", default=",".join(VALIDATION_SHAPES))
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    shapes = args.shapes.split(",")
+    saved = {name: os.environ.get(name) for name in ("WFEXEC_CACHE_DIR", "WFEXEC_NO_CACHE")}
+    os.environ.pop("WFEXEC_NO_CACHE", None)
+    print(f"{'shape':<17}{'nodes':>7}{'MB':>7}{'PyYAML s':>10}{'cold s':>9}{'cold/Py':>9}"
+          f"{'cached s':>10}{'cached/Py':>11}{'growth':>15}")
+    try:
+        for shape in shapes:
+            first: tuple[int, float] | None = None
+            for size in sizes:
+                with tempfile.TemporaryDirectory() as folder:
+                    path = Path(folder) / "workflow.yaml"
+                    path.write_text(validation_workflow(shape, size), encoding="utf-8")
+                    megabytes = path.stat().st_size / 1e6
+                    times = measure(path, args.repeat, Path(folder))
+                first = first or (size, times["cold"])
+                growth = f"{times['cold'] / first[1]:6.1f}x ({size / first[0]:g}x)"
+                print(f"{shape:<17}{size:>7}{megabytes:>7.1f}{times['pyyaml']:>10.2f}{times['cold']:>9.2f}"
+                      f"{times['cold'] / times['pyyaml']:>8.2f}x{times['cached']:>10.2f}"
+                      f"{times['cached'] / times['pyyaml']:>10.2f}x{growth:>15}", flush=True)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""Big-workflow validation (issue 27), at a small size: the bench's shapes validate, and a size limit that refuses
+a file names itself, its value and how to raise it. The timings are bench/bench_validate.py's job."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import wfexec
+from conftest import ROOT, wfexec_cli
+from wfexec.api import validate_text
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+from workloads import VALIDATION_SHAPES, validation_workflow  # noqa: E402
+
+
+@pytest.mark.parametrize("shape", sorted(VALIDATION_SHAPES))
+def test_each_bench_shape_validates_without_a_problem(tmp_path, shape):
+    path = tmp_path / "workflow.yaml"
+    path.write_text(validation_workflow(shape, 40))
+    assert wfexec.validate(path) == []
+    assert validate_text(path.read_text(), path) == []
+
+
+def test_a_broken_node_deep_in_a_v8_workflow_keeps_its_line_and_column(tmp_path):
+    """Positions survive the per-subtree copying of the v8 rewrite and composite expansion."""
+    lines = validation_workflow("conditionals", 40).splitlines()
+    case = next(i for i, line in enumerate(lines) if line == "  n31:")
+    target = next(i for i in range(case, len(lines)) if lines[i].lstrip().startswith("next_node:"))
+    lines[target] = lines[target].replace("next_node: ", "next_node: nowhere_")
+    errors = [d for d in validate_text("\n".join(lines) + "\n", tmp_path / "workflow.yaml") if d.severity == "error"]
+    assert errors and all(d.line == target + 1 for d in errors), errors
+    assert errors[0].column == lines[target].index("nowhere_") + 1, errors
+
+
+def _refusal(result) -> str:
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    errors = [line for line in result.stdout.splitlines() if ": error: " in line]
+    assert len(errors) == 1, result.stdout
+    return errors[0]
+
+
+ALIASES = """\
+a: &a [1, 2, 3, 4, 5]
+b: &b [*a, *a, *a, *a, *a]
+c: [*b, *b, *b, *b, *b]
+"""
+
+
+def test_the_alias_limit_names_itself_its_value_and_how_to_raise_it(tmp_path):
+    (tmp_path / "aliases.yaml").write_text(ALIASES)
+    line = _refusal(wfexec_cli("validate", "aliases.yaml", cwd=tmp_path, env={"WFEXEC_MAX_ALIAS_VALUES": "100"}))
+    assert "aliases.yaml:1:4:" in line  # the anchored value the aliases repeat
+    assert "more than 100 values through aliases" in line and "WFEXEC_MAX_ALIAS_VALUES=100" in line
+    assert "raise the limit: WFEXEC_MAX_ALIAS_VALUES=" in line
+    raised = wfexec_cli("validate", "aliases.yaml", cwd=tmp_path, env={"WFEXEC_MAX_ALIAS_VALUES": "1000"})
+    assert "through aliases" not in raised.stdout, raised.stdout
+
+
+def test_values_written_out_do_not_count_against_the_alias_limit(tmp_path):
+    """A big workflow without aliases was refused as an alias bomb: only repeated values count."""
+    (tmp_path / "workflow.yaml").write_text(validation_workflow("chain", 60))  # about 600 values, no alias
+    result = wfexec_cli("validate", "workflow.yaml", cwd=tmp_path, env={"WFEXEC_MAX_ALIAS_VALUES": "10"})
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_file_size_limit_names_itself_its_value_and_how_to_raise_it(tmp_path):
+    text = validation_workflow("chain", 40)
+    (tmp_path / "workflow.yaml").write_text(text)
+    line = _refusal(wfexec_cli("validate", "workflow.yaml", cwd=tmp_path, env={"WFEXEC_MAX_FILE_BYTES": "1000"}))
+    assert f"{len(text):,} bytes, more than the 1,000" in line
+    assert "WFEXEC_MAX_FILE_BYTES=1000" in line and "raise it by setting WFEXEC_MAX_FILE_BYTES=" in line
+    raised = wfexec_cli("validate", "workflow.yaml", cwd=tmp_path, env={"WFEXEC_MAX_FILE_BYTES": str(len(text))})
+    assert raised.returncode == 0, raised.stdout + raised.stderr
+
+
+def test_the_depth_limit_says_it_is_fixed(tmp_path):
+    (tmp_path / "deep.yaml").write_text("a: " + "[" * 300 + "]" * 300 + "\n")
+    line = _refusal(wfexec_cli("validate", "deep.yaml", cwd=tmp_path))
+    assert "nests deeper than 200 levels (a fixed limit" in line
