@@ -33,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from tiny import parse_sized  # noqa: E402
 from workloads import VALIDATION_SHAPES, validation_workflow  # noqa: E402
 
 
@@ -96,7 +97,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="5000,10000,50000", help="node counts, comma-separated")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--shapes", default=",".join(VALIDATION_SHAPES))
-    args = parser.parse_args()
+    args = parse_sized(parser, sizes="20,40", repeat=1)
     sizes = [int(size) for size in args.sizes.split(",")]
     shapes = args.shapes.split(",")
     saved = {name: os.environ.get(name) for name in ("WFEXEC_CACHE_DIR", "WFEXEC_NO_CACHE")}
