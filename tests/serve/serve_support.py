@@ -12,6 +12,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from conftest import wfexec_cli, with_coverage
 
 ASKS = """\
@@ -192,3 +194,18 @@ def start_server(store: Path | None, *args: str, env: dict | None = None) -> Liv
         process.kill()
         raise AssertionError(f"wfexec serve printed {line!r}; stderr: {process.stderr.read()}")
     return Live(process, int(found.group(1)), found.group(2))
+
+
+@pytest.fixture
+def root(tmp_path):
+    """The example workflows the server offers (`--root`)."""
+    return workflows(tmp_path / "workflows")
+
+
+@pytest.fixture
+def api(root, private_run_store):
+    """The app, through Starlette's test client, with the token as a bearer."""
+    cfg = config(private_run_store, roots=[root])
+    with client(cfg) as c:
+        c.headers["Authorization"] = f"Bearer {cfg.token}"
+        yield c

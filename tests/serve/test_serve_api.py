@@ -10,20 +10,7 @@ import pytest
 pytest.importorskip("starlette")
 
 from conftest import wfexec_cli  # noqa: E402
-from serve_support import client, config, waiting_run, workflows  # noqa: E402
-
-
-@pytest.fixture
-def root(tmp_path):
-    return workflows(tmp_path / "workflows")
-
-
-@pytest.fixture
-def api(root, private_run_store):
-    cfg = config(private_run_store, roots=[root])
-    with client(cfg) as c:
-        c.headers["Authorization"] = f"Bearer {cfg.token}"
-        yield c
+from serve_support import api, client, config, root, waiting_run, workflows  # noqa: E402,F401  (api, root: fixtures)
 
 
 def _sse(text: str) -> list[dict]:
