@@ -30,6 +30,7 @@ def test_the_guide_example_runs_as_written(tmp_path):
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
+        "[]",  # validate_text of the saved text: no diagnostics
         "done success Hello, Ada 3",
         "True ask_mood ['cheerful', 'plain']",
         "Hello, Ada!",
