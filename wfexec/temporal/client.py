@@ -109,7 +109,7 @@ async def taken_by_a_worker(handle: WorkflowHandle, description: WorkflowExecuti
     pending = description.raw_description.pending_workflow_task
     if pending.state == PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_STARTED:
         return True
-    async for event in handle.fetch_history_events(page_size=HISTORY_PAGE, rpc_timeout=QUERY_TIMEOUT):
+    async for event in handle.fetch_history_events(page_size=HISTORY_PAGE):
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
             return True
     return False
