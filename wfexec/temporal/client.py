@@ -8,7 +8,8 @@ import os
 from datetime import timedelta
 from typing import Any, Callable
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.api.enums.v1 import EventType, PendingWorkflowTaskState
+from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
 from wfexec.durable.store import AMBIGUOUS_SHOWN, MIN_PREFIX, StoreError, new_run_id, refuse_empty_run_id
@@ -22,8 +23,9 @@ from wfexec.temporal.steps import DEFAULT_HEARTBEAT_SECONDS, env_names
 NAMESPACE = "default"
 POLL_SECONDS = 0.1
 QUERY_TIMEOUT = timedelta(seconds=2)
+HISTORY_PAGE = 20  # events read at a time when looking for a worker's first workflow task; an untaken run has few
 JOURNAL_QUERY_TIMEOUT = timedelta(seconds=10)  # a finished run's journal is rebuilt by a worker replaying it
-NO_WORKER_NOTE_AFTER = 5.0  # seconds a run may go unpicked before the person is told to start a worker
+NO_WORKER_NOTE_AFTER = 5.0  # seconds a run may go unanswered before the server is asked if a worker took it
 HEARTBEAT_VARIABLE = "WFEXEC_TEMPORAL_HEARTBEAT"  # seconds; how soon a dead worker's effect step is given up
 
 
@@ -100,24 +102,40 @@ async def progress(handle: WorkflowHandle) -> dict | None:
         return None
 
 
+async def taken_by_a_worker(handle: WorkflowHandle, description: WorkflowExecutionDescription) -> bool:
+    """Whether a worker has ever taken this run, from the server's own record rather than from a worker's answer
+    (a busy or loaded worker may not answer a query in time): a workflow task started now, or one started in the
+    run's history. A worker that took the run's first workflow task has taken it."""
+    pending = description.raw_description.pending_workflow_task
+    if pending.state == PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_STARTED:
+        return True
+    async for event in handle.fetch_history_events(page_size=HISTORY_PAGE):
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            return True
+    return False
+
+
 async def follow(handle: WorkflowHandle, printed: int, show: Callable[[list], None], note: Callable[[str], None],
                  task_queue: str, address: str) -> dict:
     """Wait until the run ends or waits for an answer, showing what it prints as it goes. Returns the workflow's
     result for an ended run, `{"status": "waiting", "question": ...}` for a waiting one."""
     loop = asyncio.get_running_loop()
     since = loop.time()
-    noted = False
+    noted = taken = False
     while True:
         description = await handle.describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
             break
         seen = await progress(handle)
         if seen is None:
-            if not noted and loop.time() - since > NO_WORKER_NOTE_AFTER:
-                note(f"no worker has taken run {handle.id} yet; start one with: wfexec worker --temporal {address}"
-                     + (f" --task-queue {task_queue}" if task_queue != DEFAULT_TASK_QUEUE else ""))
-                noted = True
+            if not (noted or taken) and loop.time() - since > NO_WORKER_NOTE_AFTER:
+                taken = await taken_by_a_worker(handle, description)
+                if not taken:
+                    note(f"no worker has taken run {handle.id} yet; start one with: wfexec worker --temporal "
+                         f"{address}" + (f" --task-queue {task_queue}" if task_queue != DEFAULT_TASK_QUEUE else ""))
+                    noted = True
         else:
+            taken = True
             if seen["events"] > printed:
                 events = await handle.query("printed", printed, rpc_timeout=QUERY_TIMEOUT, result_type=list)
                 show(events)
