@@ -167,3 +167,16 @@ def test_a_lone_agent_runs_its_scripts_without_asyncio_and_a_fork_hands_over_to_
     computed = json.loads(done.stdout.rsplit("LOADED", 1)[0])["state"]["computed"]
     assert (computed["result"], [f["result"] for f in computed["result_forks"]]) == ("alone", ["worker"])
     assert done.stdout.strip().endswith("LOADED ['asyncio']")
+
+
+def test_a_states_run_of_an_unchanged_folder_imports_neither_the_compiler_nor_a_toml_parser(tmp_path):
+    """`wfexec states` runs a generated one-node workflow: from the second start on it comes from the
+    compiled-workflow cache (no YAML parser, no compiler, no JavaScript engine), and a project without a
+    `.raymond/config.toml` has no TOML to parse."""
+    flow = tmp_path / "flow"
+    flow.mkdir()
+    (flow / "START.sh").write_text('echo "<result>ok</result>"\n')
+    watched = ("tomllib", "tomli", "ruamel.yaml", "yaml", "quickjs", "wfexec.language.compiler", "jsonschema",
+               "typer")
+    done = run_probed(["states", "flow"], watched, tmp_path, env={"WFEXEC_CACHE_DIR": str(tmp_path / "cache")})
+    assert (done.returncode, done.stdout.splitlines()) == (0, ["ok", "LOADED []"]), done.stderr

@@ -57,17 +57,17 @@ class RaymondConfig:
 
 def load_config(cwd: str | os.PathLike | None = None) -> RaymondConfig:
     """The `[raymond]` table of the project's `.raymond/config.toml`; an empty config when there is none."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # the same parser, before it joined the standard library
-        import tomli as tomllib
-
     from wfexec.protocol.raymond_dir import find_raymond_dir
 
     folder = find_raymond_dir(cwd)
     path = folder / "config.toml" if folder is not None else None
     if path is None or not path.is_file():
         return RaymondConfig()
+    # Only when there is a file to parse: most projects have none, and `wfexec states` starts once per question.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # the same parser, before it joined the standard library
+        import tomli as tomllib
     try:
         text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text)
