@@ -70,7 +70,7 @@ def test_runs_are_filtered_by_status_workflow_and_text_with_the_filters_in_the_a
     others = [waiting_run(root / "greeter") for _ in range(2)]
     (tmp_path / "agents").mkdir()
     (tmp_path / "agents" / "START.sh").write_text('echo "<result>ok</result>"\n')
-    states = json.loads(wfexec_cli("states", tmp_path / "agents", "--format", "json").stdout)["run_id"]
+    states = json.loads(wfexec_cli("states", tmp_path / "agents", "--format", "json", cwd=tmp_path).stdout)["run_id"]
     by_workflow = api.get("/api/runs", params={"workflow": "greeter"}).json()
     assert [r["id"] for r in by_workflow["runs"]] == [*others[::-1], ada]
     assert by_workflow["workflows"] == ["agents", "greeter"]
@@ -89,7 +89,7 @@ def test_runs_are_filtered_by_status_workflow_and_text_with_the_filters_in_the_a
 def test_the_agents_of_a_states_run_show_with_their_transcripts(api, tmp_path):
     (tmp_path / "agents").mkdir()
     (tmp_path / "agents" / "START.sh").write_text('echo "hello from the script"\necho "<result>ok</result>"\n')
-    run_id = json.loads(wfexec_cli("states", tmp_path / "agents", "--format", "json").stdout)["run_id"]
+    run_id = json.loads(wfexec_cli("states", tmp_path / "agents", "--format", "json", cwd=tmp_path).stdout)["run_id"]
     agents = api.get(f"/api/runs/{run_id}/agents").json()["agents"]
     assert len(agents) == 1
     state = agents[0]["states"][0]
