@@ -116,9 +116,10 @@ def _run(config, sock, debug: bool) -> int:
             app.state.server.view.close()  # open event streams end now rather than hold the shutdown up
             super().handle_exit(sig, frame)
 
-    # No access log: the first request's line would carry the token.
+    # No access log: the first request's line would carry the token. Streams end at their next look (a fraction of
+    # a second); the graceful wait only bounds a loaded machine, after which uvicorn closes what is left.
     server = Server(uvicorn.Config(app, log_level="debug" if debug else "warning", access_log=False,
-                                   lifespan="off", timeout_graceful_shutdown=1))
+                                   lifespan="off", timeout_graceful_shutdown=3))
     where = f"the Temporal cluster at {config.temporal}" if config.temporal else str(config.store)
     print(f"wfexec serve: runs in {where}" + (" (read-only)" if config.read_only else ""), file=sys.stderr)
     print(config.start_url(), flush=True)
