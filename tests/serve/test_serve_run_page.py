@@ -170,3 +170,27 @@ def test_a_workflow_page_shows_its_plan_before_its_launch_form(api, root):
     assert page.index('id="plan"') < page.index('data-action="launch"') and "ask Ship it?" in page
     broken = api.get(f"/api/workflows/{listed['broken']}/plan")
     assert broken.status_code == 422 and "does not compile" in broken.json()["error"]
+
+
+def test_the_inbox_shows_the_newest_stalled_runs_and_counts_the_rest(api, root, private_run_store):
+    """A crash can leave thousands of interrupted runs: the inbox draws the newest 20 and links to the others,
+    while a run waiting for an answer is still there."""
+    from wfexec.durable.store import Store
+
+    waiting = waiting_run(root / "greeter")
+    opened = Store(private_run_store)
+    try:
+        with opened.transaction():  # running rows whose process is gone (no lease): interrupted
+            stalled = [opened.create_run(workflow_path=str(root / "greeter" / "workflow.yaml"),
+                                         workflow_name="greeter", workflow_hash="0" * 16, node_hashes={},
+                                         inputs={"n": n}, state={}, start_node="ask") for n in range(25)]
+            opened.db.execute(f"UPDATE runs SET lease = NULL WHERE id IN ({', '.join('?' * len(stalled))})", stalled)
+    finally:
+        opened.close()
+    page = api.get("/").text
+    assert page.count('<article class="card') == 1 + 20  # the waiting run, and the 20 newest stalled
+    assert f'data-run="{waiting}"' in page
+    newest = sorted(stalled, reverse=True)
+    assert all(f'data-run="{run}"' in page for run in newest[:20])
+    assert not any(f'data-run="{run}"' in page for run in newest[20:])
+    assert "5 more\n    stopped or interrupted runs" in page and 'href="/runs?status=interrupted"' in page

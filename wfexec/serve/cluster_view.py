@@ -141,11 +141,11 @@ class ClusterView:
 
         return self._call(work)
 
-    def inbox(self) -> dict[str, list]:
+    def inbox(self) -> dict[str, Any]:
         rows = self._rows()
         return {"waiting": [r for r in rows if r["status"] == "waiting"],
                 "running": [r for r in rows if r["status"] in ("running", "stopped")],
-                "recent": [r for r in rows if r["finished"]][:20]}
+                "recent": [r for r in rows if r["finished"]][:20], "more_stalled": 0}
 
     def runs_page(self, status: str | None = None, limit: int = 50, before: str | None = None,
                   workflow: str | None = None, text: str | None = None) -> dict[str, Any]:

@@ -47,7 +47,8 @@ def routes(server) -> list[Route]:
 
     def home(request: Request):
         found = view.inbox()
-        cursor = max((r["updated_at"] or 0.0 for group in found.values() for r in group), default=0.0)
+        cursor = max((r["updated_at"] or 0.0 for key in ("waiting", "running", "recent") for r in found[key]),
+                     default=0.0)
         return server.render(request, "inbox.html", title="Waiting for you", cursor=repr(cursor), **found)
 
     def runs(request: Request):

@@ -61,16 +61,23 @@ def runs_page(store_path: Path, status: str | None, limit: int, before: str | No
             "workflows": names}
 
 
-def inbox(store_path: Path, recent: int = 20) -> dict[str, list]:
-    """The front page: every run waiting on a question, the runs going on, the latest others."""
+def inbox(store_path: Path, recent: int = 20) -> dict[str, Any]:
+    """The front page: every run waiting on a question, the runs going on (and the newest `recent` stopped or
+    interrupted ones, with how many more there are), the latest others."""
     with reading(store_path) as store:
         if store is None:
-            return {"waiting": [], "running": [], "recent": []}
+            return {"waiting": [], "running": [], "recent": [], "more_stalled": 0}
         waiting = store.list("waiting", -1)
-        running = store.list("running", -1) + store.list("stopped", -1)
-        done = [r for r in store.list(None, recent + len(waiting) + len(running)) if r.status in FINISHED]
-    return {"waiting": [summary(r) for r in waiting], "running": [summary(r) for r in running],
-            "recent": [summary(r) for r in done[:recent]]}
+        rows = store.list("running", -1)
+        live = [r for r in rows if r.shown_status != "interrupted"]
+        # Stopped and interrupted runs wait for someone to resume them, but a crash can leave thousands: the
+        # newest show, the rest are counted and a link lists them.
+        stalled = sorted([r for r in rows if r.shown_status == "interrupted"] + store.list("stopped", -1),
+                         key=lambda r: r.id, reverse=True)
+        done = [r for r in store.list(None, recent + len(waiting) + len(rows) + len(stalled))
+                if r.status in FINISHED]
+    return {"waiting": [summary(r) for r in waiting], "running": [summary(r) for r in live + stalled[:recent]],
+            "recent": [summary(r) for r in done[:recent]], "more_stalled": max(0, len(stalled) - recent)}
 
 
 def one_run(store_path: Path, run_id: str) -> dict[str, Any]:

@@ -25,7 +25,7 @@ class StoreView:
     def described(self) -> str:
         return f"run store {self.path}"
 
-    def inbox(self) -> dict[str, list]:
+    def inbox(self) -> dict[str, Any]:
         return store_view.inbox(self.path)
 
     def runs_page(self, **filters) -> dict[str, Any]:
