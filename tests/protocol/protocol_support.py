@@ -134,23 +134,33 @@ sys.exit(reply.get("exit", 0))
 @pytest.fixture
 def fake_claude(tmp_path, monkeypatch):
     """Put a fake `claude` first on PATH; returns (set_replies(list), calls() -> [logged call])."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / "claude"
-    exe.write_text(FAKE_CLAUDE.format(python=sys.executable))
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    log, replies = tmp_path / "claude-log.jsonl", tmp_path / "claude-replies.json"
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
-    monkeypatch.setenv("FAKE_CLAUDE_REPLIES", str(replies))
+    log, replies = _fake_on_path(tmp_path, monkeypatch, "claude", FAKE_CLAUDE, tmp_path / "bin")
 
     def set_replies(items):
         replies.write_text(json.dumps(items))
 
+    return set_replies, _calls(log)
+
+
+def _fake_on_path(tmp_path, monkeypatch, name: str, source: str, bin_dir):
+    """Install the fake `name` first on PATH; its log and replies files, named in FAKE_<NAME>_LOG / _REPLIES."""
+    bin_dir.mkdir()
+    exe = bin_dir / name
+    exe.write_text(source.format(python=sys.executable))
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    log, replies = tmp_path / f"{name}-log.jsonl", tmp_path / f"{name}-replies.json"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv(f"FAKE_{name.upper()}_LOG", str(log))
+    monkeypatch.setenv(f"FAKE_{name.upper()}_REPLIES", str(replies))
+    return log, replies
+
+
+def _calls(log):
+    """What the fake logged: one JSON object per call."""
     def calls():
         return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
-    return set_replies, calls
+    return calls
 
 
 def argv_value(argv, flag):
@@ -213,16 +223,8 @@ print(json.dumps({{"type": "agent_end", "messages": [{{"role": "user", "content"
 def fake_pi(tmp_path, monkeypatch):
     """Put a fake `pi` first on PATH, with HOME in tmp_path (its sessions are under ~/.pi); returns
     (set_replies(list), calls() -> [logged call])."""
-    bin_dir = tmp_path / "pi-bin"
-    bin_dir.mkdir()
-    exe = bin_dir / "pi"
-    exe.write_text(FAKE_PI.format(python=sys.executable))
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    log, replies = tmp_path / "pi-log.jsonl", tmp_path / "pi-replies.json"
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    log, replies = _fake_on_path(tmp_path, monkeypatch, "pi", FAKE_PI, tmp_path / "pi-bin")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("FAKE_PI_LOG", str(log))
-    monkeypatch.setenv("FAKE_PI_REPLIES", str(replies))
 
     def set_replies(items):
         replies.write_text(json.dumps(items))
@@ -230,7 +232,4 @@ def fake_pi(tmp_path, monkeypatch):
         if count.exists():
             count.unlink()
 
-    def calls():
-        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-    return set_replies, calls
+    return set_replies, _calls(log)
