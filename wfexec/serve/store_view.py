@@ -74,8 +74,10 @@ def inbox(store_path: Path, recent: int = 20) -> dict[str, Any]:
         # newest show, the rest are counted and a link lists them.
         stalled = sorted([r for r in rows if r.shown_status == "interrupted"] + store.list("stopped", -1),
                          key=lambda r: r.id, reverse=True)
-        done = [r for r in store.list(None, recent + len(waiting) + len(rows) + len(stalled))
-                if r.status in FINISHED]
+        # The newest `recent` of each finished status, then the newest of those: no more rows read than shown,
+        # however many runs wait, go on or stalled.
+        done = sorted((r for status in FINISHED for r in store.list(status, recent)), key=lambda r: r.id,
+                      reverse=True)
     return {"waiting": [summary(r) for r in waiting], "running": [summary(r) for r in live + stalled[:recent]],
             "recent": [summary(r) for r in done[:recent]], "more_stalled": max(0, len(stalled) - recent)}
 
