@@ -216,3 +216,23 @@ def wfexec_in_process(*args, cwd=None, input_text=None, env=None, timeout=None):
 def cli():
     """`wfexec` run in-process (see wfexec_in_process); use `wfexec_cli` for a real subprocess."""
     return wfexec_in_process
+
+
+# A corpus's data/config.yaml as hiivmind-corpus writes it, comments and all (the corpus types must keep them).
+CORPUS_CONFIG = (ROOT / "tests" / "fixtures" / "corpus_config.yaml").read_text(encoding="utf-8")
+
+
+def comments(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("#") or "  #" in line]
+
+
+class FakeBackend:
+    """An LLM backend that answers from a list and remembers every prompt."""
+
+    def __init__(self, *replies: str):
+        self.replies = list(replies)
+        self.prompts: list[str] = []
+
+    def complete(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        return self.replies.pop(0)

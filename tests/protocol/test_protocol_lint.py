@@ -84,12 +84,8 @@ def test_each_lint_fixture_gives_raymonds_checks_and_verdict(tmp_path, name):
         assert f"{name}: valid states" in done.stderr
 
 
-def test_a_target_the_script_computes_is_not_checked_and_runs(tmp_path):
-    """A script's `<goto>$NEXT_STATE</goto>` is known only when it runs: lint does not call it missing (`ray lint`
-    does), so `validate` passes and `run`, which refuses what lint calls an error, runs it."""
-    write_states(tmp_path / "flow", {"START.sh": "echo \"<goto>$NEXT_STATE</goto>\"\n",
-                                     "END.sh": "echo '<result>ran</result>'\n"})
-    (tmp_path / "workflow.yaml").write_text("""
+# One states node that runs the folder `flow` and ends with its result.
+WITH_STATES = """
 name: linted
 version: 1
 start_node: agents
@@ -97,7 +93,15 @@ nodes:
   agents: {type: states, folder: flow, store_as: computed.out, on_success: done}
 endings:
   done: {type: success, message: "${computed.out}"}
-""")
+"""
+
+
+def test_a_target_the_script_computes_is_not_checked_and_runs(tmp_path):
+    """A script's `<goto>$NEXT_STATE</goto>` is known only when it runs: lint does not call it missing (`ray lint`
+    does), so `validate` passes and `run`, which refuses what lint calls an error, runs it."""
+    write_states(tmp_path / "flow", {"START.sh": "echo \"<goto>$NEXT_STATE</goto>\"\n",
+                                     "END.sh": "echo '<result>ran</result>'\n"})
+    (tmp_path / "workflow.yaml").write_text(WITH_STATES)
     done = cli("validate", "workflow.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "missing-target" not in done.stdout
@@ -109,15 +113,6 @@ endings:
 
 BROKEN_FLOW = {"START.sh": "touch started.marker\necho '<goto>NOPE.sh</goto>'\n",
                "END.sh": "echo '<result>ran</result>'\n"}
-WITH_STATES = """
-name: linted
-version: 1
-start_node: agents
-nodes:
-  agents: {type: states, folder: flow, store_as: computed.out, on_success: done}
-endings:
-  done: {type: success, message: "${computed.out}"}
-"""
 NOPE = "<goto> in START.sh names 'NOPE.sh', which is not a state of this workflow [missing-target]"
 
 

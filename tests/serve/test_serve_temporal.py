@@ -16,7 +16,7 @@ pytest.importorskip("temporalio", reason="needs wfexec[temporal]")
 httpx = pytest.importorskip("httpx")
 
 from serve_support import start_server, workflows  # noqa: E402
-from test_temporal import DevServer, Workers, environment, run_id_from  # noqa: E402
+from temporal_support import DevServer, Workers, environment, run_id_from  # noqa: E402
 
 pytestmark = pytest.mark.temporal
 

@@ -38,7 +38,7 @@ def cache_dir() -> Path | None:
 def platform_cache_dir() -> Path:
     """platformdirs' user cache folder for wfexec. On an XDG system (Linux, the BSDs) its rule is written out
     here: the cache is read at the start of every `wfexec run`, and importing platformdirs costs about 11 ms
-    (`python -X importtime`) of a start-up kept near the interpreter's own; tests/test_portable_helpers.py holds
+    (`python -X importtime`) of a start-up kept near the interpreter's own; tests/system/test_portable_helpers.py holds
     the two to the same answer."""
     if sys.platform not in ("darwin", "win32", "cygwin"):
         xdg = os.environ.get("XDG_CACHE_HOME", "").strip()

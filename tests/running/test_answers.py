@@ -1,5 +1,5 @@
 """Answers are checked before they are used, the same at every door (this file: the command line and the API;
-tests/test_mcp.py and tests/test_temporal.py the others): an answer that fits no option of its question is
+tests/mcp/test_mcp.py and tests/temporal/test_temporal.py the others): an answer that fits no option of its question is
 refused and the run keeps waiting, untouched; an answer key that names no question of the workflow is refused
 before the run starts; a scripted answer is used once unless it says it repeats."""
 

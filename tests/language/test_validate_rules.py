@@ -1174,7 +1174,7 @@ def test_a_file_that_is_not_utf8(tmp_path):
 
 
 def test_the_fixture_files_behave_as_their_folders_say():
-    root = Path(__file__).parent / "workflows"
+    root = Path(__file__).resolve().parents[1] / "workflows"
     for path in sorted((root / "valid").rglob("*.yaml")):
         if path.name == "workflow.yaml" or path.parent.name == "valid":
             assert errors(wfexec.validate(path)) == [], path

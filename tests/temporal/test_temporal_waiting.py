@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("temporalio", reason="needs wfexec[temporal]")
 
-from test_temporal import WAIT_FOR_FILE, Workers, environment, server, wait_until, wfexec  # noqa: E402,F401
+from temporal_support import WAIT_FOR_FILE, Workers, environment, server, wait_until, wfexec  # noqa: E402,F401
 
 from wfexec.temporal.client import NO_WORKER_NOTE_AFTER, QUERY_TIMEOUT  # noqa: E402
 

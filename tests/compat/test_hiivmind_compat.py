@@ -10,9 +10,7 @@ import pytest
 import yaml
 
 import wfexec
-from conftest import one_action
-from consequences.test_corpus import CONFIG, comments
-from consequences.test_llm_hooks import FakeBackend
+from conftest import CORPUS_CONFIG as CONFIG, FakeBackend, comments, one_action
 
 COMPAT_TYPES = {"file_exists_check", "any_file_exists_check", "directory_exists_check", "glob_check", "glob_count",
                 "glob_files", "bash_check", "bash_exec", "spawn_agents_parallel", "update_config_index_metadata",

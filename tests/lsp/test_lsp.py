@@ -224,7 +224,7 @@ async def test_a_doc_path_goes_to_the_file_and_a_states_folder_to_its_first_stat
 
 @pytest.mark.asyncio
 async def test_a_v8_file_is_checked_and_navigated_as_written(client):
-    path = Path(__file__).resolve().parent.parent / "skills" / "project-setup" / "workflow.yaml"
+    path = Path(__file__).resolve().parents[2] / "skills" / "project-setup" / "workflow.yaml"
     published = await _open(client, path)
     assert [d.message for d in published.diagnostics if d.severity == lsp.DiagnosticSeverity.Error] == []
     lines = path.read_text().splitlines()

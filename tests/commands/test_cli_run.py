@@ -53,7 +53,7 @@ def test_answers_file_and_json_output(cli, tmp_path):
 
 def test_an_answer_that_is_not_an_option_is_an_error_listing_options(cli):
     done = cli("run", QUICKSTART, "--answer", "ask_mood=grumpy")
-    assert done.returncode == 2  # refused, not used: the run waits on the question (tests/test_answers.py)
+    assert done.returncode == 2  # refused, not used: the run waits on the question (tests/running/test_answers.py)
     assert "'grumpy' is not an option of 'ask_mood' (options: cheerful, plain)" in done.stderr
 
 

@@ -215,7 +215,7 @@ def test_a_program_dies_with_wfexec_killed_the_moment_it_starts(tmp_path):
     who it is), and still goes with it."""
     program = ("import sys, time; sys.path.insert(0, sys.argv[1]); from wfexec.system.subprocesses import start; "
                "start(['bash', '-c', 'echo $$ > leader; kill -KILL $PPID; sleep 30']); time.sleep(60)")
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     for attempt in range(10):  # a race: each attempt is one more chance for the program to win it
         folder = tmp_path / str(attempt)
         folder.mkdir()

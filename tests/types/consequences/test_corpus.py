@@ -8,29 +8,8 @@ import re
 import pytest
 import yaml
 
-from conftest import compat_root, one_action
+from conftest import CORPUS_CONFIG as CONFIG, comments, compat_root, one_action
 
-CONFIG = """\
-# Polars corpus
-schema_version: 2
-
-corpus:
-  name: "polars"
-  display_name: "Polars"
-  keywords:                    # routing keywords
-    - "polars"
-  created_at: null
-
-# Sources are added via hiivmind-corpus-add-source
-sources: []
-
-# Example source configurations (for reference):
-# - id: "polars"
-
-index:
-  format: "markdown"
-  last_updated_at: null
-"""
 
 GIT_SPEC = {"id": "polars", "type": "git", "repo_url": "https://github.com/pola-rs/polars", "branch": "main",
             "docs_root": "docs", "last_commit_sha": None, "last_indexed_at": None}
@@ -46,9 +25,6 @@ def corpus(tmp_path):
 def config_on_disk(folder, name="data/config.yaml"):
     return yaml.safe_load((folder / name).read_text(encoding="utf-8"))
 
-
-def comments(text):
-    return [line.strip() for line in text.splitlines() if line.strip().startswith("#") or "  #" in line]
 
 
 def test_read_config_stores_the_parsed_file(run_yaml, corpus):

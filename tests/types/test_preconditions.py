@@ -112,8 +112,8 @@ def test_each_precondition_is_true_and_false_when_it_should_be(true_condition, f
 def test_every_built_in_precondition_is_covered_here():
     from wfexec.types.registry import preconditions
 
-    # Tested in their own files: network_available below; source_has_updates (tests/test_preconditions_corpus_tools.py) and the
-    # log_* preconditions (tests/consequences/test_runlog.py) need a real upstream or a run log made first.
+    # Tested in their own files: network_available below; source_has_updates (tests/types/test_preconditions_corpus_tools.py) and the
+    # log_* preconditions (tests/types/consequences/test_runlog.py) need a real upstream or a run log made first.
     elsewhere = {"network_available", "source_has_updates", "log_initialized", "log_finalized", "log_level_enabled",
                  "log_state"}
     covered = {c[0]["type"] for c in CASES} | elsewhere

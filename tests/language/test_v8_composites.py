@@ -12,7 +12,7 @@ import pytest
 
 from conftest import wfexec_in_process as cli
 
-FIXTURES = Path(__file__).parent / "fixtures" / "v8_composites"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "v8_composites"
 EXPANSIONS = sorted(p.parent for p in FIXTURES.glob("*/*/expected.yaml") if not p.parts[-3].startswith("_"))
 
 

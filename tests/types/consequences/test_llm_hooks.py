@@ -8,7 +8,7 @@ import pytest
 import wfexec
 from wfexec.language.diagnostics import WorkflowError
 from wfexec.running.engine import RunStopped
-from conftest import one_action
+from conftest import FakeBackend, one_action
 
 PATTERN = """\
 # Corpus patterns
@@ -29,16 +29,6 @@ Write the index.
 """
 
 
-class FakeBackend:
-    """An LLM backend that answers from a list and remembers every prompt."""
-
-    def __init__(self, *replies: str):
-        self.replies = list(replies)
-        self.prompts: list[str] = []
-
-    def complete(self, prompt: str) -> str:
-        self.prompts.append(prompt)
-        return self.replies.pop(0)
 
 
 # --------------------------------------------------------------------------- #
