@@ -86,8 +86,11 @@ def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None
     io = RecordingIo()
     run = make_run(workflow, request, io)
     run.options.backend = _backend(request.get("backend"))
+    run.current = node  # the node its context speaks for
+    steps_of = node.kind.agents
+    assert steps_of is not None  # only a node with agents has its agent states sent here
     try:
-        done = node.kind.agents.step(node, run, meta, agent)
+        done = steps_of.step(node, run.node_context, meta, agent)
     except ProtocolError as exc:  # fatal for the node: the workflow code routes it, or stops or fails the run
         return {"fatal": {"message": exc.message, "hint": exc.hint, "stop": exc.outcome == "stopped",
                           "routable": bool(getattr(exc, "routable", False))}, "events": io.events}

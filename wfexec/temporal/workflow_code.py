@@ -279,14 +279,15 @@ class WfexecRun(Driver):
         from wfexec.protocol.orchestrator import StatesOutcome, advance, failed_attempt, pause
         from wfexec.protocol.tags import Transition
 
-        steps_of = node.kind.agents
-        meta = steps_of.begin(node, run)
+        steps_of, ctx = node.kind.agents, run.node_context
+        assert steps_of is not None  # handed over here because it has agents
+        meta = steps_of.begin(node, ctx)
         meta["workflow_id"] = "workflow_" + workflow.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
         first = await self._agent_activity(request, node, meta, None, heartbeat)
         if "fatal" in first:
             return self._agents_failed(run, node, first["fatal"])
         state = AgentsState(meta["workflow_id"], [Agent.from_dict(first["agent"])], budget_usd=meta["budget_usd"])
-        count = steps_of.count(node, run)
+        count = steps_of.count(node, ctx)
         running: dict[str, Any] = {}
         quiescing, spent, steps = False, 0.0, 0
         while True:
@@ -352,7 +353,7 @@ class WfexecRun(Driver):
         outcome = StatesOutcome(result=main.result if main else None,
                                 forks=[{"agent": a, "result": state.agent(a).result} for a in state.ended if a != MAIN],
                                 cost_usd=spent, steps=steps, workflow_id=meta["workflow_id"], state=state)
-        ended = steps_of.end(node, run, outcome)
+        ended = steps_of.end(node, ctx, outcome)
         return ended.outcome, resolve_target(run, node, ended)
 
     async def _rerun_paused(self, node: Node, paused: list) -> None:
@@ -382,7 +383,9 @@ class WfexecRun(Driver):
         from wfexec.protocol.errors import ProtocolError, StopRun
 
         error = (StopRun if fatal.get("stop") else ProtocolError)(fatal["message"], fatal.get("hint") or "")
-        ended = node.kind.agents.failed(node, run, error, bool(fatal.get("stop")), bool(fatal.get("routable")))
+        steps_of = node.kind.agents
+        assert steps_of is not None  # handed over here because it has agents
+        ended = steps_of.failed(node, run.node_context, error, bool(fatal.get("stop")), bool(fatal.get("routable")))
         return ended.outcome, resolve_target(run, node, ended)
 
     async def _asked(self, run: Run, question) -> str:
