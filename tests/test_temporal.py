@@ -34,6 +34,7 @@ BIG_STATE = ROOT / "tests" / "workflows" / "temporal" / "big_state.yaml"
 FLAKY_STATES = ROOT / "tests" / "workflows" / "temporal" / "flaky_states.yaml"
 WAIT_FOR_FILE_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file_idempotent.yaml"
 CHILD_WRITES_LATER = ROOT / "tests" / "workflows" / "temporal" / "child_writes_later.yaml"
+REJECT_ASKS = ROOT / "tests" / "workflows" / "temporal" / "reject_asks.yaml"
 # How soon a killed worker's step is given up: short, so a test need not wait the default 10 s.
 HEARTBEAT_SECONDS = "2"
 
@@ -592,6 +593,19 @@ def test_paused_agents_wait_on_the_cluster_until_resume_runs_their_states_again(
     (tmp_path / "ok").touch()
     done = wfexec(server, "resume", run_id_from(parked.stderr), "--rerun", cwd=tmp_path, check_code=0)
     assert done.stdout == "answered\n"
+
+
+def test_on_ask_reject_pauses_an_asking_agent_on_the_cluster_as_in_a_local_run(server, workers, tmp_path):
+    """The one agents loop (wfexec.protocol.agents_loop) applies the node's on_ask on every driver: the `<ask>`
+    pauses its agent instead of parking the run on a question to `main`."""
+    local = {k: v for k, v in environment(server).items() if k != "WFEXEC_TEMPORAL"}
+    stopped = wfexec(server, "run", REJECT_ASKS, "--store", tmp_path / "runs.db", cwd=tmp_path, env=local,
+                     check_code=4)
+    told = "main paused at START.sh: it emitted <ask> ('Ship it?'), and --on-ask=reject is in effect"
+    assert told in stopped.stderr, stopped.stderr
+    parked = wfexec(server, "run", REJECT_ASKS, cwd=tmp_path, check_code=3)  # the cluster asks to run it again
+    assert told in parked.stderr and "1 agent paused (main at START.sh:" in parked.stderr, parked.stderr
+    assert "asks: Ship it?" not in parked.stderr
 
 
 def test_a_states_folder_runs_on_the_cluster_as_a_one_node_workflow(server, workers, tmp_path):

@@ -106,7 +106,8 @@ class AgentSteps(Protocol):
     state (the part with effects)."""
 
     def begin(self, node: Node, ctx: NodeContext) -> dict:
-        """What every state of the node needs: {input, cwd, budget_usd}."""
+        """What every state of the node needs, and how its agents loop runs: {input, cwd, budget_usd, on_ask,
+        no_wait} (wfexec.protocol.agents_loop)."""
 
     def step(self, node: Node, ctx: NodeContext, meta: dict, agent: dict | None) -> dict:
         """With no agent: {agent: the first one}. Else one state of `agent`, as data (Orchestrator.step_one).

@@ -429,7 +429,7 @@ class StatesAgentSteps:
         except ExpressionError as exc:
             ctx.fail(exc.message, exc.hint)
         return {"input": None if value is None else to_text(value), "cwd": str(_working_directory(cwd_text, ctx)),
-                "budget_usd": spec.budget_usd}
+                "budget_usd": spec.budget_usd, "on_ask": spec.on_ask, "no_wait": spec.no_wait}
 
     def step(self, node, ctx: NodeContext, meta: dict, agent: dict | None) -> dict:
         from wfexec.protocol.agents import Agent
@@ -438,6 +438,8 @@ class StatesAgentSteps:
         orchestrator = _orchestrator(node, ctx, scope, cwd=meta["cwd"], spent_usd=meta.get("spent") or 0.0,
                                      workflow_id=meta["workflow_id"], keep_records=False)
         if agent is None:
+            if node.spec.on_ask == "reject":
+                _refuse_asking(scope)
             for warning in scope.warnings:
                 orchestrator.warn(warning)
             return {"agent": orchestrator.first_agent(node.spec.start, meta.get("input")).to_dict()}

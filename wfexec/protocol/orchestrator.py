@@ -295,10 +295,7 @@ class Orchestrator:
                              steps=self.steps, workflow_id=self.workflow_id, state=state, records=self.records)
 
     def _limit_wait(self, state: AgentsState) -> float | None:
-        """Seconds until a usage limit resets, when every agent left is paused by one (None: nothing to wait for)."""
-        if self.quiescing or self.no_wait:
-            return None
-        return limit_wait([a.error or "" for a in state.agents if a.status == "paused"])
+        return limit_wait_of(state, self.quiescing, self.no_wait)
 
     async def _run_all(self, state: AgentsState) -> None:
         import asyncio
@@ -436,11 +433,10 @@ class Orchestrator:
                 self._spawn(worker.id)  # else the loop starts it with the others, when it takes over
         if self.debug is not None:
             self.debug.transition(agent, moved, workers, rendered, step.kind)
-        if moved.status == "asking" and self.on_ask == "reject":
-            self._pause(moved, f"it emitted <ask> ({moved.ask_prompt!r}), and --on-ask=reject is in effect "
-                               "(run with --on-ask=pause to let it ask)")
-        elif moved.status == "asking":
-            self.quiescing = True  # the others finish the state they are in, then wait with it
+        asks, told = settle_ask(state, moved, self.on_ask)
+        if told:
+            self.io.error(told)
+        self.quiescing = self.quiescing or asks  # the others finish the state they are in, then wait with it
         if self.io.tracing:
             self.trace(_describe_move(agent, moved, workers, step))
 
@@ -481,6 +477,25 @@ def pause(state: AgentsState, agent: Agent, why: str) -> tuple[Agent, str]:
     stopped = paused(agent, why)
     state.put(stopped)
     return stopped, f"states: {agent.id} paused at {agent.state}: {why}"
+
+
+def settle_ask(state: AgentsState, moved: Agent, on_ask: str) -> tuple[bool, str | None]:
+    """After an agent moved: whether the others quiesce (it asks), and what to say. With `on_ask: reject` an
+    `<ask>` pauses its agent instead (`ray --on-ask=reject`)."""
+    if moved.status != "asking":
+        return False, None
+    if on_ask == "reject":
+        return False, pause(state, moved, f"it emitted <ask> ({moved.ask_prompt!r}), and --on-ask=reject is in "
+                                          "effect (run with --on-ask=pause to let it ask)")[1]
+    return True, None
+
+
+def limit_wait_of(state: AgentsState, quiescing: bool, no_wait: bool) -> float | None:
+    """Seconds until a usage limit resets, when every agent left is paused by one (None: nothing to wait for, or
+    --no-wait: the paused agents stay paused)."""
+    if quiescing or no_wait:
+        return None
+    return limit_wait([a.error or "" for a in state.agents if a.status == "paused"])
 
 
 def _which(program: str) -> str:
