@@ -272,7 +272,8 @@ class WfexecRun(Driver):
         """A states node: its agents kept here, each of their states an activity on whichever worker is free (so
         forked agents run on many machines at once), moved on by the one agents loop (wfexec.protocol.agents_loop)."""
         from wfexec.protocol.agents import Agent, AgentsState
-        from wfexec.protocol.agents_loop import AgentFailed, AgentsRunner, run_agents
+        from wfexec.protocol.agents_loop import AgentFailed, AgentsRunner, fatal_of, run_agents
+        from wfexec.protocol.errors import ProtocolError
 
         steps_of, ctx = node.kind.agents, run.node_context
         assert steps_of is not None  # handed over here because it has agents
@@ -295,6 +296,8 @@ class WfexecRun(Driver):
                                        no_wait=meta["no_wait"], base_cwd=meta["cwd"])
         except AgentFailed as failed:
             return self._agents_failed(run, node, failed.fatal)
+        except ProtocolError as exc:  # the step budget, or a move a state's transitions cannot make
+            return self._agents_failed(run, node, fatal_of(exc))
         ended = steps_of.end(node, ctx, outcome)
         return ended.outcome, resolve_target(run, node, ended)
 
