@@ -60,11 +60,11 @@ def test_every_module_has_a_place_in_the_layers():
 def test_every_built_in_node_type_is_registered_like_a_plugin():
     """Each module of wfexec/nodes/ (but the interface) is one entry of `wfexec.nodes` in pyproject.toml."""
     tomllib = pytest.importorskip("tomllib")
-    from wfexec.nodes.base import NodeType, node_types
+    from wfexec.nodes.base import INTERFACE_MODULES, NodeType, node_types
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     registered = project["entry-points"]["wfexec.nodes"]
-    modules = {p.stem for p in (ROOT / "wfexec" / "nodes").glob("*.py")} - {"__init__", "base"}
+    modules = {p.stem for p in (ROOT / "wfexec" / "nodes").glob("*.py")} - {"__init__", *INTERFACE_MODULES}
     assert registered == {name: f"wfexec.nodes.{name}:NODE_TYPE" for name in sorted(modules)}
     # Run from a source tree (or an install older than these entry points), the same types are found.
     from wfexec.nodes.base import _builtin_points

@@ -63,8 +63,9 @@ def lint_nodes(workflow: Workflow) -> list[Diagnostic]:
     lint of its states, at the state file's line). Read anew each time: those files change on their own."""
     found: list[Diagnostic] = []
     for node in workflow.nodes.values():
-        if node.kind.lint is not None:
-            found.extend(node.kind.lint(node))
+        lint = node.kind.checks.lint
+        if lint is not None:
+            found.extend(lint(node))
     return found
 
 

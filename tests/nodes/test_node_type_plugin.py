@@ -249,3 +249,75 @@ def test_a_node_type_plugin_that_cannot_load_is_named_where_its_type_is_unknown(
            "'wfexec_missing'" in done.stdout
     # The built-in node types still load.
     assert "unknown type 'action'" not in done.stdout
+
+
+OLD_SHAPE = '''
+from wfexec.nodes import TARGET, NodeType, Outcome
+
+def compile(node_id, raw, c):
+    return c.target(raw.get("on_tick"), ("on_tick",))
+
+NODE_TYPE = NodeType(
+    name="countdown", schema={"properties": {"on_tick": TARGET}}, compile=compile,
+    execute=lambda node, run: Outcome(node.spec), targets=lambda spec: [("on_tick", spec)],
+    doc="`countdown`: the shape before the split.", rules="1. Count.", mermaid_shape=("[", "]"),
+)
+'''
+
+REACHING = '''
+from wfexec.nodes import TARGET, NodeType, Outcome
+
+def execute(node, run):
+    run.budget[0] += 1  # what a node type could do to the engine's run before it got a NodeContext
+    return Outcome(node.spec)
+
+NODE_TYPE = NodeType(
+    name="countdown", schema={"properties": {"on_tick": TARGET}},
+    compile=lambda node_id, raw, c: c.target(raw.get("on_tick"), ("on_tick",)),
+    execute=execute, targets=lambda spec: [("on_tick", spec)],
+)
+'''
+
+MINIMAL = """
+name: minimal
+version: 1
+start_node: count
+nodes:
+  count: {type: countdown, on_tick: done}
+endings:
+  done: {type: success, message: "done"}
+"""
+
+
+def _site_with(tmp_path, module: str, source: str):
+    """A plugin installed as pip would leave it: its module and a dist-info naming its entry point."""
+    site = tmp_path / f"{module}-site"
+    dist = site / f"{module}-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text(f"[wfexec.nodes]\ncountdown = {module}:NODE_TYPE\n", encoding="utf-8")
+    (site / f"{module}.py").write_text(source, encoding="utf-8")
+    return site
+
+
+def test_a_node_type_declared_in_the_old_shape_is_refused_saying_where_each_field_went(tmp_path):
+    site = _site_with(tmp_path, "wfexec_oldshape", OLD_SHAPE)
+    (tmp_path / "workflow.yaml").write_text(MINIMAL, encoding="utf-8")
+    done = wfexec(site, "validate", ".", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "node 'count' has unknown type 'countdown'" in done.stdout
+    told = " ".join(done.stdout.split())
+    assert "node type plugin 'countdown' (wfexec_oldshape:NODE_TYPE) could not be loaded: NodeType 'countdown' is " \
+           "declared in the old shape: `doc`, `rules`, `mermaid_shape` are no longer fields of NodeType. Write " \
+           "docs=Docs(doc=…, rules=…); drawing=Drawing(mermaid_shape=…)" in told
+    assert "execute(node, ctx) now gets a NodeContext, not the run. See docs/guide/plugins.md" in told
+
+
+def test_a_node_type_that_reaches_into_the_run_is_told_it_gets_a_node_context(tmp_path):
+    site = _site_with(tmp_path, "wfexec_reaching", REACHING)
+    (tmp_path / "workflow.yaml").write_text(MINIMAL, encoding="utf-8")
+    done = wfexec(site, "run", ".", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    told = " ".join(done.stderr.split())
+    assert "a node type's execute gets a NodeContext, not the run: it has no `budget`" in told
+    assert "workflow.yaml:6:10: error: node 'count'" in told  # at the node

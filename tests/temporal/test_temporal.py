@@ -47,6 +47,9 @@ from temporal_support import (  # noqa: E402,F401  (server, workers: fixtures)
     workers,
 )
 
+REJECT_ASKS = ROOT / "tests" / "workflows" / "temporal" / "reject_asks.yaml"
+
+
 def test_quickstart_on_the_cluster_ends_as_on_sqlite(server, workers, tmp_path):
     without_cluster = {k: v for k, v in environment(server).items() if k != "WFEXEC_TEMPORAL"}
     on_sqlite = wfexec(server, "run", QUICKSTART, "--answer", "ask_mood=cheerful", "--format", "json",
@@ -466,6 +469,19 @@ def test_paused_agents_wait_on_the_cluster_until_resume_runs_their_states_again(
     (tmp_path / "ok").touch()
     done = wfexec(server, "resume", run_id_from(parked.stderr), "--rerun", cwd=tmp_path, check_code=0)
     assert done.stdout == "answered\n"
+
+
+def test_on_ask_reject_pauses_an_asking_agent_on_the_cluster_as_in_a_local_run(server, workers, tmp_path):
+    """The one agents loop (wfexec.protocol.agents_loop) applies the node's on_ask on every driver: the `<ask>`
+    pauses its agent instead of parking the run on a question to `main`."""
+    local = {k: v for k, v in environment(server).items() if k != "WFEXEC_TEMPORAL"}
+    stopped = wfexec(server, "run", REJECT_ASKS, "--store", tmp_path / "runs.db", cwd=tmp_path, env=local,
+                     check_code=4)
+    told = "main paused at START.sh: it emitted <ask> ('Ship it?'), and --on-ask=reject is in effect"
+    assert told in stopped.stderr, stopped.stderr
+    parked = wfexec(server, "run", REJECT_ASKS, cwd=tmp_path, check_code=3)  # the cluster asks to run it again
+    assert told in parked.stderr and "1 agent paused (main at START.sh:" in parked.stderr, parked.stderr
+    assert "asks: Ship it?" not in parked.stderr
 
 
 def test_a_states_folder_runs_on_the_cluster_as_a_one_node_workflow(server, workers, tmp_path):

@@ -16,8 +16,9 @@ def check(data: dict, nodes: dict, endings: dict, static_targets: list, report: 
     raw_endings = raw_endings if isinstance(raw_endings, dict) else {}
     _check_targets(raw_nodes, raw_endings, static_targets, report, endings_are_nodes)
     for node in nodes.values():
-        if node.kind.check is not None:
-            node.kind.check(node, raw_nodes[node.id], report)
+        check = node.kind.checks.check
+        if check is not None:
+            check(node, raw_nodes[node.id], report)
     if not report.diagnostics or all(d.severity != "error" for d in report.diagnostics):
         _check_graph(data.get("start_node"), nodes, endings, report, raw_nodes)
 

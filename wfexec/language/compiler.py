@@ -467,7 +467,7 @@ def _fixed_writes(c: Compiler) -> list[str]:
 
 
 def _bound_names(nodes: dict) -> set[str]:
-    return {name for node in nodes.values() for name in node.kind.bound_names(node.spec)}
+    return {name for node in nodes.values() for name in node.kind.checks.bound_names(node.spec)}
 
 
 def _reply_paths(nodes: dict, unwritten: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:

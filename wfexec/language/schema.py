@@ -175,13 +175,13 @@ def node_schema(node_type: str) -> dict:
     kinds = node_types()
     kind = kinds[node_type]
     own = kind.schema
-    notes = kind.field_notes or {}
+    notes = kind.docs.field_notes or {}
     properties = {name: ({**field, "description": notes[name]}
                          if isinstance(field, dict) and "description" not in field and name in notes else field)
                   for name, field in own.get("properties", {}).items()}
     schema = {
         "type": "object",
-        "description": kind.doc.strip().splitlines()[0] if kind.doc else node_type,
+        "description": kind.docs.doc.strip().splitlines()[0] if kind.docs.doc else node_type,
         "properties": {**common_node_properties(kinds), **properties},
         "required": ["type", *own.get("required", [])],
         "patternProperties": _X_KEYS,

@@ -3,8 +3,8 @@
 A node goes to the LLM when it holds a prose step (a `compute`/`evaluate`
 field written as prose), calls a type with the `llm` effect (invoke_pattern,
 spawn_agent, ...), or its node type says so (a markdown `reference`, a
-`states` node with `.md` states: `NodeType.judgement`). A node type with
-`asks_person` (`user_prompt`) asks a person, as does one whose `asks_person_in` says so (a `states`
+`states` node with `.md` states: `Checks.judgement`). A node type with
+`asks_person` (`user_prompt`) asks a person, as does one whose `Checks.asks_person_in` says so (a `states`
 node whose states hold an `<ask>`). Everything else runs as code. A node
 that failed its checks is classified by what was written.
 """
@@ -76,14 +76,15 @@ def _kind(raw: Any):
 def _asks_person(kind, node) -> bool:
     if kind is None:
         return False
-    return kind.asks_person or (kind.asks_person_in is not None and node is not None and kind.asks_person_in(node.spec))
+    asks_person_in = kind.checks.asks_person_in
+    return kind.asks_person or (asks_person_in is not None and node is not None and asks_person_in(node.spec))
 
 
 def _node_steps(node_id: str, raw: Any, node) -> list[LlmStep]:
     if not isinstance(raw, dict):
         return []
     kind = _kind(raw)
-    judgement = kind.judgement if kind is not None else None
+    judgement = kind.checks.judgement if kind is not None else None
     found = []
     if judgement is not None:
         what = judgement(node.spec if node is not None else None, raw)

@@ -53,7 +53,7 @@ def _type_names(index: WorkflowIndex, path: tuple[str, ...]) -> list[Offer]:
     from wfexec.types.registry import consequences, preconditions
 
     if len(path) == 3 and path[0] == "nodes":
-        found = [Offer(t.name, "type", t.doc.split("\n")[0]) for t in node_types().ordered()]
+        found = [Offer(t.name, "type", t.docs.doc.split("\n")[0]) for t in node_types().ordered()]
         return found + ([Offer("ending", "type", "an ending (v8)")] if index.v8 else [])
     if len(path) == 3 and path[0] == "endings":
         return [Offer(name, "type", meaning) for name, meaning in ENDING_MEANINGS.items() if name != "indeterminate"]
@@ -80,7 +80,7 @@ def _parameters(lines: list[str], line: int, character: int) -> list[Offer]:
         if call_type not in types:
             return []
         properties = types[call_type].schema.get("properties", {})
-        return [Offer(name, "parameter", types[call_type].field_notes.get(name, ""))
+        return [Offer(name, "parameter", types[call_type].docs.field_notes.get(name, ""))
                 for name in properties if name not in written]
     spec = call_spec(call_type, path)
     if spec is None:

@@ -64,7 +64,7 @@ def _node_type_doc(name: str) -> str:
 
     types = node_types()
     if name in types:
-        return types[name].doc
+        return types[name].docs.doc
     return str(SCHEMAS.get(name, {}).get("description", ""))
 
 
@@ -108,7 +108,7 @@ def _parameter(index: WorkflowIndex, line: int, key: str, path: tuple[str, ...])
         from wfexec.nodes.base import node_types
 
         types = node_types()
-        note = types[call_type].field_notes.get(key, "") if call_type in types else ""
+        note = types[call_type].docs.field_notes.get(key, "") if call_type in types else ""
         return f"`{key}` of a `{call_type}` node: {note}" if note else None
     spec = call_spec(call_type, path)
     if spec is None or key not in spec.params:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from wfexec.language.prose import Prose
 from wfexec.types.registry import ActionFailed
 from wfexec.nodes.base import CONSEQUENCES, TARGET, NodeType, Outcome
+from wfexec.nodes.context import NodeContext
+from wfexec.nodes.parts import Checks, Docs, Drawing
 
 TYPE = "action"
 SCHEMA = {
@@ -50,17 +52,17 @@ def calls(spec):
     return list(spec.actions)
 
 
-def execute(node, run) -> Outcome:
+def execute(node, ctx: NodeContext) -> Outcome:
     spec = node.spec
     if spec.effect is not None:
-        return _judged(node, run)
+        return _judged(node, ctx)
     for index, call in enumerate(spec.actions):
         try:
-            run.apply(call)
+            ctx.apply(call)
         except ActionFailed as failure:
-            error = run.record_error(node, call, failure)
+            error = ctx.record_error(call, failure)
             if spec.on_failure is None:
-                run.fail(node, f"action {index + 1} ({call.type}) failed: {failure.message}, and the node has "
+                ctx.fail(f"action {index + 1} ({call.type}) failed: {failure.message}, and the node has "
                          "no on_failure", failure.hint or "add `on_failure: <node or ending>` to handle it",
                          call.where)
             return Outcome(spec.on_failure, {"success": False, "error": error, "failed_action": index},
@@ -68,15 +70,15 @@ def execute(node, run) -> Outcome:
     return Outcome(spec.on_success, {"success": True}, "on_success")
 
 
-def _judged(node, run) -> Outcome:
+def _judged(node, ctx: NodeContext) -> Outcome:
     """A prose `effect`: the model does the work; its reply gives the values the nodes after it read."""
     spec = node.spec
     try:
-        run.judge_effect(node, spec.effect, run.workflow.reply_paths.get(node.id, ()))
+        ctx.judge_effect(spec.effect, ctx.workflow.reply_paths.get(node.id, ()))
     except ActionFailed as failure:
-        run.keep_error(failure.message, failure.hint)
+        ctx.keep_error(failure.message, failure.hint)
         if spec.on_failure is None:
-            run.fail(node, failure.message, failure.hint, node.where)
+            ctx.fail(failure.message, failure.hint, node.where)
         return Outcome(spec.on_failure, {"success": False, "error": failure.message}, "on_failure")
     return Outcome(spec.on_success, {"success": True}, "on_success")
 
@@ -98,13 +100,15 @@ def idempotent(spec) -> bool:
 
 
 NODE_TYPE = NodeType(
-    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, doc=__doc__, order=10,
-    field_notes={
+    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls,
+    skip_edge="on_success", replies_into_state=replies_into_state, effects=effects, idempotent=idempotent,
+    checks=Checks(judgement=judgement),
+    drawing=Drawing(shape_name="rectangle", mermaid_shape=("[", "]"), dot_shape="shape=box"),
+    docs=Docs(doc=__doc__, order=10, field_notes={
         "actions": "consequences run in order; the first failure skips the rest",
         "on_success": "where to go when every action succeeded",
         "on_failure": "where to go when an action failed (its message is at `computed.last_error`)",
-    },
-    rules="""\
+    }, rules="""\
 1. Run the consequences in `actions` in order. Each one's parameters are rendered (`${...}`) just before it runs.
 2. When one fails, skip the rest: set `computed.last_error` to `"<type> failed: <message>"` (and
    `computed.last_error_hint` when the failure says how to fix it) and go to `on_failure`. What the earlier
@@ -114,7 +118,5 @@ NODE_TYPE = NodeType(
 4. An older file's action node may have no `actions`, only `effect:` (its work in prose): that is a judgement
    step. Do the work it describes; when the nodes after it read state that nothing in the workflow writes, set
    those values (wfexec asks the model for them as one JSON object keyed by state path). Then go to `on_success`.
-""",
-    skip_edge="on_success", shape_name="rectangle", mermaid_shape=("[", "]"), dot_shape="shape=box",
-    judgement=judgement, replies_into_state=replies_into_state, effects=effects, idempotent=idempotent,
+"""),
 )

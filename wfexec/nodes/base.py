@@ -1,8 +1,10 @@
 """What a node type is, how node types are found, and what nodes and the run exchange.
 
-A node type is one module that declares a `NodeType` (everything wfexec knows
-about it: schema, compilation, execution, edges, documentation, effects, the
-SKILL.md rule text) and registers it in the entry-point group `wfexec.nodes`.
+A node type is one module that declares a `NodeType` (what the engine needs:
+schema, compilation, execution, edges, effects and idempotency; beside it the
+optional parts for docs, drawing, SKILL.md and checks, `wfexec.nodes.parts`)
+and registers it in the entry-point group `wfexec.nodes`. Its nodes run with a
+narrow `NodeContext` (`wfexec.nodes.context`), never the engine's run.
 Built-in node types register the same way as plugins:
 
     # pyproject.toml
@@ -19,21 +21,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
+from wfexec.nodes.parts import NO_CHECKS, NO_DOCS, NO_SKILL, PLAIN_DRAWING, Checks, Docs, Drawing, Skill
+
 if TYPE_CHECKING:  # annotations only: these layers sit above or beside the node types
     import re
 
     from wfexec.system.plugins import Point
     from wfexec.language.compiler import Compiler
-    from wfexec.language.diagnostics import Reporter
     from wfexec.language.expressions import Template
     from wfexec.language.model import Call, Node, Workflow
-    from wfexec.running.engine import Run
+    from wfexec.nodes.context import AgentSteps, NodeContext
 
 # A node type's own compiled fields (`node.spec`): each type declares its own frozen dataclass, so the
 # functions of a NodeType take that type; here it can only be Any.
 Spec = Any
 
 ENTRY_POINT_GROUP = "wfexec.nodes"
+# The modules of wfexec/nodes/ that are the interface every node type uses, not node types.
+INTERFACE_MODULES = frozenset({"base", "parts", "context"})
 
 # Placeholders inside a node type's schema fragment, resolved in the published schema.
 TARGET = {"$ref": "#/$defs/target"}
@@ -66,7 +71,7 @@ class Choice:
 
 @dataclass(frozen=True)
 class Question:
-    """What a node asks a person through the run (`run.ask`); the run may park on it."""
+    """What a node asks a person through the run (`ctx.ask`); the run may park on it."""
 
     node: str
     text: str
@@ -83,10 +88,6 @@ class Question:
 
 
 def _no_calls(spec: Spec) -> tuple[Call, ...]:
-    return ()
-
-
-def _no_names(spec: Spec) -> tuple[str, ...]:
     return ()
 
 
@@ -112,7 +113,8 @@ def _no_subworkflows(spec: Spec) -> tuple[Workflow, ...]:
 
 @dataclass(frozen=True, eq=False)  # one object per registered type: compared and hashed by identity
 class NodeType:
-    """Everything wfexec knows about one node type. Every consumer asks this, never the type's name."""
+    """What the engine needs of one node type; docs, drawing, SKILL.md and checks are optional parts beside it
+    (`wfexec.nodes.parts`). Every consumer asks this, never the type's name."""
 
     def __reduce__(self):
         # A cached workflow names each node type by its module, so reading it imports the node types it uses.
@@ -122,50 +124,71 @@ class NodeType:
     schema: Mapping[str, Any]                   # JSON Schema of its own fields: properties, required, oneOf/anyOf
     #                                             (TARGET, PRECONDITION, CONSEQUENCE stand for targets and calls)
     compile: Callable[[str, dict[str, Any], Compiler], Spec]  # (node id, raw mapping, compiler) → its frozen spec
-    execute: Callable[[Node, Run], Outcome]     # (node, run) → Outcome: run it once. A node that asks
-    #                                             (`run.ask`) asks before it changes state: a parked step runs
+    execute: Callable[[Node, NodeContext], Outcome]  # (node, ctx) → Outcome: run it once. A node that asks
+    #                                             (`ctx.ask`) asks before it changes state: a parked step runs
     #                                             again from its start when the run is resumed
     targets: Callable[[Spec], list[tuple[str, str | Template | None]]]  # spec → [(edge label, target or None)]
-    #                                             for the checks and pictures
+    # -- what it runs besides its own code
     calls: Callable[[Spec], Iterable[Call]] = _no_calls  # spec → the registry calls it runs (effects, skills)
-    # -- validation beyond the schema: (node, raw mapping, reporter) → None, reporting at ("nodes", id, ...)
-    check: Callable[[Node, dict[str, Any], Reporter], None] | None = None
-    # -- what the node reads besides the workflow file (a states folder): node → diagnostics, at that file's
-    #    line. `wfexec validate` reports them and every run refuses to start on their errors; never cached
-    #    with the compiled workflow, since those files change on their own.
-    lint: Callable[[Node], list] | None = None
-    # -- documentation (`wfexec docs`, SKILL.md)
-    doc: str = ""                               # first paragraph: the summary under its heading in schema.md
-    field_notes: Mapping[str, str] = field(default_factory=dict)  # field → what it is for (schema gives the type)
-    rules: str = ""                             # Markdown: how to execute it, for execution.md and SKILL.md
-    order: int = 1000                           # place in the docs and rules; ties by name
-    # -- durable runs (`wfexec resume`)
-    effects: Callable[[Spec], Iterable[str]] = _no_effects  # spec → what it touches besides its calls' effects
-    idempotent: Callable[[Spec], bool] = _rerun_safe  # spec → whether its own work may run twice (calls aside)
-    skip_edge: str | None = None                # the edge `resume --skip` takes as if it succeeded; None: no skip
     subworkflows: Callable[[Spec], Iterable[Workflow]] = _no_subworkflows  # spec → the Workflows it runs
-    # -- a node whose work is agents' states that may each run on another worker (a `states` node): how a
-    #    runner that keeps the agents itself goes through it (`wfexec.nodes.states.AgentSteps`); None: run whole
-    agents: Any = None
-    # -- pictures (`wfexec graph`) and skills (`wfexec skill`)
-    shape_name: str = "rectangle"               # how the picture's legend names its shape
-    mermaid_shape: tuple[str, str] = ("[", "]")
-    dot_shape: str = "shape=box"
-    tools: frozenset[str] = frozenset()              # Claude Code tools an agent needs to follow its rules
-    questions: Callable[[Node, dict[str, Any]], dict[str, Any] | None] | None = None  # (node, raw) → what it asks, for SKILL.md
-    # -- names its templates may read besides the state's (for the check that warns about unwritten names)
-    bound_names: Callable[[Spec], Iterable[str]] = _no_names  # spec → names it binds, e.g. each item of a list
-    # -- `validate`'s summary of what runs for free
-    asks_person: bool = False                   # it puts a question to a person
-    asks_person_in: Callable[[Spec], bool] | None = None  # spec → whether it does, when that depends on what it runs
-    # -- the keys an answer given up front (`--answer KEY=…`) may name to reach its questions: names, or compiled
-    #    patterns for names made as it runs; an answer naming no key of any node is refused before the run starts.
-    #    By default the node's id when it asks a person (`asks_person`), as `Question.key` is.
-    answer_keys: Callable[[Node], Iterable[str | re.Pattern]] = _own_id_if_it_asks
-    judgement: Callable[[Spec | None, dict[str, Any]], str | None] | None = None  # (spec or None, raw) → what of it goes to the LLM
     # -- a judgement step that names no place for its reply: the model is asked for the values the nodes after it
     #    read and nothing writes (`Workflow.reply_paths`), and its reply is stored there
     replies_into_state: Callable[[Spec], bool] = _keeps_its_own_results
+    # -- effects and idempotency (durable runs, `wfexec resume`, Temporal's retries)
+    effects: Callable[[Spec], Iterable[str]] = _no_effects  # spec → what it touches besides its calls' effects
+    idempotent: Callable[[Spec], bool] = _rerun_safe  # spec → whether its own work may run twice (calls aside)
+    skip_edge: str | None = None                # the edge `resume --skip` takes as if it succeeded; None: no skip
+    # -- questions to a person
+    asks_person: bool = False                   # it may put a question to a person (`ctx.ask`)
+    # The keys an answer given up front (`--answer KEY=…`) may name to reach its questions: names, or compiled
+    # patterns for names made as it runs; an answer naming no key of any node is refused before the run starts.
+    # By default the node's id when it asks a person (`asks_person`), as `Question.key` is.
+    answer_keys: Callable[[Node], Iterable[str | re.Pattern]] = _own_id_if_it_asks
+    # -- a node whose work is agents' states that may each run on another worker (a `states` node): how a runner
+    #    that keeps the agents itself goes through it; None: the node runs whole
+    agents: AgentSteps | None = None
+    # -- the optional parts, each read by one consumer
+    docs: Docs = NO_DOCS                        # `wfexec docs`, the schema's descriptions, editors, SKILL.md rules
+    drawing: Drawing = PLAIN_DRAWING            # `wfexec graph`, a skill's legend
+    skill: Skill = NO_SKILL                     # `wfexec skill`: tools, the table of questions
+    checks: Checks = NO_CHECKS                  # `wfexec validate`: rules beyond the schema, lint, summary
+
+
+# Where each field of the NodeType before its split now lives, for the error an old plugin's declaration meets.
+MOVED_TO_PARTS = {**{name: "docs=Docs" for name in ("doc", "field_notes", "rules", "order")},
+                  **{name: "drawing=Drawing" for name in ("shape_name", "mermaid_shape", "dot_shape")},
+                  **{name: "skill=Skill" for name in ("tools", "questions")},
+                  **{name: "checks=Checks" for name in ("check", "lint", "bound_names", "judgement",
+                                                        "asks_person_in")}}
+
+
+class OldNodeTypeShape(TypeError):
+    """A NodeType declared with the fields it had before docs, drawing, SKILL.md and checks became parts."""
+
+    def __init__(self, name: object, moved: list[str]):
+        parts: dict[str, list[str]] = {}
+        for field_name in moved:
+            parts.setdefault(MOVED_TO_PARTS[field_name], []).append(field_name)
+        where = "; ".join(f"{part}({', '.join(f'{n}=…' for n in names)})" for part, names in parts.items())
+        super().__init__(
+            f"NodeType {name!r} is declared in the old shape: {', '.join(f'`{n}`' for n in moved)} are no longer "
+            f"fields of NodeType. Write {where} (from wfexec.nodes import Docs, Drawing, Skill, Checks); "
+            "execute(node, ctx) now gets a NodeContext, not the run. See docs/guide/plugins.md, \"Node types\"")
+
+
+def _refusing_the_old_shape(init: Callable[..., None]) -> Callable[..., None]:
+    def checked(self, *args: Any, **fields: Any) -> None:
+        moved = [name for name in fields if name in MOVED_TO_PARTS]
+        if moved:
+            raise OldNodeTypeShape(fields.get("name", args[0] if args else "?"), moved)
+        init(self, *args, **fields)
+
+    checked.__doc__, checked.__wrapped__ = init.__doc__, init  # type: ignore[attr-defined]
+    return checked
+
+
+# Around the dataclass's own __init__ (kept, so type checkers see the real fields): declaring a type happens once.
+setattr(NodeType, "__init__", _refusing_the_old_shape(NodeType.__init__))
 
 
 @dataclass
@@ -189,7 +212,7 @@ class NodeTypes:
 
     def ordered(self) -> list[NodeType]:
         """In the order the docs explain them."""
-        return sorted(self.types.values(), key=lambda t: (t.order, t.name))
+        return sorted(self.types.values(), key=lambda t: (t.docs.order, t.name))
 
 
 _loaded: list[NodeTypes] = []
@@ -253,4 +276,4 @@ def _builtin_points() -> list[Point]:
     from wfexec.system.plugins import Point
 
     return [Point(ENTRY_POINT_GROUP, info.name, f"{package.__name__}.{info.name}:NODE_TYPE", "wfexec")
-            for info in pkgutil.iter_modules(package.__path__) if info.name != "base"]
+            for info in pkgutil.iter_modules(package.__path__) if info.name not in INTERFACE_MODULES]

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from wfexec.errors import WfexecError
 from wfexec.nodes.base import PRECONDITION, TARGET, NodeType, Outcome
+from wfexec.nodes.context import NodeContext
+from wfexec.nodes.parts import Checks, Docs, Drawing
 
 TYPE = "conditional"
 SCHEMA = {
@@ -85,37 +87,37 @@ def calls(spec):
     return [spec.condition]
 
 
-def execute(node, run) -> Outcome:
+def execute(node, ctx: NodeContext) -> Outcome:
     spec = node.spec
     try:
-        result = _audit(spec, run) if spec.audit_output is not None else run.check(spec.condition)
+        result = _audit(spec, ctx) if spec.audit_output is not None else ctx.check(spec.condition)
     except WfexecError as exc:
         if spec.on_unknown is None or exc.outcome == "stopped":  # a step budget is no unknown condition
             raise
         # Three-valued (v8): a condition that cannot be evaluated is unknown, and routes there.
-        run.keep_error(exc.message, exc.hint)
+        ctx.keep_error(exc.message, exc.hint)
         return Outcome(spec.on_unknown, {"branch": "unknown", "error": exc.message}, "on_unknown")
     if result:
         return Outcome(spec.on_true, {"branch": "true"}, spec.true_label)
     return Outcome(spec.on_false, {"branch": "false"}, spec.false_label)
 
 
-def _audit(spec, run) -> bool:
+def _audit(spec, ctx: NodeContext) -> bool:
     condition = spec.condition
     children = condition.params.get("conditions")
     parts = list(children) if isinstance(children, (list, tuple)) else [condition]
     results = []
     for index, part in enumerate(parts):
-        passed = run.check(part)
+        passed = ctx.check(part)
         entry = {"index": index, "condition": part.describe(), "passed": passed}
         if not passed:
             message = part.params.get("error_message") or spec.audit_messages.get(part.type)
             if message:
-                entry["message"] = run.render_text(message)
+                entry["message"] = ctx.render_text(message)
         results.append(entry)
-    overall = run.check(condition) if parts != [condition] else results[0]["passed"]
+    overall = ctx.check(condition) if parts != [condition] else results[0]["passed"]
     passed_count = sum(1 for r in results if r["passed"])
-    run.set(spec.audit_output, {
+    ctx.set(spec.audit_output, {
         "passed": overall, "total": len(results), "passed_count": passed_count,
         "failed_count": len(results) - passed_count, "results": results,
     })
@@ -141,20 +143,19 @@ def check(node, raw: dict, report) -> None:
 
 
 NODE_TYPE = NodeType(
-    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, check=check,
-    doc=__doc__, order=20,
-    field_notes={
+    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls,
+    checks=Checks(check=check),
+    drawing=Drawing(shape_name="rhombus", mermaid_shape=("{", "}"), dot_shape="shape=diamond"),
+    docs=Docs(doc=__doc__, order=20, field_notes={
         "condition": "one precondition; `all_of`, `any_of`, `none_of`, `xor_of` combine others",
         "branches": "`{true: target, false: target}` (seed) or `{on_true, on_false}` (v3)",
         "audit": "evaluate every sub-condition and write the results (default `computed.audit_results`)",
-    },
-    rules="""\
+    }, rules="""\
 1. Evaluate the precondition `condition` (`all_of`, `any_of`, `none_of`, `xor_of` combine others; `all_of` stops
    at the first false, `any_of` at the first true).
 2. True: go to `branches.true` (v3: `branches.on_true`). False: go to `branches.false` (`branches.on_false`).
 3. With `audit` (`true`, or `{enabled, output, messages}`), evaluate every sub-condition of the composite without
    stopping early and write `{passed, total, passed_count, failed_count, results: [{index, condition, passed,
    message}]}` to `audit.output` (default `computed.audit_results`), then branch on the composite's result.
-""",
-    shape_name="rhombus", mermaid_shape=("{", "}"), dot_shape="shape=diamond",
+"""),
 )

@@ -19,6 +19,8 @@ from wfexec.language.documents import extract_section
 from wfexec.language.expressions import render_value
 from wfexec.language.paths import get_path
 from wfexec.nodes.base import TARGET, NodeType, Outcome
+from wfexec.nodes.context import NodeContext
+from wfexec.nodes.parts import Checks, Docs, Drawing
 from wfexec.types.registry import ActionFailed
 
 TYPE = "reference"
@@ -101,21 +103,21 @@ def judgement(spec, raw) -> str | None:
     return "markdown reference" if "doc" in raw else None
 
 
-def execute(node, run) -> Outcome:
+def execute(node, ctx: NodeContext) -> Outcome:
     spec = node.spec
-    inputs = render_value(spec.inputs, run.scope)
+    inputs = render_value(spec.inputs, ctx.scope)
     if spec.workflow is not None:
-        return _run_subworkflow(node, run, inputs)
-    expected = () if spec.store_as else run.workflow.reply_paths.get(node.id, ())
+        return _run_subworkflow(node, ctx, inputs)
+    expected = () if spec.store_as else ctx.workflow.reply_paths.get(node.id, ())
     try:
-        reply = run.judge_document(node, spec.doc, render_value(spec.section, run.scope), inputs, expected)
+        reply = ctx.judge_document(spec.doc, render_value(spec.section, ctx.scope), inputs, expected)
     except ActionFailed as failure:  # a reply that gives none of the values asked for
-        run.keep_error(failure.message)
+        ctx.keep_error(failure.message)
         if spec.on_failure is None:
-            run.fail(node, failure.message, failure.hint, node.where)
+            ctx.fail(failure.message, failure.hint, node.where)
         return Outcome(spec.on_failure, {"success": False}, "on_failure")
     if spec.store_as:
-        run.set(spec.store_as, reply)
+        ctx.set(spec.store_as, reply)
     return Outcome(spec.on_success, {"success": True}, "on_success")
 
 
@@ -123,21 +125,21 @@ def replies_into_state(spec) -> bool:
     return spec.doc is not None and spec.store_as is None
 
 
-def _run_subworkflow(node, run, inputs) -> Outcome:
+def _run_subworkflow(node, ctx: NodeContext, inputs) -> Outcome:
     spec = node.spec
-    result = run.run_subworkflow(node, spec.workflow, inputs)
+    result = ctx.run_subworkflow(spec.workflow, inputs)
     outcome = {"success": result.type == "success", "ending": result.ending}
     if result.type == "success":
         if spec.store_as:
-            run.set(spec.store_as, result.output)
+            ctx.set(spec.store_as, result.output)
         for parent_path, child_path in spec.output_mapping.items():
-            run.set(parent_path, get_path(result.output or {}, child_path))
+            ctx.set(parent_path, get_path(result.output or {}, child_path))
         return Outcome(spec.on_success, outcome, "on_success")
     if result.ending in spec.error_mapping:
         return Outcome(spec.error_mapping[result.ending], outcome, f"ending {result.ending}")
-    run.keep_error(result.message)
+    ctx.keep_error(result.message)
     if spec.on_failure is None:
-        run.fail(node, f"sub-workflow {spec.workflow.name} ended '{result.ending}' ({result.type}): {result.message}",
+        ctx.fail(f"sub-workflow {spec.workflow.name} ended '{result.ending}' ({result.type}): {result.message}",
                  "add `on_failure:` to handle it", node.where)
     return Outcome(spec.on_failure, outcome, "on_failure")
 
@@ -158,9 +160,12 @@ def subworkflows(spec):
 
 
 NODE_TYPE = NodeType(
-    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, doc=__doc__, order=50,
-    judgement=judgement,
-    field_notes={
+    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls,
+    effects=effects, idempotent=idempotent, skip_edge="on_success", subworkflows=subworkflows,
+    replies_into_state=replies_into_state,
+    checks=Checks(judgement=judgement),
+    drawing=Drawing(shape_name="double-sided box", mermaid_shape=("[[", "]]"), dot_shape="shape=box, peripheries=2"),
+    docs=Docs(doc=__doc__, order=50, field_notes={
         "doc": "a markdown document (from the plugin root, else the workflow's folder) for the LLM: a judgement step",
         "workflow": "a sub-workflow file (from the plugin root, else the workflow's folder), run in its own state",
         "section": "one heading of `doc`; default: the whole document",
@@ -173,8 +178,7 @@ NODE_TYPE = NodeType(
         "next_node": "where to go next (the same as `on_success`)",
         "on_success": "where to go when the sub-workflow ended with success or the document replied",
         "on_failure": "where to go when the sub-workflow ended otherwise",
-    },
-    rules="""\
+    }, rules="""\
 - `doc:` and `workflow:` paths resolve from the plugin root (`$CLAUDE_PLUGIN_ROOT`, else the nearest folder above
   this workflow holding `.claude-plugin/plugin.json`), then from this workflow's folder.
 - `workflow: FILE` is a sub-workflow. Run it by these same rules in a fresh
@@ -188,8 +192,5 @@ NODE_TYPE = NodeType(
   itself. Store the reply at `store_as`, then go to `on_success` (or `next_node`). Without `store_as`, when the
   nodes after it read state that nothing in the workflow writes (`computed.scan_result`), the step must produce
   those values: reply with one JSON object of them, keyed by state path, and set each.
-""",
-    effects=effects, idempotent=idempotent, skip_edge="on_success", subworkflows=subworkflows,
-    replies_into_state=replies_into_state,
-    shape_name="double-sided box", mermaid_shape=("[[", "]]"), dot_shape="shape=box, peripheries=2",
+"""),
 )

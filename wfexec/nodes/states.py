@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wfexec.nodes.base import TARGET, NodeType, Outcome
+from wfexec.nodes.base import TARGET, NodeType, Outcome, Question
+from wfexec.nodes.context import NodeContext
+from wfexec.nodes.parts import Checks, Docs, Drawing, Skill
 
 TYPE = "states"
 SCHEMA = {
@@ -239,56 +241,54 @@ def calls(spec):
 
 # -- running ----------------------------------------------------------------------------
 
-def execute(node, run) -> Outcome:
+def execute(node, ctx: NodeContext) -> Outcome:
     from wfexec.protocol.errors import ProtocolError, StopRun
 
     spec = node.spec
-    begun = AgentSteps.begin(node, run)
+    begun = AGENT_STEPS.begin(node, ctx)
     first_input, cwd = begun["input"], Path(begun["cwd"])
-    if run.options.dry_run:
-        return _dry_run(node, run, first_input)
+    if ctx.dry_run:
+        return _dry_run(node, ctx, first_input)
     orchestrator = None
     try:
         scope = open_scope(spec)
-        orchestrator = _orchestrator(
-            node, run, scope, cwd=cwd, on_step=_step_counter(run),
-            on_checkpoint=lambda change, whole: run.change_node_state(node.id, change, whole),
-            on_record=lambda agent, record: run.record_transcript(node.id, agent, record))
-        saved = run.node_state(node.id)
+        orchestrator = _orchestrator(node, ctx, scope, cwd=cwd, on_step=_step_counter(ctx),
+                                     on_checkpoint=ctx.change_node_state, on_record=ctx.record_transcript)
+        saved = ctx.node_state()
         if saved is None and spec.on_ask == "reject":
             _refuse_asking(scope)
         if saved is not None:
             from wfexec.protocol.agents import AgentsState
 
-            run.io.trace(f"states: continuing {scope.describe()} with the agents saved before the run stopped")
+            ctx.io.trace(f"states: continuing {scope.describe()} with the agents saved before the run stopped")
             state = AgentsState.from_dict(saved)
             if isinstance(saved.get("agents"), list):  # saved by an older wfexec: again as changes now merge in
-                run.save_node_state(node.id, state.to_dict())
+                ctx.save_node_state(state.to_dict())
             outcome = orchestrator.run(state=state)
         else:
-            run.io.trace(f"states: running {scope.describe()} in {cwd}")
+            ctx.io.trace(f"states: running {scope.describe()} in {cwd}")
             outcome = orchestrator.run(start=spec.start, input=first_input)
         while outcome.asking:
-            outcome = orchestrator.run(state=_answer(node, run, outcome))
+            outcome = orchestrator.run(state=_answer(node, ctx, outcome))
         if outcome.paused:
-            _stop_paused(node, run, outcome)
-        run.save_node_state(node.id, None)
+            _stop_paused(ctx, outcome)
+        ctx.save_node_state(None)
     except StopRun as exc:
         if not exc.routable:
-            run.stop(node, exc.message, exc.hint)
-        return _failed(node, run, exc, orchestrator, stop=True)
+            ctx.stop(exc.message, exc.hint)
+        return _failed(node, ctx, exc, orchestrator, stop=True)
     except ProtocolError as exc:
-        return _failed(node, run, exc, orchestrator, stop=False)
-    return _succeeded(node, run, outcome)
+        return _failed(node, ctx, exc, orchestrator, stop=False)
+    return _succeeded(node, ctx, outcome)
 
 
-def _orchestrator(node, run, scope, **given):
+def _orchestrator(node, ctx: NodeContext, scope, **given):
     """The orchestrator of this node's agents, as the node's fields configure it."""
     from wfexec.protocol.orchestrator import Orchestrator
 
     spec = node.spec
     options: dict[str, Any] = dict(
-        backend=_backend(node, run), io=run.io, budget_usd=spec.budget_usd, timeout=spec.timeout,
+        backend=_backend(node, ctx), io=ctx.io, budget_usd=spec.budget_usd, timeout=spec.timeout,
         timeout_source=spec.timeout_source or f"node '{node.id}' `timeout`", model=spec.model, effort=spec.effort,
         workflow_id=spec.workflow_id, on_ask=spec.on_ask, no_wait=spec.no_wait,
         continue_session=spec.continue_session, debug_files=spec.debug_files)
@@ -309,10 +309,8 @@ def _refuse_asking(scope) -> None:
                             "the ask out of the states' allowed_transitions")
 
 
-def _question(node, agent):
+def _question(node, agent) -> Question:
     """What an agent's `<ask>` asks a person (the answer key is the agent's id: --answer main=TEXT)."""
-    from wfexec.nodes.base import Question
-
     return Question(node=node.id, text=agent.ask_prompt or "", header=f"{node.id}: {agent.id}", choices=(),
                     allow_other=True, dynamic=False, asker=agent.id)
 
@@ -327,69 +325,66 @@ def answer_keys(node) -> tuple:
     return (MAIN, re.compile(re.escape(MAIN) + r"(_\w+)+"))
 
 
-def _answer(node, run, outcome):
-    """The agents once the first asking one has its answer (`run.ask`: given with --answer AGENT=TEXT, asked at
+def _answer(node, ctx: NodeContext, outcome):
+    """The agents once the first asking one has its answer (`ctx.ask`: given with --answer AGENT=TEXT, asked at
     the terminal, or the run parks there with the agents saved, exit 3)."""
     from wfexec.protocol.agents import answered
 
     agent = outcome.asking[0]
-    answer = run.ask(_question(node, agent))
+    answer = ctx.ask(_question(node, agent))
     state = outcome.state
-    state.put(answered(agent, answer.choice.id if answer.choice is not None else answer.text))
-    run.save_node_state(node.id, state.to_dict())
+    state.put(answered(agent, answer.choice.id if answer.choice is not None else answer.text or ""))
+    ctx.save_node_state(state.to_dict())
     return state
 
 
-def _stop_paused(node, run, outcome) -> None:
+def _stop_paused(ctx: NodeContext, outcome) -> None:
     """Agents paused by failures or a usage limit: the run stops (exit 4), its agents kept for resume."""
     reasons = "; ".join(f"{agent.id} at {agent.state}: {agent.error}" for agent in outcome.paused)
     count = len(outcome.paused)
-    run.stop(node, f"{count} agent{'s' if count > 1 else ''} paused ({reasons})",
+    ctx.stop(f"{count} agent{'s' if count > 1 else ''} paused ({reasons})",
              "fix the cause (or wait for the usage limit to reset), then `wfexec resume RUN`: paused agents run "
              "their state again")
 
 
-def _working_directory(text: Any, run) -> Path:
+def _working_directory(text: Any, ctx: NodeContext) -> Path:
     if text in (None, ""):
-        return run.cwd
+        return ctx.cwd
     path = Path(str(text)).expanduser()
-    return path if path.is_absolute() else run.cwd / path
+    return path if path.is_absolute() else ctx.cwd / path
 
 
-def _backend(node, run):
-    if run.options.backend is not None or not node.spec.backend:
-        return run.options.backend
+def _backend(node, ctx: NodeContext):
+    if ctx.backend is not None or not node.spec.backend:
+        return ctx.backend
     from wfexec.backends import create_backend
 
     try:
         return create_backend(node.spec.backend)
     except ValueError as exc:
-        run.fail(node, str(exc))
+        ctx.fail(str(exc))
 
 
-def _step_counter(run):
+def _step_counter(ctx: NodeContext):
     """Every protocol state counts against the run's step budget, so a states loop cannot spin forever."""
     from wfexec.protocol.errors import StepLimit
 
-    limit = run.options.max_steps
-
     def count(agent) -> None:
-        run.budget[0] += 1
-        if run.budget[0] > limit:
-            raise StepLimit(f"{agent.id}: the run took more than {limit} steps (the last at {agent.state}); the "
-                            "states loop does not end", "fix the loop's exit, or raise --max-steps")
+        if not ctx.count_step():
+            raise StepLimit(f"{agent.id}: the run took more than {ctx.max_steps} steps (the last at {agent.state}); "
+                            "the states loop does not end", "fix the loop's exit, or raise --max-steps")
 
     return count
 
 
-def _succeeded(node, run, outcome) -> Outcome:
+def _succeeded(node, ctx: NodeContext, outcome) -> Outcome:
     spec = node.spec
     result = outcome.result if outcome.result is not None else ""
     if spec.store_as:
-        run.set(spec.store_as, result)
+        ctx.set(spec.store_as, result)
         forks_path = _forks_path(spec.store_as)
         if forks_path is not None:
-            run.set(forks_path, outcome.forks)
+            ctx.set(forks_path, outcome.forks)
     details = {"success": True, "result": result, "forks": len(outcome.forks), "cost_usd": round(outcome.cost_usd, 6),
                "states": outcome.steps, "workflow_id": outcome.workflow_id}
     routed = spec.on_result.get(result.strip())
@@ -406,79 +401,71 @@ def _forks_path(store_as: tuple) -> tuple | None:
     return store_as[:-1] + (f"{last}_forks",)
 
 
-def _failed(node, run, error, orchestrator, stop: bool) -> Outcome:
+def _failed(node, ctx: NodeContext, error, orchestrator, stop: bool) -> Outcome:
     spec = node.spec
-    run.save_node_state(node.id, None)
-    run.keep_error(error.message, error.hint)
+    ctx.save_node_state(None)
+    ctx.keep_error(error.message, error.hint)
     if spec.on_failure is None:
         hint = error.hint or "add `on_failure: <node or ending>` to handle it"
         if stop:
-            run.stop(node, error.message, hint)
-        run.fail(node, error.message, hint)
+            ctx.stop(error.message, hint)
+        ctx.fail(error.message, hint)
     spent = orchestrator.budget.spent if orchestrator is not None else 0.0
     return Outcome(spec.on_failure, {"success": False, "error": error.message, "cost_usd": round(spent, 6)},
                    "on_failure")
 
 
-class AgentSteps:
-    """A states node's work one agent state at a time, for a runner that keeps the agents itself and may run
-    each state on another machine (the Temporal workflow code). `begin`, `question` and `end` read and write
-    the run's state only (deterministic); `step` runs one state (the part with effects)."""
+class StatesAgentSteps:
+    """A states node's work one agent state at a time (`wfexec.nodes.context.AgentSteps`), for a runner that keeps
+    the agents itself and may run each state on another machine (the Temporal workflow code)."""
 
-    @staticmethod
-    def begin(node, run) -> dict:
-        """What every state of this node needs: the first agent's input and the working directory."""
+    def begin(self, node, ctx: NodeContext) -> dict:
         from wfexec.language.expressions import ExpressionError, render_value, to_text
 
         spec = node.spec
         try:
-            value = render_value(spec.input, run.scope)
-            cwd_text = render_value(spec.cwd, run.scope)
+            value = render_value(spec.input, ctx.scope)
+            cwd_text = render_value(spec.cwd, ctx.scope)
         except ExpressionError as exc:
-            run.fail(node, exc.message, exc.hint)
-        return {"input": None if value is None else to_text(value), "cwd": str(_working_directory(cwd_text, run)),
-                "budget_usd": spec.budget_usd}
+            ctx.fail(exc.message, exc.hint)
+        return {"input": None if value is None else to_text(value), "cwd": str(_working_directory(cwd_text, ctx)),
+                "budget_usd": spec.budget_usd, "on_ask": spec.on_ask, "no_wait": spec.no_wait}
 
-    @staticmethod
-    def step(node, run, meta: dict, agent: dict | None) -> dict:
-        """With no agent: the first one. Else one state of `agent` (`Orchestrator.step_one`). Fatal errors raise
-        (ProtocolError; StopRun stops the run)."""
+    def step(self, node, ctx: NodeContext, meta: dict, agent: dict | None) -> dict:
         from wfexec.protocol.agents import Agent
 
         scope = open_scope(node.spec)
-        orchestrator = _orchestrator(node, run, scope, cwd=meta["cwd"], spent_usd=meta.get("spent") or 0.0,
+        orchestrator = _orchestrator(node, ctx, scope, cwd=meta["cwd"], spent_usd=meta.get("spent") or 0.0,
                                      workflow_id=meta["workflow_id"], keep_records=False)
         if agent is None:
+            if node.spec.on_ask == "reject":
+                _refuse_asking(scope)
             for warning in scope.warnings:
                 orchestrator.warn(warning)
             return {"agent": orchestrator.first_agent(node.spec.start, meta.get("input")).to_dict()}
         return orchestrator.step_one(Agent.from_dict(agent))
 
-    @staticmethod
-    def count(node, run):
-        """count(agent), called as each state starts: the run's step budget, as for a local run."""
-        return _step_counter(run)
+    def count(self, node, ctx: NodeContext):
+        return _step_counter(ctx)
 
-    question = staticmethod(_question)
+    def question(self, node, agent) -> Question:
+        return _question(node, agent)
 
-    @staticmethod
-    def end(node, run, outcome) -> Outcome:
-        """The node's outcome once no agent is active: the result stored and routed, or the run stopped with
-        its paused agents."""
+    def end(self, node, ctx: NodeContext, outcome) -> Outcome:
         if outcome.paused:
-            _stop_paused(node, run, outcome)
-        return _succeeded(node, run, outcome)
+            _stop_paused(ctx, outcome)
+        return _succeeded(node, ctx, outcome)
 
-    @staticmethod
-    def failed(node, run, error, stop: bool, routable: bool) -> Outcome:
-        """A fatal error of one agent's state: routed to on_failure, or the run stops (a StopRun the node does
-        not route) or fails with it."""
+    def failed(self, node, ctx: NodeContext, error, stop: bool, routable: bool) -> Outcome:
         if stop and not routable:
-            run.stop(node, error.message, error.hint)
-        return _failed(node, run, error, None, stop=stop)
+            ctx.stop(error.message, error.hint)
+        return _failed(node, ctx, error, None, stop=stop)
 
 
-def _dry_run(node, run, first_input) -> Outcome:
+AGENT_STEPS = StatesAgentSteps()
+
+
+def _dry_run(node, ctx: NodeContext, first_input) -> Outcome:
     spec = node.spec
     try:
         scope = open_scope(spec)
@@ -486,7 +473,7 @@ def _dry_run(node, run, first_input) -> Outcome:
     except Exception as exc:  # a dry run reports, it does not fail
         names = f"(cannot open: {exc})"
     shown = f", input {first_input!r}" if first_input is not None else ""
-    run.io.print(f"--- states node '{node.id}' (dry run: not run) ---\n{spec.label}: {names}{shown}\n"
+    ctx.io.print(f"--- states node '{node.id}' (dry run: not run) ---\n{spec.label}: {names}{shown}\n"
                  "--- end of states ---")
     return Outcome(spec.on_success, {"success": True, "dry_run": True}, "on_success")
 
@@ -496,10 +483,14 @@ def effects(spec):
 
 
 NODE_TYPE = NodeType(
-    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, doc=__doc__, order=60,
-    agents=AgentSteps,
-    judgement=judgement, lint=lint, answer_keys=answer_keys, asks_person_in=asks_person,
-    field_notes={
+    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls,
+    agents=AGENT_STEPS, answer_keys=answer_keys,
+    # Resuming continues from its agents as last saved: running it again is safe (the default).
+    effects=effects, skip_edge="on_success",
+    checks=Checks(judgement=judgement, lint=lint, asks_person_in=asks_person),
+    skill=Skill(tools=frozenset({"Bash", "Task"})),
+    drawing=Drawing(shape_name="cylinder", mermaid_shape=("[(", ")]"), dot_shape="shape=cylinder"),
+    docs=Docs(doc=__doc__, order=60, field_notes={
         "folder": "a directory, `.zip` or Raymond `.yaml` of `.md`/`.sh` states",
         "states": "inline states: file name → content, or state name → Raymond state object",
         "start": "the first state (default `1_START`, then `START`)",
@@ -522,8 +513,7 @@ NODE_TYPE = NodeType(
                             "(claude `-c --fork-session`)",
         "workflow_id": "`{{workflow_id}}` / `RAYMOND_WORKFLOW_ID` (default: `workflow_<date>_<time>`)",
         "debug_files": "write Raymond's debug files under `.raymond/debug/<workflow id>/`",
-    },
-    rules="""\
+    }, rules="""\
 1. Open the scope: `folder` (a directory, a `.zip`, or a Raymond `.yaml`) or the inline `states` mapping.
 2. Run its states in the md/sh protocol from `start` (default `1_START`, then `START`), with `input` rendered as
    `{{input}}` / `RAYMOND_INPUT` of the first state: a `.md` state is a prompt for an LLM agent, a `.sh`
@@ -533,8 +523,5 @@ NODE_TYPE = NodeType(
    `on_result.<result text, trimmed>` when there is one, else to `on_success`.
 4. A protocol error, a failed script or an exhausted `budget_usd` sets `computed.last_error` and goes to
    `on_failure` (none: run error).
-""",
-    # Resuming continues from its agents as last saved: running it again is safe (the default).
-    effects=effects, skip_edge="on_success",
-    shape_name="cylinder", mermaid_shape=("[(", ")]"), dot_shape="shape=cylinder", tools=frozenset({"Bash", "Task"}),
+"""),
 )

@@ -28,6 +28,8 @@ from wfexec.language.expressions import Expression, ExpressionError, Template, r
 from wfexec.types.registry import ActionFailed
 from wfexec.language.paths import get_path
 from wfexec.nodes.base import CONSEQUENCES, TARGET, Choice, NodeType, Outcome, Question
+from wfexec.nodes.context import NodeContext
+from wfexec.nodes.parts import Checks, Docs, Drawing, Skill
 
 TYPE = "user_prompt"
 
@@ -257,26 +259,26 @@ def calls(spec):
     return [call for handler in spec.handlers.values() for call in handler.consequences]
 
 
-def build_question(node, run) -> Question:
+def build_question(node, ctx: NodeContext) -> Question:
     spec = node.spec
-    scope = run.scope
+    scope = ctx.scope
     choices = [Choice(o.id, str(render_value(o.label, scope)), str(render_value(o.description, scope) or ""))
                for o in spec.options]
     dynamic = spec.options_from is not None
     if dynamic:
         items = (spec.options_from.render(scope) if isinstance(spec.options_from, Template)
-                 else get_path(run.state, spec.options_from))
+                 else get_path(ctx.state, spec.options_from))
         if isinstance(items, dict):
             items = [{"key": k, "value": v} for k, v in items.items()]
         elif items is not None and not isinstance(items, list):
-            run.fail(node, f"options_from_state gave {type(items).__name__} {items!r:.60}, not a list to choose from",
+            ctx.fail(f"options_from_state gave {type(items).__name__} {items!r:.60}, not a list to choose from",
                      "point `options_from_state` at a list (or a mapping) in state")
         for index, item in enumerate(items or []):
             try:
                 choices.append(_dynamic_choice(spec, item, index, scope))
             except ExpressionError as exc:
                 names = ", ".join(f"`{n}`" for n in ("item", spec.item_name, "index") if n)
-                run.fail(node, f"option {index + 1} of the list: {exc.message}",
+                ctx.fail(f"option {index + 1} of the list: {exc.message}",
                          f"each item is named {names} in the option template", node.where)
     return Question(node=node.id, text=str(render_value(spec.question, scope)),
                     header=str(render_value(spec.header, scope) or ""), choices=tuple(choices),
@@ -311,10 +313,10 @@ def _dynamic_choice(spec, item, index, scope) -> Choice:
     return Choice(str(ident), str(label), str(field("description", "") or ""), item)
 
 
-def execute(node, run) -> Outcome:
+def execute(node, ctx: NodeContext) -> Outcome:
     spec = node.spec
-    question = build_question(node, run)
-    answer = run.ask(question)          # may park the run
+    question = build_question(node, ctx)
+    answer = ctx.ask(question)          # may park the run
     response: dict[str, Any]
     if answer.choice is not None:
         choice = answer.choice
@@ -330,19 +332,19 @@ def execute(node, run) -> Outcome:
         response = {"id": OTHER, "raw": {"text": answer.text}, "text": answer.text}
         handler_id = spec.text_handler
         answered = {"id": OTHER, "label": None, "value": answer.text, "values": [answer.text], "text": answer.text}
-    run.set(("user_responses", node.id), response)
+    ctx.set(("user_responses", node.id), response)
     handler = spec.handlers.get(handler_id)
     if handler is None:
-        run.fail(node, f"the answer '{response['id']}' has no handler in on_response",
+        ctx.fail(f"the answer '{response['id']}' has no handler in on_response",
                  f"add `on_response: {{{handler_id}: {{next_node: ...}}}}`", node.where)
     # blueprint-lib v3 handlers read the answer as `response` (`${response.value}`, `${response.text}`).
-    scope = run.scope.child(response=answered) if handler.consequences else None
+    scope = ctx.scope.child(response=answered) if handler.consequences else None
     for call in handler.consequences:
         try:
-            run.apply(call, scope)
+            ctx.apply(call, scope)
         except ActionFailed as failure:
             # A handler has no on_failure to route to: the run stops here, saying why.
-            run.fail(node, f"the answer's {call.type} failed: {failure.message}", failure.hint, call.where)
+            ctx.fail(f"the answer's {call.type} failed: {failure.message}", failure.hint, call.where)
     return Outcome(handler.next_node, {"response": response["id"]}, handler_id)
 
 
@@ -415,10 +417,11 @@ def questions(node, raw: dict) -> dict:
 
 
 NODE_TYPE = NodeType(
-    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, check=check,
-    asks_person=True, bound_names=_bound_names,
-    doc=__doc__, order=30,
-    field_notes={
+    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, asks_person=True,
+    checks=Checks(check=check, bound_names=_bound_names),
+    skill=Skill(tools=frozenset({"AskUserQuestion"}), questions=questions),
+    drawing=Drawing(shape_name="parallelogram", mermaid_shape=("[/", "/]"), dot_shape="shape=parallelogram"),
+    docs=Docs(doc=__doc__, order=30, field_notes={
         "prompt": "`question`, `header` (12 characters at most), and `options` "
                   "(`id`, `label`, `description`) or `options_from_state` + `option_mapping` "
                   "(or `option_template`, or v8's `options` written as a mapping of expressions, which also see "
@@ -429,8 +432,7 @@ NODE_TYPE = NodeType(
                   "/-zes drop -es, else a final -s (not -ss, -us) is dropped)",
         "on_response": "answer id → `{consequence: [...], next_node}`; `other` takes free text, "
                        "`selected` an option built from state",
-    },
-    rules="""\
+    }, rules="""\
 1. Build the question: render `prompt.question` and `prompt.header`. The options are `prompt.options`
    (`id`, `label`, `description`, rendered); or, with `options_from_state`, one option per item of that list
    (a mapping gives one `{key, value}` item per entry), its `id`, `label` and `description` taken as
@@ -447,7 +449,5 @@ NODE_TYPE = NodeType(
    `on_response.selected`; for free text, `on_response.other`. No handler: run error.
 5. Run the handler's `consequence` (or `consequences`) in order, then go to its `next_node`. A handler has no
    `on_failure`: a consequence failing there stops the run.
-""",
-    shape_name="parallelogram", mermaid_shape=("[/", "/]"), dot_shape="shape=parallelogram", tools=frozenset({"AskUserQuestion"}),
-    questions=questions,
+"""),
 )

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wfexec.nodes.base import PRECONDITION, TARGET, NodeType, Outcome
+from wfexec.nodes.context import NodeContext
+from wfexec.nodes.parts import Docs, Drawing
 
 TYPE = "validation_gate"
 SCHEMA = {
@@ -43,30 +45,29 @@ def calls(spec):
     return list(spec.validations)
 
 
-def execute(node, run) -> Outcome:
+def execute(node, ctx: NodeContext) -> Outcome:
     errors = []
     for call in node.spec.validations:
-        if not run.check(call):
+        if not ctx.check(call):
             message = call.params.get("error_message")
-            errors.append(run.render_text(message) if message else f"{call.describe()} failed")
-    run.set(ERRORS_PATH, errors)
+            errors.append(ctx.render_text(message) if message else f"{call.describe()} failed")
+    ctx.set(ERRORS_PATH, errors)
     if errors:
         return Outcome(node.spec.on_invalid, {"valid": False, "errors": errors}, "on_invalid")
     return Outcome(node.spec.on_valid, {"valid": True}, "on_valid")
 
 
 NODE_TYPE = NodeType(
-    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls, doc=__doc__, order=40,
-    field_notes={
+    name=TYPE, schema=SCHEMA, compile=compile, execute=execute, targets=targets, calls=calls,
+    drawing=Drawing(shape_name="hexagon", mermaid_shape=("{{", "}}"), dot_shape="shape=hexagon"),
+    docs=Docs(doc=__doc__, order=40, field_notes={
         "validations": "preconditions, each with an `error_message`; all are evaluated",
         "on_valid": "where to go when every validation passed",
         "on_invalid": "where to go otherwise; the messages are at `computed.validation_errors`",
-    },
-    rules="""\
+    }, rules="""\
 1. Evaluate every precondition in `validations`, all of them (no short-circuit).
 2. Set `computed.validation_errors` to the list of the rendered `error_message` of each one that is false (a
    description of the precondition when it has no message); the list is empty when all pass.
 3. All true: go to `on_valid`. Otherwise go to `on_invalid`.
-""",
-    shape_name="hexagon", mermaid_shape=("{{", "}}"), dot_shape="shape=hexagon",
+"""),
 )

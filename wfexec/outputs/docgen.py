@@ -184,11 +184,11 @@ def schema_context(include_plugins: bool = False) -> dict:
     kinds = documented_node_types(include_plugins)
     described = []
     for kind in kinds:
-        summary = _first_paragraph(kind.doc)
+        summary = _first_paragraph(kind.docs.doc)
         summary = re.sub(rf"^`{re.escape(kind.name)}`:\s*", "", summary)
         summary = re.sub(r"\s*\(DESIGN §\d+\)", "", summary)
         described.append({"name": kind.name, "summary": summary[:1].upper() + summary[1:],
-                          "fields": _fields(kind.schema, kind.field_notes), "alternatives": _alternatives(kind.schema)})
+                          "fields": _fields(kind.schema, kind.docs.field_notes), "alternatives": _alternatives(kind.schema)})
     common = [{"name": n, "type": type_of(s), "required": n == "type",
                "description": s.get("description", "") or ("the node type" if n == "type" else "what the node is for")}
               for n, s in common_node_properties(kind.name for kind in kinds).items()]

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from wfexec.errors import WfexecError
 from wfexec.language.expressions import Template
 from wfexec.language.model import Workflow
+from wfexec.nodes.parts import Drawing
 
 START, COMPUTED = "start", "computed"
 
-# Node shapes are each node type's own (`NodeType.mermaid_shape`, `dot_shape`).
+# Node shapes are each node type's own (its `Drawing`: `NodeType.drawing`).
 MERMAID_ENDING = ("([", "])")
 
 # (fill, stroke, text) per ending type.
@@ -63,14 +64,13 @@ class Picture:
 
 @dataclass(frozen=True)
 class Shape:
-    """What drawing a node needs of its kind (the drawing attributes of a NodeType)."""
+    """What drawing a node needs of its kind, for a node drawn without a NodeType (missing, a v8 composite)."""
 
     name: str
-    mermaid_shape: tuple
-    dot_shape: str
+    drawing: Drawing
 
 
-MISSING = Shape("missing", ("[", "]"), "shape=box")
+MISSING = Shape("missing", Drawing())
 BROKEN_COLOURS = ("#fdecea", "#dc3545", "#721c24")
 
 
@@ -129,7 +129,7 @@ def picture(workflow: Workflow) -> Picture:
     )
 
 
-COMPOSITE_SHAPE = (("[/", "\\]"), "shape=component")
+COMPOSITE_SHAPE = Drawing(mermaid_shape=("[/", "\\]"), dot_shape="shape=component")
 
 
 def collapsed(pic: Picture, composite_of: dict) -> Picture:
@@ -146,7 +146,7 @@ def collapsed(pic: Picture, composite_of: dict) -> Picture:
     for node_id, kind in pic.nodes.items():
         if node_id in composite_of:
             composite, composite_type = composite_of[node_id]
-            nodes.setdefault(composite, Shape(composite_type, *COMPOSITE_SHAPE))
+            nodes.setdefault(composite, Shape(composite_type, COMPOSITE_SHAPE))
         else:
             nodes[node_id] = kind
     grouped: dict[tuple, list[str]] = {}
@@ -240,7 +240,7 @@ def mermaid_of(pic: Picture) -> str:
     start_id, computed_id = ids[("marker", START)], ids[("marker", COMPUTED)]
     lines = ["flowchart TD", f'    {start_id}(("start"))']
     for node_id, kind in pic.nodes.items():
-        opening, closing = kind.mermaid_shape
+        opening, closing = kind.drawing.mermaid_shape
         label = node_id + (" (unreachable)" if node_id in pic.unreachable else "") + \
             (f" ({pic.broken[node_id]})" if node_id in pic.broken else "")
         lines.append(f'    {ids[node_id]}{opening}"{_mermaid_text(label)}"{closing}')
@@ -321,7 +321,7 @@ def dot_of(pic: Picture) -> str:
         f'color="{stroke}", fontcolor="{colour}"];',
     ]
     for node_id, kind in pic.nodes.items():
-        attributes = [kind.dot_shape, f"label={_dot_quote(node_id)}", f"tooltip={_dot_quote(kind.name)}"]
+        attributes = [kind.drawing.dot_shape, f"label={_dot_quote(node_id)}", f"tooltip={_dot_quote(kind.name)}"]
         if node_id in pic.unreachable:
             attributes += ['style=dashed', 'color="#999999"', 'fontcolor="#999999"',
                            f"xlabel={_dot_quote('unreachable')}"]

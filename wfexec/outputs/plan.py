@@ -57,11 +57,12 @@ def plan(workflow: Workflow) -> dict:
         found = [_entry(call, effect) for call in workflow.node_calls(node) for effect in call.spec.effects
                  if effect not in SHOWN_ONLY]
         raw = workflow.raw.get("nodes", {}).get(name, {}) if isinstance(workflow.raw, dict) else {}
-        if node.kind.questions is not None:
-            asked = node.kind.questions(node, raw) or {}
+        questions, judgement = node.kind.skill.questions, node.kind.checks.judgement
+        if questions is not None:
+            asked = questions(node, raw) or {}
             found.append({"effect": "question", "type": node.kind.name,
                           "does": f"ask {asked.get('question') or '(a question)'}"})
-        judged = node.kind.judgement(node.spec, raw) if node.kind.judgement is not None else None
+        judged = judgement(node.spec, raw) if judgement is not None else None
         if judged:
             found.append({"effect": "llm", "type": node.kind.name, "does": f"LLM: {judged}"})
         own = set(node.kind.effects(node.spec)) - {e["effect"] for e in found} - SHOWN_ONLY

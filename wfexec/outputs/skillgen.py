@@ -103,7 +103,7 @@ def needs(workflow: Workflow) -> Needs:
     visit(workflow)
     subworkflows = tuple((node.id, _relative(sub.path, workflow.base_dir))
                          for node in workflow.nodes.values() for sub in node.kind.subworkflows(node.spec))
-    ordered = tuple(sorted(node_types.values(), key=lambda kind: (kind.order, kind.name)))
+    ordered = tuple(sorted(node_types.values(), key=lambda kind: (kind.docs.order, kind.name)))
     return Needs(frozenset(effects), ordered, tuple(sorted(types)), subworkflows)
 
 
@@ -111,7 +111,7 @@ def allowed_tools(need: Needs) -> list[str]:
     """Claude Code tools the skill pre-approves: running wfexec, plus what the fallback rules need."""
     tools = {"Read"}  # the fallback reads workflow.yaml (and documents)
     for kind in need.node_types:
-        tools.update(kind.tools)
+        tools.update(kind.skill.tools)
     if need.effects & {"process", "git"} or "Bash" in tools:
         tools.add("Bash")
     else:
@@ -217,8 +217,8 @@ def _resume_command() -> str:
 
 def _questions(workflow: Workflow) -> list[dict]:
     raw_nodes = workflow.raw.get("nodes") or {}
-    asked = (node.kind.questions(node, raw_nodes.get(node.id) or {}) for node in workflow.nodes.values()
-             if node.kind.questions is not None)
+    asked = (node.kind.skill.questions(node, raw_nodes.get(node.id) or {}) for node in workflow.nodes.values()
+             if node.kind.skill.questions is not None)
     return [question for question in asked if question is not None]  # None: this node asks nothing
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from wfexec.nodes.parts import Drawing
 from wfexec.outputs.graph import Edge, Picture, Shape
 from wfexec.protocol.lint import state_transitions
 from wfexec.protocol.scopes import ENTRY_POINTS, StateScope, extension
@@ -15,9 +16,9 @@ from wfexec.protocol.tags import WORKFLOW_TAGS
 RESULT = "result"
 
 
-PROMPT = Shape("prompt (.md)", ("[", "]"), "shape=box")
-SCRIPT = Shape("script (.sh)", ("[[", "]]"), "shape=component")
-WORKFLOW = Shape("another workflow", ("[/", "/]"), "shape=parallelogram")
+PROMPT = Shape("prompt (.md)", Drawing(mermaid_shape=("[", "]"), dot_shape="shape=box"))
+SCRIPT = Shape("script (.sh)", Drawing(mermaid_shape=("[[", "]]"), dot_shape="shape=component"))
+WORKFLOW = Shape("another workflow", Drawing(mermaid_shape=("[/", "/]"), dot_shape="shape=parallelogram"))
 
 
 def _stem(name: str) -> str:

@@ -1,15 +1,14 @@
-"""Running every agent of a states folder to its end.
+"""Running every agent of a states folder to its end, in this process.
 
-One asyncio loop; every active agent runs its current state as a task, so
-forked agents run at the same time (a 1-second script in 50 workers takes about
-a second). While one agent runs scripts alone, its states run in this thread
-without the loop (importing asyncio costs more CPU than a short script); the
-loop takes over at the first fork or prompt state. Results are applied in the order they finish: the session first,
-then the transition, then the new workers are launched. The first fatal error
-cancels every other agent (their scripts are killed with their process
-groups) and is raised. The run ends when no agent is active; the main agent's
-final `<result>` is the outcome, and the results of forked agents are listed
-beside it in the order they ended.
+The one agents loop (`wfexec.protocol.agents_loop`) with every agent state run here as a task, so forked agents
+run at the same time (a 1-second script in 50 workers takes about a second). While one agent runs scripts alone,
+its states run in this thread without the loop (importing asyncio costs more CPU than a short script); the loop
+takes over at the first fork or prompt state. Results are applied in the order they finish: the session first,
+then the transition, then the new workers are launched. The first fatal error cancels every other agent (their
+scripts are killed with their process groups) and is raised. An asking or paused agent is handed back to the
+node, which asks through the run or stops it for `wfexec resume`. The run ends when no agent is active; the main
+agent's final `<result>` is the outcome, and the results of forked agents are listed beside it in the order they
+ended.
 """
 
 from __future__ import annotations
@@ -17,54 +16,25 @@ from __future__ import annotations
 import datetime
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from wfexec.protocol.agents import MAIN, Agent, AgentsState, apply, paused, reactivated
+from wfexec.protocol.agents import MAIN, Agent, AgentsState, reactivated
+from wfexec.protocol.agents_loop import (AgentsRunner, StatesOutcome, advance, failed_attempt, limit_wait_of, pause,
+                                         run_agents, settle_ask)
 from wfexec.protocol.budget import CostBudget
-from wfexec.protocol.errors import PausesAgent, ProtocolError, Retryable, ScopeError, UsageLimit, WorkflowUnreachable
-from wfexec.protocol.limits import limit_wait
+from wfexec.protocol.errors import PausesAgent, ProtocolError, Retryable, ScopeError, UsageLimit
 from wfexec.protocol.executors import StepResult, base_environment, run_script_state, run_script_state_blocking
 from wfexec.protocol.scopes import (ResolveError, ScriptFiles, StateScope, entry_point, open_scope, resolve_state,
                                     state_kind)
 from wfexec.protocol.tags import WORKFLOW_TAGS
 
 if TYPE_CHECKING:
-    import asyncio
-
     from wfexec.running.io import Io
 
-MAX_ATTEMPTS = 3  # failed attempts at one state in a row before its agent is paused (Raymond's MaxRetries)
 KEEP_OUTPUT = 64 * 1024
 KEEP_RECORDS = 1000  # a long polling loop keeps its latest states, not all of them
-
-
-@dataclass
-class StatesOutcome:
-    """How a states run ended: the main agent's result and what the others returned."""
-
-    result: str | None
-    forks: list                      # [{"agent": id, "result": payload}] in the order they ended
-    cost_usd: float
-    steps: int
-    workflow_id: str
-    state: AgentsState
-    records: list = field(default_factory=list)   # per state run: agent, state, stdout/stderr or prompt/reply
-
-    def to_json(self) -> dict:
-        return {"result": self.result, "forks": self.forks, "cost_usd": self.cost_usd, "steps": self.steps,
-                "workflow_id": self.workflow_id}
-
-    @property
-    def asking(self) -> list[Agent]:
-        """Agents waiting for a person's answer: the run stopped starting states until one comes."""
-        return [a for a in self.state.agents if a.status == "asking"]
-
-    @property
-    def paused(self) -> list[Agent]:
-        """Agents stopped by repeated failures or a usage limit: they run their state again on resume."""
-        return [a for a in self.state.agents if a.status == "paused"]
 
 
 def new_workflow_id() -> str:
@@ -118,8 +88,7 @@ class Orchestrator:
         self.steps = 0
         self._warned: set[str] = set()
         self.state: AgentsState | None = None
-        self._tasks: set[asyncio.Task] = set()
-        self._running_in_loop = False  # agents are tasks of the event loop (else one runs alone, inline)
+        self._running = 0  # agent states running as tasks of the event loop
 
     # -- what executors use -------------------------------------------------------------
     def agent_cwd(self, agent: Agent) -> str:
@@ -154,7 +123,7 @@ class Orchestrator:
 
     def concurrent(self) -> bool:
         """More than one agent is running: starting programs from threads lets their starts overlap."""
-        return len(self._tasks) > 1
+        return self._running > 1
 
     def trace(self, text: str) -> None:
         if self.io.tracing:
@@ -247,9 +216,8 @@ class Orchestrator:
             return {"pause": exc.message}
         finally:
             self.files.cleanup()
-        transitions = [self._render_input(agent, t) if t.tag in WORKFLOW_TAGS else t for t in step.transitions]
-        return {"kind": step.kind, "session_id": step.session_id, "cost_usd": step.cost_usd,
-                "transitions": [asdict(t) for t in transitions]}
+        done = self._as_data(agent, step)
+        return {**done, "transitions": [asdict(t) for t in done["transitions"]]}
 
     def run(self, start: str | None = None, input: str | None = None, state: AgentsState | None = None) -> StatesOutcome:
         state = self._begin(start, input, state)
@@ -295,24 +263,46 @@ class Orchestrator:
                              steps=self.steps, workflow_id=self.workflow_id, state=state, records=self.records)
 
     def _limit_wait(self, state: AgentsState) -> float | None:
-        """Seconds until a usage limit resets, when every agent left is paused by one (None: nothing to wait for)."""
-        if self.quiescing or self.no_wait:
-            return None
-        return limit_wait([a.error or "" for a in state.agents if a.status == "paused"])
+        return limit_wait_of(state, self.quiescing, self.no_wait)
 
     async def _run_all(self, state: AgentsState) -> None:
         import asyncio
 
-        while True:
-            await self._run_active(state)
-            wait = self._limit_wait(state)
-            if wait is None:
-                break
-            self.io.error(f"states: every agent left is paused by a usage limit; waiting {wait / 60:.0f} min "
-                          "for it to reset (Ctrl-C stops; `wfexec resume` goes on later)")
-            await (self.sleep or asyncio.sleep)(wait)
-            for agent in state.agents:
-                state.put(reactivated(agent))
+        runner = AgentsRunner(run_state=self._state_task, sleep=self.sleep or asyncio.sleep, say=self.io.error,
+                              settled=self._settled, wait_note=" (Ctrl-C stops; `wfexec resume` goes on later)")
+        await run_agents(runner, state, count=self._start_step, on_ask=self.on_ask, no_wait=self.no_wait,
+                         base_cwd=self.base_cwd)
+
+    def _state_task(self, agent: Agent, spent: float):
+        """One state of `agent` as a task of the loop, counted as it is launched (see `concurrent`)."""
+        self._running += 1
+        return self._state_as_data(agent)
+
+    async def _state_as_data(self, agent: Agent) -> dict:
+        try:
+            step = await self._step(agent)
+        except Retryable as exc:
+            return {"retry": exc.message, "hint": exc.hint}
+        except (UsageLimit, PausesAgent) as exc:
+            return {"pause": exc.message}
+        finally:
+            self._running -= 1
+        return self._as_data(agent, step)
+
+    def _as_data(self, agent: Agent, step: StepResult) -> dict:
+        """A state's result as the agents loop takes it (a cross-workflow tag's input rendered)."""
+        transitions = [self._render_input(agent, t) if t.tag in WORKFLOW_TAGS else t for t in step.transitions]
+        return {"kind": step.kind, "session_id": step.session_id, "cost_usd": step.cost_usd,
+                "transitions": transitions, "step": step}
+
+    def _settled(self, agent: Agent, done: dict, moved: Agent | None, workers: list[Agent]) -> None:
+        """After the loop applied a state: its debug files and trace, and the agents' checkpoint."""
+        if moved is not None:
+            if self.debug is not None:
+                self.debug.transition(agent, moved, workers, done["transitions"], done["kind"])
+            if self.io.tracing:
+                self.trace(_describe_move(agent, moved, workers, done["step"]))
+        self._checkpoint()
 
     def _run_alone_inline(self, state: AgentsState) -> None:
         """The states of an agent running alone, while they are scripts: here, without an event loop."""
@@ -324,50 +314,6 @@ class Orchestrator:
             with self._attempt(agent):
                 self._start_step(agent)
                 self._advance(agent, run_script_state_blocking(self, agent))
-
-    async def _run_active(self, state: AgentsState) -> None:
-        import asyncio
-
-        self._tasks = set()
-        self._finished = asyncio.get_running_loop().create_future()
-        self._running_in_loop = True
-        try:
-            for agent in state.active():
-                self._spawn(agent.id)
-            if self._tasks:
-                await self._finished
-        finally:
-            self._running_in_loop = False
-            await _cancel_all(self._tasks)
-
-    # One task per agent, running its states one after another: a state hands over to the next without a
-    # trip through a central loop. The first error of any agent ends the run (and cancels the others).
-    def _spawn(self, agent_id: str) -> None:
-        import asyncio
-
-        task = asyncio.ensure_future(self._run_agent(agent_id))
-        self._tasks.add(task)
-        task.add_done_callback(self._agent_done)
-
-    def _agent_done(self, task: asyncio.Task) -> None:
-        self._tasks.discard(task)
-        if self._finished.done() or task.cancelled():
-            return
-        error = task.exception()
-        if error is not None:
-            self._finished.set_exception(error)
-        elif not self._tasks:
-            self._finished.set_result(None)
-
-    async def _run_agent(self, agent_id: str) -> None:
-        state = self.state
-        assert state is not None  # run() sets it before any agent starts
-        while True:
-            agent = state.agent(agent_id)
-            if agent.status != "active" or self.quiescing:
-                return
-            with self._attempt(agent):
-                self._advance(agent, await self._step(agent))
 
     @contextmanager
     def _attempt(self, agent: Agent) -> Iterator[None]:
@@ -381,6 +327,11 @@ class Orchestrator:
             self._failed_attempt(agent, exc)
         except (UsageLimit, PausesAgent) as exc:
             self._pause(agent, exc.message)
+        self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        state = self.state
+        assert state is not None  # run() sets it before any agent starts
         state.total_cost_usd = self.budget.spent
         if self.on_checkpoint is not None:
             # What this state changed (the agent, the workers it forked), not every agent: with many agents a
@@ -407,7 +358,6 @@ class Orchestrator:
         self.io.error(pause(self.state, agent, why)[1])
 
     async def _step(self, agent: Agent) -> StepResult:
-        self._start_step(agent)
         if self._kind(agent) == "script":
             return await run_script_state(self, agent)
         from wfexec.protocol.prompt_states import run_markdown_state
@@ -427,60 +377,20 @@ class Orchestrator:
             raise ProtocolError(f"{agent.id}: {exc.message}", exc.hint) from None
 
     def _advance(self, agent: Agent, step: StepResult) -> None:
+        """A lone agent's script state, run inline: applied as the loop applies one (its workers, if it forked,
+        start when the loop takes over)."""
         state = self.state
         assert state is not None  # run() sets it before any agent starts
         rendered = [self._render_input(agent, t) if t.tag in WORKFLOW_TAGS else t for t in step.transitions]
         moved, workers = advance(state, agent, step.kind, step.session_id, rendered, self.base_cwd)
-        for worker in workers:
-            if self._running_in_loop:
-                self._spawn(worker.id)  # else the loop starts it with the others, when it takes over
         if self.debug is not None:
             self.debug.transition(agent, moved, workers, rendered, step.kind)
-        if moved.status == "asking" and self.on_ask == "reject":
-            self._pause(moved, f"it emitted <ask> ({moved.ask_prompt!r}), and --on-ask=reject is in effect "
-                               "(run with --on-ask=pause to let it ask)")
-        elif moved.status == "asking":
-            self.quiescing = True  # the others finish the state they are in, then wait with it
+        asks, told = settle_ask(state, moved, self.on_ask)
+        if told:
+            self.io.error(told)
+        self.quiescing = self.quiescing or asks  # the others finish the state they are in, then wait with it
         if self.io.tracing:
             self.trace(_describe_move(agent, moved, workers, step))
-
-
-def advance(state: AgentsState, agent: Agent, kind: str, session_id: str | None, transitions: list,
-            base_cwd: str) -> tuple[Agent, list[Agent]]:
-    """The agents after `agent` ran a state of this kind (script, markdown) that emitted `transitions` (resolved,
-    a cross-workflow tag's input rendered): the agent moved, its workers added, an end recorded. Pure, so the
-    Temporal workflow code applies a step that ran on any worker the same way."""
-    if kind == "markdown":
-        agent = replace(agent, session_id=session_id or agent.session_id, branch_from=None)
-    agent = replace(agent, steps=agent.steps + 1)
-    try:
-        moved, workers = apply(agent, transitions, state.fork_counters, base_cwd)
-    except ProtocolError as exc:
-        error = WorkflowUnreachable if any(t.tag in WORKFLOW_TAGS for t in transitions) else ProtocolError
-        raise error(f"{agent.id}: {agent.state}: {exc.message}", exc.hint) from None
-    state.put(moved)
-    for worker in workers:
-        state.put(worker)
-    if moved.status == "ended":
-        state.ended.append(moved.id)
-    return moved, workers
-
-
-def failed_attempt(state: AgentsState, agent: Agent, error: Retryable) -> tuple[Agent, str]:
-    """The agent after a failed attempt at its state, and what to say: tried again, or paused after
-    MAX_ATTEMPTS in a row."""
-    attempts = agent.retries + 1
-    if attempts >= MAX_ATTEMPTS:
-        return pause(state, agent, f"{error.message} (failed {attempts} times in a row)")
-    again = replace(agent, retries=attempts)
-    state.put(again)
-    return again, f"warning: {error.message}; trying again ({attempts}/{MAX_ATTEMPTS - 1} retries)"
-
-
-def pause(state: AgentsState, agent: Agent, why: str) -> tuple[Agent, str]:
-    stopped = paused(agent, why)
-    state.put(stopped)
-    return stopped, f"states: {agent.id} paused at {agent.state}: {why}"
 
 
 def _which(program: str) -> str:
@@ -504,14 +414,3 @@ def _describe_move(before: Agent, after: Agent, workers: list, step: StepResult)
     if workers:
         text += "; forked " + ", ".join(f"{w.id} ({w.state})" for w in workers)
     return text
-
-
-async def _cancel_all(tasks: set) -> None:
-    import asyncio
-
-    while tasks:  # a cancelled agent cannot spawn more, but be sure
-        pending = list(tasks)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-        tasks.difference_update(pending)

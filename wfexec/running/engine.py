@@ -2,7 +2,8 @@
 the ending. The step loop that moves it from node to node is `wfexec.running.steploop`, one for every driver.
 
 The engine knows node types only through what each compiled node carries
-(`node.kind`, a `NodeType`) and registry types only through their specs.
+(`node.kind`, a `NodeType`) and registry types only through their specs; a node
+type sees the run only through its `NodeContext` (`run.node_context`).
 Everything it runs was compiled at load; a step renders templates and
 calls handlers, nothing more.
 """
@@ -24,6 +25,7 @@ from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionErr
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.documents import PLUGIN_ROOT_ENV
 from wfexec.running.io import Io
+from wfexec.running.node_context import StepContext
 from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, match_answer
 from wfexec.types.registry import ActionFailed
 from wfexec.language.paths import PathError, absolute_path, format_path, get_path, set_path
@@ -176,6 +178,8 @@ class Run:
         self.budget = budget if budget is not None else [0]
         self.steps = 0
         self.dry = DryRun() if self.options.dry_run else None
+        # What its nodes' types see of it (`NodeType.execute(node, ctx)`): one for the run, not one per step.
+        self.node_context = StepContext(self)
 
     # -- state --------------------------------------------------------------
     def initial_state(self, inputs: dict) -> dict:

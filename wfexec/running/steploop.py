@@ -166,7 +166,7 @@ def enter(run: Run, node_id: str) -> Node:
 def execute(run: Run, node: Node) -> Outcome:
     """Run one node, wherever it runs (here, or in a Temporal activity): the error boundary of a step."""
     try:
-        return node.kind.execute(node, run)
+        return node.kind.execute(node, run.node_context)
     except (RunError, NeedsAnswer):
         raise
     except Exception as exc:

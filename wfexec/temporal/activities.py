@@ -79,6 +79,7 @@ def _run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> d
 
 def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None) -> dict:
     """One state of one agent of a states node (or, with no agent, its first agent), on this worker."""
+    from wfexec.protocol.agents_loop import fatal_of
     from wfexec.protocol.errors import ProtocolError
 
     workflow = compiled(request["path"], request["source_hash"])
@@ -86,11 +87,13 @@ def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None
     io = RecordingIo()
     run = make_run(workflow, request, io)
     run.options.backend = _backend(request.get("backend"))
+    run.current = node  # the node its context speaks for
+    steps_of = node.kind.agents
+    assert steps_of is not None  # only a node with agents has its agent states sent here
     try:
-        done = node.kind.agents.step(node, run, meta, agent)
+        done = steps_of.step(node, run.node_context, meta, agent)
     except ProtocolError as exc:  # fatal for the node: the workflow code routes it, or stops or fails the run
-        return {"fatal": {"message": exc.message, "hint": exc.hint, "stop": exc.outcome == "stopped",
-                          "routable": bool(getattr(exc, "routable", False))}, "events": io.events}
+        return {"fatal": fatal_of(exc), "events": io.events}
     except RunError as exc:
         return {"error": error_json(exc), "events": io.events}
     return {**done, "events": io.events}

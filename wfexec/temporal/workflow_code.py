@@ -270,89 +270,35 @@ class WfexecRun(Driver):
 
     async def _agents_step(self, run: Run, node: Node, request: dict, heartbeat: timedelta) -> tuple[dict, str]:
         """A states node: its agents kept here, each of their states an activity on whichever worker is free (so
-        forked agents run on many machines at once), moved on as the local orchestrator moves them."""
-        import asyncio
+        forked agents run on many machines at once), moved on by the one agents loop (wfexec.protocol.agents_loop)."""
+        from wfexec.protocol.agents import Agent, AgentsState
+        from wfexec.protocol.agents_loop import AgentFailed, AgentsRunner, fatal_of, run_agents
+        from wfexec.protocol.errors import ProtocolError
 
-        from wfexec.protocol.agents import MAIN, AgentsState, Agent, answered, reactivated
-        from wfexec.protocol.errors import ProtocolError, Retryable
-        from wfexec.protocol.limits import limit_wait
-        from wfexec.protocol.orchestrator import StatesOutcome, advance, failed_attempt, pause
-        from wfexec.protocol.tags import Transition
-
-        steps_of = node.kind.agents
-        meta = steps_of.begin(node, run)
+        steps_of, ctx = node.kind.agents, run.node_context
+        assert steps_of is not None  # handed over here because it has agents
+        meta = steps_of.begin(node, ctx)
         meta["workflow_id"] = "workflow_" + workflow.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
-        first = await self._agent_activity(request, node, meta, None, heartbeat)
-        if "fatal" in first:
-            return self._agents_failed(run, node, first["fatal"])
-        state = AgentsState(meta["workflow_id"], [Agent.from_dict(first["agent"])], budget_usd=meta["budget_usd"])
-        count = steps_of.count(node, run)
-        running: dict[str, Any] = {}
-        quiescing, spent, steps = False, 0.0, 0
-        while True:
-            if not quiescing:
-                for agent in state.active():
-                    if agent.id not in running:
-                        count(agent)
-                        steps += 1
-                        running[agent.id] = asyncio.ensure_future(self._agent_activity(
-                            request, node, {**meta, "spent": spent}, agent.to_dict(), heartbeat))
-            if not running:
-                asking = [a for a in state.agents if a.status == "asking"]
-                if asking:
-                    answer = await self._asked(run, steps_of.question(node, asking[0]))
-                    state.put(answered(asking[0], answer))
-                    quiescing = False
-                    continue
-                paused = [a for a in state.agents if a.status == "paused"]
-                wait = limit_wait([a.error or "" for a in paused])
-                if wait is None and paused:
-                    # Where a local run stops with exit 4 until `wfexec resume`, this one waits for it to say so.
-                    await self._rerun_paused(node, paused)
-                    for agent in paused:
-                        state.put(reactivated(agent))
-                    continue
-                if wait is None:
-                    break
-                self.events.append(["error", f"states: every agent left is paused by a usage limit; waiting "
-                                             f"{wait / 60:.0f} min for it to reset"])
-                await workflow.sleep(timedelta(seconds=wait))
-                for agent in state.agents:
-                    state.put(reactivated(agent))
-                continue
-            await asyncio.wait(list(running.values()), return_when=asyncio.FIRST_COMPLETED)
-            for agent_id, task in list(running.items()):  # in the order they started: the same on every replay
-                if not task.done():
-                    continue
-                del running[agent_id]
-                done = task.result()
-                agent = state.agent(agent_id)
-                if "fatal" in done:
-                    for other in running.values():
-                        other.cancel()
-                    return self._agents_failed(run, node, done["fatal"])
-                if "retry" in done:
-                    self.events.append(["error", failed_attempt(state, agent, Retryable(done["retry"],
-                                                                                         done.get("hint") or ""))[1]])
-                elif "pause" in done:
-                    self.events.append(["error", pause(state, agent, done["pause"])[1]])
-                else:
-                    spent += float(done.get("cost_usd") or 0.0)
-                    state.total_cost_usd = spent
-                    try:
-                        moved, _ = advance(state, agent, done["kind"], done.get("session_id"),
-                                           [Transition(**t) for t in done["transitions"]], meta["cwd"])
-                    except ProtocolError as exc:
-                        for other in running.values():
-                            other.cancel()
-                        return self._agents_failed(run, node, {"message": exc.message, "hint": exc.hint})
-                    if moved.status == "asking":
-                        quiescing = True  # the others finish the state they are in, then wait with it
-        main = next((a for a in state.agents if a.id == MAIN), None)
-        outcome = StatesOutcome(result=main.result if main else None,
-                                forks=[{"agent": a, "result": state.agent(a).result} for a in state.ended if a != MAIN],
-                                cost_usd=spent, steps=steps, workflow_id=meta["workflow_id"], state=state)
-        ended = steps_of.end(node, run, outcome)
+        runner = AgentsRunner(
+            run_state=lambda agent, spent: self._agent_activity(request, node, {**meta, "spent": spent},
+                                                                agent.to_dict(), heartbeat),
+            answer=lambda agent: self._asked(run, steps_of.question(node, agent)),
+            # Where a local run stops with exit 4 until `wfexec resume`, this one waits for it to say so.
+            rerun=lambda paused: self._rerun_paused(node, paused),
+            sleep=lambda seconds: workflow.sleep(timedelta(seconds=seconds)),
+            say=lambda text: self.events.append(["error", text]))
+        try:
+            first = await self._agent_activity(request, node, meta, None, heartbeat)
+            if "fatal" in first:
+                raise AgentFailed(first["fatal"])
+            state = AgentsState(meta["workflow_id"], [Agent.from_dict(first["agent"])], budget_usd=meta["budget_usd"])
+            outcome = await run_agents(runner, state, count=steps_of.count(node, ctx), on_ask=meta["on_ask"],
+                                       no_wait=meta["no_wait"], base_cwd=meta["cwd"])
+        except AgentFailed as failed:
+            return self._agents_failed(run, node, failed.fatal)
+        except ProtocolError as exc:  # the step budget, or a move a state's transitions cannot make
+            return self._agents_failed(run, node, fatal_of(exc))
+        ended = steps_of.end(node, ctx, outcome)
         return ended.outcome, resolve_target(run, node, ended)
 
     async def _rerun_paused(self, node: Node, paused: list) -> None:
@@ -382,7 +328,9 @@ class WfexecRun(Driver):
         from wfexec.protocol.errors import ProtocolError, StopRun
 
         error = (StopRun if fatal.get("stop") else ProtocolError)(fatal["message"], fatal.get("hint") or "")
-        ended = node.kind.agents.failed(node, run, error, bool(fatal.get("stop")), bool(fatal.get("routable")))
+        steps_of = node.kind.agents
+        assert steps_of is not None  # handed over here because it has agents
+        ended = steps_of.failed(node, run.node_context, error, bool(fatal.get("stop")), bool(fatal.get("routable")))
         return ended.outcome, resolve_target(run, node, ended)
 
     async def _asked(self, run: Run, question) -> str:

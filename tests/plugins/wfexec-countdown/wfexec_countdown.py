@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wfexec.language.paths import get_path
-from wfexec.nodes import TARGET, Choice, NodeType, Outcome, Question
+from wfexec.nodes import TARGET, Choice, Docs, Drawing, NodeContext, NodeType, Outcome, Question, Skill
 
 SCHEMA = {
     "properties": {
@@ -54,21 +54,21 @@ def targets(spec) -> list:
     return [("on_tick", spec.on_tick), ("on_zero", spec.on_zero), ("on_stop", spec.on_stop)]
 
 
-def execute(node, run) -> Outcome:
+def execute(node, ctx: NodeContext) -> Outcome:
     spec = node.spec
-    count = get_path(run.state, spec.store_as)
+    count = get_path(ctx.state, spec.store_as)
     left = count - 1 if isinstance(count, int) else spec.start
     if left <= 0 and spec.confirm is not None:
         # Ask before changing state: a parked step runs again from its start when the run is resumed.
-        answer = run.ask(Question(node=node.id, text=run.render_text(spec.confirm), header="Countdown",
+        answer = ctx.ask(Question(node=node.id, text=ctx.render_text(spec.confirm), header="Countdown",
                                   choices=(Choice("go", "Go on"), Choice("stop", "Stop")), allow_other=False,
                                   dynamic=False))
-        if answer.choice.id == "stop":
-            run.set(spec.store_as, left)
+        if answer.choice is not None and answer.choice.id == "stop":
+            ctx.set(spec.store_as, left)
             return Outcome(spec.on_stop, {"left": left, "answer": "stop"}, "on_stop")
-    run.set(spec.store_as, left)
+    ctx.set(spec.store_as, left)
     if spec.log:
-        with open(run.cwd / spec.log, "a", encoding="utf-8") as log:
+        with open(ctx.cwd / spec.log, "a", encoding="utf-8") as log:
             log.write(f"left={left}\n")
     if left > 0:
         return Outcome(spec.on_tick, {"left": left}, "on_tick")
@@ -84,20 +84,21 @@ def idempotent(spec) -> bool:
 
 
 NODE_TYPE = NodeType(
-    name="countdown", schema=SCHEMA, compile=compile, execute=execute, targets=targets, doc=__doc__,
-    field_notes={"from": "where the count starts", "store_as": "the state path of the count",
-                 "confirm": "a question asked at zero (answers `go`, `stop`)",
-                 "log": "a file (relative to the working directory) each visit appends `left=<count>` to",
-                 "on_tick": "where to go above zero",
-                 "on_zero": "where to go at zero", "on_stop": "where to go when the answer to `confirm` is `stop`"},
-    rules="""\
+    name="countdown", schema=SCHEMA, compile=compile, execute=execute, targets=targets,
+    effects=effects, idempotent=idempotent,
+    asks_person=True,  # `confirm`: answered by the node's id (`--answer NODE=go`)
+    drawing=Drawing(shape_name="trapezoid", mermaid_shape=("[\\", "/]"), dot_shape="shape=trapezium"),
+    skill=Skill(tools=frozenset({"AskUserQuestion"})),
+    docs=Docs(doc=__doc__, field_notes={
+        "from": "where the count starts", "store_as": "the state path of the count",
+        "confirm": "a question asked at zero (answers `go`, `stop`)",
+        "log": "a file (relative to the working directory) each visit appends `left=<count>` to",
+        "on_tick": "where to go above zero",
+        "on_zero": "where to go at zero", "on_stop": "where to go when the answer to `confirm` is `stop`",
+    }, rules="""\
 1. When `store_as` holds no number, set it to `from`; otherwise take one off it.
 2. Above zero: go to `on_tick`. At zero: with `confirm`, ask it (`go` or `stop`; `stop` goes to `on_stop`),
    then go to `on_zero`.
 3. With `log`, append `left=<count>` to that file on each visit.
-""",
-    effects=effects, idempotent=idempotent,
-    asks_person=True,  # `confirm`: answered by the node's id (`--answer NODE=go`)
-    shape_name="trapezoid", mermaid_shape=("[\\", "/]"), dot_shape="shape=trapezium",
-    tools=frozenset({"AskUserQuestion"}),
+"""),
 )
