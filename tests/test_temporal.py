@@ -34,6 +34,9 @@ BIG_STATE = ROOT / "tests" / "workflows" / "temporal" / "big_state.yaml"
 FLAKY_STATES = ROOT / "tests" / "workflows" / "temporal" / "flaky_states.yaml"
 WAIT_FOR_FILE_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "wait_for_file_idempotent.yaml"
 CHILD_WRITES_LATER = ROOT / "tests" / "workflows" / "temporal" / "child_writes_later.yaml"
+SHORT_STEPS = ROOT / "tests" / "workflows" / "temporal" / "short_steps.yaml"
+SHORT_STEP_BLOCKS = ROOT / "tests" / "workflows" / "temporal" / "short_step_blocks.yaml"
+SHORT_STEP_BLOCKS_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "short_step_blocks_idempotent.yaml"
 # How soon a killed worker's step is given up: short, so a test need not wait the default 10 s.
 HEARTBEAT_SECONDS = "2"
 
@@ -241,8 +244,13 @@ def test_a_finished_runs_history_replays_deterministically(server, workers, tmp_
     # agents whose states finish in whatever order the two workers take them, one of which asks
     agents_run = run_id_from(wfexec(server, "run", STATES_NODE, cwd=tmp_path, check_code=3).stderr)
     wfexec(server, "resume", agents_run, "--answer", "main=yes", cwd=tmp_path, check_code=0)
+    # short steps: local activities, one of them claimed by a regular activity first (a replay in this process
+    # sends the claim another process's id, and gets the recorded one back)
+    wfexec(server, "run", SHORT_STEPS, "--set", f"computed.dir={folder}", cwd=tmp_path, check_code=0)
+    short_run = json.loads(wfexec(server, "runs", "--format", "json", "--limit", "1", cwd=tmp_path,
+                                  check_code=0).stdout)["runs"][0]["id"]
     use_loader(load)
-    for path in (QUICKSTART, WAIT_FOR_FILE, STATES_NODE):
+    for path in (QUICKSTART, WAIT_FOR_FILE, STATES_NODE, SHORT_STEPS):
         # Compiled once here first: a cold compile in this process (its registries imported under pytest's
         # assertion rewriting) can take longer than the 2 s Temporal allows a workflow task before it calls it a
         # deadlock; replaying is about determinism, not about how long a compile takes.
@@ -251,11 +259,16 @@ def test_a_finished_runs_history_replays_deterministically(server, workers, tmp_
     async def replay() -> None:
         client = await Client.connect(server.address)
         replayer = Replayer(workflows=[WfexecRun], workflow_runner=UnsandboxedWorkflowRunner())
-        for run_id in (parked, effect_run, agents_run):
+        for run_id in (parked, effect_run, agents_run, short_run):
             history = await client.get_workflow_handle(run_id).fetch_history()
             assert any(event.HasField("activity_task_completed_event_attributes") for event in history.events) \
                 == (run_id != parked)
             await replayer.replay_workflow(history)  # raises on nondeterminism
+        history = await client.get_workflow_handle(short_run).fetch_history()
+        scheduled = [event.activity_task_scheduled_event_attributes.activity_type.name for event in history.events
+                     if event.HasField("activity_task_scheduled_event_attributes")]
+        assert scheduled == ["wfexec_claim_step"]  # the steps themselves went through no task queue
+        assert sum(event.HasField("marker_recorded_event_attributes") for event in history.events) >= 2
 
     asyncio.run(replay())
 
@@ -266,13 +279,16 @@ def test_cancel_ends_a_waiting_run(server, workers, tmp_path):
     assert "cancelled" in wfexec(server, "show", run_id, cwd=tmp_path, check_code=0).stdout
 
 
-def _kill_the_worker_mid_step(server, tmp_path, workflow: Path, queue: str):
+def _kill_the_worker_mid_step(server, tmp_path, workflow: Path, queue: str, prepare=None):
     """Start the run with one worker, wait until its step runs, start a second worker, kill -9 the first.
-    Returns the `wfexec run` process following the run and the folder the step works in."""
+    Returns the `wfexec run` process following the run and the folder the step works in (given to `prepare`
+    before the run starts)."""
     pool = Workers(server, queue, tmp_path)
     first = pool.start()
     folder = tmp_path / "step"
     folder.mkdir()
+    if prepare is not None:
+        prepare(folder)
     follower = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(workflow), "--task-queue", queue,
                                  "--set", f"computed.dir={folder}"], env=environment(server), cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -317,6 +333,67 @@ def test_a_killed_workers_non_idempotent_step_asks_rerun_or_skip(server, tmp_pat
         assert out == "waited: went\n\n"
     finally:
         (folder / "go").touch()
+        pool.stop()
+
+
+def _make_pipe(folder: Path) -> None:
+    os.mkfifo(folder / "pipe")
+
+
+def _feed_pipe(folder: Path) -> bool:
+    """Write into the pipe a step is blocked reading; False when no step reads it (nothing is written then)."""
+    try:
+        end = os.open(folder / "pipe", os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:  # ENXIO: no reader
+        return False
+    try:
+        os.write(end, b"went")
+    finally:
+        os.close(end)
+    return True
+
+
+def test_a_short_step_is_a_local_activity_and_a_killed_workers_idempotent_one_runs_again_on_the_other(server,
+                                                                                                         tmp_path):
+    """A short effect step (files only) runs as a local activity of the worker running the run: killed mid-step,
+    its run is taken over by the other worker, which runs the step again (it says it is idempotent)."""
+    pool, follower, folder = _kill_the_worker_mid_step(server, tmp_path, SHORT_STEP_BLOCKS_IDEMPOTENT, "short-retry",
+                                                       prepare=_make_pipe)
+    try:
+        # taken over once the killed worker's workflow task times out (Temporal's default, 10 s)
+        wait_until(lambda: (folder / "started").read_text().count("attempt") >= 2, 60,
+                   "the step to run again on the second worker")
+        wait_until(lambda: _feed_pipe(folder), 30, "the step to read the pipe")
+        out, err = follower.communicate(timeout=60)
+        assert (follower.returncode, out) == (0, "piped: went\n"), (out, err)
+    finally:
+        _feed_pipe(folder)
+        follower.kill()
+        pool.stop()
+
+
+def test_a_killed_workers_short_step_that_is_not_idempotent_asks_rerun_or_skip(server, tmp_path):
+    """The same local activity, not safe to run twice: the worker taking the run over finds the step claimed by
+    the dead worker's process and does not run it again without asking."""
+    pool, follower, folder = _kill_the_worker_mid_step(server, tmp_path, SHORT_STEP_BLOCKS, "short-ask",
+                                                       prepare=_make_pipe)
+    try:
+        out, err = follower.communicate(timeout=90)
+        assert follower.returncode == 3, (out, err)
+        assert "error: node 'read_pipe' was running when run " in err and "not safe to run twice (files)" in err
+        assert (folder / "started").read_text().count("attempt") == 1  # not run again without asking
+        run_id = err.split("when run ", 1)[1].split()[0]
+        resumed = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "resume", run_id, "--rerun"],
+                                   env=environment(server), cwd=tmp_path, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        wait_until(lambda: (folder / "started").read_text().count("attempt") == 2, 60,
+                   "the step to run again on the second worker")
+        wait_until(lambda: _feed_pipe(folder), 30, "the step to read the pipe")
+        out, err = resumed.communicate(timeout=60)
+        assert (resumed.returncode, out) == (0, "piped: went\n"), (out, err)
+    finally:
+        _feed_pipe(folder)
+        follower.kill()
         pool.stop()
 
 

@@ -131,9 +131,10 @@ async def effect_step(request: dict, node_id: str, state: dict, answers: dict, s
 
 
 @activity.defn(name=CLAIM_ACTIVITY)
-async def claim_step() -> str:
-    """Which worker process is about to run a step that is not safe to run twice (wfexec.temporal.local_steps)."""
-    return WORKER_PROCESS
+async def claim_step(worker_process: str) -> str:
+    """Which worker process is about to run a step that is not safe to run twice, into the run's history
+    (wfexec.temporal.local_steps)."""
+    return worker_process
 
 
 @activity.defn(name=LOCAL_STEP_ACTIVITY)

@@ -11,13 +11,14 @@ What a crash does to a local activity, and why a step that is not safe to run tw
 activity's result enters the run's history only when the workflow task that ran it completes (as a marker). If
 the worker dies before that, another worker replays the run and, finding no marker, runs the activity again,
 silently. That is harmless for an idempotent step, so such a step is one local activity. Any other step first
-*claims* its attempt: a local activity returning the id of the worker process (`WORKER_PROCESS`), then a 1 ms
-timer, which makes the workflow task complete, so the claim is in the history before the step starts. The step
-then runs only in the process that claimed it. If that worker died during the step, the worker that replays the
-run gets the dead process's claim back from the history, and the step, finding itself in another process,
-returns `lost` without running: the run asks "rerun or skip?", as it does when a regular activity's one attempt
-is lost. (A worker that dies after the claim but before the step asks too, as SQLite does for a step journalled
-as started.)
+*claims* its attempt: a regular activity that echoes the id of the worker process running the workflow code
+(`WORKER_PROCESS`), so that the id is in the history before the step starts. The step then runs only in the
+process that claimed it. If that worker died during the step, the worker that replays the run gets the dead
+process's id back from the history (a replayed activity's result is the recorded one, whatever it was sent), and
+the step, finding itself in another process, returns `lost` without running: the run asks "rerun or skip?", as
+it does when a regular activity's one attempt is lost. (A worker that dies after the claim but before the step
+makes the run ask too, as SQLite does for a step journalled as started.) The claim costs a regular activity
+doing nothing; a shorter way to end a workflow task, a 1 ms timer, takes about a second on the dev server.
 
 With worker-specific task queues (all steps of a run on one worker), a local activity is already on the run's
 worker; the claim is what notices that the run moved to another worker since.
@@ -68,9 +69,9 @@ async def run_short_step(args: list, idempotent: bool, retry_policy: RetryPolicy
     `workflow.execute_activity` does when its attempts fail."""
     claimed_by = None
     if not idempotent:
-        claimed_by = await workflow.execute_local_activity(CLAIM_ACTIVITY, start_to_close_timeout=timedelta(minutes=1),
-                                                           result_type=str)
-        await workflow.sleep(timedelta(milliseconds=1))  # the workflow task completes: the claim is in the history
+        # WORKER_PROCESS differs on a replay in another process; the result, from the history, does not.
+        claimed_by = await workflow.execute_activity(CLAIM_ACTIVITY, WORKER_PROCESS,
+                                                     start_to_close_timeout=timedelta(minutes=1), result_type=str)
     return await workflow.execute_local_activity(LOCAL_STEP_ACTIVITY, args=[*args, claimed_by],
                                                  start_to_close_timeout=timedelta(days=1), retry_policy=retry_policy,
                                                  result_type=dict)
