@@ -433,12 +433,12 @@ async def throughput(args, client, folder: Path, processes: Processes, address: 
 
     from wfexec.temporal.client import start
 
-    async def batch(n: int) -> dict:
+    async def batch(n: int, local_steps: bool) -> dict:
         pids = {"server": [server_pid], "workers": [w.pid for w in pools[n]]}
         before = {who: [cpu_seconds(pid) for pid in group] for who, group in pids.items()}
         client_before, machine_before, started = cpu_seconds(), machine_busy_seconds(), time.perf_counter()
         # each run writes its own file: concurrent writes of one file would race for it
-        handles = await asyncio.gather(*(start(client, workflow, {**request, "overrides": {
+        handles = await asyncio.gather(*(start(client, workflow, {**request, "local_steps": local_steps, "overrides": {
             "computed.out": f"out-{n}-{i}.txt"}}, f"throughput-{n}") for i in range(args.batch)))
         outcomes = await asyncio.gather(*(handle.result() for handle in handles))
         wall = time.perf_counter() - started
@@ -448,13 +448,15 @@ async def throughput(args, client, folder: Path, processes: Processes, address: 
                 "busiest worker": max(used["workers"]) / wall, "client": (cpu_seconds() - client_before) / wall,
                 "machine": (machine_busy_seconds() - machine_before) / wall}
 
-    for n in counts:  # unmeasured: each worker's first runs compile the workflow
-        await batch(n)
-    results: dict[int, list[dict]] = {}
+    sides = [(n, local_steps) for n in counts for local_steps in (True, False)]
+    for side in sides:  # unmeasured: each worker's first runs compile the workflow
+        await batch(*side)
+    results: dict[tuple[int, bool], list[dict]] = {}
     for _ in range(args.throughput_rounds):
-        for n in counts:
-            results.setdefault(n, []).append(await batch(n))
-    return {n: {key: statistics.median(r[key] for r in rounds) for key in rounds[0]} for n, rounds in results.items()}
+        for side in sides:
+            results.setdefault(side, []).append(await batch(*side))
+    return {side: {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+            for side, rounds in results.items()}
 
 
 def print_throughput(args, rates: dict, share: ServerShare) -> None:
@@ -463,10 +465,11 @@ def print_throughput(args, rates: dict, share: ServerShare) -> None:
           f"{args.throughput_rounds} alternating batches; the dev server {share.describe()}; {cores} cores.")
     print("  CPU used during the batch, in cores busy: server, all workers (the busiest), this client, everything "
           "else on the machine")
-    for n, r in rates.items():
+    for (n, local_steps), r in rates.items():
         others = max(0.0, r["machine"] - r["server"] - r["workers"] - r["client"])
-        print(f"  {n} worker{'s' if n > 1 else ' '}  {args.batch / r['wall']:6.1f} runs/s ({r['wall']:5.2f} s)   "
-              f"server {r['server']:4.2f}  workers {r['workers']:4.2f} ({r['busiest worker']:4.2f})  "
+        steps = "local" if local_steps else "regular"
+        print(f"  {n} worker{'s' if n > 1 else ' '}, {steps:7} {args.batch / r['wall']:6.1f} runs/s ({r['wall']:5.2f} s)"
+              f"   server {r['server']:4.2f}  workers {r['workers']:4.2f} ({r['busiest worker']:4.2f})  "
               f"client {r['client']:4.2f}  others {others:4.2f}  -> limit: {limit(r, cores)}")
 
 

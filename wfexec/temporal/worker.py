@@ -22,6 +22,7 @@ async def serve(address: str, task_queue: str = DEFAULT_TASK_QUEUE, *, load: Loa
     from wfexec.temporal.workflow_code import WfexecRun
 
     use_loader(load)
+    _import_what_compiling_imports()
     client = await connect(address)
     # Unsandboxed: the engine evaluates expressions in QuickJS (a C extension) and compiles workflows, which
     # Temporal's import sandbox refuses; the loop is kept deterministic by construction instead
@@ -43,3 +44,16 @@ async def serve(address: str, task_queue: str = DEFAULT_TASK_QUEUE, *, load: Loa
             loop.add_signal_handler(getattr(signal, name), stop.set)
     async with worker:
         await stop.wait()
+
+
+def _import_what_compiling_imports() -> None:
+    """Import the node types and the registries' modules now, not in a run's first workflow task: a cold import
+    there can outlast the 2 s the SDK allows a workflow task before it calls it a deadlock, and the SDK's
+    interruption can leave that module's import lock held, so the step threads that import it next wait forever
+    (seen with 100 runs started at once on a loaded machine: their local activities never ended)."""
+    from wfexec.nodes.base import node_types
+    from wfexec.types.registry import consequences, preconditions
+
+    node_types()
+    preconditions()
+    consequences()
