@@ -10,12 +10,13 @@ and counts. The same loop with the file write replaced by a state-only step is t
     effect-step cost = (loop with effects - state-only loop) / steps
 
 is what making a step an effect step costs (the file write itself included), without the run's own start and end.
-On Temporal it is measured three ways: as it runs now (a short step: a local activity), marked not idempotent
-(claimed first: a local activity and a workflow task more, wfexec.temporal.local_steps), and with local steps
-turned off (`local_steps: false`, every effect step a regular activity: what it cost before). The floors are
-SDK-only workflows on the same server (bench/temporal_floor.py, a worker process of their own): `--steps` local
-activities doing nothing, or regular ones, minus the same workflow running none. Every kind runs once per round, in
-turn, in this process; medians of `--rounds` are printed.
+On Temporal it is measured two ways: as it runs now (a short step: a local activity, wfexec.temporal.local_steps)
+and with local steps turned off (`local_steps: false`, every effect step a regular activity: what it cost before).
+The step's own work (the node run as the activity runs it, file write and fsync included, in this process, without
+Temporal) is measured too, so that what a short step costs beyond it compares with the floors: SDK-only workflows
+on the same server (bench/temporal_floor.py, a worker process of their own) running `--steps` local activities
+doing nothing, or regular ones, minus the same workflow running none. Every kind runs once per round, in turn, in
+this process; medians of `--rounds` are printed.
 
 **Throughput.** `--batch` runs of a short loop (`--throughput-steps` effect steps each) are started at once and
 waited for, on task queues served by 1, 2 and 4 `wfexec worker` processes (all started first, so the batches
@@ -91,8 +92,7 @@ STATE_ONLY = """      - type: set_state
         value: "step ${computed.count}"
 """
 # The loop's kinds: (workflow body, the work node's `idempotent:` line)
-KINDS = {"effects": (EFFECT, ""), "effects-claimed": (EFFECT, "    idempotent: false\n"),
-         "state-only": (STATE_ONLY, "")}
+KINDS = {"effects": (EFFECT, ""), "state-only": (STATE_ONLY, "")}
 
 
 AGENTS = """name: bench-agents
@@ -346,31 +346,50 @@ async def bench(args, folder: Path, address: str, environment: dict, server_pid:
     print_throughput(args, rates, share)
 
 
-# (what is measured, its twin without the measured part): the cost per step is their difference over the steps
+# (what is measured, its twin without the measured part, or None): the cost per step is their difference over the
+# steps
 MEASURES = {
     "SDK local activity doing nothing (floor)": (("sdk", "local"), ("sdk", "none")),
     "SDK regular activity doing nothing (floor)": (("sdk", "regular"), ("sdk", "none")),
     "wfexec short effect step: a local activity": (("temporal", "effects"), ("temporal", "state-only")),
-    "wfexec short effect step, not idempotent (claimed)": (("temporal", "effects-claimed"),
-                                                           ("temporal", "state-only")),
+    "  its own work (the node run here, no Temporal)": (("work", "effects"), None),
     "wfexec effect step as a regular activity (before)": (("temporal", "effects-regular"),
                                                           ("temporal", "state-only")),
     "wfexec effect step on SQLite (for scale)": (("sqlite", "effects"), ("sqlite", "state-only")),
 }
+BEYOND_ITS_WORK = "  beyond its own work"
+
+
+def step_work(path: Path, steps: int) -> float:
+    """The loop's effect step run `steps` times as a worker's activity runs it (`_run_node`), in this process."""
+    from wfexec.api import load
+    from wfexec.temporal.activities import _run_node
+    from wfexec.temporal.steps import RecordingIo, make_run, use_loader
+
+    use_loader(load)
+    workflow, request = temporal_request(path, steps)
+    state = make_run(workflow, request, RecordingIo()).state
+    started = time.perf_counter()
+    for _ in range(steps):
+        done = _run_node(request, "work", {**state, "history": []}, {}, 0)
+        assert "state" in done, done
+    return time.perf_counter() - started
 
 
 async def effect_steps(args, client, folder: Path) -> dict:
     paths = write_workflows(folder, args.steps)
-    sides = {("sdk", kind): (lambda kind=kind: run_floor(client, kind, args.steps)) for kind in ("local", "regular", "none")}
-    for kind in ("effects", "effects-claimed", "state-only"):
+    sides = {("sdk", kind): (lambda kind=kind: run_floor(client, kind, args.steps))
+             for kind in ("local", "regular", "none")}
+    for kind in ("effects", "state-only"):
         sides[("temporal", kind)] = lambda kind=kind: run_temporal(client, paths[kind], args.steps)
     sides[("temporal", "effects-regular")] = lambda: run_temporal(client, paths["effects"], args.steps, False)
 
-    async def sqlite(kind: str) -> float:
-        return run_sqlite(paths[kind], args.steps, folder)
+    async def here(measure, *arguments) -> float:
+        return measure(*arguments)
 
     for kind in ("effects", "state-only"):
-        sides[("sqlite", kind)] = lambda kind=kind: sqlite(kind)
+        sides[("sqlite", kind)] = lambda kind=kind: here(run_sqlite, paths[kind], args.steps, folder)
+    sides[("work", "effects")] = lambda: here(step_work, paths["effects"], args.steps)
     for measure in sides.values():  # a first run of each, unmeasured: imports, compiling, the server's caches
         await measure()
     times: dict[tuple[str, str], list[float]] = {}
@@ -383,10 +402,15 @@ async def effect_steps(args, client, folder: Path) -> dict:
 def print_effect_steps(args, medians: dict) -> None:
     print(f"Effect steps on one dev server: {args.steps} steps a run, median of {args.rounds} alternating rounds; "
           "each run minus its twin without the step (the run's own start and end), over the steps:")
-    per_step = {what: (medians[measured] - medians[twin]) / args.steps for what, (measured, twin) in MEASURES.items()}
+    per_step = {what: (medians[measured] - (medians[twin] if twin else 0.0)) / args.steps
+                for what, (measured, twin) in MEASURES.items()}
+    local, work = (per_step[what] for what in ("wfexec short effect step: a local activity",
+                                                  "  its own work (the node run here, no Temporal)"))
+    rows = list(per_step.items())
+    rows.insert(4, (BEYOND_ITS_WORK, local - work))
     floor = per_step["SDK local activity doing nothing (floor)"]
     print(f"  {'':52} {'ms/step':>8}  {'x local-activity floor':>22}")
-    for what, cost in per_step.items():
+    for what, cost in rows:
         ratio = f"{cost / floor:8.1f}x" if floor > 0 else "       -"
         print(f"  {what:52} {cost * 1000:8.2f}  {ratio:>22}")
 

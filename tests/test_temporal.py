@@ -244,8 +244,8 @@ def test_a_finished_runs_history_replays_deterministically(server, workers, tmp_
     # agents whose states finish in whatever order the two workers take them, one of which asks
     agents_run = run_id_from(wfexec(server, "run", STATES_NODE, cwd=tmp_path, check_code=3).stderr)
     wfexec(server, "resume", agents_run, "--answer", "main=yes", cwd=tmp_path, check_code=0)
-    # short steps: local activities, one of them claimed by a regular activity first (a replay in this process
-    # sends the claim another process's id, and gets the recorded one back)
+    # a short step, a local activity (its result a marker in the history), and a short step not safe to run
+    # twice, a regular activity
     wfexec(server, "run", SHORT_STEPS, "--set", f"computed.dir={folder}", cwd=tmp_path, check_code=0)
     short_run = json.loads(wfexec(server, "runs", "--format", "json", "--limit", "1", cwd=tmp_path,
                                   check_code=0).stdout)["runs"][0]["id"]
@@ -267,8 +267,10 @@ def test_a_finished_runs_history_replays_deterministically(server, workers, tmp_
         history = await client.get_workflow_handle(short_run).fetch_history()
         scheduled = [event.activity_task_scheduled_event_attributes.activity_type.name for event in history.events
                      if event.HasField("activity_task_scheduled_event_attributes")]
-        assert scheduled == ["wfexec_claim_step"]  # the steps themselves went through no task queue
-        assert sum(event.HasField("marker_recorded_event_attributes") for event in history.events) >= 2
+        assert scheduled == ["wfexec_effect_step"]  # the step not safe to run twice; the other went through no queue
+        markers = [event.marker_recorded_event_attributes.marker_name for event in history.events
+                   if event.HasField("marker_recorded_event_attributes")]
+        assert markers.count("core_local_activity") == 1, markers
 
     asyncio.run(replay())
 
@@ -373,8 +375,8 @@ def test_a_short_step_is_a_local_activity_and_a_killed_workers_idempotent_one_ru
 
 
 def test_a_killed_workers_short_step_that_is_not_idempotent_asks_rerun_or_skip(server, tmp_path):
-    """The same local activity, not safe to run twice: the worker taking the run over finds the step claimed by
-    the dead worker's process and does not run it again without asking."""
+    """The same step, not safe to run twice: it is not a local activity (which a worker taking the run over would
+    run again, silently) but a regular one, whose lost attempt makes the run ask before it runs again."""
     pool, follower, folder = _kill_the_worker_mid_step(server, tmp_path, SHORT_STEP_BLOCKS, "short-ask",
                                                        prepare=_make_pipe)
     try:

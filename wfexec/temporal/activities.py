@@ -13,7 +13,7 @@ from wfexec.errors import WfexecError
 from wfexec.running.engine import EntryGateFailed, RunError
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.running.steploop import execute, resolve_target
-from wfexec.temporal.local_steps import CLAIM_ACTIVITY, LOCAL_STEP_ACTIVITY, WORKER_PROCESS
+from wfexec.temporal.local_steps import LOCAL_STEP_ACTIVITY
 from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, written
 
 HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
@@ -130,18 +130,9 @@ async def effect_step(request: dict, node_id: str, state: dict, answers: dict, s
     return await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, state, answers, step_ms))
 
 
-@activity.defn(name=CLAIM_ACTIVITY)
-async def claim_step(worker_process: str) -> str:
-    """Which worker process is about to run a step that is not safe to run twice, into the run's history
-    (wfexec.temporal.local_steps)."""
-    return worker_process
-
 
 @activity.defn(name=LOCAL_STEP_ACTIVITY)
-async def local_effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int,
-                            claimed_by: str | None) -> dict:
-    """A short effect step, as a local activity of the worker running the run: what `effect_step` returns, or
-    `lost` when the step was claimed by another worker process (which may have run it, then died)."""
-    if claimed_by is not None and claimed_by != WORKER_PROCESS:
-        return {"lost": "its worker died during the step (the run was taken over by another worker)"}
+async def local_effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
+    """A short effect step, as a local activity of the worker running the run (wfexec.temporal.local_steps): what
+    `effect_step` returns, without heartbeats (a local activity has none: its workflow task stands for it)."""
     return await _in_step_thread(_run_node, request, node_id, state, answers, step_ms)

@@ -17,7 +17,7 @@ async def serve(address: str, task_queue: str = DEFAULT_TASK_QUEUE, *, load: Loa
     """Poll the queue until SIGINT (Ctrl-C), SIGTERM or SIGHUP."""
     from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-    from wfexec.temporal.activities import agent_state, claim_step, effect_step, local_effect_step, run_edge
+    from wfexec.temporal.activities import agent_state, effect_step, local_effect_step, run_edge
     from wfexec.temporal.client import connect
     from wfexec.temporal.workflow_code import WfexecRun
 
@@ -28,7 +28,7 @@ async def serve(address: str, task_queue: str = DEFAULT_TASK_QUEUE, *, load: Loa
     # Temporal's import sandbox refuses; the loop is kept deterministic by construction instead
     # (wfexec.temporal.workflow_code's docstring).
     worker = Worker(client, task_queue=task_queue, workflows=[WfexecRun],
-                    activities=[effect_step, local_effect_step, claim_step, run_edge, agent_state],
+                    activities=[effect_step, local_effect_step, run_edge, agent_state],
                     workflow_runner=UnsandboxedWorkflowRunner(), max_concurrent_activities=max_concurrent_steps,
                     # A run's workflow tasks go to the worker that has it cached; when that worker dies, another
                     # takes the run over after this long (the SDK's default is 10 s).

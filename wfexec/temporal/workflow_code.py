@@ -25,7 +25,7 @@ from wfexec.running.prompts import AnswerRefused, Answers, NeedsAnswer, check_an
 from wfexec.running.state import BadOverride
 from wfexec.running.steploop import Driver, drive, resolve_target, start
 from wfexec.temporal import WORKFLOW_NAME
-from wfexec.temporal.local_steps import run_short_step, short_steps, use_local_steps
+from wfexec.temporal.local_steps import local_steps, run_local_step, use_local_steps
 from wfexec.temporal.steps import (DEFAULT_HEARTBEAT_SECONDS, RERUN_OR_SKIP, RecordingIo, compiled, effect_nodes,
                                    StepLog, error_json, mark_written, question_json, run_options, touches_the_world,
                                    with_request_env)
@@ -50,7 +50,7 @@ class WfexecRun(Driver):
         self.request: dict = {}
         self.heartbeat = timedelta(seconds=DEFAULT_HEARTBEAT_SECONDS)
         self.effects: dict[str, bool] = {}  # node id → idempotent, for the nodes whose steps are activities
-        self.short: frozenset[str] = frozenset()  # the effect steps that are local activities (local_steps)
+        self.local: frozenset[str] = frozenset()  # the effect steps that are local activities (local_steps)
         self.handed_over: dict[str, Any] = {}
         self.log = StepLog()
 
@@ -171,7 +171,7 @@ class WfexecRun(Driver):
         self.request = request
         self.heartbeat = timedelta(seconds=float(request.get("heartbeat_seconds") or DEFAULT_HEARTBEAT_SECONDS))
         self.effects = effect_nodes(wf)
-        self.short = short_steps(wf) if use_local_steps(request) else frozenset()
+        self.local = local_steps(wf) if use_local_steps(request) else frozenset()
         self.handed_over = {**self.effects, **{node_id: None for node_id, node in wf.nodes.items()
                                               if node.kind.agents is not None}}
         return await drive(run, self)
@@ -243,9 +243,7 @@ class WfexecRun(Driver):
                 done = await self._effect_activity(
                     node, [request, node.id, state, run.options.answers.to_dict(), step_ms], idempotent, heartbeat)
             except ActivityError as lost:
-                done = {"lost": str(lost.cause or lost)}
-            if "lost" in done:
-                decision = await self._rerun_or_skip(node, done["lost"])
+                decision = await self._rerun_or_skip(node, lost)
                 if decision == RERUN:
                     continue
                 # Only offered when the node has a static edge to skip to (_rerun_or_skip).
@@ -269,15 +267,16 @@ class WfexecRun(Driver):
             return done["outcome"], done["target"]
 
     async def _effect_activity(self, node: Node, args: list, idempotent: bool, heartbeat: timedelta) -> dict:
-        """One attempt at an effect step: a local activity when it is short (wfexec.temporal.local_steps), else an
-        activity any worker may take."""
+        """One attempt at an effect step: a local activity when it is short and idempotent
+        (wfexec.temporal.local_steps), else an activity any worker may take."""
         # An idempotent step may run again anywhere; any other gets one attempt, then a question.
         retry_policy = RetryPolicy(maximum_attempts=0 if idempotent else 1, initial_interval=timedelta(seconds=1),
                                    maximum_interval=timedelta(seconds=30))
-        if node.id in self.short:
-            return await run_short_step(args, idempotent, retry_policy)
-        return await workflow.execute_activity("wfexec_effect_step", args=args, start_to_close_timeout=timedelta(days=1),
-                                               heartbeat_timeout=heartbeat, retry_policy=retry_policy, result_type=dict)
+        if node.id in self.local:
+            return await run_local_step(args, retry_policy)
+        return await workflow.execute_activity("wfexec_effect_step", args=args,
+                                               start_to_close_timeout=timedelta(days=1), heartbeat_timeout=heartbeat,
+                                               retry_policy=retry_policy, result_type=dict)
 
     async def _agents_step(self, run: Run, node: Node, request: dict, heartbeat: timedelta) -> tuple[dict, str]:
         """A states node: its agents kept here, each of their states an activity on whichever worker is free (so
@@ -406,7 +405,7 @@ class WfexecRun(Driver):
                 run.options.answers.give(waiting.question.key, await self._wait_for_answer(waiting.question,
                                                                                             waiting.refused))
 
-    async def _rerun_or_skip(self, node: Node, lost: str) -> str:
+    async def _rerun_or_skip(self, node: Node, lost: ActivityError) -> str:
         """The step's one attempt was lost (its worker died or it timed out): it may or may not have had its
         effects. Ask, in the words `wfexec resume` uses on SQLite for a step in flight (`in_flight_hint` makes the
         commands following the run say it as resume does there)."""
@@ -416,7 +415,7 @@ class WfexecRun(Driver):
         assert self.workflow is not None  # compiled before the first step
         refusal = not_safe_to_rerun(self.workflow, node, workflow.info().workflow_id)
         # Why it was lost (a heartbeat timeout: its worker died) is for the workers' operators, not in the words.
-        workflow.logger.warning("wfexec: the attempt at '%s' was lost (%s)", node.id, lost)
+        workflow.logger.warning("wfexec: the attempt at '%s' was lost (%s)", node.id, lost.cause or lost)
         question = Question(node=node.id, header=RERUN_OR_SKIP, text=refusal.message, choices=choices,
                             allow_other=False, dynamic=False)
         answer = await self._wait_for_answer(question, in_flight_hint=refusal.hint)
