@@ -3,17 +3,18 @@ against the SQLite store; and how many runs a second one server serves with 1, 2
 
     pip install -e '.[temporal]' && python bench/bench_temporal.py [--steps 40] [--rounds 5] [--workers 1,2,4]
 
-**Effect steps.** The loop runs `--steps` times: a conditional tests the count, then an action writes a small file
-(a step with an outside effect: the SQLite journal commits it before and after; on Temporal it is an effect step)
-and counts. The same loop with the file write replaced by a state-only step is the baseline, so
+**Effect steps.** The loop runs `--steps` times: a conditional tests the count, then an action reads a small file
+(a step with an outside effect, on files only, and idempotent: the SQLite journal commits it before and after; on
+Temporal it is a short effect step) and counts. Reading rather than writing keeps the step's own work (a write's
+fsync: 8-13 ms on this machine, and as noisy) from hiding what the step costs around it. The same loop with the
+read replaced by a state-only step is the baseline, so
 
     effect-step cost = (loop with effects - state-only loop) / steps
 
-is what making a step an effect step costs (the file write itself included), without the run's own start and end.
+is what making a step an effect step costs (the read itself included), without the run's own start and end.
 On Temporal it is measured two ways: as it runs now (a short step: a local activity, wfexec.temporal.local_steps)
 and with local steps turned off (`local_steps: false`, every effect step a regular activity: what it cost before).
-The step's own work (the node run as the activity runs it, file write and fsync included, in this process, without
-Temporal) is measured too, so that what a short step costs beyond it compares with the floors: SDK-only workflows
+The step's own work (the node run as the activity runs it, in this process, without Temporal) is measured too, so that what a short step costs beyond it compares with the floors: SDK-only workflows
 on the same server (bench/temporal_floor.py, a worker process of their own) running `--steps` local activities
 doing nothing, or regular ones, minus the same workflow running none. Every kind runs once per round, in turn, in
 this process; medians of `--rounds` are printed.
@@ -56,7 +57,7 @@ initial_state:
   computed:
     count: 0
     limit: {steps}
-    out: out.txt
+    source: in.txt
 nodes:
   check:
     type: conditional
@@ -68,7 +69,7 @@ nodes:
       on_false: done
   work:
     type: action
-{idempotent}    actions:
+    actions:
 {body}
       - type: set_state
         field: computed.count
@@ -83,16 +84,15 @@ endings:
     type: error
     message: "${{computed.last_error}}"
 """
-EFFECT = """      - type: write_file
-        path: "${computed.out}"
-        content: "step ${computed.count}"
+EFFECT = """      - type: read_file
+        path: "${computed.source}"
+        store_as: computed.last
 """
 STATE_ONLY = """      - type: set_state
         field: computed.last
         value: "step ${computed.count}"
 """
-# The loop's kinds: (workflow body, the work node's `idempotent:` line)
-KINDS = {"effects": (EFFECT, ""), "state-only": (STATE_ONLY, "")}
+KINDS = {"effects": EFFECT, "state-only": STATE_ONLY}  # the loop's kinds: the work node's first action
 
 
 AGENTS = """name: bench-agents
@@ -126,10 +126,11 @@ def write_agents(folder: Path, agents: int) -> Path:
 
 def write_workflows(folder: Path, steps: int, prefix: str = "") -> dict[str, Path]:
     paths = {}
-    for kind, (body, idempotent) in KINDS.items():
+    for kind, body in KINDS.items():
         path = folder / f"{prefix}{kind}.yaml"
-        path.write_text(LOOP.format(kind=kind, steps=steps, body=body, idempotent=idempotent))
+        path.write_text(LOOP.format(kind=kind, steps=steps, body=body))
         paths[kind] = path
+    (folder / "in.txt").write_text("a small file\n")
     return paths
 
 
@@ -461,9 +462,8 @@ async def throughput(args, client, folder: Path, processes: Processes, address: 
         pids = {"server": [server_pid], "workers": [w.pid for w in pools[n]]}
         before = {who: [cpu_seconds(pid) for pid in group] for who, group in pids.items()}
         client_before, machine_before, started = cpu_seconds(), machine_busy_seconds(), time.perf_counter()
-        # each run writes its own file: concurrent writes of one file would race for it
-        handles = await asyncio.gather(*(start(client, workflow, {**request, "local_steps": local_steps, "overrides": {
-            "computed.out": f"out-{n}-{i}.txt"}}, f"throughput-{n}") for i in range(args.batch)))
+        handles = await asyncio.gather(*(start(client, workflow, {**request, "local_steps": local_steps},
+                                               f"throughput-{n}") for _ in range(args.batch)))
         outcomes = await asyncio.gather(*(handle.result() for handle in handles))
         wall = time.perf_counter() - started
         assert all(o["result"]["message"] == str(args.throughput_steps) for o in outcomes), outcomes[:1]
