@@ -14,9 +14,10 @@ read replaced by a state-only step is the baseline, so
 is what making a step an effect step costs (the read itself included), without the run's own start and end.
 On Temporal it is measured two ways: as it runs now (a short step: a local activity, wfexec.temporal.local_steps)
 and with local steps turned off (`local_steps: false`, every effect step a regular activity: what it cost before).
-The step's own work (the node run as the activity runs it, in this process, without Temporal) is measured too, so that what a short step costs beyond it compares with the floors: SDK-only workflows
-on the same server (bench/temporal_floor.py, a worker process of their own) running `--steps` local activities
-doing nothing, or regular ones, minus the same workflow running none. Every kind runs once per round, in turn, in
+The step's own work (the node run as the activity runs it, in this process, without Temporal) is measured too, so
+that what a short step costs beyond it compares with the floors: SDK-only workflows on the same server
+(bench/temporal_floor.py, a worker process of their own) running `--steps` local activities doing nothing, or
+regular ones, minus the same workflow running none. Every kind runs once per round, in turn, in
 this process; medians of `--rounds` are printed.
 
 **Throughput.** `--batch` runs of a short loop (`--throughput-steps` effect steps each) are started at once and
@@ -492,9 +493,11 @@ def print_throughput(args, rates: dict, share: ServerShare) -> None:
     for (n, local_steps), r in rates.items():
         others = max(0.0, r["machine"] - r["server"] - r["workers"] - r["client"])
         steps = "local" if local_steps else "regular"
-        print(f"  {n} worker{'s' if n > 1 else ' '}, {steps:7} {args.batch / r['wall']:6.1f} runs/s ({r['wall']:5.2f} s)"
-              f"   server {r['server']:4.2f}  workers {r['workers']:4.2f} ({r['busiest worker']:4.2f})  "
-              f"client {r['client']:4.2f}  others {others:4.2f}  -> limit: {limit(r, cores)}")
+        server_per_run = r["server"] * r["wall"] / args.batch * 1000
+        print(f"  {n} worker{'s' if n > 1 else ' '}, {steps:7} {args.batch / r['wall']:6.1f} runs/s "
+              f"({r['wall']:5.2f} s)   server {r['server']:4.2f} ({server_per_run:3.0f} ms a run)  "
+              f"workers {r['workers']:4.2f} ({r['busiest worker']:4.2f})  client {r['client']:4.2f}  "
+              f"others {others:4.2f}  -> limit: {limit(r, cores)}")
 
 
 def limit(r: dict, cores: int) -> str:
