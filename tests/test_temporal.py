@@ -264,15 +264,11 @@ def test_a_finished_runs_history_replays_deterministically(server, workers, tmp_
             assert any(event.HasField("activity_task_completed_event_attributes") for event in history.events) \
                 == (run_id != parked)
             await replayer.replay_workflow(history)  # raises on nondeterminism
-        history = await client.get_workflow_handle(short_run).fetch_history()
-        scheduled = [event.activity_task_scheduled_event_attributes.activity_type.name for event in history.events
-                     if event.HasField("activity_task_scheduled_event_attributes")]
-        assert scheduled == ["wfexec_effect_step"]  # the step not safe to run twice; the other went through no queue
-        markers = [event.marker_recorded_event_attributes.marker_name for event in history.events
-                   if event.HasField("marker_recorded_event_attributes")]
-        assert markers.count("core_local_activity") == 1, markers
 
     asyncio.run(replay())
+    scheduled, markers = _activity_kinds(server, short_run)
+    assert scheduled == ["wfexec_effect_step"]  # the step not safe to run twice; the other went through no queue
+    assert markers.count("core_local_activity") == 1, markers
 
 
 def test_cancel_ends_a_waiting_run(server, workers, tmp_path):
@@ -336,6 +332,34 @@ def test_a_killed_workers_non_idempotent_step_asks_rerun_or_skip(server, tmp_pat
     finally:
         (folder / "go").touch()
         pool.stop()
+
+
+def _activity_kinds(server: DevServer, run_id: str) -> tuple[list[str], list[str]]:
+    """The regular activities a run's history scheduled, and its markers (a local activity's result is one)."""
+    from temporalio.client import Client
+
+    async def read() -> tuple[list[str], list[str]]:
+        client = await Client.connect(server.address)
+        history = await client.get_workflow_handle(run_id).fetch_history()
+        return ([event.activity_task_scheduled_event_attributes.activity_type.name for event in history.events
+                 if event.HasField("activity_task_scheduled_event_attributes")],
+                [event.marker_recorded_event_attributes.marker_name for event in history.events
+                 if event.HasField("marker_recorded_event_attributes")])
+
+    return asyncio.run(read())
+
+
+def test_local_steps_turned_off_make_every_effect_step_a_regular_activity(server, workers, tmp_path):
+    folder = tmp_path / "step"
+    folder.mkdir()
+    for setting, regular, local in (("1", ["wfexec_effect_step"], 1), ("0", ["wfexec_effect_step"] * 2, 0)):
+        env = {**environment(server), "WFEXEC_TEMPORAL_LOCAL_STEPS": setting}
+        wfexec(server, "run", SHORT_STEPS, "--set", f"computed.dir={folder}", cwd=tmp_path, check_code=0, env=env)
+        run_id = json.loads(wfexec(server, "runs", "--format", "json", "--limit", "1", cwd=tmp_path,
+                                   check_code=0).stdout)["runs"][0]["id"]
+        scheduled, markers = _activity_kinds(server, run_id)
+        assert (scheduled, markers.count("core_local_activity")) == (regular, local), (setting, scheduled, markers)
+    assert (folder / "appended").read_text() == "line\n" * 2
 
 
 def _make_pipe(folder: Path) -> None:
