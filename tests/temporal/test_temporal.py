@@ -47,6 +47,9 @@ from temporal_support import (  # noqa: E402,F401  (server, workers: fixtures)
     workers,
 )
 
+SHORT_STEPS = ROOT / "tests" / "workflows" / "temporal" / "short_steps.yaml"
+SHORT_STEP_BLOCKS = ROOT / "tests" / "workflows" / "temporal" / "short_step_blocks.yaml"
+SHORT_STEP_BLOCKS_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "short_step_blocks_idempotent.yaml"
 REJECT_ASKS = ROOT / "tests" / "workflows" / "temporal" / "reject_asks.yaml"
 
 
@@ -118,8 +121,13 @@ def test_a_finished_runs_history_replays_deterministically(server, workers, tmp_
     # agents whose states finish in whatever order the two workers take them, one of which asks
     agents_run = run_id_from(wfexec(server, "run", STATES_NODE, cwd=tmp_path, check_code=3).stderr)
     wfexec(server, "resume", agents_run, "--answer", "main=yes", cwd=tmp_path, check_code=0)
+    # a short step, a local activity (its result a marker in the history), and a short step not safe to run
+    # twice, a regular activity
+    wfexec(server, "run", SHORT_STEPS, "--set", f"computed.dir={folder}", cwd=tmp_path, check_code=0)
+    short_run = json.loads(wfexec(server, "runs", "--format", "json", "--limit", "1", cwd=tmp_path,
+                                  check_code=0).stdout)["runs"][0]["id"]
     use_loader(load)
-    for path in (QUICKSTART, WAIT_FOR_FILE, STATES_NODE):
+    for path in (QUICKSTART, WAIT_FOR_FILE, STATES_NODE, SHORT_STEPS):
         # Compiled once here first: a cold compile in this process (its registries imported under pytest's
         # assertion rewriting) can take longer than the 2 s Temporal allows a workflow task before it calls it a
         # deadlock; replaying is about determinism, not about how long a compile takes.
@@ -128,13 +136,16 @@ def test_a_finished_runs_history_replays_deterministically(server, workers, tmp_
     async def replay() -> None:
         client = await Client.connect(server.address)
         replayer = Replayer(workflows=[WfexecRun], workflow_runner=UnsandboxedWorkflowRunner())
-        for run_id in (parked, effect_run, agents_run):
+        for run_id in (parked, effect_run, agents_run, short_run):
             history = await client.get_workflow_handle(run_id).fetch_history()
             assert any(event.HasField("activity_task_completed_event_attributes") for event in history.events) \
                 == (run_id != parked)
             await replayer.replay_workflow(history)  # raises on nondeterminism
 
     asyncio.run(replay())
+    scheduled, markers = _activity_kinds(server, short_run)
+    assert scheduled == ["wfexec_effect_step"]  # the step not safe to run twice; the other went through no queue
+    assert markers.count("core_local_activity") == 1, markers
 
 
 def test_cancel_ends_a_waiting_run(server, workers, tmp_path):
@@ -143,13 +154,16 @@ def test_cancel_ends_a_waiting_run(server, workers, tmp_path):
     assert "cancelled" in wfexec(server, "show", run_id, cwd=tmp_path, check_code=0).stdout
 
 
-def _kill_the_worker_mid_step(server, tmp_path, workflow: Path, queue: str):
+def _kill_the_worker_mid_step(server, tmp_path, workflow: Path, queue: str, prepare=None):
     """Start the run with one worker, wait until its step runs, start a second worker, kill -9 the first.
-    Returns the `wfexec run` process following the run and the folder the step works in."""
+    Returns the `wfexec run` process following the run and the folder the step works in (given to `prepare`
+    before the run starts)."""
     pool = Workers(server, queue, tmp_path)
     first = pool.start()
     folder = tmp_path / "step"
     folder.mkdir()
+    if prepare is not None:
+        prepare(folder)
     follower = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(workflow), "--task-queue", queue,
                                  "--set", f"computed.dir={folder}"], env=environment(server), cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -194,6 +208,95 @@ def test_a_killed_workers_non_idempotent_step_asks_rerun_or_skip(server, tmp_pat
         assert out == "waited: went\n\n"
     finally:
         (folder / "go").touch()
+        pool.stop()
+
+
+def _activity_kinds(server: DevServer, run_id: str) -> tuple[list[str], list[str]]:
+    """The regular activities a run's history scheduled, and its markers (a local activity's result is one)."""
+    from temporalio.client import Client
+
+    async def read() -> tuple[list[str], list[str]]:
+        client = await Client.connect(server.address)
+        history = await client.get_workflow_handle(run_id).fetch_history()
+        return ([event.activity_task_scheduled_event_attributes.activity_type.name for event in history.events
+                 if event.HasField("activity_task_scheduled_event_attributes")],
+                [event.marker_recorded_event_attributes.marker_name for event in history.events
+                 if event.HasField("marker_recorded_event_attributes")])
+
+    return asyncio.run(read())
+
+
+def test_local_steps_turned_off_make_every_effect_step_a_regular_activity(server, workers, tmp_path):
+    folder = tmp_path / "step"
+    folder.mkdir()
+    for setting, regular, local in (("1", ["wfexec_effect_step"], 1), ("0", ["wfexec_effect_step"] * 2, 0)):
+        env = {**environment(server), "WFEXEC_TEMPORAL_LOCAL_STEPS": setting}
+        wfexec(server, "run", SHORT_STEPS, "--set", f"computed.dir={folder}", cwd=tmp_path, check_code=0, env=env)
+        run_id = json.loads(wfexec(server, "runs", "--format", "json", "--limit", "1", cwd=tmp_path,
+                                   check_code=0).stdout)["runs"][0]["id"]
+        scheduled, markers = _activity_kinds(server, run_id)
+        assert (scheduled, markers.count("core_local_activity")) == (regular, local), (setting, scheduled, markers)
+    assert (folder / "appended").read_text() == "line\n" * 2
+
+
+def _make_pipe(folder: Path) -> None:
+    os.mkfifo(folder / "pipe")
+
+
+def _feed_pipe(folder: Path) -> bool:
+    """Write into the pipe a step is blocked reading; False when no step reads it (nothing is written then)."""
+    try:
+        end = os.open(folder / "pipe", os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:  # ENXIO: no reader
+        return False
+    try:
+        os.write(end, b"went")
+    finally:
+        os.close(end)
+    return True
+
+
+def test_a_short_step_is_a_local_activity_and_a_killed_workers_idempotent_one_runs_again_on_the_other(server,
+                                                                                                         tmp_path):
+    """A short effect step (files only) runs as a local activity of the worker running the run: killed mid-step,
+    its run is taken over by the other worker, which runs the step again (it says it is idempotent)."""
+    pool, follower, folder = _kill_the_worker_mid_step(server, tmp_path, SHORT_STEP_BLOCKS_IDEMPOTENT, "short-retry",
+                                                       prepare=_make_pipe)
+    try:
+        # taken over once the killed worker's workflow task times out (Temporal's default, 10 s)
+        wait_until(lambda: (folder / "started").read_text().count("attempt") >= 2, 60,
+                   "the step to run again on the second worker")
+        wait_until(lambda: _feed_pipe(folder), 30, "the step to read the pipe")
+        out, err = follower.communicate(timeout=60)
+        assert (follower.returncode, out) == (0, "piped: went\n"), (out, err)
+    finally:
+        _feed_pipe(folder)
+        follower.kill()
+        pool.stop()
+
+
+def test_a_killed_workers_short_step_that_is_not_idempotent_asks_rerun_or_skip(server, tmp_path):
+    """The same step, not safe to run twice: it is not a local activity (which a worker taking the run over would
+    run again, silently) but a regular one, whose lost attempt makes the run ask before it runs again."""
+    pool, follower, folder = _kill_the_worker_mid_step(server, tmp_path, SHORT_STEP_BLOCKS, "short-ask",
+                                                       prepare=_make_pipe)
+    try:
+        out, err = follower.communicate(timeout=90)
+        assert follower.returncode == 3, (out, err)
+        assert "error: node 'read_pipe' was running when run " in err and "not safe to run twice (files)" in err
+        assert (folder / "started").read_text().count("attempt") == 1  # not run again without asking
+        run_id = err.split("when run ", 1)[1].split()[0]
+        resumed = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "resume", run_id, "--rerun"],
+                                   env=environment(server), cwd=tmp_path, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        wait_until(lambda: (folder / "started").read_text().count("attempt") == 2, 60,
+                   "the step to run again on the second worker")
+        wait_until(lambda: _feed_pipe(folder), 30, "the step to read the pipe")
+        out, err = resumed.communicate(timeout=60)
+        assert (resumed.returncode, out) == (0, "piped: went\n"), (out, err)
+    finally:
+        _feed_pipe(folder)
+        follower.kill()
         pool.stop()
 
 

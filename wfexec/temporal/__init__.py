@@ -8,9 +8,10 @@ How wfexec's model maps onto Temporal:
 - a step that only changes state runs inside the workflow code: Temporal's history holds only what effect
   steps returned and the answers given, and replaying re-runs the state-only steps;
 - a step with outside effects (what `wfexec.durable.journal.has_outside_effects` says, as the SQLite journal
-  decides it) is an activity (`wfexec.temporal.activities`) that heartbeats while it runs. An idempotent one is
-  retried on any worker; a non-idempotent one gets one attempt, and when that attempt is lost the run asks
-  "rerun or skip?", as `wfexec resume` does;
+  decides it) is an activity (`wfexec.temporal.activities`): a local activity of the worker running the run when
+  it is short and idempotent (`wfexec.temporal.local_steps`), else one that heartbeats while it runs. An
+  idempotent one is retried on any worker; a non-idempotent one gets one attempt, and when that attempt is lost
+  the run asks "rerun or skip?", as `wfexec resume` does;
 - a question is an update (`answer`) the run waits for; `progress` is a query.
 
 Nothing here is imported unless a command is given `--temporal`: `temporalio` is an optional extra

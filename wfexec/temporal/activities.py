@@ -13,6 +13,7 @@ from wfexec.errors import WfexecError
 from wfexec.running.engine import EntryGateFailed, RunError
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.running.steploop import execute, resolve_target
+from wfexec.temporal.local_steps import LOCAL_STEP_ACTIVITY
 from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, written
 
 HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
@@ -130,3 +131,11 @@ async def effect_step(request: dict, node_id: str, state: dict, answers: dict, s
     """Run one node with outside effects; return the state after it, where it goes, and what it printed (or the
     run error it met, or the question it asks: values, not failures, so Temporal never retries them)."""
     return await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, state, answers, step_ms))
+
+
+
+@activity.defn(name=LOCAL_STEP_ACTIVITY)
+async def local_effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
+    """A short effect step, as a local activity of the worker running the run (wfexec.temporal.local_steps): what
+    `effect_step` returns, without heartbeats (a local activity has none: its workflow task stands for it)."""
+    return await _in_step_thread(_run_node, request, node_id, state, answers, step_ms)

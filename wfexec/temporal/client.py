@@ -27,6 +27,8 @@ HISTORY_PAGE = 20  # events read at a time when looking for a worker's first wor
 JOURNAL_QUERY_TIMEOUT = timedelta(seconds=10)  # a finished run's journal is rebuilt by a worker replaying it
 NO_WORKER_NOTE_AFTER = 5.0  # seconds a run may go unanswered before the server is asked if a worker took it
 HEARTBEAT_VARIABLE = "WFEXEC_TEMPORAL_HEARTBEAT"  # seconds; how soon a dead worker's effect step is given up
+# "0": every effect step is a regular activity, short ones included (wfexec.temporal.local_steps)
+LOCAL_STEPS_VARIABLE = "WFEXEC_TEMPORAL_LOCAL_STEPS"
 
 
 class RunNotFound(WfexecError):
@@ -56,7 +58,8 @@ def run_request(workflow: Workflow, *, inputs: dict, overrides: dict, answers: d
     return {"path": str(workflow.path.resolve()), "source_hash": workflow.source_hash, "inputs": inputs,
             "overrides": overrides, "answers": answers, "max_steps": max_steps, "cwd": os.getcwd(),
             "env": {name: os.environ[name] for name in env_names(workflow) if name in os.environ},
-            "heartbeat_seconds": heartbeat, "backend": backend}
+            "heartbeat_seconds": heartbeat, "backend": backend,
+            "local_steps": os.environ.get(LOCAL_STEPS_VARIABLE, "1").strip() != "0"}
 
 
 async def start(client: Client, workflow: Workflow, request: dict, task_queue: str) -> WorkflowHandle:

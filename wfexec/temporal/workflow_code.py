@@ -25,6 +25,7 @@ from wfexec.running.prompts import AnswerRefused, Answers, NeedsAnswer, check_an
 from wfexec.running.state import BadOverride
 from wfexec.running.steploop import Driver, drive, resolve_target, start
 from wfexec.temporal import WORKFLOW_NAME
+from wfexec.temporal.local_steps import local_steps, run_local_step, use_local_steps
 from wfexec.temporal.steps import (DEFAULT_HEARTBEAT_SECONDS, RERUN_OR_SKIP, RecordingIo, compiled, effect_nodes,
                                    StepLog, error_json, mark_written, question_json, run_options, touches_the_world,
                                    with_request_env)
@@ -49,6 +50,7 @@ class WfexecRun(Driver):
         self.request: dict = {}
         self.heartbeat = timedelta(seconds=DEFAULT_HEARTBEAT_SECONDS)
         self.effects: dict[str, bool] = {}  # node id → idempotent, for the nodes whose steps are activities
+        self.local: frozenset[str] = frozenset()  # the effect steps that are local activities (local_steps)
         self.handed_over: dict[str, Any] = {}
         self.log = StepLog()
 
@@ -169,6 +171,7 @@ class WfexecRun(Driver):
         self.request = request
         self.heartbeat = timedelta(seconds=float(request.get("heartbeat_seconds") or DEFAULT_HEARTBEAT_SECONDS))
         self.effects = effect_nodes(wf)
+        self.local = local_steps(wf) if use_local_steps(request) else frozenset()
         self.handed_over = {**self.effects, **{node_id: None for node_id, node in wf.nodes.items()
                                               if node.kind.agents is not None}}
         return await drive(run, self)
@@ -237,13 +240,8 @@ class WfexecRun(Driver):
             state = {k: v for k, v in run.state.items() if k != "history"}
             state["history"] = run.state["history"][-50:]  # enough for a step that reads recent history
             try:
-                done = await workflow.execute_activity(
-                    "wfexec_effect_step", args=[request, node.id, state, run.options.answers.to_dict(), step_ms],
-                    start_to_close_timeout=timedelta(days=1), heartbeat_timeout=heartbeat,
-                    # An idempotent step may run again anywhere; any other gets one attempt, then a question.
-                    retry_policy=RetryPolicy(maximum_attempts=0 if idempotent else 1,
-                                             initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
-                    result_type=dict)
+                done = await self._effect_activity(
+                    node, [request, node.id, state, run.options.answers.to_dict(), step_ms], idempotent, heartbeat)
             except ActivityError as lost:
                 decision = await self._rerun_or_skip(node, lost)
                 if decision == RERUN:
@@ -267,6 +265,18 @@ class WfexecRun(Driver):
             run.state["history"] = history
             mark_written(run, done)
             return done["outcome"], done["target"]
+
+    async def _effect_activity(self, node: Node, args: list, idempotent: bool, heartbeat: timedelta) -> dict:
+        """One attempt at an effect step: a local activity when it is short and idempotent
+        (wfexec.temporal.local_steps), else an activity any worker may take."""
+        # An idempotent step may run again anywhere; any other gets one attempt, then a question.
+        retry_policy = RetryPolicy(maximum_attempts=0 if idempotent else 1, initial_interval=timedelta(seconds=1),
+                                   maximum_interval=timedelta(seconds=30))
+        if node.id in self.local:
+            return await run_local_step(args, retry_policy)
+        return await workflow.execute_activity("wfexec_effect_step", args=args,
+                                               start_to_close_timeout=timedelta(days=1), heartbeat_timeout=heartbeat,
+                                               retry_policy=retry_policy, result_type=dict)
 
     async def _agents_step(self, run: Run, node: Node, request: dict, heartbeat: timedelta) -> tuple[dict, str]:
         """A states node: its agents kept here, each of their states an activity on whichever worker is free (so

@@ -1,0 +1,63 @@
+"""Short effect steps as local activities: run by the worker that runs the run's workflow code, in the same
+workflow task, with no round trip through the server.
+
+Which steps: the short ones that are safe to run twice. Short: their effects are only on files (`SHORT_EFFECTS`:
+writing, reading, copying files, run logs), as their node type and calls declare them; those end in milliseconds.
+A step that runs a program, reaches the network, git, an MCP server or an LLM may run for minutes: it stays a
+regular activity, which heartbeats (a dead worker is noticed within the heartbeat timeout) and which any worker may
+take. A `states` node's agent states stay regular activities too, so that forked agents spread over the workers.
+
+Why only idempotent ones: a local activity's result enters the run's history only when the workflow task that ran
+it completes (as a marker). If the worker dies before that, the worker that takes the run over replays it and,
+finding no marker, runs the step again, silently: harmless for an idempotent step, not for another, which must be
+asked about ("rerun or skip?"). Asking needs a record, in the history, that the step started before it starts;
+and the only way to write one is to end the workflow task first: a regular activity (a claim echoing the worker
+process's id, checked by the step) or a timer. Both were tried: the claim made such a step cost as much as a
+regular activity (52 ms against 51 ms, bench/bench_temporal.py), and a 1 ms timer takes about a second on the
+dev server. So a step that is not idempotent stays a regular activity, whose one lost attempt makes the run ask.
+
+With worker-specific task queues (all steps of a run on one worker), local activities are already on the run's
+worker; when that worker dies, the one that takes the run over runs its unrecorded short steps again.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+from wfexec.durable.journal import has_outside_effects, is_idempotent
+from wfexec.language.model import Node, Workflow
+
+SHORT_EFFECTS = frozenset({"files", "display"})
+# The version marker of runs whose short steps are local activities: a run started before (its history has their
+# steps as regular activities) replays as it ran.
+PATCH = "wfexec-local-effect-steps"
+LOCAL_STEP_ACTIVITY = "wfexec_local_effect_step"
+
+
+def effects_of(workflow: Workflow, node: Node) -> set[str]:
+    """Everything a node touches: its node type's own work and every call it makes."""
+    own = set(node.kind.effects(node.spec))
+    return own.union(*(call.spec.effects for call in workflow.node_calls(node)))
+
+
+def local_steps(workflow: Workflow) -> frozenset[str]:
+    """The ids of the effect steps that run as local activities (see the module's docstring)."""
+    return frozenset(node_id for node_id, node in workflow.nodes.items()
+                     if node.kind.agents is None and has_outside_effects(workflow, node)
+                     and effects_of(workflow, node) <= SHORT_EFFECTS and is_idempotent(workflow, node))
+
+
+def use_local_steps(request: dict) -> bool:
+    """Whether this run's short steps are local activities: unless turned off for the run, and only for runs
+    started by workflow code that does it (`PATCH`). Deterministic: call it from the workflow code only."""
+    return request.get("local_steps", True) is not False and workflow.patched(PATCH)
+
+
+async def run_local_step(args: list, retry_policy: RetryPolicy) -> dict:
+    """An effect step as a local activity. Raises ActivityError as `workflow.execute_activity` does."""
+    return await workflow.execute_local_activity(LOCAL_STEP_ACTIVITY, args=args,
+                                                 start_to_close_timeout=timedelta(days=1), retry_policy=retry_policy,
+                                                 result_type=dict)
