@@ -51,6 +51,7 @@ SHORT_STEPS = ROOT / "tests" / "workflows" / "temporal" / "short_steps.yaml"
 SHORT_STEP_BLOCKS = ROOT / "tests" / "workflows" / "temporal" / "short_step_blocks.yaml"
 SHORT_STEP_BLOCKS_IDEMPOTENT = ROOT / "tests" / "workflows" / "temporal" / "short_step_blocks_idempotent.yaml"
 REJECT_ASKS = ROOT / "tests" / "workflows" / "temporal" / "reject_asks.yaml"
+NO_WAIT = ROOT / "tests" / "workflows" / "temporal" / "no_wait_states.yaml"
 
 
 def test_quickstart_on_the_cluster_ends_as_on_sqlite(server, workers, tmp_path):
@@ -585,6 +586,26 @@ def test_on_ask_reject_pauses_an_asking_agent_on_the_cluster_as_in_a_local_run(s
     parked = wfexec(server, "run", REJECT_ASKS, cwd=tmp_path, check_code=3)  # the cluster asks to run it again
     assert told in parked.stderr and "1 agent paused (main at START.sh:" in parked.stderr, parked.stderr
     assert "asks: Ship it?" not in parked.stderr
+
+
+def test_no_wait_leaves_a_usage_limit_for_resume_on_the_cluster_instead_of_sleeping(server, workers, tmp_path):
+    """The one agents loop applies a node's `no_wait` on every driver: the limit (reset at 3pm, hours away) pauses
+    the agent, and the run waits for `resume --rerun` instead of sleeping until then."""
+    program = tmp_path / "claude.sh"  # a stand-in for claude: at its usage limit until a file says it was reset
+    program.write_text(
+        "#!/bin/bash\ncat > /dev/null\n"
+        "if [ -f reset ]; then error=false; text='<result>after the reset</result>'\n"
+        "else error=true; text=\"You've hit your limit · resets 3pm (America/Chicago)\"; fi\n"
+        "printf '{\"type\": \"result\", \"subtype\": \"success\", \"is_error\": %s, \"result\": \"%s\"}\\n' "
+        "\"$error\" \"$text\"\n")
+    program.chmod(0o755)
+    backend = f"claude:executable={program}"
+    parked = wfexec(server, "run", NO_WAIT, "--backend", backend, cwd=tmp_path, check_code=3)
+    assert "claude hit a usage limit" in parked.stderr and "1 agent paused (main at START.md:" in parked.stderr, \
+        parked.stderr
+    (tmp_path / "reset").touch()
+    done = wfexec(server, "resume", run_id_from(parked.stderr), "--rerun", cwd=tmp_path, check_code=0)
+    assert done.stdout == "after the reset\n"
 
 
 def test_a_states_folder_runs_on_the_cluster_as_a_one_node_workflow(server, workers, tmp_path):
