@@ -25,6 +25,8 @@ from wfexec.running.prompts import AnswerRefused, Answers, NeedsAnswer, check_an
 from wfexec.running.state import BadOverride
 from wfexec.running.steploop import Driver, drive, resolve_target, start
 from wfexec.temporal import WORKFLOW_NAME
+from wfexec.temporal.delivery import BundleParts, without_bundle_bytes
+from wfexec.temporal.task_queues import Placement
 from wfexec.temporal.steps import (DEFAULT_HEARTBEAT_SECONDS, RERUN_OR_SKIP, RecordingIo, compiled, effect_nodes,
                                    StepLog, error_json, mark_written, question_json, run_options, touches_the_world,
                                    with_request_env)
@@ -38,7 +40,7 @@ def _workflow_ms() -> int:
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class WfexecRun(Driver):
+class WfexecRun(Driver, BundleParts):
     def __init__(self) -> None:
         self.status = "running"           # running | waiting | finished
         self.question: dict | None = None  # what the run waits for, as question_json gives it
@@ -51,6 +53,7 @@ class WfexecRun(Driver):
         self.effects: dict[str, bool] = {}  # node id → idempotent, for the nodes whose steps are activities
         self.handed_over: dict[str, Any] = {}
         self.log = StepLog()
+        self.placement = Placement()  # which worker's queue each activity goes to (wfexec.temporal.task_queues)
 
     @workflow.run
     async def run(self, request: dict) -> dict:
@@ -157,7 +160,7 @@ class WfexecRun(Driver):
 
     # -- the driver ---------------------------------------------------------
     async def _execute(self, request: dict) -> Result:
-        wf = self.workflow = compiled(request["path"], request["source_hash"])
+        wf = self.workflow = compiled(await self.bundled_path(request), request["source_hash"])
         try:
             run = start(wf, io=RecordingIo(self.events), options=run_options(request),
                         inputs=request.get("inputs") or {}, overrides=request.get("overrides") or {},
@@ -166,7 +169,8 @@ class WfexecRun(Driver):
             raise RunError(exc.message, exc.hint) from None
         self.run_ = with_request_env(run, request)
         run.journal = self.log
-        self.request = request
+        self.request = without_bundle_bytes(request)
+        self.placement.configure(request)
         self.heartbeat = timedelta(seconds=float(request.get("heartbeat_seconds") or DEFAULT_HEARTBEAT_SECONDS))
         self.effects = effect_nodes(wf)
         self.handed_over = {**self.effects, **{node_id: None for node_id, node in wf.nodes.items()
@@ -199,11 +203,10 @@ class WfexecRun(Driver):
         """The entry gate or an ending whose calls touch the world, run as an activity (retried: they are checks,
         or an ending's best-effort consequences). Returns the ending's rendered result."""
         state = {k: v for k, v in run.state.items() if k != "history"}
-        done = await workflow.execute_activity(
-            "wfexec_run_edge", args=[request, what, ending_id, state], start_to_close_timeout=timedelta(days=1),
+        done = await self.placement.execute(
+            "wfexec_run_edge", request, [request, what, ending_id, state], start_to_close_timeout=timedelta(days=1),
             heartbeat_timeout=heartbeat, retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
-                                                                  maximum_interval=timedelta(seconds=30)),
-            result_type=dict)
+                                                                  maximum_interval=timedelta(seconds=30)))
         self.events.extend(done.get("events") or ())
         if "error" in done:
             error = _rebuilt_error(done["error"])
@@ -237,13 +240,14 @@ class WfexecRun(Driver):
             state = {k: v for k, v in run.state.items() if k != "history"}
             state["history"] = run.state["history"][-50:]  # enough for a step that reads recent history
             try:
-                done = await workflow.execute_activity(
-                    "wfexec_effect_step", args=[request, node.id, state, run.options.answers.to_dict(), step_ms],
+                done = await self.placement.execute(
+                    "wfexec_effect_step", request, [request, node.id, state, run.options.answers.to_dict(), step_ms],
                     start_to_close_timeout=timedelta(days=1), heartbeat_timeout=heartbeat,
-                    # An idempotent step may run again anywhere; any other gets one attempt, then a question.
+                    # An idempotent step may run again anywhere (a gone worker's, on another); any other gets one
+                    # attempt, then a question.
+                    again_when_gone=idempotent,
                     retry_policy=RetryPolicy(maximum_attempts=0 if idempotent else 1,
-                                             initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
-                    result_type=dict)
+                                             initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
             except ActivityError as lost:
                 decision = await self._rerun_or_skip(node, lost)
                 if decision == RERUN:
@@ -367,12 +371,15 @@ class WfexecRun(Driver):
 
     async def _agent_activity(self, request: dict, node: Node, meta: dict, agent: dict | None,
                               heartbeat: timedelta) -> dict:
-        done = await workflow.execute_activity(
-            "wfexec_agent_state", args=[request, node.id, meta, agent], start_to_close_timeout=timedelta(days=1),
+        from wfexec.protocol.agents import MAIN
+
+        done = await self.placement.execute(
+            "wfexec_agent_state", request, [request, node.id, meta, agent], start_to_close_timeout=timedelta(days=1),
             heartbeat_timeout=heartbeat,
+            # forked agents go to any free worker where the node says `spread: true`; else to the run's worker
+            spread=bool(getattr(node.spec, "spread", False)) and agent is not None and agent.get("id") != MAIN,
             # A state runs again on another worker when its worker dies, as it does when a stopped run resumes.
-            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
-            result_type=dict)
+            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
         self.events.extend(done.get("events") or ())
         if "error" in done:
             raise _rebuilt_error(done["error"])
