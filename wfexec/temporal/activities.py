@@ -14,7 +14,7 @@ from wfexec.running.engine import EntryGateFailed, RunError
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.running.steploop import execute, resolve_target
 from wfexec.temporal.bundle import BundleError
-from wfexec.temporal.delivery import localized
+from wfexec.temporal.delivery import localized, rebased
 from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, written
 
 HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
@@ -88,6 +88,7 @@ def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None
     io = RecordingIo()
     run = make_run(workflow, request, io)
     run.options.backend = _backend(request.get("backend"))
+    meta = {**meta, "cwd": rebased(meta["cwd"], request)}  # the workflow code made it from the client's folder
     try:
         done = node.kind.agents.step(node, run, meta, agent)
     except ProtocolError as exc:  # fatal for the node: the workflow code routes it, or stops or fails the run

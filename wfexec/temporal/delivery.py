@@ -76,8 +76,22 @@ def _local(request: dict, data: bytes | None) -> Path | None:
 
 
 def localized_paths(request: dict, path: Path) -> dict:
-    """The request with this worker's copy of the workflow, and its work folder for relative paths."""
-    return {**request, "path": str(path), **({"cwd": str(here.workdir)} if here.workdir is not None else {})}
+    """The request with this worker's copy of the workflow, and its work folder for relative paths (the folder
+    the run was started from kept as `started_in`, see `rebased`)."""
+    moved = {"cwd": str(here.workdir), "started_in": request["cwd"]} if here.workdir is not None else {}
+    return {**request, "path": str(path), **moved}
+
+
+def rebased(path: str, request: dict) -> str:
+    """A path the workflow code made from the run's folder (a `states` node's working folder), on this worker:
+    under its --workdir instead."""
+    started_in = request.get("started_in")
+    if started_in is None:
+        return path
+    try:
+        return str(Path(request["cwd"]) / Path(path).relative_to(started_in))
+    except ValueError:  # an absolute folder the node names: the same on every machine
+        return path
 
 
 async def localized(request: dict, run_id: str) -> dict:
