@@ -61,8 +61,8 @@ class Apart:
         self.processes: list[subprocess.Popen] = []
         self.hidden = _namespaces_work()
 
-    def start_worker(self, place: Place, env: dict | None = None) -> subprocess.Popen:
-        command = [sys.executable, "-m", "wfexec.cli", "worker", "--workdir", str(place.work)]
+    def start_worker(self, place: Place, env: dict | None = None, args: tuple[str, ...] | list[str] = ()) -> subprocess.Popen:
+        command = [sys.executable, "-m", "wfexec.cli", "worker", "--workdir", str(place.work), *args]
         if self.hidden:  # the other machines' folders are empty here
             others = [self.client.folder] + [w.folder for w in self.workers if w is not place]
             mounts = " && ".join(f"mount -t tmpfs none {shlex.quote(str(folder))}" for folder in others)
@@ -215,3 +215,29 @@ def test_a_worker_without_a_plugin_the_workflow_uses_refuses_it_naming_the_plugi
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "lacks the plugin wfexec-hello" in refused.stderr, refused.stderr
     assert "pip install wfexec-hello" in refused.stderr
+
+
+def test_a_run_whose_worker_is_gone_asks_rerun_or_skip_and_reruns_on_another(apart, tmp_path):
+    """The run's first step and its question on one worker, which is then killed; the next step, not safe to run
+    twice, waits for that worker until WFEXEC_TEMPORAL_WORKER_GONE, then the run asks, as after a crash; --rerun
+    runs it on a worker that claims the run. Its own task queue: the module's two workers stay out of it."""
+    env = apart.client.env(WFEXEC_TEMPORAL_WORKER_GONE="3")
+    first, second = Place(tmp_path / "first", apart.server), Place(tmp_path / "second", apart.server)
+    queue = ["--task-queue", "gone"]
+    doomed = apart.start_worker(first, args=queue)
+    started = _in_client(apart, WORKFLOWS / "ask_between_steps.yaml", "ask-between-steps")
+    parked = apart.wfexec("run", started, *queue, env=env)
+    assert parked.returncode == 3, parked.stderr
+    assert (first.work / "first.txt").exists()
+    doomed.kill()
+    doomed.wait(10)
+    apart.start_worker(second, args=queue)
+    run_id = run_id_from(parked.stderr)
+    asked = apart.wfexec("resume", run_id, "--answer", "ask=go", env=env)
+    assert asked.returncode == 3, asked.stdout + asked.stderr
+    assert f"node 'second' was running when run {run_id}" in asked.stderr and "not safe to run twice" in asked.stderr
+    assert not (first.work / "second.txt").exists() and not (second.work / "second.txt").exists()
+    done = apart.wfexec("resume", run_id, "--rerun", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == "second: ran\n"
+    assert (second.work / "second.txt").read_text() == "second\n"
