@@ -227,6 +227,26 @@ def cancel_on_cluster(address: str, run_id: str, debug: bool) -> int:
     return _guarded(address, body, debug)
 
 
+# Compiled once before a worker takes work: a run's first workflow task compiles its workflow, and Temporal takes
+# a workflow task that does not yield within 2 s for a deadlock and interrupts it, which can leave a module (yaml,
+# the node types, the expression engine) half imported for every later task of the worker.
+_WARM_UP = """
+name: warm-up
+version: "1"
+start_node: a
+nodes:
+  a: {type: action, actions: [{type: set_state, field: computed.x, value: "${1 + 1}"}], on_success: done}
+endings:
+  done: {type: success, message: "${computed.x}"}
+"""
+
+
+def _warm_up() -> None:
+    from wfexec.api import validate_text
+
+    validate_text(_WARM_UP, "warm-up.yaml")
+
+
 def worker(address: str, task_queue: str, debug: bool, workdir=None) -> int:
     """Serve until Ctrl-C or SIGTERM, which is how a worker is meant to stop (exit 0)."""
 
@@ -236,6 +256,7 @@ def worker(address: str, task_queue: str, debug: bool, workdir=None) -> int:
 
         if workdir is not None:
             workdir.mkdir(parents=True, exist_ok=True)
+        _warm_up()
         await serve(address, task_queue, load=load, workdir=workdir.resolve() if workdir is not None else None)
         _error("wfexec worker: stopped")
         return 0
