@@ -6,6 +6,7 @@ bring their workflows with them (the bundle), all of a run's steps go to one wor
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shlex
@@ -241,3 +242,22 @@ def test_a_run_whose_worker_is_gone_asks_rerun_or_skip_and_reruns_on_another(apa
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout == "second: ran\n"
     assert (second.work / "second.txt").read_text() == "second\n"
+
+
+def test_a_bundle_larger_than_one_payload_part_arrives_in_pieces(apart):
+    """600 kB of incompressible data beside a states script: a bundle of several parts (the first in the run's
+    input, the others as signals), each under the size over which a payload would go to the shared blob folder."""
+    flow = apart.client.cwd / "flows" / "big-bundle"
+    (flow / "big").mkdir(parents=True)
+    (flow / "big" / "data.txt").write_text(base64.b64encode(os.urandom(450_000)).decode())
+    (flow / "big" / "START.sh").write_text('#!/bin/sh\necho "<result>$(wc -c < "$(dirname "$0")/data.txt" | '
+                                           'tr -d \' \')</result>"\n')
+    (flow / "workflow.yaml").write_text("name: big-bundle\nversion: '1'\nstart_node: count\nnodes:\n  count:\n"
+                                        "    type: states\n    folder: big\n    store_as: computed.size\n"
+                                        "    on_success: done\nendings:\n  done: {type: success, message: "
+                                        "'data: ${computed.size} bytes'}\n")
+    for _ in range(2):  # the second run: a worker unpacks a bundle it has seen once
+        done = apart.wfexec("run", flow)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout == "data: 600000 bytes\n"
+    assert not any((w.folder / "blobs").exists() for w in [apart.client, *apart.workers])  # no shared folder used
