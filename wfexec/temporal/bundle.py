@@ -58,10 +58,15 @@ class Bundle:
 
 def places_read(path: Path) -> list[Path]:
     """Every place the compile of the workflow at `path` looked for a file, found or not (the compiler's own
-    record, so nothing here resolves a path a second way)."""
+    record, so nothing here resolves a path a second way): as the compiled-workflow cache kept it, else from a
+    compile made for it."""
     from wfexec.language.compiler import check_document, recording_lookups
     from wfexec.language.loader import load_file
+    from wfexec.language.workflow_cache import places_looked
 
+    kept = places_looked(path)
+    if kept is not None:
+        return kept
     with recording_lookups() as looked:
         check_document(load_file(path))
     return looked
