@@ -6,6 +6,7 @@ bring their workflows with them (the bundle), all of a run's steps go to one wor
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -21,6 +22,9 @@ import pytest
 pytest.importorskip("temporalio", reason="needs wfexec[temporal]")
 
 from conftest import ROOT, install_plugin  # noqa: E402
+from wfexec.api import load  # noqa: E402
+from wfexec.temporal.bundle import make_bundle  # noqa: E402
+from wfexec.temporal.delivery import PART_CHARS, fetch_parts, parts_of  # noqa: E402
 from test_temporal import (DevServer, HEARTBEAT_SECONDS, SKILL_RUNS, _release_repo, run_id_from,  # noqa: E402
                            wait_until)
 
@@ -261,3 +265,15 @@ def test_a_bundle_larger_than_one_payload_part_arrives_in_pieces(apart):
         assert done.returncode == 0, done.stdout + done.stderr
         assert done.stdout == "data: 600000 bytes\n"
     assert not any((w.folder / "blobs").exists() for w in [apart.client, *apart.workers])  # no shared folder used
+    # what a worker that has not unpacked it reads from the run's history: the bundle, whole
+    run_id = json.loads(apart.wfexec("run", flow, "--format", "json").stdout)["run_id"]
+    made = make_bundle(load(flow))
+    parts = asyncio.run(_parts_in_history(apart.server.address, run_id, len(parts_of(made))))
+    assert len(parts) > 1 and all(len(part) <= PART_CHARS for part in parts)
+    assert base64.b64decode("".join(parts)) == made.data
+
+
+async def _parts_in_history(address: str, run_id: str, count: int) -> list[str]:
+    from wfexec.temporal.client import connect
+
+    return await fetch_parts(await connect(address), run_id, count)
