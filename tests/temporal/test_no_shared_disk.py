@@ -277,3 +277,15 @@ async def _parts_in_history(address: str, run_id: str, count: int) -> list[str]:
     from wfexec.temporal.client import connect
 
     return await fetch_parts(await connect(address), run_id, count)
+
+
+def test_a_resumed_run_reads_the_workflow_it_started_with_and_a_new_run_the_edited_one(apart):
+    started = _in_client(apart, ROOT / "skills" / "quickstart", "quickstart-edited")
+    parked = apart.wfexec("run", started)
+    assert parked.returncode == 3, parked.stderr
+    flow = started / "workflow.yaml"
+    flow.write_text(flow.read_text().replace('value: "Hello, ${name}"', 'value: "Goodbye, ${name}"'))
+    resumed = apart.wfexec("resume", run_id_from(parked.stderr), "--answer", "ask_mood=cheerful")
+    assert (resumed.returncode, resumed.stdout) == (0, "Hello, world!\n  letters: 5\n"), resumed.stderr
+    again = apart.wfexec("run", started, "--answer", "ask_mood=cheerful")
+    assert (again.returncode, again.stdout) == (0, "Goodbye, world!\n  letters: 5\n"), again.stderr
