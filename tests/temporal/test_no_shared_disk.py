@@ -291,3 +291,15 @@ def test_a_resumed_run_reads_the_workflow_it_started_with_and_a_new_run_the_edit
     assert (resumed.returncode, resumed.stdout) == (0, "Hello, world!\n  letters: 5\n"), resumed.stderr
     again = apart.wfexec("run", started, "--answer", "ask_mood=cheerful")
     assert (again.returncode, again.stdout) == (0, "Goodbye, world!\n  letters: 5\n"), again.stderr
+
+
+def test_a_states_folder_run_on_the_cluster_brings_its_folder(apart):
+    """`wfexec run FOLDER --temporal`: the one-node workflow written in the client's folder names the states folder
+    from where it is written, and the bundle holds both."""
+    folder = apart.client.cwd / "flows" / "agents-folder"
+    shutil.copytree(WORKFLOWS / "agents", folder)
+    parked = apart.wfexec("run", folder)
+    assert parked.returncode == 3, parked.stderr
+    assert "waiting: agent 'main' of node 'agents' asks: Ship it?" in parked.stderr
+    done = apart.wfexec("resume", run_id_from(parked.stderr), "--answer", "main=ok")
+    assert (done.returncode, done.stdout) == (0, "answered ok\n"), done.stderr
