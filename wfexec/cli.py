@@ -339,11 +339,14 @@ def worker(
     temporal: str = typer.Option(..., "--temporal", metavar="HOST:PORT", envvar="WFEXEC_TEMPORAL",
                                  help="The Temporal cluster to serve (env WFEXEC_TEMPORAL)."),
     task_queue: str = TASK_QUEUE_OPTION,
+    workdir: Optional[Path] = typer.Option(None, "--workdir", metavar="DIR",
+                                           help="Where runs' relative paths resolve and their workflow bundles are "
+                                                "unpacked (default: the folder each run was started from)."),
 ):
     """Run the steps of runs started with --temporal, until Ctrl-C (needs wfexec[temporal])."""
     from wfexec.commands.temporal_runs import worker as serve_worker
 
-    raise typer.Exit(serve_worker(temporal, task_queue, _state["debug"]))
+    raise typer.Exit(serve_worker(temporal, task_queue, _state["debug"], workdir))
 
 
 # --------------------------------------------------------------------------- #

@@ -606,7 +606,7 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
         scratch: Any = tempfile.TemporaryDirectory(prefix="wfexec-states-")
     else:
         scratch = None
-    # On a cluster the workers read the written workflow too: beside the folder's run, in the working directory.
+    # On a cluster the written workflow names the folder from where it is written: the run's bundle holds both.
     into = Path(scratch.name) if scratch else Path(".wfexec", "states") if temporal else \
         store_location(store).parent / "states"
     refused = _refused_states(path)
@@ -619,7 +619,7 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
                 timeout=launch.timeout, model=launch.model, warn=_error, effort=launch.effort,
                 timeout_source=launch.timeout_source, on_ask=on_ask if on_ask != "pause" else None,
                 no_wait=launch.no_wait, workflow_id=workflow_id, continue_session=continue_session,
-                debug_files=launch.debug)
+                debug_files=launch.debug, relative_folder=bool(temporal))
         except ScopeError as exc:
             _error(exc.format())
             return exit_code_for("invalid")

@@ -174,11 +174,13 @@ def manifest_warnings(manifest: dict | None) -> list[str]:
 
 def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, with_input: bool,
                     budget_usd: float | None, timeout: float | None, model: str | None,
-                    warn=None, **fields: Any) -> Path:
+                    warn=None, relative_folder: bool = False, **fields: Any) -> Path:
     """A workflow of one `states` node running PATH, written into `into` (named by its content, so the same
     command line finds the same file): what `wfexec states` runs, so that its run is recorded and resumed like
     any other, with what it was launched with (`fields`: the node's effort, on_ask, no_wait, …; a None or false
-    one is left out). Raises ScopeError when PATH is not a states folder."""
+    one is left out). `relative_folder`: the folder is named from where the workflow is written, so the two
+    travel together (a run on a Temporal cluster bundles both). Raises ScopeError when PATH is not a states
+    folder."""
     from wfexec.system.digest import sha256
     import json
 
@@ -189,7 +191,8 @@ def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, w
     for text in manifest_warnings(manifest):
         if warn is not None:
             warn(text)
-    node: dict[str, Any] = {"type": "states", "folder": str(folder)}
+    named = os.path.relpath(folder, into.resolve()) if relative_folder else str(folder)
+    node: dict[str, Any] = {"type": "states", "folder": named}
     if start or named_start:
         node["start"] = start or named_start
     if with_input:  # the text goes in as the workflow's input: a `${` in it stays text

@@ -227,14 +227,44 @@ def cancel_on_cluster(address: str, run_id: str, debug: bool) -> int:
     return _guarded(address, body, debug)
 
 
-def worker(address: str, task_queue: str, debug: bool) -> int:
+# Compiled once, and every node type and registry imported, before a worker takes work: a run's first workflow task
+# compiles its workflow, and Temporal takes a workflow task that does not yield within 2 s for a deadlock and
+# interrupts it, which can leave a module (yaml, the node types, the expression engine) half imported for every
+# later task of the worker, and its import lock held, so the step threads that import it next wait forever (seen
+# with 100 runs started at once on a loaded machine: their local activities never ended).
+_WARM_UP = """
+name: warm-up
+version: "1"
+start_node: a
+nodes:
+  a: {type: action, actions: [{type: set_state, field: computed.x, value: "${1 + 1}"}], on_success: done}
+endings:
+  done: {type: success, message: "${computed.x}"}
+"""
+
+
+def _warm_up() -> None:
+    from wfexec.api import validate_text
+    from wfexec.nodes.base import node_types
+    from wfexec.types.registry import consequences, preconditions
+
+    node_types()
+    preconditions()
+    consequences()
+    validate_text(_WARM_UP, "warm-up.yaml")
+
+
+def worker(address: str, task_queue: str, debug: bool, workdir=None) -> int:
     """Serve until Ctrl-C or SIGTERM, which is how a worker is meant to stop (exit 0)."""
 
     async def body() -> int:
         from wfexec.api import load
         from wfexec.temporal.worker import serve
 
-        await serve(address, task_queue, load=load)
+        if workdir is not None:
+            workdir.mkdir(parents=True, exist_ok=True)
+        _warm_up()
+        await serve(address, task_queue, load=load, workdir=workdir.resolve() if workdir is not None else None)
         _error("wfexec worker: stopped")
         return 0
 

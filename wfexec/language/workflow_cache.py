@@ -139,3 +139,17 @@ def keep(path: Path, content: bytes, checked: Any, looked: list[Path]) -> None:
     payload = pickle.dumps(([(place, digest(Path(place))) for place in places], compiled),
                            protocol=pickle.HIGHEST_PROTOCOL)
     cache.store(_KIND, _key(path, content), payload)
+
+
+def places_looked(path: Path) -> list[Path] | None:
+    """Every place the kept compile of the workflow at `path` looked at (imports, sub-workflows, documents, states
+    folders, found or not), when its entry is still good; None when there is none (the cache is off, or the
+    workflow or one of those places changed). A run on a Temporal cluster bundles the files found there."""
+    content = workflow_bytes(path)
+    if content is None:
+        return None
+    key = _key(path, content)
+    if key not in _this_process and load(path) is None:
+        return None
+    kept = _this_process.get(key)
+    return [Path(place) for place, _ in kept[0]] if kept is not None else None

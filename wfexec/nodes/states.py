@@ -9,6 +9,7 @@ implement:
   input: "${computed.plan}"    # {{input}} / RAYMOND_INPUT of the first state
   budget_usd: 2.0              # checked before every LLM call
   timeout: 300                 # seconds without output before a script (or LLM call) is stopped; 0: never
+  spread: true                 # on Temporal: forked agents' states go to any free worker, not the run's own
   store_as: computed.implementation   # the main agent's final <result>; forks at computed.implementation_forks
   on_result: {APPROVED: deploy}       # routing on the (trimmed) result
   on_success: review
@@ -47,6 +48,7 @@ SCHEMA = {
         "continue_session": {"type": "boolean"},
         "workflow_id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,255}$"},
         "debug_files": {"type": "boolean"},
+        "spread": {"type": "boolean"},
         "backend": {"type": "string"},
         "model": {"type": "string"},
         "effort": {"type": "string"},
@@ -85,6 +87,8 @@ class States:
     continue_session: bool = False      # the first LLM turn branches the latest session of the folder it runs in
     workflow_id: str | None = None      # {{workflow_id}} / RAYMOND_WORKFLOW_ID (default: made from the time)
     debug_files: bool = False           # Raymond's debug files under .raymond/debug/<workflow id>/
+    # On Temporal, forked agents' states go to any free worker (their files land there), not to the run's worker.
+    spread: bool = False
 
 
 def compile(node_id, raw, c):
@@ -113,6 +117,7 @@ def compile(node_id, raw, c):
         continue_session=bool(raw.get("continue_session")),
         workflow_id=raw.get("workflow_id"),
         debug_files=bool(raw.get("debug_files")),
+        spread=bool(raw.get("spread")),
     )
     _check_scope(spec, c)
     if spec.backend:
@@ -513,6 +518,8 @@ NODE_TYPE = NodeType(
                             "(claude `-c --fork-session`)",
         "workflow_id": "`{{workflow_id}}` / `RAYMOND_WORKFLOW_ID` (default: `workflow_<date>_<time>`)",
         "debug_files": "write Raymond's debug files under `.raymond/debug/<workflow id>/`",
+        "spread": "on a Temporal cluster, forked agents' states go to any free worker (the files they write land "
+                  "there), not to the run's own worker",
     }, rules="""\
 1. Open the scope: `folder` (a directory, a `.zip`, or a Raymond `.yaml`) or the inline `states` mapping.
 2. Run its states in the md/sh protocol from `start` (default `1_START`, then `START`), with `input` rendered as

@@ -13,7 +13,9 @@ from wfexec.errors import WfexecError
 from wfexec.running.engine import EntryGateFailed, RunError
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.running.steploop import execute, resolve_target
-from wfexec.temporal.local_steps import LOCAL_STEP_ACTIVITY
+from wfexec.temporal.bundle import BundleError
+from wfexec.temporal.delivery import here, localized, rebased
+from wfexec.temporal.local_steps import LOCAL_STEP_ACTIVITY, not_home
 from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, written
 
 HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
@@ -91,6 +93,7 @@ def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None
     run.current = node  # the node its context speaks for
     steps_of = node.kind.agents
     assert steps_of is not None  # only a node with agents has its agent states sent here
+    meta = {**meta, "cwd": rebased(meta["cwd"], request)}  # the workflow code made it from the client's folder
     try:
         done = steps_of.step(node, run.node_context, meta, agent)
     except ProtocolError as exc:  # fatal for the node: the workflow code routes it, or stops or fails the run
@@ -105,12 +108,23 @@ async def agent_state(request: dict, node_id: str, meta: dict, agent: dict | Non
     """One agent state of a states node: the workflow code keeps the agents and sends each of their states to
     whichever worker is free, so forked agents run on many machines at once."""
     label = f"{node_id}: {agent['id'] if agent else 'start'}"
-    return await _heartbeating(label, _in_step_thread(_run_agent_state, request, node_id, meta, agent))
+    request, refused = await _here(request)
+    return refused or await _heartbeating(label, _in_step_thread(_run_agent_state, request, node_id, meta, agent))
 
 
 @activity.defn(name="wfexec_run_edge")
 async def run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> dict:
-    return await _heartbeating(what, _in_step_thread(_run_edge, request, what, ending_id, state))
+    request, refused = await _here(request)
+    return refused or await _heartbeating(what, _in_step_thread(_run_edge, request, what, ending_id, state))
+
+
+async def _here(request: dict) -> tuple[dict, dict | None]:
+    """The request as this worker runs it (its copy of the run's bundle, its --workdir), or the run error that
+    refuses it: a bundle whose plugins this worker lacks."""
+    try:
+        return await localized(request, activity.info().workflow_id or ""), None
+    except BundleError as exc:
+        return request, {"error": error_json(RunError(exc.message, exc.hint)), "events": []}
 
 
 def _in_step_thread(function, *args) -> asyncio.Future:
@@ -130,12 +144,18 @@ async def _heartbeating(label: str, work: asyncio.Future) -> dict:
 async def effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
     """Run one node with outside effects; return the state after it, where it goes, and what it printed (or the
     run error it met, or the question it asks: values, not failures, so Temporal never retries them)."""
-    return await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, state, answers, step_ms))
-
+    request, refused = await _here(request)
+    return refused or await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, state, answers,
+                                                                   step_ms))
 
 
 @activity.defn(name=LOCAL_STEP_ACTIVITY)
-async def local_effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
-    """A short effect step, as a local activity of the worker running the run (wfexec.temporal.local_steps): what
-    `effect_step` returns, without heartbeats (a local activity has none: its workflow task stands for it)."""
-    return await _in_step_thread(_run_node, request, node_id, state, answers, step_ms)
+async def local_effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int,
+                            home: str | None = None) -> dict:
+    """A short effect step, as a local activity of the worker running the run's workflow task
+    (wfexec.temporal.local_steps): what `effect_step` returns, without heartbeats (a local activity has none: its
+    workflow task stands for it). Refused when that worker is not the run's (`home`), whose disk the step needs."""
+    if home is not None and home != here.queue:
+        raise not_home(home)
+    request, refused = await _here(request)
+    return refused or await _in_step_thread(_run_node, request, node_id, state, answers, step_ms)

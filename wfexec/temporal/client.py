@@ -19,6 +19,7 @@ from wfexec.language.model import Workflow
 from wfexec.temporal import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, TemporalUnavailable
 from wfexec.temporal.blobs import MissingBlob, data_converter
 from wfexec.temporal.steps import DEFAULT_HEARTBEAT_SECONDS, env_names
+from wfexec.temporal.task_queues import worker_gone_seconds
 
 NAMESPACE = "default"
 POLL_SECONDS = 0.1
@@ -58,14 +59,25 @@ def run_request(workflow: Workflow, *, inputs: dict, overrides: dict, answers: d
     return {"path": str(workflow.path.resolve()), "source_hash": workflow.source_hash, "inputs": inputs,
             "overrides": overrides, "answers": answers, "max_steps": max_steps, "cwd": os.getcwd(),
             "env": {name: os.environ[name] for name in env_names(workflow) if name in os.environ},
-            "heartbeat_seconds": heartbeat, "backend": backend,
+            "heartbeat_seconds": heartbeat, "worker_gone_seconds": worker_gone_seconds(heartbeat), "backend": backend,
             "local_steps": os.environ.get(LOCAL_STEPS_VARIABLE, "1").strip() != "0"}
 
 
 async def start(client: Client, workflow: Workflow, request: dict, task_queue: str) -> WorkflowHandle:
+    """Start the run with its workflow bundle (what it reads as its definition, `wfexec.temporal.bundle`): the
+    first part in its input, the others as signals (`wfexec.temporal.delivery`)."""
+    from wfexec.temporal.bundle import make_bundle
+    from wfexec.temporal.delivery import parts_of, send_rest, with_bundle
+
     check_answer_keys(workflow, Answers(request.get("answers")))  # raises AnswerRefused: nothing is started
-    return await client.start_workflow(WORKFLOW_NAME, request, id=new_run_id(), task_queue=task_queue,
-                                       memo={"workflow": workflow.name, "path": request["path"]})
+    bundle = make_bundle(workflow)
+    parts = parts_of(bundle)
+    handle = await client.start_workflow(WORKFLOW_NAME, with_bundle(request, bundle, parts), id=new_run_id(),
+                                         task_queue=task_queue,
+                                         memo={"workflow": workflow.name, "path": request["path"],
+                                               "bundle": bundle.digest})
+    await send_rest(handle, parts)
+    return handle
 
 
 async def find(client: Client, run_id: str) -> WorkflowHandle:

@@ -16,8 +16,12 @@ process's id, checked by the step) or a timer. Both were tried: the claim made s
 regular activity (52 ms against 51 ms, bench/bench_temporal.py), and a 1 ms timer takes about a second on the
 dev server. So a step that is not idempotent stays a regular activity, whose one lost attempt makes the run ask.
 
-With worker-specific task queues (all steps of a run on one worker), local activities are already on the run's
-worker; when that worker dies, the one that takes the run over runs its unrecorded short steps again.
+Where: on the run's own worker (wfexec.temporal.task_queues), whose disk holds what earlier steps wrote. The run's
+worker is the one that claimed it, a claim that is itself a local activity, so it is the worker running the run's
+workflow tasks (Temporal keeps sending them to the worker that has the run cached). When a workflow task runs on
+another worker (the cache let the run go, or the run's worker is gone), the short step refuses to run there
+(`not_home`) and goes to the run's worker's queue as a regular activity, where a gone worker is noticed and asked
+about like any other.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from wfexec.durable.journal import has_outside_effects, is_idempotent
 from wfexec.language.model import Node, Workflow
@@ -35,6 +40,7 @@ SHORT_EFFECTS = frozenset({"files", "display"})
 # steps as regular activities) replays as it ran.
 PATCH = "wfexec-local-effect-steps"
 LOCAL_STEP_ACTIVITY = "wfexec_local_effect_step"
+NOT_HOME = "WfexecNotTheRunsWorker"  # the failure type of a short step refused on another worker than the run's
 
 
 def effects_of(workflow: Workflow, node: Node) -> set[str]:
@@ -61,3 +67,14 @@ async def run_local_step(args: list, retry_policy: RetryPolicy) -> dict:
     return await workflow.execute_local_activity(LOCAL_STEP_ACTIVITY, args=args,
                                                  start_to_close_timeout=timedelta(days=1), retry_policy=retry_policy,
                                                  result_type=dict)
+
+
+def not_home(home: str) -> ApplicationError:
+    """What a short step raises on a worker that is not the run's: not retried here, sent to `home` instead."""
+    return ApplicationError(f"this worker is not the run's ({home})", type=NOT_HOME, non_retryable=True)
+
+
+def elsewhere(lost: ActivityError) -> bool:
+    """Whether a short step failed only because its workflow task ran on another worker than the run's."""
+    cause = lost.cause
+    return isinstance(cause, ApplicationError) and cause.type == NOT_HOME

@@ -48,7 +48,7 @@ def compiled(path: str, source_hash: str) -> Workflow:
             workflow = _workflows[path] = _loader[0](path)
         except WfexecError as exc:  # an invalid or missing file: the run fails with why, it does not hang
             raise RunError(f"cannot load the workflow {path} on this worker: {exc.message}",
-                           "give every worker the same files, at the same paths") from None
+                           "give every worker the same wfexec and plugins as where the run started") from None
         except Exception as exc:  # a bug in the loading, not the files: said so, so nobody goes checking them
             raise InternalError(f"internal error loading the workflow {path} on this worker: "
                                 f"{type(exc).__name__}: {exc}",

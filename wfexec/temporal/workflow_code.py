@@ -25,7 +25,9 @@ from wfexec.running.prompts import AnswerRefused, Answers, NeedsAnswer, check_an
 from wfexec.running.state import BadOverride
 from wfexec.running.steploop import Driver, drive, resolve_target, start
 from wfexec.temporal import WORKFLOW_NAME
-from wfexec.temporal.local_steps import local_steps, run_local_step, use_local_steps
+from wfexec.temporal.delivery import BundleParts, without_bundle_bytes
+from wfexec.temporal.local_steps import elsewhere, local_steps, run_local_step, use_local_steps
+from wfexec.temporal.task_queues import Placement
 from wfexec.temporal.steps import (DEFAULT_HEARTBEAT_SECONDS, RERUN_OR_SKIP, RecordingIo, compiled, effect_nodes,
                                    StepLog, error_json, mark_written, question_json, run_options, touches_the_world,
                                    with_request_env)
@@ -39,7 +41,7 @@ def _workflow_ms() -> int:
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class WfexecRun(Driver):
+class WfexecRun(Driver, BundleParts):
     def __init__(self) -> None:
         self.status = "running"           # running | waiting | finished
         self.question: dict | None = None  # what the run waits for, as question_json gives it
@@ -53,6 +55,7 @@ class WfexecRun(Driver):
         self.local: frozenset[str] = frozenset()  # the effect steps that are local activities (local_steps)
         self.handed_over: dict[str, Any] = {}
         self.log = StepLog()
+        self.placement = Placement()  # which worker's queue each activity goes to (wfexec.temporal.task_queues)
 
     @workflow.run
     async def run(self, request: dict) -> dict:
@@ -159,7 +162,7 @@ class WfexecRun(Driver):
 
     # -- the driver ---------------------------------------------------------
     async def _execute(self, request: dict) -> Result:
-        wf = self.workflow = compiled(request["path"], request["source_hash"])
+        wf = self.workflow = compiled(await self.bundled_path(request), request["source_hash"])
         try:
             run = start(wf, io=RecordingIo(self.events), options=run_options(request),
                         inputs=request.get("inputs") or {}, overrides=request.get("overrides") or {},
@@ -168,7 +171,8 @@ class WfexecRun(Driver):
             raise RunError(exc.message, exc.hint) from None
         self.run_ = with_request_env(run, request)
         run.journal = self.log
-        self.request = request
+        self.request = without_bundle_bytes(request)
+        self.placement.configure(request)
         self.heartbeat = timedelta(seconds=float(request.get("heartbeat_seconds") or DEFAULT_HEARTBEAT_SECONDS))
         self.effects = effect_nodes(wf)
         self.local = local_steps(wf) if use_local_steps(request) else frozenset()
@@ -202,11 +206,10 @@ class WfexecRun(Driver):
         """The entry gate or an ending whose calls touch the world, run as an activity (retried: they are checks,
         or an ending's best-effort consequences). Returns the ending's rendered result."""
         state = {k: v for k, v in run.state.items() if k != "history"}
-        done = await workflow.execute_activity(
-            "wfexec_run_edge", args=[request, what, ending_id, state], start_to_close_timeout=timedelta(days=1),
+        done = await self.placement.execute(
+            "wfexec_run_edge", request, [request, what, ending_id, state], start_to_close_timeout=timedelta(days=1),
             heartbeat_timeout=heartbeat, retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
-                                                                  maximum_interval=timedelta(seconds=30)),
-            result_type=dict)
+                                                                  maximum_interval=timedelta(seconds=30)))
         self.events.extend(done.get("events") or ())
         if "error" in done:
             error = _rebuilt_error(done["error"])
@@ -241,7 +244,8 @@ class WfexecRun(Driver):
             state["history"] = run.state["history"][-50:]  # enough for a step that reads recent history
             try:
                 done = await self._effect_activity(
-                    node, [request, node.id, state, run.options.answers.to_dict(), step_ms], idempotent, heartbeat)
+                    node, request, [request, node.id, state, run.options.answers.to_dict(), step_ms], idempotent,
+                    heartbeat)
             except ActivityError as lost:
                 decision = await self._rerun_or_skip(node, lost)
                 if decision == RERUN:
@@ -266,17 +270,25 @@ class WfexecRun(Driver):
             mark_written(run, done)
             return done["outcome"], done["target"]
 
-    async def _effect_activity(self, node: Node, args: list, idempotent: bool, heartbeat: timedelta) -> dict:
-        """One attempt at an effect step: a local activity when it is short and idempotent
-        (wfexec.temporal.local_steps), else an activity any worker may take."""
+    async def _effect_activity(self, node: Node, request: dict, args: list, idempotent: bool,
+                               heartbeat: timedelta) -> dict:
+        """One attempt at an effect step, on the run's worker (wfexec.temporal.task_queues): a local activity when
+        it is short and idempotent (wfexec.temporal.local_steps) and this workflow task runs there, else an activity
+        on that worker's own queue."""
         # An idempotent step may run again anywhere; any other gets one attempt, then a question.
         retry_policy = RetryPolicy(maximum_attempts=0 if idempotent else 1, initial_interval=timedelta(seconds=1),
                                    maximum_interval=timedelta(seconds=30))
         if node.id in self.local:
-            return await run_local_step(args, retry_policy)
-        return await workflow.execute_activity("wfexec_effect_step", args=args,
-                                               start_to_close_timeout=timedelta(days=1), heartbeat_timeout=heartbeat,
-                                               retry_policy=retry_policy, result_type=dict)
+            try:
+                return await run_local_step([*args, await self.placement.home_queue(request)], retry_policy)
+            except ActivityError as lost:
+                if not elsewhere(lost):
+                    raise
+                # The run's workflow task moved to another worker than the run's (its cache let it go, or the
+                # run's worker is gone): the step goes to the run's worker's queue, which says which.
+        return await self.placement.execute("wfexec_effect_step", request, args, start_to_close_timeout=timedelta(days=1),
+                                            heartbeat_timeout=heartbeat, again_when_gone=idempotent,
+                                            retry_policy=retry_policy)
 
     async def _agents_step(self, run: Run, node: Node, request: dict, heartbeat: timedelta) -> tuple[dict, str]:
         """A states node: its agents kept here, each of their states an activity on whichever worker is free (so
@@ -323,12 +335,15 @@ class WfexecRun(Driver):
 
     async def _agent_activity(self, request: dict, node: Node, meta: dict, agent: dict | None,
                               heartbeat: timedelta) -> dict:
-        done = await workflow.execute_activity(
-            "wfexec_agent_state", args=[request, node.id, meta, agent], start_to_close_timeout=timedelta(days=1),
+        from wfexec.protocol.agents import MAIN
+
+        done = await self.placement.execute(
+            "wfexec_agent_state", request, [request, node.id, meta, agent], start_to_close_timeout=timedelta(days=1),
             heartbeat_timeout=heartbeat,
+            # forked agents go to any free worker where the node says `spread: true`; else to the run's worker
+            spread=bool(getattr(node.spec, "spread", False)) and agent is not None and agent.get("id") != MAIN,
             # A state runs again on another worker when its worker dies, as it does when a stopped run resumes.
-            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
-            result_type=dict)
+            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
         self.events.extend(done.get("events") or ())
         if "error" in done:
             raise _rebuilt_error(done["error"])
