@@ -146,7 +146,8 @@ def test_a_finished_runs_history_replays_deterministically(server, workers, tmp_
     asyncio.run(replay())
     scheduled, markers = _activity_kinds(server, short_run)
     assert scheduled == ["wfexec_effect_step"]  # the step not safe to run twice; the other went through no queue
-    assert markers.count("core_local_activity") == 1, markers
+    # the claim of the run's worker (wfexec.temporal.task_queues) and the short step
+    assert markers.count("core_local_activity") == 2, markers
 
 
 def test_cancel_ends_a_waiting_run(server, workers, tmp_path):
@@ -230,7 +231,8 @@ def _activity_kinds(server: DevServer, run_id: str) -> tuple[list[str], list[str
 def test_local_steps_turned_off_make_every_effect_step_a_regular_activity(server, workers, tmp_path):
     folder = tmp_path / "step"
     folder.mkdir()
-    for setting, regular, local in (("1", ["wfexec_effect_step"], 1), ("0", ["wfexec_effect_step"] * 2, 0)):
+    # (local: the short step's marker, if any, and the claim of the run's worker, always a local activity)
+    for setting, regular, local in (("1", ["wfexec_effect_step"], 2), ("0", ["wfexec_effect_step"] * 2, 1)):
         env = {**environment(server), "WFEXEC_TEMPORAL_LOCAL_STEPS": setting}
         wfexec(server, "run", SHORT_STEPS, "--set", f"computed.dir={folder}", cwd=tmp_path, check_code=0, env=env)
         run_id = json.loads(wfexec(server, "runs", "--format", "json", "--limit", "1", cwd=tmp_path,
