@@ -227,14 +227,14 @@ def cancel_on_cluster(address: str, run_id: str, debug: bool) -> int:
     return _guarded(address, body, debug)
 
 
-def worker(address: str, task_queue: str, debug: bool) -> int:
+def worker(address: str, task_queue: str, debug: bool, blob_retention: float | None = None) -> int:
     """Serve until Ctrl-C or SIGTERM, which is how a worker is meant to stop (exit 0)."""
 
     async def body() -> int:
         from wfexec.api import load
         from wfexec.temporal.worker import serve
 
-        await serve(address, task_queue, load=load)
+        await serve(address, task_queue, load=load, blob_retention=blob_retention)
         _error("wfexec worker: stopped")
         return 0
 

@@ -13,17 +13,23 @@ from wfexec.errors import WfexecError
 from wfexec.running.engine import EntryGateFailed, RunError
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.running.steploop import execute, resolve_target
+from wfexec.temporal.state_changes import MISSING, WorkerStates, step_changes
 from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, written
 
 HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
 # The threads steps run in. Not asyncio's default executor, which `asyncio.run` waits for when it ends: a worker
 # told to stop must not wait for a long command of a step it gave up (Temporal runs that step again elsewhere).
 STEP_THREADS = ThreadPoolExecutor(max_workers=100, thread_name_prefix="wfexec-step")
+WORKER_STATES = WorkerStates()  # the state of the runs this worker stepped last, sent by change after that
 
 
-def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
+def _run_node(request: dict, node_id: str, shipped: dict, answers: dict, step_ms: int, run_key: str,
+              token: str) -> dict:
     workflow = compiled(request["path"], request["source_hash"])
     node = workflow.nodes[node_id]
+    state = WORKER_STATES.take(run_key, shipped)
+    if state is None:  # before running anything: the workflow code sends the whole state instead
+        return {MISSING: True}
     io = RecordingIo()
     run = make_run(workflow, request, io, state=state, answers=answers)
     run.options.backend = _backend(request.get("backend"))
@@ -41,11 +47,10 @@ def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: 
     except WfexecError as exc:
         return {"error": error_json(RunError(exc.message, exc.hint, exc.where or node.where, node.id)),
                 "events": io.events}
-    changes = written(run)
-    state = run.state
-    state.pop("history", None)  # the workflow keeps its own
-    return {"state": state, "target": target, "outcome": outcome.outcome, "events": io.events,
-            "answers": run.options.answers.to_dict(), **changes}
+    changes = step_changes(run)
+    WORKER_STATES.keep(run_key, token, run.state)
+    return {"changes": changes, "state_token": token, "target": target, "outcome": outcome.outcome,
+            "events": io.events, "answers": run.options.answers.to_dict(), **written(run)}
 
 
 def _backend(spec: str | None):
@@ -123,7 +128,12 @@ async def _heartbeating(label: str, work: asyncio.Future) -> dict:
 
 
 @activity.defn(name="wfexec_effect_step")
-async def effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
-    """Run one node with outside effects; return the state after it, where it goes, and what it printed (or the
-    run error it met, or the question it asks: values, not failures, so Temporal never retries them)."""
-    return await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, state, answers, step_ms))
+async def effect_step(request: dict, node_id: str, shipped: dict, answers: dict, step_ms: int) -> dict:
+    """Run one node with outside effects; return what it changed in the state (`state_changes`), where it goes,
+    and what it printed (or the run error it met, or the question it asks: values, not failures, so Temporal
+    never retries them)."""
+    info = activity.info()
+    run_key = f"{info.workflow_id}/{info.workflow_run_id}"
+    token = f"{info.activity_id}/{info.attempt}"
+    return await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, shipped, answers, step_ms,
+                                                        run_key, token))

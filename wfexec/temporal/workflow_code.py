@@ -25,6 +25,7 @@ from wfexec.running.prompts import AnswerRefused, Answers, NeedsAnswer, check_an
 from wfexec.running.state import BadOverride
 from wfexec.running.steploop import Driver, drive, resolve_target, start
 from wfexec.temporal import WORKFLOW_NAME
+from wfexec.temporal.state_changes import MISSING, ShippedState, apply_changes
 from wfexec.temporal.steps import (DEFAULT_HEARTBEAT_SECONDS, RERUN_OR_SKIP, RecordingIo, compiled, effect_nodes,
                                    StepLog, error_json, mark_written, question_json, run_options, touches_the_world,
                                    with_request_env)
@@ -50,7 +51,8 @@ class WfexecRun(Driver):
         self.heartbeat = timedelta(seconds=DEFAULT_HEARTBEAT_SECONDS)
         self.effects: dict[str, bool] = {}  # node id → idempotent, for the nodes whose steps are activities
         self.handed_over: dict[str, Any] = {}
-        self.log = StepLog()
+        self.shipped = ShippedState()  # what the workers hold of the state: effect steps are sent its changes
+        self.log = StepLog(on_changes=self.shipped.note)
 
     @workflow.run
     async def run(self, request: dict) -> dict:
@@ -234,22 +236,25 @@ class WfexecRun(Driver):
                            heartbeat: timedelta) -> tuple[dict, str]:
         step_ms = run.started_ms()
         while True:
-            state = {k: v for k, v in run.state.items() if k != "history"}
-            state["history"] = run.state["history"][-50:]  # enough for a step that reads recent history
+            shipped = self.shipped.argument(run.state)
             try:
                 done = await workflow.execute_activity(
-                    "wfexec_effect_step", args=[request, node.id, state, run.options.answers.to_dict(), step_ms],
+                    "wfexec_effect_step", args=[request, node.id, shipped, run.options.answers.to_dict(), step_ms],
                     start_to_close_timeout=timedelta(days=1), heartbeat_timeout=heartbeat,
                     # An idempotent step may run again anywhere; any other gets one attempt, then a question.
                     retry_policy=RetryPolicy(maximum_attempts=0 if idempotent else 1,
                                              initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
                     result_type=dict)
             except ActivityError as lost:
+                self.shipped.forget()  # the lost attempt's worker may hold a state the run never took
                 decision = await self._rerun_or_skip(node, lost)
                 if decision == RERUN:
                     continue
                 # Only offered when the node has a static edge to skip to (_rerun_or_skip).
                 return {"skipped": True}, str(getattr(node.spec, str(node.kind.skip_edge)))
+            if done.get(MISSING):  # that worker does not hold the state the changes apply to: send it whole
+                self.shipped.forget()
+                continue
             self.events.extend(done.get("events") or ())
             if "answers" in done:  # what the step took of them is used up here too
                 run.options.answers = Answers(done["answers"])
@@ -261,10 +266,8 @@ class WfexecRun(Driver):
                 continue
             if "error" in done:
                 raise _rebuilt_error(done["error"])
-            history = run.state["history"]
-            run.state.clear()
-            run.state.update(done["state"])
-            run.state["history"] = history
+            apply_changes(run.state, done["changes"])
+            self.shipped.applied(done["state_token"])
             mark_written(run, done)
             return done["outcome"], done["target"]
 
