@@ -140,7 +140,17 @@ class S3Store(BlobStore):
         return f"{S3_SCHEME}{self.bucket}"
 
     async def stored_runs(self) -> list[StoredRun]:
-        return await asyncio.to_thread(self._stored_runs)
+        return await asyncio.to_thread(self._said, self._stored_runs)
+
+    def _said(self, call, *args):
+        """A call to the store, whose failure (unreachable, refused, no such bucket) is one line, exit 5."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return call(*args)
+        except (BotoCoreError, ClientError) as exc:
+            raise TemporalUnavailable(f"the S3 store {self.where()} failed: {exc}",
+                                      "check the bucket, AWS_ENDPOINT_URL and the credentials") from None
 
     def _objects(self):
         for page in self._client().get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix="v0/"):
@@ -157,7 +167,7 @@ class S3Store(BlobStore):
         return list(runs.values())
 
     async def remove(self, run_id: str | None) -> None:
-        await asyncio.to_thread(self._remove, run_id)
+        await asyncio.to_thread(self._said, self._remove, run_id)
 
     def _remove(self, run_id: str | None) -> None:
         keys = [item["Key"] for item in self._objects() if _s3_run_id(item["Key"]) == run_id]

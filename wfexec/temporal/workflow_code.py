@@ -25,7 +25,7 @@ from wfexec.running.prompts import AnswerRefused, Answers, NeedsAnswer, check_an
 from wfexec.running.state import BadOverride
 from wfexec.running.steploop import Driver, drive, resolve_target, start
 from wfexec.temporal import WORKFLOW_NAME
-from wfexec.temporal.state_changes import MISSING, ShippedState, apply_changes
+from wfexec.temporal.state_changes import MISSING, ShippedState, apply_changes, for_steps
 from wfexec.temporal.steps import (DEFAULT_HEARTBEAT_SECONDS, RERUN_OR_SKIP, RecordingIo, compiled, effect_nodes,
                                    StepLog, error_json, mark_written, question_json, run_options, touches_the_world,
                                    with_request_env)
@@ -168,7 +168,7 @@ class WfexecRun(Driver):
             raise RunError(exc.message, exc.hint) from None
         self.run_ = with_request_env(run, request)
         run.journal = self.log
-        self.request = request
+        self.request = for_steps(request)
         self.heartbeat = timedelta(seconds=float(request.get("heartbeat_seconds") or DEFAULT_HEARTBEAT_SECONDS))
         self.effects = effect_nodes(wf)
         self.handed_over = {**self.effects, **{node_id: None for node_id, node in wf.nodes.items()
