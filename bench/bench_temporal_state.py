@@ -114,8 +114,8 @@ async def bench(args, folder: Path, address: str) -> None:
           f"{args.rounds} alternating rounds (one dev server, one worker, this machine)")
     print(f"  state                 per effect step   blob bytes, run of {args.steps} steps   of 0 steps")
     for side, label in (("small", "a few bytes"), ("large", f"{args.mb} MB")):
-        print(f"  {label:<20} {per_step[side] * 1000:10.1f} ms   {statistics.median(stored[(side, args.steps)]):>22,}"
-              f"   {statistics.median(stored[(side, 0)]):>11,}")
+        with_steps, without = (int(statistics.median(stored[(side, steps)])) for steps in (args.steps, 0))
+        print(f"  {label:<20} {per_step[side] * 1000:10.1f} ms   {with_steps:>22,}   {without:>11,}")
     if per_step["small"] > 0:
         print(f"  {args.mb} MB vs small: {per_step['large'] / per_step['small']:.1f}x per effect step (target: <= 2x)")
 
