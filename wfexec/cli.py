@@ -342,11 +342,43 @@ def worker(
     workdir: Optional[Path] = typer.Option(None, "--workdir", metavar="DIR",
                                            help="Where runs' relative paths resolve and their workflow bundles are "
                                                 "unpacked (default: the folder each run was started from)."),
+    blob_retention: str = typer.Option(
+        "7d", "--blob-retention", metavar="DURATION", envvar="WFEXEC_BLOB_RETENTION",
+        help="Remove a run's stored large state this long after it ended (7d, 12h, 30m, 0; off: never; "
+             "env WFEXEC_BLOB_RETENTION)."),
 ):
     """Run the steps of runs started with --temporal, until Ctrl-C (needs wfexec[temporal])."""
     from wfexec.commands.temporal_runs import worker as serve_worker
 
-    raise typer.Exit(serve_worker(temporal, task_queue, _state["debug"], workdir))
+    retention = None if blob_retention.strip().lower() == "off" else _duration(blob_retention, "--blob-retention")
+    raise typer.Exit(serve_worker(temporal, task_queue, _state["debug"], workdir, blob_retention=retention))
+
+
+def _duration(text: str, option: str) -> float:
+    from wfexec.commands.gc import duration_option
+
+    try:
+        return duration_option(text, option)
+    except entrypoints.CommandLineError as exc:
+        raise typer.BadParameter(exc.message, param_hint=exc.param_hint) from None
+
+
+@app.command()
+def gc(
+    temporal: str = typer.Option(..., "--temporal", metavar="HOST:PORT", envvar="WFEXEC_TEMPORAL",
+                                 help="The Temporal cluster whose live runs are kept (env WFEXEC_TEMPORAL)."),
+    retention: str = typer.Option("0", "--retention", metavar="DURATION",
+                                  help="Keep the blobs of runs that ended less than this long ago (default 0)."),
+    grace: str = typer.Option("1h", "--grace", metavar="DURATION",
+                              help="Keep the blobs of runs the server does not know (yet) if this recent."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be removed; remove nothing."),
+    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
+):
+    """Remove the stored large state (blobs) that no live run on the Temporal cluster refers to."""
+    from wfexec.commands.gc import gc as collect
+
+    retention_seconds, grace_seconds = _duration(retention, "--retention"), _duration(grace, "--grace")
+    raise typer.Exit(collect(temporal, retention_seconds, grace_seconds, dry_run, format.value, _state["debug"]))
 
 
 # --------------------------------------------------------------------------- #

@@ -254,7 +254,7 @@ def _warm_up() -> None:
     validate_text(_WARM_UP, "warm-up.yaml")
 
 
-def worker(address: str, task_queue: str, debug: bool, workdir=None) -> int:
+def worker(address: str, task_queue: str, debug: bool, workdir=None, blob_retention: float | None = None) -> int:
     """Serve until Ctrl-C or SIGTERM, which is how a worker is meant to stop (exit 0)."""
 
     async def body() -> int:
@@ -264,7 +264,8 @@ def worker(address: str, task_queue: str, debug: bool, workdir=None) -> int:
         if workdir is not None:
             workdir.mkdir(parents=True, exist_ok=True)
         _warm_up()
-        await serve(address, task_queue, load=load, workdir=workdir.resolve() if workdir is not None else None)
+        await serve(address, task_queue, load=load, workdir=workdir.resolve() if workdir is not None else None,
+                    blob_retention=blob_retention)
         _error("wfexec worker: stopped")
         return 0
 

@@ -16,17 +16,23 @@ from wfexec.running.steploop import execute, resolve_target
 from wfexec.temporal.bundle import BundleError
 from wfexec.temporal.delivery import here, localized, rebased
 from wfexec.temporal.local_steps import LOCAL_STEP_ACTIVITY, not_home
+from wfexec.temporal.state_changes import MISSING, WorkerStates, step_changes
 from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, written
 
 HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
 # The threads steps run in. Not asyncio's default executor, which `asyncio.run` waits for when it ends: a worker
 # told to stop must not wait for a long command of a step it gave up (Temporal runs that step again elsewhere).
 STEP_THREADS = ThreadPoolExecutor(max_workers=100, thread_name_prefix="wfexec-step")
+WORKER_STATES = WorkerStates()  # the state of the runs this worker stepped last, sent by change after that
 
 
-def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
+def _run_node(request: dict, node_id: str, shipped: dict, answers: dict, step_ms: int, run_key: str,
+              token: str) -> dict:
     workflow = compiled(request["path"], request["source_hash"])
     node = workflow.nodes[node_id]
+    state = WORKER_STATES.take(run_key, shipped)
+    if state is None:  # before running anything: the workflow code sends the whole state instead
+        return {MISSING: True}
     io = RecordingIo()
     run = make_run(workflow, request, io, state=state, answers=answers)
     run.options.backend = _backend(request.get("backend"))
@@ -44,11 +50,10 @@ def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: 
     except WfexecError as exc:
         return {"error": error_json(RunError(exc.message, exc.hint, exc.where or node.where, node.id)),
                 "events": io.events}
-    changes = written(run)
-    state = run.state
-    state.pop("history", None)  # the workflow keeps its own
-    return {"state": state, "target": target, "outcome": outcome.outcome, "events": io.events,
-            "answers": run.options.answers.to_dict(), **changes}
+    changes = step_changes(run)
+    WORKER_STATES.keep(run_key, token, run.state)
+    return {"changes": changes, "state_token": token, "target": target, "outcome": outcome.outcome,
+            "events": io.events, "answers": run.options.answers.to_dict(), **written(run)}
 
 
 def _backend(spec: str | None):
@@ -141,16 +146,17 @@ async def _heartbeating(label: str, work: asyncio.Future) -> dict:
 
 
 @activity.defn(name="wfexec_effect_step")
-async def effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int) -> dict:
-    """Run one node with outside effects; return the state after it, where it goes, and what it printed (or the
-    run error it met, or the question it asks: values, not failures, so Temporal never retries them)."""
+async def effect_step(request: dict, node_id: str, shipped: dict, answers: dict, step_ms: int) -> dict:
+    """Run one node with outside effects; return what it changed in the state (`state_changes`), where it goes,
+    and what it printed (or the run error it met, or the question it asks: values, not failures, so Temporal
+    never retries them)."""
     request, refused = await _here(request)
-    return refused or await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, state, answers,
-                                                                   step_ms))
+    return refused or await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, shipped, answers,
+                                                                   step_ms, *_step_keys()))
 
 
 @activity.defn(name=LOCAL_STEP_ACTIVITY)
-async def local_effect_step(request: dict, node_id: str, state: dict, answers: dict, step_ms: int,
+async def local_effect_step(request: dict, node_id: str, shipped: dict, answers: dict, step_ms: int,
                             home: str | None = None) -> dict:
     """A short effect step, as a local activity of the worker running the run's workflow task
     (wfexec.temporal.local_steps): what `effect_step` returns, without heartbeats (a local activity has none: its
@@ -158,4 +164,10 @@ async def local_effect_step(request: dict, node_id: str, state: dict, answers: d
     if home is not None and home != here.queue:
         raise not_home(home)
     request, refused = await _here(request)
-    return refused or await _in_step_thread(_run_node, request, node_id, state, answers, step_ms)
+    return refused or await _in_step_thread(_run_node, request, node_id, shipped, answers, step_ms, *_step_keys())
+
+
+def _step_keys() -> tuple[str, str]:
+    """The run this worker keeps a state for, and this attempt's token for the state it leaves (state_changes)."""
+    info = activity.info()
+    return f"{info.workflow_id}/{info.workflow_run_id}", f"{info.activity_id}/{info.attempt}"

@@ -174,15 +174,18 @@ class StepLog(Journal):
     show RUN --temporal --format json` gives it as `journal`, in the rows a SQLite run's journal has (without
     durations: the workflow code reads no clock but Temporal's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_changes: Callable[[dict, dict, list], None] | None = None) -> None:
         self.rows: list[dict] = []
         self.step = 0
+        self.on_changes = on_changes  # told each step's changes (`state_changes.ShippedState.note`)
 
     def after_step(self, run: Run, node, entry: dict) -> None:
         self.step += 1
         sets, appends, removed = record_changes(run.state, run.changed, run.appended)
         run.changed.clear()
         run.appended.clear()
+        if self.on_changes is not None:
+            self.on_changes(sets, appends, removed)
         row = {"step": self.step, **entry, "changes": sets}
         if appends:
             row["appended"] = appends

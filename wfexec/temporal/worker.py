@@ -17,9 +17,12 @@ from wfexec.temporal.steps import Loader, use_loader
 
 
 async def serve(address: str, task_queue: str = DEFAULT_TASK_QUEUE, *, load: Loader,
-                max_concurrent_steps: int = 100, workdir: Path | None = None) -> None:
+                max_concurrent_steps: int = 100, workdir: Path | None = None,
+                blob_retention: float | None = None) -> None:
     """Poll the queues until SIGINT (Ctrl-C), SIGTERM or SIGHUP. `workdir`: where runs' relative paths resolve
-    and their bundles are unpacked (None: each run's own folder, as the person starting it saw it)."""
+    and their bundles are unpacked (None: each run's own folder, as the person starting it saw it).
+    `blob_retention`: seconds a closed run's blobs are kept before this worker's sweep removes them (None: no
+    sweep)."""
     from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
     from wfexec.temporal.activities import agent_state, effect_step, local_effect_step, run_edge
@@ -55,5 +58,19 @@ async def serve(address: str, task_queue: str = DEFAULT_TASK_QUEUE, *, load: Loa
         if hasattr(signal, name):
             loop.add_signal_handler(getattr(signal, name), stop.set)
     async with worker, own:
-        await stop.wait()
+        sweeping = _start_sweep(client, blob_retention)
+        try:
+            await stop.wait()
+        finally:
+            if sweeping is not None:
+                sweeping.cancel()
 
+
+def _start_sweep(client, retention: float | None) -> asyncio.Task | None:
+    if retention is None:
+        return None
+    from wfexec.temporal.blob_lifecycle import sweep_forever
+    from wfexec.temporal.blob_stores import configured_store
+
+    return asyncio.ensure_future(sweep_forever(configured_store(), client, retention,
+                                               lambda text: print(text, file=sys.stderr, flush=True)))

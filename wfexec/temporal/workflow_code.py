@@ -27,6 +27,7 @@ from wfexec.running.steploop import Driver, drive, resolve_target, start
 from wfexec.temporal import WORKFLOW_NAME
 from wfexec.temporal.delivery import BundleParts, without_bundle_bytes
 from wfexec.temporal.local_steps import elsewhere, local_steps, run_local_step, use_local_steps
+from wfexec.temporal.state_changes import MISSING, ShippedState, apply_changes, for_steps
 from wfexec.temporal.task_queues import Placement
 from wfexec.temporal.steps import (DEFAULT_HEARTBEAT_SECONDS, RERUN_OR_SKIP, RecordingIo, compiled, effect_nodes,
                                    StepLog, error_json, mark_written, question_json, run_options, touches_the_world,
@@ -54,7 +55,8 @@ class WfexecRun(Driver, BundleParts):
         self.effects: dict[str, bool] = {}  # node id → idempotent, for the nodes whose steps are activities
         self.local: frozenset[str] = frozenset()  # the effect steps that are local activities (local_steps)
         self.handed_over: dict[str, Any] = {}
-        self.log = StepLog()
+        self.shipped = ShippedState()  # what the workers hold of the state: effect steps are sent its changes
+        self.log = StepLog(on_changes=self.shipped.note)
         self.placement = Placement()  # which worker's queue each activity goes to (wfexec.temporal.task_queues)
 
     @workflow.run
@@ -171,7 +173,7 @@ class WfexecRun(Driver, BundleParts):
             raise RunError(exc.message, exc.hint) from None
         self.run_ = with_request_env(run, request)
         run.journal = self.log
-        self.request = without_bundle_bytes(request)
+        self.request = for_steps(without_bundle_bytes(request))
         self.placement.configure(request)
         self.heartbeat = timedelta(seconds=float(request.get("heartbeat_seconds") or DEFAULT_HEARTBEAT_SECONDS))
         self.effects = effect_nodes(wf)
@@ -240,18 +242,21 @@ class WfexecRun(Driver, BundleParts):
                            heartbeat: timedelta) -> tuple[dict, str]:
         step_ms = run.started_ms()
         while True:
-            state = {k: v for k, v in run.state.items() if k != "history"}
-            state["history"] = run.state["history"][-50:]  # enough for a step that reads recent history
+            shipped = self.shipped.argument(run.state)
             try:
                 done = await self._effect_activity(
-                    node, request, [request, node.id, state, run.options.answers.to_dict(), step_ms], idempotent,
+                    node, request, [request, node.id, shipped, run.options.answers.to_dict(), step_ms], idempotent,
                     heartbeat)
             except ActivityError as lost:
+                self.shipped.forget()  # the lost attempt's worker may hold a state the run never took
                 decision = await self._rerun_or_skip(node, lost)
                 if decision == RERUN:
                     continue
                 # Only offered when the node has a static edge to skip to (_rerun_or_skip).
                 return {"skipped": True}, str(getattr(node.spec, str(node.kind.skip_edge)))
+            if done.get(MISSING):  # that worker does not hold the state the changes apply to: send it whole
+                self.shipped.forget()
+                continue
             self.events.extend(done.get("events") or ())
             if "answers" in done:  # what the step took of them is used up here too
                 run.options.answers = Answers(done["answers"])
@@ -263,10 +268,8 @@ class WfexecRun(Driver, BundleParts):
                 continue
             if "error" in done:
                 raise _rebuilt_error(done["error"])
-            history = run.state["history"]
-            run.state.clear()
-            run.state.update(done["state"])
-            run.state["history"] = history
+            apply_changes(run.state, done["changes"])
+            self.shipped.applied(done["state_token"])
             mark_written(run, done)
             return done["outcome"], done["target"]
 
