@@ -221,6 +221,30 @@ def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, w
     return target
 
 
+def workflow_document(path):
+    """The loaded workflow file `wfexec run` was given (or its path, when it is in the compiled-workflow cache),
+    or None when the path is a states scope instead: a folder with no workflow.yaml, a .zip, or a Raymond .yaml
+    (`states:` and no `nodes:`)."""
+    from wfexec.api import resolve_workflow_path
+    from wfexec.language import workflow_cache
+    from wfexec.language.loader import load_file
+
+    p = Path(path)
+    if (p.is_dir() and not (p / "workflow.yaml").exists()) or p.suffix.lower() == ".zip":
+        return None
+    file = resolve_workflow_path(p)
+    if workflow_cache.load(file) is not None:
+        return file  # compiled before, so a workflow: `check` takes it from the cache again
+    document = load_file(file)
+    data = document.data
+    if isinstance(data, dict) and "states" in data and "nodes" not in data:
+        return None
+    if p.is_dir() and isinstance(data, dict) and "nodes" not in data and "start_node" not in data:
+        if raymond_manifest(p) is not None:  # Raymond's workflow.yaml, describing the states beside it
+            return None
+    return document
+
+
 def may_be_states(p: Path) -> bool:
     """Whether `p` can be a states folder, decided without reading YAML: a folder holding state files (with no
     workflow.yaml, or next to an entry state, where the workflow.yaml may be Raymond's manifest), a .zip, or a
@@ -257,7 +281,6 @@ def lint_diagnostics(path: str | os.PathLike, edited: dict[str, str] | None = No
     Raymond .yaml), as diagnostics naming each state file at the line of the finding; None when `path` is not
     one. `wfexec validate` reports them, and `wfexec run`/`states` refuse to start on their errors. `edited`
     (state file name → text) is what an editor holds unsaved of a folder's files (`wfexec lsp`)."""
-    from wfexec.commands.run import workflow_document
     from wfexec.language.diagnostics import Diagnostic
     from wfexec.protocol.lint import lint_scope
 
