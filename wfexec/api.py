@@ -161,16 +161,16 @@ def resume(run_id: str, **options: Any):
 
 
 def _refuse_other_doors(given: dict, function: str) -> None:
-    """TypeError for a keyword the API function does not take, as Python says it for any function. A
-    `max_steps` of None is the default (as before it was declared once)."""
+    """TypeError for a keyword the API function does not take, as Python says it for any function. None for an
+    option whose default is something else (`inputs=None`, `max_steps=None`) is its default, as it always was."""
     from wfexec.running.request import options_of
 
-    if "max_steps" in given and given["max_steps"] is None:
-        del given["max_steps"]
-    taken = {spec.name for spec in options_of("api", function)}
-    for name in given:
+    taken = {spec.name: spec for spec in options_of("api", function)}
+    for name in list(given):
         if name not in taken:
             raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
+        if given[name] is None and taken[name].default is not None:
+            del given[name]
 
 
 def _given_answers(request):
