@@ -23,11 +23,10 @@ if TYPE_CHECKING:  # annotations only: these layers sit above or beside the node
     import re
 
     from wfexec.system.plugins import Point
-    from wfexec.language.compiler import Compiler
+    from wfexec.interfaces import NodeCompiler as Compiler, StepRun as Run
     from wfexec.language.diagnostics import Reporter
     from wfexec.language.expressions import Template
     from wfexec.language.model import Call, Node, Workflow
-    from wfexec.running.engine import Run
 
 # A node type's own compiled fields (`node.spec`): each type declares its own frozen dataclass, so the
 # functions of a NodeType take that type; here it can only be Any.

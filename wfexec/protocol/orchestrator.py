@@ -33,7 +33,7 @@ from wfexec.protocol.tags import WORKFLOW_TAGS
 if TYPE_CHECKING:
     import asyncio
 
-    from wfexec.running.io import Io
+    from wfexec.interfaces import Output as Io
 
 MAX_ATTEMPTS = 3  # failed attempts at one state in a row before its agent is paused (Raymond's MaxRetries)
 KEEP_OUTPUT = 64 * 1024
