@@ -10,11 +10,10 @@ from typing import Any
 
 from wfexec.commands.reporting import (driven_json, error_line as _error, print_json, question_json, report_error,
                                        report_result, report_waiting, write_case, write_state_out)
-from wfexec.commands.states import workflow_document
 from wfexec.exit_codes import exit_code_for
 from wfexec.running.request import RunRequest
 
-__all__ = ["RunRequest", "execute_resume", "execute_run", "execute_states", "report_error", "workflow_document"]
+__all__ = ["RunRequest", "execute_resume", "execute_run", "execute_states", "report_error"]
 
 
 def _gather_inputs(request: RunRequest, workflow) -> dict:
@@ -68,6 +67,7 @@ def _console(request: RunRequest):
 
 def execute_run(request: RunRequest) -> int:
     from wfexec.api import backend_of
+    from wfexec.commands.documents import workflow_document  # a states folder, or a workflow?
     from wfexec.language.inputs import InputError
     from wfexec.running.prompts import AnswerError, Answers
 
