@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from pathlib import Path
 
 import wfexec
 from conftest import ROOT, with_coverage
@@ -188,3 +189,27 @@ def _quiet():
     from wfexec.running.console import Console
 
     return Console(out=io.StringIO(), err=io.StringIO())
+
+
+@pytest.mark.parametrize("command,request_", [
+    ("run", RunRequest(path=QUICKSTART, text_inputs=["name=Ada", "n=3"], answers={"ask_mood": "plain", "retry*": "no"},
+                       overrides={"computed.x": "y"}, max_steps=7, non_interactive=True, format="json", trace=True,
+                       temporal="localhost:7233", task_queue="q", ephemeral=True, durability="full")),
+    ("resume", RunRequest(run_id="0abc", answers={"ask_mood": ["plain", "cheerful"]}, skip=True, accept_changes=True,
+                          non_interactive=True, format="json", store=Path("x.db"))),
+    ("states", RunRequest(path=QUICKSTART, agent_input="go", on_ask="reject", dangerously_skip_permissions=True,
+                          budget_usd=1.5, timeout=0.0, no_wait=True)),
+], ids=["run", "resume", "states"])
+def test_a_request_given_as_a_command_line_is_read_back_the_same(command, request_, monkeypatch):
+    """The web page launches a run as `wfexec run` processes (wfexec.serve.processes): the command line it writes
+    for a request is read back, by the command line's own parser, as that request."""
+    from wfexec import launcher
+    from wfexec.commands.entrypoints import request_from_command_line
+    from wfexec.running.request import command_line
+
+    for name in ("WFEXEC_STORE", "WFEXEC_BACKEND", "WFEXEC_TEMPORAL", "WFEXEC_DURABILITY"):
+        monkeypatch.delenv(name, raising=False)
+    words = command_line(request_, command)
+    parsed = launcher.parse(words)
+    assert parsed is not None and parsed[0] == command, words
+    assert request_from_command_line(command, parsed[1]) == request_

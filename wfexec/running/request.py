@@ -286,3 +286,27 @@ def pairs_to_dict(pairs: Sequence[str], what: str) -> dict[str, list[str]]:
             raise ValueError(f"{what} '{pair}' must look like {'NODE=ANSWER' if what == '--answer' else 'KEY=VALUE'}")
         given.setdefault(key, []).append(value)
     return given
+
+
+def command_line(request: RunRequest, command: str) -> list[str]:
+    """`wfexec COMMAND ...`'s words (without `wfexec`) asking for `request`: what a door that starts the command
+    line in a process of its own (the web page's launch) gives it. Only the options the command takes, and only
+    those not at their default."""
+    words = [command, str(request.run_id if command == "resume" else request.path)]
+    asked = request.asked()
+    for spec in options_of("cli", command):
+        if spec.name not in asked or spec.flag is None:
+            continue
+        value = asked[spec.name]
+        if spec.form == "pairs":
+            words += [part for key, values in value.items() for each in values
+                      for part in (spec.flag, f"{key}={each}")]
+        elif spec.form == "list":
+            words += [part for each in value for part in (spec.flag, str(each))]
+        elif value is True:
+            words.append(spec.flag)
+        elif value is False and spec.secondary:
+            words.append(spec.secondary)
+        else:
+            words += [spec.flag, str(value)]
+    return words
