@@ -41,32 +41,38 @@ class Option:
 
     `flag` is its command-line spelling (None: not on the command line) for the commands in `cli`; `form` says how
     the command line writes it when that differs from the field's type: `pairs` (repeatable KEY=VALUE, a mapping
-    in the request), `list` (repeatable). `api` and `mcp` name the API functions and MCP tools that take it
-    as a keyword argument of the same name."""  # and the typer parameter has the field's name
+    in the request), `list` (repeatable); `short`, `metavar`, `envvar`, `min`, `max` and `choices` are typer's,
+    `secondary` a boolean flag's `--no-…` spelling. The typer parameter has the field's name. `api` and `mcp` name
+    the API functions and MCP tools that take it as a keyword argument of the same name."""
 
+    name: str
+    default: Any
+    help: str
+    flag: str | None
+    short: str | None
+    metavar: str | None
+    envvar: str | None
+    cli: tuple[str, ...]
+    api: tuple[str, ...]
+    mcp: tuple[str, ...]
+    form: str | None
+    min: float | None
+    max: float | None
+    choices: tuple[str, ...] | None
+    secondary: str | None
     __slots__ = ("name", "default", "help", "flag", "short", "metavar", "envvar", "cli", "api", "mcp", "form",
                  "min", "max", "choices", "secondary")
 
-    def __init__(self, default: Any, help: str, *, flag: str | None = None, short: str | None = None,
-                 metavar: str | None = None, envvar: str | None = None, cli: tuple[str, ...] = (),
-                 api: tuple[str, ...] = (), mcp: tuple[str, ...] = (), form: str | None = None,
-                 min: float | None = None, max: float | None = None,
-                 choices: tuple[str, ...] | None = None, secondary: str | None = None):
-        self.name = ""
+    _DOORS = ("cli", "api", "mcp")
+
+    def __init__(self, default: Any, help: str, **how: Any):
+        self.name = ""  # the attribute's (__set_name__)
         self.default = default
         self.help = help
-        self.flag = flag
-        self.short = short
-        self.metavar = metavar
-        self.envvar = envvar
-        self.cli = cli
-        self.api = api
-        self.mcp = mcp
-        self.form = form
-        self.min = min
-        self.max = max
-        self.choices = choices
-        self.secondary = secondary  # a boolean flag's `--no-…` spelling
+        for slot in self.__slots__[3:]:
+            setattr(self, slot, how.pop(slot, () if slot in self._DOORS else None))
+        if how:
+            raise TypeError(f"an option has no {', '.join(how)}")
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
