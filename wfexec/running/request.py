@@ -5,7 +5,7 @@ Every door builds a `RunRequest`: the command line (`wfexec run`, `resume`, `sta
 the web page's launch (a `wfexec run` process). Each option is one attribute of the class below: its name, its
 type (the annotation), its default and its help, and the doors that offer it. The typer options of `wfexec.cli`,
 the MCP tools' input schemas and the API's keyword arguments are made from these declarations
-(`options_of`, `api_signature`), so a default cannot differ between doors; tests/commands/test_run_request.py
+(`options_of`, `api_signature`), so a default cannot differ between doors; tests/running/test_run_request.py
 checks each door against this table.
 
 The defaults, once (docs/guide/api.md says the same): a run is recorded in the run store (`store`: else
