@@ -63,7 +63,8 @@ def run_wfexec(iterations: int) -> float:
     workflow = counter_workflow()
     quiet = Console(out=io.StringIO(), err=io.StringIO())
     start = time.perf_counter()
-    result = wfexec.run(workflow, inputs={"limit": iterations}, io=quiet, max_steps=3 * iterations + 10)
+    result = wfexec.run(workflow, inputs={"limit": iterations}, io=quiet, max_steps=3 * iterations + 10,
+                        ephemeral=True)
     elapsed = time.perf_counter() - start
     assert result.message == str(iterations), result.message
     return elapsed

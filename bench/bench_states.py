@@ -46,15 +46,15 @@ def run_wfexec(folder: Path, states: int) -> float:
     from contextlib import redirect_stdout
 
     from wfexec.commands.run import execute_states
+    from wfexec.running.request import RunRequest
 
     os.environ["LIMIT"] = str(states - 1)
     with tempfile.TemporaryDirectory() as scratch:
         printed = io.StringIO()
         start = time.perf_counter()
         with redirect_stdout(printed):
-            code = execute_states(str(folder), input=None, start=None, budget_usd=None, timeout=None,
-                                  model=None, max_steps=states + 10, trace=False, json_output=True, backend=None,
-                                  record=None, replay=None, store=str(Path(scratch) / "runs.db"))
+            code = execute_states(RunRequest(path=str(folder), max_steps=states + 10, format="json",
+                                             store=str(Path(scratch) / "runs.db")))
         elapsed = time.perf_counter() - start
     ending = json.loads(printed.getvalue())
     assert code == 0 and ending["message"] == str(states - 1), printed.getvalue()[-2000:]

@@ -106,66 +106,134 @@ def load(path: str | os.PathLike) -> Workflow:
     return workflow
 
 
-def run(workflow: Workflow | str | os.PathLike, *, inputs: dict | None = None, answers: dict | None = None,
-        overrides: dict | None = None, interactive: bool = False, max_steps: int | None = None, io=None,
-        backend: Any = None, cwd: str | os.PathLike | None = None, ask: Callable[[Any], Any] | None = None,
-        store: str | os.PathLike | None = None, durability: str | None = None):
-    """Run a workflow to its ending and return the `Result`.
+def run(workflow: Workflow | str | os.PathLike, **options: Any):
+    """Run a workflow to its ending and return the `Result`. The keyword arguments are the run options of
+    `wfexec.running.request.RunRequest` that the API takes (this function's signature lists them, with their
+    defaults), plus `io`, `cwd` and `ask`.
+
+    The run is recorded in the run store (`store`, else $WFEXEC_STORE, else .wfexec/runs.db), as at the command
+    line: `result.run_id` names it, and a run that waits or stops can be continued with `resume`, from any process.
+    `ephemeral=True` records nothing (no resume). `durability` (`normal`, the default: a commit survives a kill;
+    `full`: a power cut too, with an fsync per commit; else $WFEXEC_DURABILITY) says how its commits reach the
+    disk. `backend` is a Backend object or a spec (`claude:model=opus`, `replay:FILE`).
 
     `answers` maps node ids to answers given up front; `ask(question)` is asked for any other question
     (`question.text`, `question.node`, `question.choices` with `id` and `label`) and returns an option id,
-    a label or free text, or None to leave it unanswered. With `store` (a SQLite file) the run is durable:
-    `result.run_id` names it, and a run that waits or stops can be continued with `resume`; `durability`
-    (`normal`, the default: a commit survives a kill; `full`: a power cut too, with an fsync per commit; else
-    $WFEXEC_DURABILITY) says how its commits reach the disk.
+    a label or free text, or None to leave it unanswered.
 
-    Raises `NeedsAnswer` when a question has no answer (its `run_id` says which run to resume, with a
-    store), `AnswerRefused` when a given answer fits no option of its question (with a store, the run waits
-    on it: `run_id`) or names no question of the workflow (nothing ran), `EntryGateFailed`, `RunError` or
-    `RunStopped` when the run cannot reach an ending; every error is a `wfexec.errors.WfexecError` with
-    `message`, `hint` and `position`.
+    Raises `NeedsAnswer` when a question has no answer (its `run_id` says which run to resume), `AnswerRefused`
+    when a given answer fits no option of its question (a recorded run waits on it: `run_id`) or names no question
+    of the workflow (nothing ran), `EntryGateFailed`, `RunError` or `RunStopped` when the run cannot reach an
+    ending; every error is a `wfexec.errors.WfexecError` with `message`, `hint` and `position`.
 
     Each answer in `answers` is used once; a list answers the same question again, in turn, and a key ending
     in `*` (`{"retry*": "no"}`) answers it every time.
     """
-    from wfexec.running.engine import run_workflow
     from wfexec.language.inputs import check_inputs
+    from wfexec.running.engine import run_workflow
+    from wfexec.running.request import RunRequest
 
+    io, cwd, ask = (options.pop(name, None) for name in ("io", "cwd", "ask"))
+    _refuse_other_doors(options, "run")
     if not isinstance(workflow, Workflow):
         workflow = load(workflow)
-    options = _options(answers, interactive, max_steps, backend, cwd, ask)
-    inputs = check_inputs(inputs or {}, workflow.input_schema)
+    request = RunRequest(path=workflow.path, **options)
+    engine = engine_options(request, _given_answers(request), cwd=cwd, ask=ask)
+    inputs = check_inputs(dict(request.inputs), workflow.input_schema)
     io = io or _console()
-    if store is None:
-        return run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
-    from wfexec.durable.journal import start_run
-
-    return _durably(store, durability, lambda opened: start_run(opened, workflow, inputs=inputs,
-                                                                overrides=overrides or {}, io=io, options=options))
+    if request.ephemeral or request.dry_run:  # a dry run changes nothing, the run store included
+        return run_workflow(workflow, io=io, options=engine, inputs=inputs, overrides=dict(request.overrides))
+    return _result_of(start_recorded(request, workflow, inputs, io, engine))
 
 
-def resume(run_id: str, *, answers: dict | None = None, store: str | os.PathLike | None = None,
-           ask: Callable[[Any], Any] | None = None, interactive: bool = False, max_steps: int | None = None,
-           io=None, backend: Any = None, cwd: str | os.PathLike | None = None, rerun: bool = False,
-           skip: bool = False, accept_changes: bool = False, durability: str | None = None):
-    """Continue a durable run that waits for an answer, was stopped, or was killed, from `store` (default
+def resume(run_id: str, **options: Any):
+    """Continue a recorded run that waits for an answer, was stopped, or was killed, from `store` (default
     $WFEXEC_STORE, else .wfexec/runs.db), with commits as durable as `durability` says (as for `run`). Returns the
-    `Result` and raises like `run`; `rerun`/`skip` decide about a step that was in flight when the process died. An answer refused (`AnswerRefused`) leaves
-    the waiting run as it was."""
-    from wfexec.durable.journal import ResumeChoices, resume_run
+    `Result` and raises like `run`; `rerun`/`skip` decide about a step that was in flight when the process died.
+    An answer refused (`AnswerRefused`) leaves the waiting run as it was. The keyword arguments are listed by this
+    function's signature (the run options the API takes), plus `io`, `cwd` and `ask`."""
+    from wfexec.running.request import RunRequest
 
-    options = _options(answers, interactive, max_steps, backend, cwd, ask)
-    return _durably(store, durability, lambda opened: resume_run(opened, run_id, load, io=io or _console(),
-                                                                 options=options,
-                                                                 choices=ResumeChoices(accept_changes, rerun, skip)))
+    io, cwd, ask = (options.pop(name, None) for name in ("io", "cwd", "ask"))
+    _refuse_other_doors(options, "resume")
+    request = RunRequest(run_id=run_id, **options)
+    engine = engine_options(request, _given_answers(request), cwd=cwd, ask=ask)
+    return _result_of(resume_recorded(request, load, io or _console(), engine))
 
 
-def _options(answers, interactive, max_steps, backend, cwd, ask):
-    from wfexec.running.engine import DEFAULT_MAX_STEPS, Options
+def _refuse_other_doors(given: dict, function: str) -> None:
+    """TypeError for a keyword the API function does not take, as Python says it for any function. None for an
+    option whose default is something else (`inputs=None`, `max_steps=None`) is its default, as it always was."""
+    from wfexec.running.request import options_of
+
+    taken = {spec.name: spec for spec in options_of("api", function)}
+    for name in list(given):
+        if name not in taken:
+            raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
+        if given[name] is None and taken[name].default is not None:
+            del given[name]
+
+
+def _given_answers(request):
     from wfexec.running.prompts import Answers
 
-    return Options(max_steps=max_steps or DEFAULT_MAX_STEPS, interactive=interactive, answers=Answers(answers),
-                   backend=backend, cwd=Path(cwd) if cwd else None, ask=ask)
+    return Answers.given(request.answers, request.answer_files)
+
+
+def backend_of(request) -> Any:
+    """The LLM backend the request asks for (None: no LLM steps can run): its Backend object as the API gave
+    it, or the one its spec, `record` and `replay` make (ValueError says what is wrong with them)."""
+    spec, record, replay = request.backend, request.record, request.replay
+    if spec is not None and not isinstance(spec, str):
+        if record is not None or replay is not None:
+            raise ValueError("record and replay make a backend from a spec; with a Backend object, leave them out")
+        return spec
+    if not (spec and spec.strip()) and record is None and replay is None:
+        return None  # and the backends (asyncio among them) are never imported
+    from wfexec.backends import create_backend
+
+    return create_backend(spec, record=record, replay=replay)
+
+
+def engine_options(request, answers, backend: Any = None, cwd: str | os.PathLike | None = None,
+                   ask: Callable[[Any], Any] | None = None):
+    """The engine's `Options` for a request: its limits, who answers (`answers`, then `ask`, then the terminal
+    when `interactive`) and its LLM backend (`backend`, else the one the request asks for)."""
+    from wfexec.running.engine import Options
+
+    backend = backend if backend is not None else backend_of(request)
+    replayed = getattr(backend, "answers", None)
+    if callable(replayed):  # a cassette also holds the person's answers; given ones win
+        answers = answers.with_defaults(replayed())
+    return Options(max_steps=request.max_steps, interactive=request.interactive, answers=answers,
+                   dry_run=request.dry_run, backend=backend, cwd=Path(cwd) if cwd else None, ask=ask)
+
+
+def start_recorded(request, workflow: Workflow, inputs: dict, io, options):
+    """Start a run recorded in the request's store; how its process left it (`Driven`)."""
+    from wfexec.durable.journal import start_run
+
+    return _in_store(request, lambda store: start_run(store, workflow, inputs=inputs,
+                                                      overrides=dict(request.overrides), io=io, options=options))
+
+
+def resume_recorded(request, load_workflow: Callable[[Any], Workflow], io, options):
+    """Continue the recorded run `request.run_id`; how its process left it (`Driven`)."""
+    from wfexec.durable.journal import ResumeChoices, resume_run
+
+    choices = ResumeChoices(request.accept_changes, request.rerun, request.skip)
+    return _in_store(request, lambda store: resume_run(store, request.run_id, load_workflow, io=io, options=options,
+                                                       choices=choices))
+
+
+def _in_store(request, drive):
+    from wfexec.durable.store import open_store
+
+    store = open_store(request.store, durability=request.durability)
+    try:
+        return drive(store)
+    finally:
+        store.close()
 
 
 def _console():
@@ -174,16 +242,10 @@ def _console():
     return Console()
 
 
-def _durably(store, durability, drive):
-    """Drive a run in the store at `store`; the Result, or the reason it did not end raised."""
-    from wfexec.durable.store import open_store
+def _result_of(driven):
+    """The Result of a recorded run's process, or the reason it did not end, raised."""
     from wfexec.running.prompts import NeedsAnswer
 
-    opened = open_store(store, durability=durability)
-    try:
-        driven = drive(opened)
-    finally:
-        opened.close()
     if driven.result is not None:
         driven.result.run_id = driven.run_id
         return driven.result
@@ -193,3 +255,15 @@ def _durably(store, durability, drive):
         raise NeedsAnswer(driven.question, driven.run_id)
     driven.error.run_id = driven.run_id
     raise driven.error
+
+
+def _signatures() -> None:
+    """`run` and `resume` show the run options they take (wfexec.running.request), declared once for every door."""
+    from wfexec.running.request import api_signature
+
+    own = [("io", None, "Any"), ("cwd", None, "str | os.PathLike | None"), ("ask", None, "Callable[[Any], Any] | None")]
+    run.__signature__ = api_signature("run", [("workflow", "Workflow | str | os.PathLike")], own)  # type: ignore[attr-defined]
+    resume.__signature__ = api_signature("resume", [("run_id", "str")], own)  # type: ignore[attr-defined]
+
+
+_signatures()

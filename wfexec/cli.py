@@ -27,10 +27,6 @@ def _rich_help() -> Any:
     return "rich" if sys.stdout.isatty() and os.environ.get("TERM") != "dumb" else None
 
 
-# A budget larger than any run can take: past it the number is a typo, not a budget.
-MAX_STEPS = 1_000_000_000
-
-
 app = typer.Typer(
     name="wfexec",
     help="Run YAML agent workflows deterministically: validate, run, inspect.",
@@ -41,21 +37,6 @@ app = typer.Typer(
 )
 
 
-STORE_OPTION = typer.Option(None, "--store", metavar="FILE", envvar="WFEXEC_STORE",
-                            help="The run store (default .wfexec/runs.db; env WFEXEC_STORE).")
-
-
-BACKEND_OPTION = typer.Option(None, "--backend", metavar="SPEC", envvar="WFEXEC_BACKEND",
-                              help="The LLM backend: claude, claude:model=opus, command:PROGRAM ARGS, replay:FILE.")
-RECORD_OPTION = typer.Option(None, "--record", metavar="FILE", help="Write every LLM reply and answer to a cassette.")
-REPLAY_OPTION = typer.Option(None, "--replay", metavar="FILE", help="Answer LLM steps and questions from a cassette.")
-TEMPORAL_OPTION = typer.Option(None, "--temporal", metavar="HOST:PORT", envvar="WFEXEC_TEMPORAL",
-                               help="Use the Temporal cluster at HOST:PORT instead of the run store "
-                                    "(needs wfexec[temporal]; env WFEXEC_TEMPORAL).")
-TASK_QUEUE_OPTION = typer.Option("wfexec", "--task-queue", metavar="QUEUE",
-                                 help="The Temporal task queue the workers serve (with --temporal).")
-
-
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
@@ -64,11 +45,6 @@ class OutputFormat(str, Enum):
 class Durability(str, Enum):
     normal = "normal"
     full = "full"
-
-
-DURABILITY_OPTION = typer.Option(Durability.normal, "--durability", envvar="WFEXEC_DURABILITY",
-                                 help="normal: a commit survives a kill; full: a power cut too (an fsync per commit; "
-                                      "env WFEXEC_DURABILITY).")
 
 
 class OnAsk(str, Enum):
@@ -136,108 +112,76 @@ def test(
 
 
 # --------------------------------------------------------------------------- #
-@app.command()
-def run(
-    path: Path = typer.Argument(..., help="A workflow.yaml file or a skill folder containing one."),
-    input: List[str] = typer.Option([], "--input", "-i", metavar="KEY=VALUE", help="An input as KEY=VALUE (repeatable)."),
-    input_file: Optional[Path] = typer.Option(None, "--input-file", metavar="FILE", help="A YAML/JSON file of inputs."),
-    set_: List[str] = typer.Option([], "--set", metavar="PATH=VALUE", help="Set a state path before the run: PATH=VALUE (repeatable)."),
-    answer: List[str] = typer.Option([], "--answer", "-a", metavar="NODE=ANSWER", help="Answer a question: NODE=OPTION_ID, used once (repeatable: in turn; 'NODE*=ID' every time)."),
-    answers: List[Path] = typer.Option([], "--answers", metavar="FILE", help="A YAML file mapping node ids to answers (a list: used in turn)."),
-    non_interactive: bool = typer.Option(False, "--non-interactive",
-                                         help="Never prompt; a question without an answer exits 3."),
-    max_steps: int = typer.Option(10_000, "--max-steps", min=1, max=MAX_STEPS, metavar="N", help="Stop after this many steps (exit 4)."),
-    trace: bool = typer.Option(False, "--trace", help="Print each node, action, condition and route to stderr."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Run only what changes nothing outside the run: print what each effect would do, and the LLM prompts."),
-    state_out: Optional[Path] = typer.Option(None, "--state-out", metavar="FILE", help="Write the final state as JSON here."),
-    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
-    store: Optional[Path] = STORE_OPTION,
-    ephemeral: bool = typer.Option(False, "--ephemeral", help="Do not record the run in the store (no resume)."),
-    durability: Durability = DURABILITY_OPTION,
-    backend: Optional[str] = BACKEND_OPTION,
-    record: Optional[Path] = RECORD_OPTION,
-    replay: Optional[Path] = REPLAY_OPTION,
-    temporal: Optional[str] = TEMPORAL_OPTION,
-    task_queue: str = TASK_QUEUE_OPTION,
-    record_case: Optional[Path] = typer.Option(None, "--record-case", metavar="FILE",
-                                               help="Write this run as a test case for `wfexec test` into FILE "
-                                                    "(tests/NAME.yaml): inputs, answers, replies, ending, state."),
-    record_state: List[str] = typer.Option([], "--record-state", metavar="PATH",
-                                           help="With --record-case: expect the final state at PATH (repeatable; "
-                                                "default: all of it)."),
-):
-    """Run a workflow to one of its endings. The run is recorded so it can be resumed."""
-    raise typer.Exit(_call(entrypoints.run, **locals()))
+def _run_command(name: str, argument: Any, call, doc: str) -> None:
+    """The command `name` (run, resume, states), its options made from their one declaration
+    (`wfexec.running.request`): each declared option the command takes, with its flag, type, default and help.
+    `argument` is the command's positional parameter: (its name, its type, its typer.Argument)."""
+    import inspect
+
+    from wfexec.running.request import options_of
+
+    parameters = [inspect.Parameter(argument[0], inspect.Parameter.KEYWORD_ONLY, default=argument[2],
+                                    annotation=argument[1])]
+    for spec in options_of("cli", name):
+        annotation, default = _typer_option(spec)
+        parameters.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                            annotation=annotation))
+
+    def command(**given: Any) -> None:
+        raise typer.Exit(_call(call, **given))
+
+    command.__name__ = command.__qualname__ = name
+    command.__doc__ = doc
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in parameters}
+    app.command(name)(command)
 
 
-@app.command()
-def resume(
-    run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of 4 characters or more)."),
-    answer: List[str] = typer.Option([], "--answer", "-a", metavar="NODE=ANSWER", help="Answer a question, used once (repeatable: in turn; 'NODE*=ID' every time)."),
-    answers: List[Path] = typer.Option([], "--answers", metavar="FILE", help="A YAML file mapping node ids to answers (a list: used in turn)."),
-    non_interactive: bool = typer.Option(False, "--non-interactive", help="Never prompt."),
-    rerun: bool = typer.Option(False, "--rerun", help="Run again the step that was in flight when the run stopped."),
-    skip: bool = typer.Option(False, "--skip", help="Skip the step that was in flight, as if it succeeded."),
-    accept_changes: bool = typer.Option(False, "--accept-changes",
-                                        help="Continue although nodes that already ran have changed."),
-    max_steps: int = typer.Option(10_000, "--max-steps", min=1, max=MAX_STEPS, metavar="N", help="Step budget, counting earlier steps."),
-    trace: bool = typer.Option(False, "--trace", help="Print each node, action, condition and route to stderr."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Run only what changes nothing outside the run: print what each effect would do, and the LLM prompts."),
-    state_out: Optional[Path] = typer.Option(None, "--state-out", metavar="FILE", help="Write the final state as JSON here."),
-    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
-    store: Optional[Path] = STORE_OPTION,
-    durability: Durability = DURABILITY_OPTION,
-    backend: Optional[str] = BACKEND_OPTION,
-    record: Optional[Path] = RECORD_OPTION,
-    replay: Optional[Path] = REPLAY_OPTION,
-    temporal: Optional[str] = TEMPORAL_OPTION,
-    task_queue: str = TASK_QUEUE_OPTION,
-):
-    """Continue a run that is waiting for an answer or was stopped."""
-    raise typer.Exit(_call(entrypoints.resume, **locals()))
+_CHOICES: dict[tuple[str, ...], type[Enum]] = {("text", "json"): OutputFormat, ("normal", "full"): Durability,
+                                                ("pause", "reject"): OnAsk}
+_TYPES: dict[str, Any] = {"int": int, "bool": bool, "str": str, "bool | None": Optional[bool],
+                          "float | None": Optional[float], "str | None": Optional[str], "Any": Optional[str],
+                          "Path | None": Optional[Path], "list[str]": List[str], "list[Path]": List[Path],
+                          "dict[str, Any]": List[str]}
 
 
-@app.command()
-def states(
-    path: Path = typer.Argument(..., help="A folder of .md/.sh states, a .zip, a Raymond .yaml, or one state file."),
-    input: Optional[str] = typer.Option(None, "--input", "-i", metavar="TEXT", help="{{input}} of the first state."),
-    start: Optional[str] = typer.Option(None, "--start", metavar="STATE", help="The first state (default START)."),
-    budget_usd: Optional[float] = typer.Option(None, "--budget-usd", metavar="USD", help="Stop before LLM calls "
-                                               "once this much was spent."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0, metavar="SECONDS",
-                                            help="Inactivity timeout per state (0: none)."),
-    model: Optional[str] = typer.Option(None, "--model", help="The model for .md states (backend permitting)."),
-    effort: Optional[str] = typer.Option(None, "--effort", metavar="LEVEL",
-                                         help="The effort for .md states: low, medium, high (backend permitting)."),
-    on_ask: OnAsk = typer.Option(OnAsk.pause, "--on-ask", help="pause: an <ask> parks the run; reject: states "
-                                 "that may ask are refused before any runs."),
-    no_wait: bool = typer.Option(False, "--no-wait", help="On a usage limit, stop (exit 4) instead of waiting "
-                                                          "for its reset."),
-    workflow_id: Optional[str] = typer.Option(None, "--workflow-id", metavar="ID",
-                                              help="{{workflow_id}} / $RAYMOND_WORKFLOW_ID (default from the time)."),
-    continue_session: bool = typer.Option(False, "--continue-session", help="The first LLM turn branches the "
-                                          "latest session of this folder."),
-    no_debug: bool = typer.Option(False, "--no-debug", help="Write no debug files to .raymond/debug/."),
-    dangerously_skip_permissions: Optional[bool] = typer.Option(
-        None, "--dangerously-skip-permissions/--no-dangerously-skip-permissions",
-        help="Let the agent use any tool without asking (the default); --no-…: Claude Code's acceptEdits mode, "
-             "pi's read/edit/write/grep/find/ls."),
-    max_steps: int = typer.Option(10_000, "--max-steps", min=1, max=MAX_STEPS, metavar="N", help="Stop after this many states."),
-    trace: bool = typer.Option(False, "--trace", help="Print each state, tag and script output to stderr."),
-    format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
-    answer: List[str] = typer.Option([], "--answer", "-a", metavar="AGENT=TEXT",
-                                     help="Answer an agent's <ask>, used once (repeatable: in turn; 'AGENT*=TEXT' every time)."),
-    non_interactive: bool = typer.Option(False, "--non-interactive",
-                                         help="Never prompt; an <ask> without an answer exits 3."),
-    store: Optional[Path] = STORE_OPTION,
-    ephemeral: bool = typer.Option(False, "--ephemeral", help="Do not record the run in the store (no resume)."),
-    durability: Durability = DURABILITY_OPTION,
-    backend: Optional[str] = BACKEND_OPTION,
-    record: Optional[Path] = RECORD_OPTION,
-    replay: Optional[Path] = REPLAY_OPTION,
-):
-    """Run a folder of md/sh states on its own, recorded like a run (resume, show, cancel)."""
-    raise typer.Exit(_call(entrypoints.states, **locals()))
+def _typer_option(spec) -> tuple[Any, Any]:
+    """(annotation, typer.Option) of a declared run option; a mapping is written as repeatable KEY=VALUE."""
+    from wfexec.running.request import RunRequest
+
+    declared = RunRequest.__annotations__[spec.name]
+    flags = [spec.flag + (f"/{spec.secondary}" if spec.secondary else "")] + ([spec.short] if spec.short else [])
+    how = {"help": spec.help, "metavar": spec.metavar, "envvar": spec.envvar, "min": spec.min, "max": spec.max}
+    if spec.choices:
+        choice = _CHOICES[spec.choices]
+        if spec.default is None:
+            return Optional[choice], typer.Option(None, *flags, **how)
+        return choice, typer.Option(choice(spec.default), *flags, **how)
+    annotation = _TYPES[declared]
+    default = [] if spec.form in ("pairs", "list") else spec.default
+    return annotation, typer.Option(default, *flags, **how)
+
+
+def _declared(name: str) -> Any:
+    """The typer.Option of a run option other commands share (`--store`, `--temporal`), from its declaration."""
+    from wfexec.running.request import options
+
+    return _typer_option(options()[name])[1]
+
+
+STORE_OPTION = _declared("store")
+TEMPORAL_OPTION = _declared("temporal")
+TASK_QUEUE_OPTION = _declared("task_queue")
+
+
+_run_command("run", ("path", Path, typer.Argument(..., help="A workflow.yaml file or a skill folder containing one.")),
+             entrypoints.run, "Run a workflow to one of its endings. The run is recorded so it can be resumed.")
+_run_command("resume", ("run_id", str, typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of "
+                                                                               "4 characters or more).")),
+             entrypoints.resume, "Continue a run that is waiting for an answer or was stopped.")
+_run_command("states", ("path", Path, typer.Argument(..., help="A folder of .md/.sh states, a .zip, a Raymond .yaml, "
+                                                              "or one state file.")),
+             entrypoints.states, "Run a folder of md/sh states on its own, recorded like a run (resume, show, cancel).")
 
 
 class RunStatus(str, Enum):
@@ -603,7 +547,7 @@ def graph(
 ):
     """Draw a workflow (node shapes by type, edges by branch, endings coloured by type) or a states folder."""
     from wfexec.api import load
-    from wfexec.commands.run import workflow_document
+    from wfexec.commands.documents import workflow_document
     from wfexec.language.diagnostics import WorkflowError
     from wfexec.outputs.graph import (GraphvizFailed, GraphvizMissing, collapsed, dot_of, mermaid_of, picture,
                                       render)

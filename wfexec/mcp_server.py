@@ -50,6 +50,40 @@ MAX_WORKERS = 8        # runs in flight at once; a further `run` waits for one t
 IDLE_WORKERS = 2       # warm workers kept for the next run
 
 
+TOOL_DESCRIPTIONS = {
+    "run": "Start a run of a workflow. Returns its ending, or the question it waits on (status `waiting`, with "
+           "`answer_key`, `question` and `options`): answer it with `answer`. `inputs` are the workflow's inputs; "
+           "`answers` may answer questions up front ({node id: option id or text}, each used once; a key ending in "
+           "`*` answers every time). An answer that is no option, or a key that names no question, is an error.",
+    "answer": "Answer the question a run waits on and go on: `answers` maps the question's `answer_key` to an "
+              "option id (or free text when `allow_other`). Returns the next question or the ending, as `run` "
+              "does. An answer that is no option is an error naming the options; the run keeps waiting for a "
+              "right one.",
+    "resume": "Continue a stopped or interrupted run (after a fix, a kill, a usage limit). `rerun`/`skip` settle a "
+              "step that was in flight; `accept_changes` goes on with an edited workflow.",
+}
+
+
+def tool_signature(tool: str, leading: str):
+    """The input of the MCP tool `tool` (run, answer, resume): `leading` (the workflow's path or the run's id),
+    then each run option the tool takes, with its declared type, default and bounds (wfexec.running.request)."""
+    import inspect
+    import typing
+
+    from pydantic import Field
+
+    from wfexec.running.request import RunRequest, options_of
+
+    hints = typing.get_type_hints(RunRequest)
+    parameters = [inspect.Parameter(leading, inspect.Parameter.KEYWORD_ONLY, annotation=str)]
+    for spec in options_of("mcp", tool):
+        bounds: dict[str, Any] = {key: value for key, value in (("ge", spec.min), ("le", spec.max)) if value is not None}
+        annotation = typing.Annotated.__class_getitem__((hints[spec.name], Field(description=spec.help, **bounds)))  # type: ignore[attr-defined]
+        parameters.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=spec.default,
+                                            annotation=annotation))
+    return inspect.Signature(parameters, return_annotation=dict[str, Any])
+
+
 class ToolRefused(Exception):
     """A tool's arguments refused before anything was read or run: the client gets a tool error saying why."""
 
@@ -198,30 +232,27 @@ class Server:
         return checked.workflow
 
     # -- runs -----------------------------------------------------------------------------------
-    def _options(self, answers: dict | None):
-        from wfexec.running.engine import Options
-        from wfexec.running.prompts import Answers
+    def request(self, **given: Any):
+        """The run request of a tool call: its arguments (the options the tool takes, declared once in
+        wfexec.running.request), in this server's store, asking nobody."""
+        from wfexec.running.request import RunRequest
 
-        return Options(interactive=False, answers=Answers({str(k): v for k, v in (answers or {}).items()}))
+        return RunRequest(store=self.store, **{name: value for name, value in given.items() if value is not None})
 
     def _finish(self, drive) -> dict:
         from wfexec.commands.run import driven_json
-        from wfexec.durable.store import open_store
         from wfexec.errors import WfexecError
         from wfexec.running.console import Console
         from wfexec.running.prompts import AnswerRefused
 
         out, err = io.StringIO(), io.StringIO()
         console = Console(out=out, err=err, color=False)
-        store = open_store(self.store)
         try:
-            driven = drive(store, console)
+            driven = drive(console)
         except AnswerRefused:
             raise  # the tool's error (`serve`), not a result: the run did not move
         except WfexecError as exc:
             return {"status": exc.outcome, "error": exc.message, "hint": exc.hint or None}
-        finally:
-            store.close()
         if driven.refused is not None:
             raise driven.refused
         result = driven_json(driven)
@@ -232,30 +263,32 @@ class Server:
             result["notes"] = (result.get("notes") or "") + "".join(f"note: {n}\n" for n in driven.notes)
         return capped(result, run_more(driven.run_id))
 
-    def run(self, path: str, inputs: dict | None = None, answers: dict | None = None) -> dict:
-        from wfexec.durable.journal import start_run
+    def run(self, path: str, **options: Any) -> dict:
+        from wfexec.api import engine_options, start_recorded
         from wfexec.language.inputs import InputError, check_inputs
         from wfexec.language.diagnostics import WorkflowError
+        from wfexec.running.prompts import Answers
 
         try:
             workflow = self._workflow(path)
-            checked_inputs = check_inputs(dict(inputs or {}), workflow.input_schema)
+            request = self.request(path=workflow.path, **options)
+            checked_inputs = check_inputs(dict(request.inputs), workflow.input_schema)
         except WorkflowError as exc:
             return capped({"status": "invalid", "error": "the workflow has errors",
                            "diagnostics": [d.to_json() for d in exc.diagnostics]},
                           f"`wfexec validate {path}` lists every diagnostic")
         except InputError as exc:
             return {"status": "invalid", "error": str(exc)}
-        return self._finish(lambda store, console: start_run(
-            store, workflow, inputs=checked_inputs, overrides={}, io=console, options=self._options(answers)))
+        engine = engine_options(request, Answers(request.answers))
+        return self._finish(lambda console: start_recorded(request, workflow, checked_inputs, console, engine))
 
-    def resume(self, run_id: str, answers: dict | None = None, rerun: bool = False, skip: bool = False,
-               accept_changes: bool = False) -> dict:
-        from wfexec.durable.journal import ResumeChoices, resume_run
+    def resume(self, run_id: str, **options: Any) -> dict:
+        from wfexec.api import engine_options, resume_recorded
+        from wfexec.running.prompts import Answers
 
-        return self._finish(lambda store, console: resume_run(
-            store, run_id, self._recorded_workflow, io=console, options=self._options(answers),
-            choices=ResumeChoices(accept_changes, rerun, skip)))
+        request = self.request(run_id=run_id, **options)
+        engine = engine_options(request, Answers(request.answers))
+        return self._finish(lambda console: resume_recorded(request, self._recorded_workflow, console, engine))
 
     def record(self, run_id: str) -> dict:
         """What `show` gives, whole."""
@@ -584,28 +617,18 @@ def serve(store: Path | None = None, roots: list[Path] | None = None) -> int:
         return await here(lambda: capped(work_here.validate(path), f"`wfexec validate {path}` lists them all"),
                           limiter=compiling)
 
-    @server.tool(structured_output=True, description="Start a run of a workflow. Returns its ending, or the question it waits on "
-                             "(status `waiting`, with `answer_key`, `question` and `options`): answer it with "
-                             "`answer`. `inputs` are the workflow's inputs; `answers` may answer questions up front "
-                             "({node id: option id or text}, each used once; a key ending in `*` answers every "
-                             "time). An answer that is no option, or a key that names no question, is an error.")
-    async def run(path: str, inputs: dict[str, Any] | None = None, answers: dict[str, str] | None = None) -> dict[str, Any]:
-        return await in_worker("run", path=path, inputs=inputs, answers=answers)
+    async def run(**arguments: Any) -> dict[str, Any]:
+        return await in_worker("run", **arguments)
 
-    @server.tool(structured_output=True, description="Answer the question a run waits on and go on: `answers` maps the question's "
-                             "`answer_key` to an option id (or free text when `allow_other`). Returns the next "
-                             "question or the ending, as `run` does. An answer that is no option is an error "
-                             "naming the options; the run keeps waiting for a right one.")
-    async def answer(run_id: str, answers: dict[str, str]) -> dict[str, Any]:
-        return await in_worker("resume", run_id=run_id, answers=answers)
+    async def answer(**arguments: Any) -> dict[str, Any]:
+        return await in_worker("resume", **arguments)
 
-    @server.tool(structured_output=True, description="Continue a stopped or interrupted run (after a fix, a kill, a usage limit). "
-                             "`rerun`/`skip` settle a step that was in flight; `accept_changes` goes on with an "
-                             "edited workflow.")
-    async def resume(run_id: str, answers: dict[str, str] | None = None, rerun: bool = False, skip: bool = False,
-                     accept_changes: bool = False) -> dict[str, Any]:
-        return await in_worker("resume", run_id=run_id, answers=answers, rerun=rerun, skip=skip,
-                               accept_changes=accept_changes)
+    async def resume(**arguments: Any) -> dict[str, Any]:
+        return await in_worker("resume", **arguments)
+
+    for tool, leading in ((run, "path"), (answer, "run_id"), (resume, "run_id")):
+        tool.__signature__ = tool_signature(tool.__name__, leading)  # type: ignore[attr-defined]
+        server.tool(structured_output=True, description=TOOL_DESCRIPTIONS[tool.__name__])(tool)
 
     @server.tool(structured_output=True, description="A run's status, pending question, last error and step-by-step history.")
     async def show(run_id: str) -> dict[str, Any]:

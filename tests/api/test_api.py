@@ -32,6 +32,8 @@ def test_the_guide_example_runs_as_written(tmp_path):
     assert done.stdout.splitlines() == [
         "[]",  # validate_text of the saved text: no diagnostics
         "done success Hello, Ada 3",
+        "True",  # recorded in the run store by default
+        "None",  # ephemeral=True: not recorded
         "True ask_mood ['cheerful', 'plain']",
         "Hello, Ada!",
         "Hello, world",

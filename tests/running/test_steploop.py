@@ -19,7 +19,7 @@ STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 def test_an_in_memory_run_keeps_the_window_of_history_a_durable_run_keeps(tmp_path):
     """Memory stays flat without a store too: the loop, not the store, keeps the window."""
-    in_memory = wfexec.run(COUNTER_LOOP, inputs={"limit": 1500}, max_steps=10_000)
+    in_memory = wfexec.run(COUNTER_LOOP, inputs={"limit": 1500}, max_steps=10_000, ephemeral=True)
     durable = wfexec.run(COUNTER_LOOP, inputs={"limit": 1500}, store=tmp_path / "runs.db", max_steps=10_000)
     assert in_memory.message == durable.message == "1500" and in_memory.steps == durable.steps == 3001
     for result in (in_memory, durable):
@@ -33,7 +33,7 @@ def test_an_in_memory_run_keeps_the_window_of_history_a_durable_run_keeps(tmp_pa
 
 
 def test_a_short_run_keeps_all_its_history_and_every_entry_has_milliseconds(tmp_path):
-    for result in (wfexec.run(COUNTER_LOOP, inputs={"limit": 3}),
+    for result in (wfexec.run(COUNTER_LOOP, inputs={"limit": 3}, ephemeral=True),
                    wfexec.run(COUNTER_LOOP, inputs={"limit": 3}, store=tmp_path / "runs.db")):
         history = result.state["history"]
         assert len(history) == result.steps == 7

@@ -9,12 +9,14 @@ Parameter names are the typer parameters' names. A problem with the command line
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from wfexec.commands.reporting import print_json
 from wfexec.exit_codes import exit_code_for
+
+__all__ = ["print_json"]  # `wfexec.cli` and `wfexec test` print JSON the one way
 
 
 class CommandLineError(ValueError):
@@ -56,10 +58,6 @@ def exit_command(code: Any) -> None:
                 pass
         os._exit(code if isinstance(code, int) else (0 if code is None else 1))
     sys.exit(code)
-
-
-def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def refuse_broken_plugins() -> int:
@@ -142,69 +140,73 @@ def validate(paths: Sequence[Path], format: str = "text", strict: bool = False, 
     return exit_code_for("invalid" if errors else "completed")
 
 
-def run(path: Path, input: Sequence[str] = (), input_file: Path | None = None, set_: Sequence[str] = (),
-        answer: Sequence[str] = (), answers: Sequence[Path] = (), non_interactive: bool = False,
-        max_steps: int = 10_000, trace: bool = False, dry_run: bool = False, state_out: Path | None = None,
-        format: str = "text", store: Path | None = None, ephemeral: bool = False, backend: str | None = None,
-        record: Path | None = None, replay: Path | None = None, temporal: str | None = None,
-        task_queue: str = "wfexec", durability: str | None = None, record_case: Path | None = None,
-        record_state: Sequence[str] = (), debug: bool = False) -> int:
-    from wfexec.commands.run import RunRequest, execute_run
+def run(**given: Any) -> int:
+    from wfexec.commands.run import execute_run
 
-    request = RunRequest(path=path, inputs=list(input), input_file=input_file, overrides=list(set_),
-                         answers=list(answer), answer_files=list(answers), interactive=interactive(non_interactive),
-                         max_steps=max_steps, trace=trace, dry_run=dry_run, state_out=state_out,
-                         json_output=format == "json", debug=debug, store=store, ephemeral=ephemeral,
-                         backend=backend, record=record, replay=replay, temporal=temporal or None,
-                         task_queue=task_queue, durability=_value(durability), record_case=record_case,
-                         record_state=list(record_state))
-    return execute_run(request)
+    request = request_from_command_line("run", given)
+    return request if isinstance(request, int) else execute_run(request)
 
 
-def resume(run_id: str, answer: Sequence[str] = (), answers: Sequence[Path] = (), non_interactive: bool = False,
-           rerun: bool = False, skip: bool = False, accept_changes: bool = False, max_steps: int = 10_000,
-           trace: bool = False, dry_run: bool = False, state_out: Path | None = None, format: str = "text",
-           store: Path | None = None, backend: str | None = None, record: Path | None = None,
-           replay: Path | None = None, temporal: str | None = None, task_queue: str = "wfexec",
-           durability: str | None = None, debug: bool = False) -> int:
-    from wfexec.commands.run import RunRequest, execute_resume
+def resume(**given: Any) -> int:
+    from wfexec.commands.run import execute_resume
 
-    if rerun and skip:
+    if given.get("rerun") and given.get("skip"):
         raise CommandLineError("--rerun and --skip exclude each other")
-    if dry_run:  # its placeholders would land in the recorded run's state and journal
+    if given.get("dry_run"):  # its placeholders would land in the recorded run's state and journal
         raise CommandLineError("a recorded run cannot continue dry; `wfexec run WORKFLOW --dry-run` shows what a "
                                "run would do", param_hint="--dry-run")
-    request = RunRequest(run_id=run_id, answers=list(answer), answer_files=list(answers),
-                         interactive=interactive(non_interactive), max_steps=max_steps, trace=trace,
-                         dry_run=dry_run, state_out=state_out, json_output=format == "json", debug=debug,
-                         store=store, rerun=rerun, skip=skip, accept_changes=accept_changes, backend=backend,
-                         record=record, replay=replay, temporal=temporal or None, task_queue=task_queue,
-                         durability=_value(durability))
-    return execute_resume(request)
+    request = request_from_command_line("resume", given)
+    return request if isinstance(request, int) else execute_resume(request)
 
 
-def states(path: Path, input: str | None = None, start: str | None = None, budget_usd: float | None = None,
-           timeout: float | None = None, model: str | None = None, effort: str | None = None,
-           on_ask: str = "pause", no_wait: bool = False, workflow_id: str | None = None,
-           continue_session: bool = False, no_debug: bool = False, dangerously_skip_permissions: bool | None = None,
-           max_steps: int = 10_000, trace: bool = False,
-           format: str = "text", answer: Sequence[str] = (), non_interactive: bool = False,
-           store: Path | None = None, ephemeral: bool = False, backend: str | None = None,
-           record: Path | None = None, replay: Path | None = None, durability: str | None = None,
-           debug: bool = False) -> int:
+def states(**given: Any) -> int:
     from wfexec.commands.run import execute_states
 
-    return execute_states(path, input=input, start=start, budget_usd=budget_usd, timeout=timeout, model=model,
-                          effort=effort, on_ask=getattr(on_ask, "value", on_ask), no_wait=no_wait,
-                          workflow_id=workflow_id, continue_session=continue_session, no_debug=no_debug,
-                          skip_permissions=dangerously_skip_permissions,
-                          max_steps=max_steps, trace=trace, json_output=format == "json", backend=backend,
-                          record=record, replay=replay, answers=list(answer),
-                          interactive=interactive(non_interactive), store=store, ephemeral=ephemeral,
-                          durability=_value(durability), debug=debug)
+    request = request_from_command_line("states", given)
+    return request if isinstance(request, int) else execute_states(request)
 
 
-def _value(choice) -> str | None:
+def request_from_command_line(command: str, given: dict[str, Any]) -> Any:
+    """The run request of `wfexec COMMAND` with these parsed options (typer's or the launcher's, named as the
+    request's fields), or exit 2 after saying which `KEY=VALUE` is malformed. Each option's reading is its
+    declaration's (wfexec.running.request): `--answer` and `--set` pairs become mappings, `--non-interactive` at
+    a terminal is the request's `interactive`."""
+    from wfexec.running.request import RunRequest, options_of, pairs_to_dict
+
+    values: dict[str, Any] = {"debug": bool(given.get("debug"))}
+    if "path" in given:
+        values["path"] = given["path"]
+    if "run_id" in given:
+        values["run_id"] = given["run_id"]
+    try:
+        for spec in options_of("cli", command):
+            if spec.name not in given:
+                continue
+            value = _value(given[spec.name])
+            if spec.name == "overrides":
+                value = _overrides(value)
+            elif spec.form == "pairs":
+                value = pairs_to_dict(value, spec.flag or spec.name)
+            elif spec.form == "list":
+                value = list(value)
+            values[spec.name] = value
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exit_code_for("invalid")
+    values["interactive"] = interactive(bool(values.get("non_interactive")))
+    return RunRequest(**values)
+
+
+def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
+    """`--set PATH=VALUE`: each value read as YAML (3 is a number, [a, b] a list), the last of a path's winning."""
+    if not pairs:
+        return {}
+    from wfexec.language.inputs import parse_scalar, split_pairs
+
+    return {key: parse_scalar(value) for key, value in split_pairs(list(pairs), "--set")}
+
+
+def _value(choice) -> Any:
     """An option's value as text, whether typer gave its Enum member or the launcher the text."""
     return getattr(choice, "value", choice)
 

@@ -1,97 +1,19 @@
-"""`wfexec run` and `wfexec resume` from the command line: inputs in, a printed
-ending and an exit code out. Runs are durable (wfexec.durable.journal) unless
-`--ephemeral`."""
+"""`wfexec run`, `wfexec resume` and `wfexec states` from the command line: a run request in (built by
+`wfexec.commands.entrypoints`), a printed ending and an exit code out. Runs are recorded in the run store
+(wfexec.durable.journal) unless `--ephemeral`, or go to a Temporal cluster (`wfexec.commands.temporal_runs`)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from wfexec.commands.reporting import (driven_json, error_line as _error, print_json, question_json, report_error,
+                                       report_result, report_waiting, write_case, write_state_out)
 from wfexec.exit_codes import exit_code_for
+from wfexec.running.request import RunRequest
 
-
-class RunRequest:
-    """What `run`, `resume` and `states` were asked to do. A plain class, not a dataclass: building a dataclass
-    of this many fields costs a few milliseconds of every command's start-up."""
-
-    path: Path | None = None
-    inputs: list[str]
-    input_file: Path | None = None
-    overrides: list[str]
-    answers: list[str]
-    answer_files: list[Path]
-    interactive: bool = False
-    max_steps: int = 10_000
-    trace: bool = False
-    dry_run: bool = False
-    state_out: Path | None = None
-    json_output: bool = False
-    debug: bool = False
-    store: Path | None = None
-    ephemeral: bool = False
-    backend: str | None = None
-    record: Path | None = None
-    replay: Path | None = None
-    # `--record-case FILE`: write the run as a test case (wfexec.commands.record_case), with the state at these paths
-    record_case: Path | None = None
-    record_state: list[str]
-    case: dict | None = None  # set by execute_run: the CaseRecorder, and the inputs and values the run was given
-    # resume only
-    run_id: str | None = None
-    accept_changes: bool = False
-    rerun: bool = False
-    skip: bool = False
-    # A Temporal cluster (HOST:PORT) to run on instead of the SQLite store, and its task queue
-    temporal: str | None = None
-    task_queue: str = "wfexec"
-    durability: str | None = None  # of the store's commits (normal, full: wfexec.durable.store.DURABILITY)
-
-    def __init__(self, **given: Any):
-        for name in ("inputs", "overrides", "answers", "answer_files", "record_state"):
-            setattr(self, name, [])
-        for name, value in given.items():
-            if name not in RunRequest.__annotations__:
-                raise TypeError(f"RunRequest has no field {name!r}")
-            setattr(self, name, value)
-
-
-def _error(text: str) -> None:
-    sys.stderr.write(text.rstrip("\n") + "\n")
-
-
-def report_error(error: BaseException, debug: bool = False) -> int:
-    """Print why a command could not finish, in one line (a traceback only for a bug, with --debug);
-    return its exit code."""
-    import traceback
-
-    from wfexec.errors import WfexecError
-    from wfexec.running.engine import EntryGateFailed, InternalError
-
-    if isinstance(error, EntryGateFailed):
-        _error(error.message)  # the workflow's own words
-    elif isinstance(error, InternalError):
-        if debug:
-            _error("".join(traceback.format_exception(error.__cause__ or error)).rstrip())
-        _error(error.format())
-    elif isinstance(error, WfexecError):
-        _error(error.format())
-    elif isinstance(error, KeyboardInterrupt):
-        _error(f"interrupted ({error})" if str(error) else "interrupted")
-        run_id = getattr(error, "run_id", None)
-        if run_id:
-            _error(f"run {run_id} stopped; continue it with: wfexec resume {run_id}")
-    else:
-        if debug:
-            _error("".join(traceback.format_exception(error)).rstrip())
-        _error(f"internal error in wfexec: {type(error).__name__}: {error} — a bug; please report it with "
-               "the output of --debug")
-    return exit_code_for(error)
-
-
-def _print_json(data) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+__all__ = ["RunRequest", "execute_resume", "execute_run", "execute_states", "report_error"]
 
 
 def _gather_inputs(request: RunRequest, workflow) -> dict:
@@ -106,8 +28,9 @@ def _gather_inputs(request: RunRequest, workflow) -> dict:
         if not isinstance(doc.data, dict):
             raise ValueError(f"{request.input_file}: an input file must map input names to values")
         given.update(doc.data)
+    given.update(request.inputs)
     from_text = set()
-    for key, value in split_pairs(request.inputs, "--input"):
+    for key, value in split_pairs(request.text_inputs, "--input"):
         given[key] = value
         from_text.add(key)
     return check_inputs(given, workflow.input_schema, from_text=from_text)
@@ -135,25 +58,6 @@ def _load_or_report(path, document=None) -> Any:
     return workflow
 
 
-def _backend(spec, record, replay):
-    """The LLM backend the flags ask for (or None); ValueError says what is wrong with them."""
-    if not (spec and spec.strip()) and record is None and replay is None:
-        return None  # and the backends (asyncio among them) are never imported
-    from wfexec.backends import create_backend
-
-    return create_backend(spec, record=record, replay=replay)
-
-
-def _options(request: RunRequest, answers, backend):
-    from wfexec.running.engine import Options
-
-    replayed = getattr(backend, "answers", None)
-    if callable(replayed):  # a cassette also holds the person's answers; given ones win
-        answers = answers.with_defaults(replayed())
-    return Options(max_steps=request.max_steps, interactive=request.interactive, answers=answers,
-                   dry_run=request.dry_run, backend=backend)
-
-
 def _console(request: RunRequest):
     from wfexec.running.console import Console
 
@@ -161,34 +65,10 @@ def _console(request: RunRequest):
     return Console(out=sys.stderr if request.json_output else sys.stdout, trace=request.trace)
 
 
-def workflow_document(path):
-    """The loaded workflow file `wfexec run` was given (or its path, when it is in the compiled-workflow cache),
-    or None when the path is a states scope instead: a folder with no workflow.yaml, a .zip, or a Raymond .yaml
-    (`states:` and no `nodes:`)."""
-    from wfexec.api import resolve_workflow_path
-    from wfexec.language import workflow_cache
-    from wfexec.language.loader import load_file
-
-    p = Path(path)
-    if (p.is_dir() and not (p / "workflow.yaml").exists()) or p.suffix.lower() == ".zip":
-        return None
-    file = resolve_workflow_path(p)
-    if workflow_cache.load(file) is not None:
-        return file  # compiled before, so a workflow: `check` takes it from the cache again
-    document = load_file(file)
-    data = document.data
-    if isinstance(data, dict) and "states" in data and "nodes" not in data:
-        return None
-    if p.is_dir() and isinstance(data, dict) and "nodes" not in data and "start_node" not in data:
-        from wfexec.commands.states import raymond_manifest
-
-        if raymond_manifest(p) is not None:  # Raymond's workflow.yaml, describing the states beside it
-            return None
-    return document
-
-
 def execute_run(request: RunRequest) -> int:
-    from wfexec.language.inputs import InputError, parse_scalar, split_pairs
+    from wfexec.api import backend_of
+    from wfexec.commands.documents import workflow_document  # a states folder, or a workflow?
+    from wfexec.language.inputs import InputError
     from wfexec.running.prompts import AnswerError, Answers
 
     document = workflow_document(request.path)
@@ -197,12 +77,7 @@ def execute_run(request: RunRequest) -> int:
                "workflow whose `states` node runs the folder")
         return exit_code_for("invalid")
     if document is None:
-        return execute_states(request.path, input=" ".join(request.inputs) or None, start=None, budget_usd=None,
-                              timeout=None, model=None, max_steps=request.max_steps, trace=request.trace,
-                              json_output=request.json_output, backend=request.backend, record=request.record,
-                              replay=request.replay, answers=request.answers, interactive=request.interactive,
-                              store=request.store, ephemeral=request.ephemeral, debug=request.debug,
-                              temporal=request.temporal, task_queue=request.task_queue)
+        return execute_states(request.replace(agent_input=" ".join(request.text_inputs) or None, text_inputs=[]))
     workflow = _load_or_report(request.path, None if isinstance(document, Path) else document)
     if workflow is None:
         return exit_code_for("invalid")
@@ -211,9 +86,8 @@ def execute_run(request: RunRequest) -> int:
         return refused
     try:
         inputs = _gather_inputs(request, workflow)
-        overrides = {k: parse_scalar(v) for k, v in split_pairs(request.overrides, "--set")}
-        answers = Answers.parse(request.answers, request.answer_files)
-        backend = _backend(request.backend, request.record, request.replay)
+        answers = Answers.given(request.answers, request.answer_files)
+        backend = backend_of(request)
     except (InputError, AnswerError, ValueError) as exc:
         _error(f"error: {exc}")
         return exit_code_for("invalid")
@@ -232,7 +106,7 @@ def execute_run(request: RunRequest) -> int:
                 _error(f"error: --record-state {path}: {exc.message} — write a dotted state path such as computed.x")
                 return exit_code_for("invalid")
         backend = CaseRecorder(backend)
-        request.case = {"recorder": backend, "inputs": inputs, "overrides": overrides}
+        request = request.replace(case={"recorder": backend, "inputs": inputs, "overrides": dict(request.overrides)})
     io = _console(request)
     if request.temporal:
         refused = _refused_on_cluster(request, backend)
@@ -240,19 +114,20 @@ def execute_run(request: RunRequest) -> int:
             return refused
         from wfexec.commands.temporal_runs import run_on_cluster
 
-        return run_on_cluster(request, workflow, inputs, overrides, answers, io)
-    options = _options(request, answers, backend)
+        return run_on_cluster(request, workflow, inputs, answers, io)
+    options = engine_options(request, answers, backend)
     if request.ephemeral or request.dry_run:  # a dry run changes nothing, the run store included
-        return _guarded(request, lambda: _run_ephemeral(request, workflow, inputs, overrides, io, options))
-    return _guarded(request, lambda: _run_durable(request, workflow, inputs, overrides, io, options))
+        return _guarded(request, lambda: _run_ephemeral(request, workflow, inputs, io, options))
+    return _guarded(request, lambda: _run_durable(request, workflow, inputs, io, options))
 
 
 def execute_resume(request: RunRequest) -> int:
+    from wfexec.api import backend_of
     from wfexec.running.prompts import AnswerError, Answers
 
     try:
-        answers = Answers.parse(request.answers, request.answer_files)
-        backend = _backend(request.backend, request.record, request.replay)
+        answers = Answers.given(request.answers, request.answer_files)
+        backend = backend_of(request)
     except (AnswerError, ValueError) as exc:
         _error(f"error: {exc}")
         return exit_code_for("invalid")
@@ -267,7 +142,7 @@ def execute_resume(request: RunRequest) -> int:
         from wfexec.commands.temporal_runs import resume_on_cluster
 
         return resume_on_cluster(request, io)
-    options = _options(request, answers, backend)
+    options = engine_options(request, answers, backend)
     return _guarded(request, lambda: _resume(request, io, options))
 
 
@@ -308,41 +183,43 @@ def _guarded(request: RunRequest, body) -> int:
         return report_error(exc, request.debug)
 
 
-def _run_ephemeral(request, workflow, inputs, overrides, io, options) -> int:
+def engine_options(request: RunRequest, answers, backend):
+    from wfexec.api import engine_options as options_of_request
+
+    return options_of_request(request, answers, backend)
+
+
+def _run_ephemeral(request, workflow, inputs, io, options) -> int:
     from wfexec.running.engine import RunError, run_workflow
     from wfexec.running.prompts import NeedsAnswer
 
     try:
         with io.status_line():
-            result = run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
+            result = run_workflow(workflow, io=io, options=options, inputs=inputs, overrides=dict(request.overrides))
     except NeedsAnswer as waiting:
-        _write_state_out(request, getattr(waiting, "state", None))
-        _write_case(request, "waiting", None, None, getattr(waiting, "state", None))
-        return _report_waiting(request, waiting.question, None)
+        write_state_out(request, getattr(waiting, "state", None))
+        write_case(request, "waiting", None, None, getattr(waiting, "state", None))
+        return report_waiting(request, waiting.question, None)
     except RunError as exc:
-        _write_state_out(request, getattr(exc, "state", None))
-        _write_case(request, "stopped" if exc.outcome == "stopped" else "failed", None, None,
+        write_state_out(request, getattr(exc, "state", None))
+        write_case(request, "stopped" if exc.outcome == "stopped" else "failed", None, None,
                     getattr(exc, "state", None))
         return report_error(exc, request.debug)
-    return _report_result(request, result, io, None)
+    return report_result(request, result, io, None)
 
 
-def _run_durable(request, workflow, inputs, overrides, io, options) -> int:
-    from wfexec.durable.journal import start_run
-    from wfexec.durable.store import open_store
+def _run_durable(request, workflow, inputs, io, options) -> int:
+    from wfexec.api import start_recorded
 
-    store = open_store(request.store, durability=request.durability)
-    try:
-        with io.status_line():
-            driven = start_run(store, workflow, inputs=inputs, overrides=overrides, io=io, options=options)
-    finally:
-        store.close()
+    with io.status_line():
+        driven = start_recorded(request, workflow, inputs, io, options)
     return _report_driven(request, driven, io)
 
 
 def _resume(request, io, options) -> int:
-    from wfexec.durable.journal import ResumeChoices, ResumeRefused, resume_run
-    from wfexec.durable.store import StoreError, open_store
+    from wfexec.api import resume_recorded
+    from wfexec.durable.journal import ResumeRefused
+    from wfexec.durable.store import StoreError
 
     def load(path):
         workflow = _load_or_report(path)
@@ -351,151 +228,38 @@ def _resume(request, io, options) -> int:
                              "fix it, then resume again")
         return workflow
 
-    store = open_store(request.store, durability=request.durability)
     try:
         with io.status_line():
-            driven = resume_run(store, request.run_id, load, io=io, options=options,
-                                choices=ResumeChoices(request.accept_changes, request.rerun, request.skip))
+            driven = resume_recorded(request, load, io, options)
     except ResumeRefused as refused:
         for note in refused.notes:
             _error(f"note: {note}")
         raise
-    finally:
-        store.close()
     for note in driven.notes:
         _error(f"note: {note}")
     return _report_driven(request, driven, io)
 
 
-def question_json(question, run_id) -> dict:
-    return {"status": "waiting", "run_id": run_id, "node": question.node, "answer_key": question.key,
-            "question": question.text, "header": question.header,
-            "options": [{"id": c.id, "label": c.label, "description": c.description} for c in question.choices],
-            "allow_other": question.allow_other}
-
-
-def driven_json(driven) -> dict:
-    """How a run's process ended, as `--format json` and the MCP tools give it: the ending, the question it
-    waits on, or the error."""
-    from wfexec.durable.store import ending_status
-
-    if driven.status == "waiting":
-        return question_json(driven.question, driven.run_id)
-    if driven.result is not None:
-        return {"status": ending_status(driven.result.type), "run_id": driven.run_id, **driven.result.to_json()}
-    error = driven.error
-    return {"status": driven.status, "run_id": driven.run_id, "error": error.message,
-            **{key: value for key, value in error.to_json().items() if key not in ("message", "error")}}
-
-
-def _write_state_out(request, state) -> None:
-    """`--state-out`: the state where the run ended, parked or failed (whatever this process last held)."""
-    if request.state_out and state is not None:
-        from wfexec.system.files import write_atomic
-
-        write_atomic(request.state_out, json.dumps(state, indent=2, ensure_ascii=False, default=str) + "\n")
-
-
 def _report_driven(request, driven, io) -> int:
     if driven.refused is not None:
         if request.json_output:
-            _print_json({**question_json(driven.question, driven.run_id), "error": driven.refused.message})
+            print_json({**question_json(driven.question, driven.run_id), "error": driven.refused.message})
         return report_error(driven.refused, request.debug)
     if driven.status == "waiting":
-        _write_state_out(request, driven.state)
-        _write_case(request, "waiting", None, None, driven.state)
-        return _report_waiting(request, driven.question, driven.run_id)
+        write_state_out(request, driven.state)
+        write_case(request, "waiting", None, None, driven.state)
+        return report_waiting(request, driven.question, driven.run_id)
     if driven.result is not None:
-        return _report_result(request, driven.result, io, driven.run_id)
-    _write_state_out(request, driven.state)
-    _write_case(request, "stopped" if driven.status == "stopped" else "failed", None, None, driven.state)
+        return report_result(request, driven.result, io, driven.run_id)
+    write_state_out(request, driven.state)
+    write_case(request, "stopped" if driven.status == "stopped" else "failed", None, None, driven.state)
     error = driven.error
     code = report_error(error, request.debug)
     if driven.status == "stopped":
         _error(f"run {driven.run_id} stopped; continue it with: wfexec resume {driven.run_id}")
     if request.json_output:
-        _print_json(driven_json(driven))
+        print_json(driven_json(driven))
     return code
-
-
-def _report_waiting(request, question, run_id) -> int:
-    ids = ", ".join(c.id for c in question.choices)
-    other = " (or free text)" if question.allow_other else ""
-    key = question.key
-    if request.json_output:
-        _print_json(question_json(question, run_id))
-    value = "<option id>" if question.choices else "<text>"
-    how = (f"wfexec resume {run_id} --answer {key}={value}" if run_id else
-           f"wfexec run {request.path} --answer {key}={value}")
-    who = f"agent '{key}' of node '{question.node}'" if question.asker else f"node '{question.node}'"
-    _error(f"waiting: {who} asks: {question.text}\n"
-           + (f"  options: {ids}{other}\n" if question.choices else "")
-           + f"  answer with: {how}")
-    return exit_code_for("waiting")
-
-
-def _write_case(request, status: str, ending: str | None, output, state) -> None:
-    """`--record-case`: the run as a test case; a file that cannot take it is said, the run's exit code kept."""
-    case = request.case
-    if case is None:
-        return
-    from wfexec.commands.record_case import case_from, write_case
-
-    made = case_from(case["recorder"], inputs=case["inputs"], overrides=case["overrides"], status=status,
-                     ending=ending, output=output, state=state, state_paths=request.record_state)
-    try:
-        _error(write_case(request.record_case, made))
-    except (OSError, ValueError) as exc:
-        _error(f"error: the test case was not written: {exc}")
-
-
-def _report_result(request, result, io, run_id) -> int:
-    _write_state_out(request, result.state)
-    if request.json_output:
-        from wfexec.durable.store import ending_status
-
-        _print_json({"status": ending_status(result.type), "run_id": run_id, **result.to_json()})
-    else:
-        print_ending(result, io)
-    _write_case(request, result.type, result.ending, result.output, result.state)
-    return exit_code_for(result.type)
-
-
-def print_ending(result, io) -> None:
-    from wfexec.language.expressions import to_text
-
-    if result.silent:
-        return
-    if result.type == "success":
-        io.print(result.message)
-        for key, value in result.summary.items():
-            io.print(f"  {key}: {to_text(value)}")
-        _print_delegate(result, io)
-        return
-    io.print(f"Error: {result.message}" if result.type == "error" else f"{result.type.capitalize()}: {result.message}")
-    if result.details:
-        io.print(result.details)
-    for key, value in result.summary.items():
-        io.print(f"  {key}: {to_text(value)}")
-    recovery = result.recovery
-    if isinstance(recovery, dict):
-        if recovery.get("suggestion"):
-            io.print(f"Suggestion: {recovery['suggestion']}")
-        if recovery.get("related_skill"):
-            io.print(f"Try running: /{recovery['related_skill']}")
-    elif recovery:
-        io.print(f"Try running: /{recovery}" if " " not in str(recovery).strip() else f"Suggestion: {recovery}")
-    _print_delegate(result, io)
-
-
-def _print_delegate(result, io) -> None:
-    """A v8 delegate ending hands the work to another skill: say which, with what (JSON has it as `delegate`)."""
-    from wfexec.language.expressions import to_text
-
-    delegate = result.delegate
-    if isinstance(delegate, dict) and delegate.get("skill"):
-        args = to_text(delegate.get("args") or "")
-        io.print(f"Next: /{to_text(delegate['skill'])}" + (f" {args}" if args else ""))
 
 
 def _refused_states(path) -> int:
@@ -559,12 +323,7 @@ def _with_permissions(backend: str | None, skip_permissions: bool) -> str | None
     return f"{head}:{options + ',' if options.strip() else ''}{added}"
 
 
-def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps, trace, json_output, backend,
-                   record, replay, answers=(), interactive=False, store=None, ephemeral=False, debug=False,
-                   temporal: str | None = None, task_queue: str = "wfexec", durability: str | None = None,
-                   effort: str | None = None, on_ask: str = "pause", no_wait: bool = False,
-                   workflow_id: str | None = None, continue_session: bool = False, no_debug: bool = False,
-                   skip_permissions: bool | None = None) -> int:
+def execute_states(request: RunRequest) -> int:
     """`wfexec states PATH`: the states folder as a one-node workflow (`states_workflow`), run like any other,
     so it is recorded in the store: an `<ask>` parks it (exit 3), paused agents stop it (exit 4), and `runs`,
     `show`, `resume` and `cancel` work on it. `.raymond/config.toml` fills in what the flags do not say."""
@@ -576,7 +335,7 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
     from wfexec.durable.store import store_location
     from wfexec.protocol.errors import ScopeError
 
-    for name, value in (("a budget", budget_usd), ("a timeout", timeout)):
+    for name, value in (("a budget", request.budget_usd), ("a timeout", request.timeout)):
         if value is not None and value < 0:
             _error(f"error: {name} cannot be negative" + (" (0: no timeout)" if name == "a timeout" else ""))
             return exit_code_for("invalid")
@@ -587,8 +346,10 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
         return exit_code_for(exc)
     for warning in config.warnings:
         _error(f"warning: {warning}")
-    launch = merge(config, budget_usd=budget_usd, model=model, effort=effort, timeout=timeout, no_wait=no_wait,
-                   no_debug=no_debug, skip_permissions=skip_permissions)
+    launch = merge(config, budget_usd=request.budget_usd, model=request.model, effort=request.effort,
+                   timeout=request.timeout, no_wait=request.no_wait, no_debug=request.no_debug,
+                   skip_permissions=request.dangerously_skip_permissions)
+    path: Any = request.path
     url = as_url(os.fspath(path))
     if url is not None:  # fetched once into .raymond/registry/, then run as the local zip
         try:
@@ -596,39 +357,37 @@ def execute_states(path, *, input, start, budget_usd, timeout, model, max_steps,
         except ScopeError as exc:
             _error(exc.format())
             return exit_code_for(exc)
-    refused = _refused_launch(path, on_ask, workflow_id)
+    refused = _refused_launch(path, request.on_ask, request.workflow_id)
     if refused:
         return refused
-    backend = _with_permissions(backend, launch.skip_permissions)
-    if ephemeral:
+    backend = request.backend if not isinstance(request.backend, str) and request.backend is not None else \
+        _with_permissions(request.backend, launch.skip_permissions)
+    if request.ephemeral:
         import tempfile
 
         scratch: Any = tempfile.TemporaryDirectory(prefix="wfexec-states-")
     else:
         scratch = None
     # On a cluster the written workflow names the folder from where it is written: the run's bundle holds both.
-    into = Path(scratch.name) if scratch else Path(".wfexec", "states") if temporal else \
-        store_location(store).parent / "states"
+    into = Path(scratch.name) if scratch else Path(".wfexec", "states") if request.temporal else \
+        store_location(request.store).parent / "states"
     refused = _refused_states(path)
     if refused:
         return refused
+    given = request.agent_input
     try:
         try:
             workflow = states_workflow(
-                path, into, start=start, with_input=input is not None, budget_usd=launch.budget_usd,
+                path, into, start=request.start, with_input=given is not None, budget_usd=launch.budget_usd,
                 timeout=launch.timeout, model=launch.model, warn=_error, effort=launch.effort,
-                timeout_source=launch.timeout_source, on_ask=on_ask if on_ask != "pause" else None,
-                no_wait=launch.no_wait, workflow_id=workflow_id, continue_session=continue_session,
-                debug_files=launch.debug, relative_folder=bool(temporal))
+                timeout_source=launch.timeout_source, on_ask=request.on_ask if request.on_ask != "pause" else None,
+                no_wait=launch.no_wait, workflow_id=request.workflow_id, continue_session=request.continue_session,
+                debug_files=launch.debug, relative_folder=bool(request.temporal))
         except ScopeError as exc:
             _error(exc.format())
             return exit_code_for("invalid")
-        request = RunRequest(path=workflow, inputs=[f"input={input}"] if input is not None else [],
-                             answers=list(answers), interactive=interactive, max_steps=max_steps, trace=trace,
-                             json_output=json_output, debug=debug, store=store, ephemeral=ephemeral,
-                             backend=backend, record=record, replay=replay, temporal=temporal,
-                             task_queue=task_queue, durability=durability)
-        return execute_run(request)
+        return execute_run(request.replace(path=workflow, agent_input=None, backend=backend,
+                                           text_inputs=[f"input={given}"] if given is not None else []))
     finally:
         if scratch is not None:
             scratch.cleanup()

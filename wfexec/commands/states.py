@@ -13,6 +13,7 @@ from typing import Any
 
 from typing import TYPE_CHECKING
 
+from wfexec.commands.documents import raymond_manifest, workflow_document
 from wfexec.protocol.errors import ProtocolError, ScopeError, StopRun
 from wfexec.protocol.scopes import KNOWN, DirectoryScope, EditedScope, StateScope, extension, open_scope
 
@@ -142,26 +143,6 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
                            steps=outcome.steps, workflow_id=outcome.workflow_id, outcome=outcome)
 
 
-def raymond_manifest(folder: Path) -> dict | None:
-    """The Raymond manifest (`workflow.yaml` beside the states: name, description, default_budget, backend…) of a
-    states folder, or None when `folder/workflow.yaml` is a wfexec workflow (it has `nodes:` or `start_node:`) or
-    the folder has no entry state."""
-    from wfexec.language.loader import load_file
-    from wfexec.protocol.scopes import entry_point
-
-    manifest = folder / "workflow.yaml"
-    if not manifest.is_file():
-        return None
-    data = load_file(manifest).data
-    if not isinstance(data, dict) or "nodes" in data or "start_node" in data:
-        return None
-    try:
-        entry_point(open_scope(folder, str(folder)))
-    except ScopeError:
-        return None
-    return dict(data)
-
-
 def manifest_warnings(manifest: dict | None) -> list[str]:
     """What a Raymond manifest asks for that wfexec does not do (a backend other than Claude Code and pi)."""
     backend = (manifest or {}).get("backend")
@@ -260,7 +241,6 @@ def lint_diagnostics(path: str | os.PathLike, edited: dict[str, str] | None = No
     Raymond .yaml), as diagnostics naming each state file at the line of the finding; None when `path` is not
     one. `wfexec validate` reports them, and `wfexec run`/`states` refuse to start on their errors. `edited`
     (state file name → text) is what an editor holds unsaved of a folder's files (`wfexec lsp`)."""
-    from wfexec.commands.run import workflow_document
     from wfexec.language.diagnostics import Diagnostic
     from wfexec.protocol.lint import lint_scope
 

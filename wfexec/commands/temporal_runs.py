@@ -9,6 +9,7 @@ import json
 import sys
 from typing import Any, Callable, Coroutine
 
+from wfexec.commands.reporting import report_error, report_result, report_waiting
 from wfexec.exit_codes import exit_code_for
 
 TEMPORAL_VARIABLE = "WFEXEC_TEMPORAL"
@@ -21,7 +22,6 @@ def _error(text: str) -> None:
 def _guarded(address: str, body: Callable[[], Coroutine[Any, Any, int]], debug: bool) -> int:
     """Run one command's coroutine; a missing extra, an unreachable server or a refused request is one line and
     an exit code, never a traceback."""
-    from wfexec.commands.run import report_error
     from wfexec.temporal import require_temporalio
 
     try:
@@ -41,13 +41,12 @@ def _guarded(address: str, body: Callable[[], Coroutine[Any, Any, int]], debug: 
 def _report_waiting_on_cluster(request, asked: dict, run_id: str) -> int:
     """A run that waits for an answer: said as with SQLite (exit 3). A lost step not safe to run twice is said
     as a SQLite run's resume says it (the question carries the hint), answered with --rerun or --skip."""
-    from wfexec.commands.run import _report_waiting
     from wfexec.durable.journal import ResumeRefused
     from wfexec.temporal.steps import question_from_json
 
     if asked.get("in_flight_hint") is not None:
         raise ResumeRefused(asked["text"], asked["in_flight_hint"], awaits_decision=True)
-    return _report_waiting(request, question_from_json(asked), run_id)
+    return report_waiting(request, question_from_json(asked), run_id)
 
 
 def _show_events(io) -> Callable[[list], None]:
@@ -60,7 +59,6 @@ async def _follow_and_report(request, client, handle, io, printed: int = 0, pend
                              known: dict | None = None) -> int:
     """Follow the run until it ends or waits; answer at a terminal, else park with exit 3. `known`: the question
     the run already waited on, unanswered, when this command began (a refusal on it was reported before)."""
-    from wfexec.commands.run import _report_result
     from wfexec.running.engine import Result
     from wfexec.running.prompts import AnswerRefused, Answers
     from wfexec.temporal.client import follow, send_answer
@@ -89,7 +87,7 @@ async def _follow_and_report(request, client, handle, io, printed: int = 0, pend
                         summary=data["summary"], recovery=data["recovery"], output=data["output"],
                         state=data["state"], steps=data["steps"], run_id=handle.id, silent=data.get("silent", False),
                         delegate=data.get("delegate"))
-        return _report_result(request, result, io, handle.id)
+        return report_result(request, result, io, handle.id)
     error = outcome.get("error") or {"text": "the run failed", "outcome": "failed"}
     _error(error["text"])
     if outcome["status"] == "stopped":
@@ -100,12 +98,13 @@ async def _follow_and_report(request, client, handle, io, printed: int = 0, pend
     return exit_code_for(outcome["status"] if outcome["status"] != "cancelled" else "failed")
 
 
-def run_on_cluster(request, workflow, inputs: dict, overrides: dict, answers, io) -> int:
+def run_on_cluster(request, workflow, inputs: dict, answers, io) -> int:
+    """The Temporal client's door: the run request, started on the cluster (the workflow takes the answers)."""
     async def body() -> int:
         from wfexec.temporal.client import connect, run_request, start
 
         client = await connect(request.temporal)
-        handle = await start(client, workflow, run_request(workflow, inputs=inputs, overrides=overrides,
+        handle = await start(client, workflow, run_request(workflow, inputs=inputs, overrides=dict(request.overrides),
                                                            answers=answers.to_dict(), max_steps=request.max_steps,
                                                            backend=request.backend),
                              request.task_queue)
@@ -135,7 +134,7 @@ def resume_on_cluster(request, io) -> int:
                                 "there is nothing to resume",
                                 "`wfexec show RUN --temporal ...` prints how it ended; start a new run with `wfexec run`")
         seen = await progress(handle)
-        pending = Answers.parse(request.answers, request.answer_files)
+        pending = Answers.given(request.answers, request.answer_files)
         await check_answers(handle, pending)
         known = None
         if seen is not None and seen["status"] == "waiting":
@@ -269,7 +268,6 @@ def worker(address: str, task_queue: str, debug: bool, workdir=None, blob_retent
         _error("wfexec worker: stopped")
         return 0
 
-    from wfexec.commands.run import report_error
     from wfexec.temporal import require_temporalio
 
     try:

@@ -447,7 +447,7 @@ def _run_in(folder: Path, case: Case, suite: Suite, workflow, recorder: Recorder
                 if node not in answers and f"{node}*" not in answers:
                     answers[node] = values
         result = api.run(workflow, inputs=data.get("inputs") or {}, answers=answers, overrides=data.get("set") or {},
-                         io=recorder, backend=backend, cwd=folder)
+                         io=recorder, backend=backend, cwd=folder, ephemeral=True)
     except NeedsAnswer as waiting:
         question = waiting.question
         return {"status": "waiting", "state": getattr(waiting, "state", None),

@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from wfexec.language.expressions import Template, render_value
 
-if TYPE_CHECKING:  # annotations only: the language layer sits below node and registry types
-    from wfexec.nodes.base import NodeType
-    from wfexec.types.registry import TypeSpec
+if TYPE_CHECKING:  # the language layer sits below node and registry types: it names their shapes
+    from wfexec.interfaces import CallKind as TypeSpec, NodeKind as NodeType
 
 ENDING_TYPES = ("success", "failure", "error", "cancelled")
 

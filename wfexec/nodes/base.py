@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # annotations only: these layers sit above or beside the node
     import re
 
     from wfexec.system.plugins import Point
-    from wfexec.language.compiler import Compiler
+    from wfexec.interfaces import NodeCompiler as Compiler
     from wfexec.language.expressions import Template
     from wfexec.language.model import Call, Node, Workflow
     from wfexec.nodes.context import AgentSteps, NodeContext
@@ -85,6 +85,15 @@ class Question:
     def key(self) -> str:
         """The name `--answer KEY=…` answers this question by."""
         return self.asker or self.node
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The answer to a `Question`: one of its options, or free text."""
+
+    choice: Choice | None      # None: free text
+    text: str | None = None
+    source: str = "given"      # given up front, asked at the terminal, …
 
 
 def _no_calls(spec: Spec) -> tuple[Call, ...]:

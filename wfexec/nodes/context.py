@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, Protocol
 if TYPE_CHECKING:  # annotations only
     from wfexec.language.expressions import Scope
     from wfexec.language.model import Call, Node, Where, Workflow
-    from wfexec.nodes.base import Outcome, Question
-    from wfexec.running.engine import Result
-    from wfexec.running.io import Io
-    from wfexec.running.prompts import Answer
+    from wfexec.interfaces import Output as Io
+    from wfexec.interfaces import SubRunResult as Result
+    from wfexec.nodes.base import Answer, Outcome, Question
 
 
 class NodeContext(Protocol):

@@ -31,7 +31,7 @@ from wfexec.protocol.scopes import (ResolveError, ScriptFiles, StateScope, entry
 from wfexec.protocol.tags import WORKFLOW_TAGS
 
 if TYPE_CHECKING:
-    from wfexec.running.io import Io
+    from wfexec.interfaces import Output as Io
 
 KEEP_OUTPUT = 64 * 1024
 KEEP_RECORDS = 1000  # a long polling loop keeps its latest states, not all of them

@@ -9,27 +9,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
+from wfexec.interfaces import Output
+
 if TYPE_CHECKING:
-    from wfexec.nodes.user_prompt import Question
+    from wfexec.nodes.base import Question
 
 
-class Io(Protocol):
-    tracing: bool  # whether `trace` shows anything (the loop skips building trace text otherwise)
-
-    def print(self, text: str = "") -> None:
-        """A message for the person running the workflow."""
+class Io(Output, Protocol):
+    """The terminal's output (`Output`: print, error, trace), and the rest a run may need of it."""
 
     def markdown(self, text: str) -> None:
         """Markdown, rendered when the output is a terminal."""
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> None:
         """Rows under headers."""
-
-    def error(self, text: str) -> None:
-        """A warning or error, apart from the run's output."""
-
-    def trace(self, text: str) -> None:
-        """One line of the `--trace` log (nothing when not tracing)."""
 
     def ask(self, question: "Question") -> Any:
         """Ask a person; returns an `Answer`, or an option id, a label or free text."""

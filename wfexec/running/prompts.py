@@ -20,16 +20,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from wfexec.errors import WfexecError
-from wfexec.nodes.base import Choice, Question
+from wfexec.nodes.base import Answer, Choice, Question
 
 _OTHER_CHOICE = "\0other"
-
-
-@dataclass(frozen=True)
-class Answer:
-    choice: Choice | None      # None: free text
-    text: str | None = None
-    source: str = "given"
 
 
 class NeedsAnswer(Exception):
@@ -122,29 +115,34 @@ class Answers:
         return bool(self._given.get(node))
 
     @classmethod
-    def parse(cls, pairs: list[str], files: Sequence[Path] = ()) -> "Answers":
+    def parse(cls, pairs: Sequence[str], files: Sequence[Path] = ()) -> "Answers":
         """`node=id` pairs and YAML files mapping node → answer (or a list of answers, used in turn)."""
+        from wfexec.running.request import pairs_to_dict
+
+        try:
+            return cls.given(pairs_to_dict(pairs, "--answer"), files)
+        except ValueError as exc:
+            raise AnswerError(str(exc)) from None
+
+    @classmethod
+    def given(cls, answers: dict[str, Any], files: Sequence[Path] = ()) -> "Answers":
+        """The answers of a run request (node → an answer, or the answers in turn), after those the answers
+        files map their nodes to."""
         from wfexec.language.loader import load_file
 
-        given: dict[str, Any] = {}
+        merged: dict[str, Any] = {}
         for file in files:
             doc = load_file(file)
             if doc.diagnostics:
                 raise AnswerError(doc.diagnostics[0].format())
             if not isinstance(doc.data, dict):
                 raise AnswerError(f"{file}: an answers file maps node ids to answers, e.g. `confirm: yes`")
-            given.update(doc.data)
-        for pair in pairs:
-            node, sep, value = pair.partition("=")
-            if not sep or not node:
-                raise AnswerError(f"--answer '{pair}' must look like NODE=ANSWER")
-            if node in given and isinstance(given[node], list):
-                given[node].append(value)
-            elif node in given:
-                given[node] = [given[node], value]
-            else:
-                given[node] = value
-        return cls(given)
+            merged.update(doc.data)
+        for node, value in answers.items():
+            more = list(value) if isinstance(value, (list, tuple)) else [value]
+            before = merged.get(node)
+            merged[node] = more if node not in merged else (before if isinstance(before, list) else [before]) + more
+        return cls(merged)
 
 
 def match_answer(question: Question, value: Any) -> Answer:

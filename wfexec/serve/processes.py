@@ -23,6 +23,11 @@ POLL_SECONDS = 0.05
 PATIENCE_SECONDS = 30.0
 
 
+# What every process the server starts is asked besides the run itself: it asks nobody, prints its result as JSON,
+# and traces each step into its log (which the run page shows).
+_WATCHED = {"non_interactive": True, "format": "json", "trace": True}
+
+
 @dataclass
 class Started:
     """What became of a process the server started: the run it drives (or drove), and when it has already
@@ -51,21 +56,19 @@ class Processes:
         self._lock = threading.Lock()
 
     def launch(self, workflow: Path, inputs: dict[str, str]) -> Started:
-        args = ["run", str(workflow), "--non-interactive", "--format", "json", "--trace"]
-        if self.temporal:
-            args += ["--temporal", self.temporal]
-        for key, value in inputs.items():
-            args += ["--input", f"{key}={value}"]
-        return self._start(args, None)
+        from wfexec.running.request import RunRequest, command_line
+
+        request = RunRequest(path=workflow, text_inputs=[f"{key}={value}" for key, value in inputs.items()],
+                             temporal=self.temporal, **_WATCHED)
+        return self._start(command_line(request, "run"), None)
 
     def resume(self, run_id: str, answer: tuple[str, str] | None = None, in_flight: str | None = None) -> Started:
         """`in_flight`: "rerun" or "skip", what to do with the step that was in flight when the run stopped."""
-        args = ["resume", run_id, "--non-interactive", "--format", "json", "--trace"]
-        if answer is not None:
-            args += ["--answer", f"{answer[0]}={answer[1]}"]
-        if in_flight is not None:
-            args.append(f"--{in_flight}")
-        return self._start(args, run_id)
+        from wfexec.running.request import RunRequest, command_line
+
+        request = RunRequest(run_id=run_id, answers=dict([answer]) if answer is not None else {},
+                             rerun=in_flight == "rerun", skip=in_flight == "skip", **_WATCHED)
+        return self._start(command_line(request, "resume"), run_id)
 
     def output_of(self, run_id: str) -> Path | None:
         """The file holding what the processes this server started for the run wrote on stderr (`--trace`: each
