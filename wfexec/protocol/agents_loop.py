@@ -12,14 +12,16 @@ agent's scripts.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field, replace
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from wfexec.protocol.agents import MAIN, Agent, AgentsState, answered, apply, paused, reactivated
 from wfexec.protocol.errors import PausesAgent, ProtocolError, Retryable, WorkflowUnreachable
 from wfexec.protocol.limits import limit_wait
 from wfexec.protocol.tags import WORKFLOW_TAGS, Transition
+
+if TYPE_CHECKING:
+    import asyncio
 
 MAX_ATTEMPTS = 3  # failed attempts at one state in a row before its agent is paused (Raymond's MaxRetries)
 
@@ -150,6 +152,8 @@ async def run_agents(runner: AgentsRunner, state: AgentsState, *, count: Callabl
     """The agents of `state` until none is active and none waits for a usage limit (or an answer or a rerun the
     runner brings). Raises AgentFailed, or the fatal error a state raised, on the first one (the other agents'
     states cancelled)."""
+    import asyncio  # here, not at the top: a lone agent's scripts run inline, and asyncio costs a short script's CPU
+
     running: dict[str, asyncio.Future] = {}
     # Set as any state finishes: waiting on it costs the same with a thousand agents running as with one (waiting
     # on every running future at each finish would make a run of many forks quadratic).
