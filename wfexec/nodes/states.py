@@ -253,7 +253,7 @@ def execute(node, run) -> Outcome:
         orchestrator = _orchestrator(
             node, run, scope, cwd=cwd, on_step=_step_counter(run),
             on_checkpoint=lambda change, whole: run.change_node_state(node.id, change, whole),
-            on_record=lambda agent, record: run.record_transcript(node.id, agent, record))
+            **_keeping(node, run))
         saved = run.node_state(node.id)
         if saved is None and spec.on_ask == "reject":
             _refuse_asking(scope)
@@ -280,6 +280,14 @@ def execute(node, run) -> Outcome:
     except ProtocolError as exc:
         return _failed(node, run, exc, orchestrator, stop=False)
     return _succeeded(node, run, outcome)
+
+
+def _keeping(node, run) -> dict[str, Any]:
+    """What the run keeps of its agents, for `wfexec show` and `wfexec serve`: each state's record (`show --agent`),
+    and the lines their scripts write, when its journal keeps output (`wfexec serve`)."""
+    keeps = run.journal.record_output if run.keeps_output else None
+    return {"on_record": lambda agent, record: run.record_transcript(node.id, agent, record),
+            "on_output": (lambda text: keeps(node.id, text)) if keeps is not None else None}
 
 
 def _orchestrator(node, run, scope, **given):
@@ -447,7 +455,7 @@ class AgentSteps:
 
         scope = open_scope(node.spec)
         orchestrator = _orchestrator(node, run, scope, cwd=meta["cwd"], spent_usd=meta.get("spent") or 0.0,
-                                     workflow_id=meta["workflow_id"], keep_records=False)
+                                     workflow_id=meta["workflow_id"], keep_records=False, **_keeping(node, run))
         if agent is None:
             for warning in scope.warnings:
                 orchestrator.warn(warning)

@@ -51,31 +51,26 @@ class Processes:
         self._lock = threading.Lock()
 
     def launch(self, workflow: Path, inputs: dict[str, str]) -> Started:
-        args = ["run", str(workflow), "--non-interactive", "--format", "json", "--trace"]
-        if self.temporal:
-            args += ["--temporal", self.temporal]
+        args = ["run", str(workflow), "--non-interactive", "--format", "json"]
+        if self.temporal:  # --trace: it names its run first (_named_on_cluster)
+            args += ["--temporal", self.temporal, "--trace"]
         for key, value in inputs.items():
             args += ["--input", f"{key}={value}"]
         return self._start(args, None)
 
     def resume(self, run_id: str, answer: tuple[str, str] | None = None, in_flight: str | None = None) -> Started:
         """`in_flight`: "rerun" or "skip", what to do with the step that was in flight when the run stopped."""
-        args = ["resume", run_id, "--non-interactive", "--format", "json", "--trace"]
+        args = ["resume", run_id, "--non-interactive", "--format", "json"]
         if answer is not None:
             args += ["--answer", f"{answer[0]}={answer[1]}"]
         if in_flight is not None:
             args.append(f"--{in_flight}")
         return self._start(args, run_id)
 
-    def output_of(self, run_id: str) -> Path | None:
-        """The file holding what the processes this server started for the run wrote on stderr (`--trace`: each
-        step, and the output of its commands and scripts as they write it), or None."""
-        path = self.logs / f"{run_id}.log"
-        return path if path.exists() else None
-
     def _start(self, args: list[str], run_id: str | None) -> Started:
         out = tempfile.NamedTemporaryFile(dir=self.logs, suffix=".out", delete=False)
-        # A resumed run's output goes on after what it wrote before; a new run's is named once its id is known.
+        # What a resumed run's process says goes on after what it said before; a new run's file is named once its
+        # id is known. (The output of its commands and scripts is in the store: wfexec.durable.outputs.)
         err_path = self.logs / f"{run_id}.log" if run_id is not None else _fresh_file(self.logs, ".new")
         err = open(err_path, "ab")
         offset = err.tell()

@@ -13,6 +13,7 @@ from wfexec.errors import WfexecError
 from wfexec.running.engine import EntryGateFailed, RunError
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.running.steploop import execute, resolve_target
+from wfexec.temporal.kept import KeptByStep
 from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, written
 
 HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
@@ -28,6 +29,7 @@ def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: 
     run = make_run(workflow, request, io, state=state, answers=answers)
     run.options.backend = _backend(request.get("backend"))
     run.current = node
+    kept = run.journal = KeptByStep(node_id)
     run.step_ms = step_ms  # the step's clock: the workflow's, as a state-only step would read it
     try:
         outcome = execute(run, node)
@@ -37,15 +39,15 @@ def _run_node(request: dict, node_id: str, state: dict, answers: dict, step_ms: 
                 "answers": run.options.answers.to_dict(),
                 **({"refused": waiting.refused.message} if waiting.refused is not None else {})}
     except RunError as exc:
-        return {"error": error_json(exc), "events": io.events}
+        return {"error": error_json(exc), "events": io.events, **kept.to_json()}
     except WfexecError as exc:
         return {"error": error_json(RunError(exc.message, exc.hint, exc.where or node.where, node.id)),
-                "events": io.events}
+                "events": io.events, **kept.to_json()}
     changes = written(run)
     state = run.state
     state.pop("history", None)  # the workflow keeps its own
     return {"state": state, "target": target, "outcome": outcome.outcome, "events": io.events,
-            "answers": run.options.answers.to_dict(), **changes}
+            "answers": run.options.answers.to_dict(), **changes, **kept.to_json()}
 
 
 def _backend(spec: str | None):
@@ -86,6 +88,7 @@ def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None
     io = RecordingIo()
     run = make_run(workflow, request, io)
     run.options.backend = _backend(request.get("backend"))
+    kept = run.journal = KeptByStep(node_id)
     try:
         done = node.kind.agents.step(node, run, meta, agent)
     except ProtocolError as exc:  # fatal for the node: the workflow code routes it, or stops or fails the run
@@ -93,7 +96,7 @@ def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None
                           "routable": bool(getattr(exc, "routable", False))}, "events": io.events}
     except RunError as exc:
         return {"error": error_json(exc), "events": io.events}
-    return {**done, "events": io.events}
+    return {**done, "events": io.events, **kept.to_json()}
 
 
 @activity.defn(name="wfexec_agent_state")

@@ -9,8 +9,9 @@ there (write a script, or call `bash -c` explicitly in a list). When the
 author does run a shell (`[bash, -c, CODE, ...]`), `${...}` is refused inside
 CODE: values go in as arguments after it or through `env`.
 
-The program's output is captured, never printed: `store_as` keeps it and the
-trace (`--trace`) shows it.
+The program's output is captured, never printed: `store_as` keeps it, the
+trace (`--trace`) shows it, and a durable run keeps its end in the store for
+`wfexec serve` (wfexec.durable.outputs).
 """
 
 from __future__ import annotations
@@ -350,7 +351,8 @@ class _Output(threading.Thread):
         super().__init__(daemon=True)
         self.stream = stream
         self.name = name
-        self.show = (lambda line: ctx.trace(f"  {name}| {line.rstrip(chr(10))}")) if ctx.run.io.tracing else None
+        self.show = (lambda line: ctx.program_output(f"{name}| {line.rstrip(chr(10))}")) \
+            if ctx.run.io.tracing or ctx.run.keeps_output else None
         self.chunks: list[str] = []
         self.kept = 0
         self.overflowed = overflowed
@@ -392,7 +394,7 @@ def _execute(argv: list[str], params, ctx) -> Completed:
     timeout = _timeout(params)
     stdin = params.get("input")
     text_in = None if stdin is None else to_text(stdin)
-    ctx.trace(f"  $ {_shown(argv)}" + (f"   (in {cwd})" if cwd != Path(ctx.cwd) else ""))
+    ctx.program_output(f"$ {_shown(argv)}" + (f"   (in {cwd})" if cwd != Path(ctx.cwd) else ""))
     process = _start(argv, cwd, env, text_in is not None)
     progress.running(_shown(argv, 60))
     # Threads read the pipes rather than communicate(): output reaches --trace as it comes, and a command
@@ -426,7 +428,7 @@ def _execute(argv: list[str], params, ctx) -> Completed:
         for pipe in (process.stdout, process.stderr):
             if pipe is not None:
                 pipe.close()
-    ctx.trace(f"  exit code {process.returncode}")
+    ctx.program_output(f"exit code {process.returncode}")
     for reader in readers:
         if reader.over:
             raise ActionFailed(f"`{_shown(argv)}` wrote more than {MAX_OUTPUT // (1024 * 1024)} MiB to {reader.name} "

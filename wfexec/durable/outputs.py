@@ -1,0 +1,111 @@
+"""The output of a durable run's commands and scripts, kept in its store so that whoever watches the run (`wfexec
+serve`) sees it, whichever door started the run.
+
+Bounded: each step keeps the last KEEP_BYTES it wrote (cut at a line's start), with the count of all it wrote, so a
+chatty command cannot grow the store past that per step. Live: what arrives is written at most every WRITE_SECONDS
+(so a command writing a line a second shows each line within that time, and one writing thousands a second costs a
+few writes a second), and all of it before the step's journal row is committed (`DurableJournal.flush`): a kill
+loses at most the last WRITE_SECONDS of the step in flight, whose outcome the journal loses too.
+
+Offsets: the run's output is one byte stream, step after step; a step's row says where its part starts and how
+long it is, so a reader that saw up to byte N asks for the rows that go on past N (`Store.output_rows`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+
+from wfexec.durable.store import Store, StoreError
+
+KEEP_BYTES = 64 * 1024
+WRITE_SECONDS = 0.2
+
+
+class StepOutput:
+    """What one step wrote: where its part of the run's output starts, how many bytes it wrote, the last kept."""
+
+    def __init__(self, step: int, node: str, start: int, written: int = 0, kept: bytes = b""):
+        self.step, self.node, self.start, self.written = step, node, start, written
+        self.kept = bytearray(kept)
+
+    def add(self, data: bytes) -> None:
+        self.written += len(data)
+        self.kept += data
+        if len(self.kept) > 2 * KEEP_BYTES:  # cut now and then, not at every line: a cut moves what is kept
+            self.cut()
+
+    def cut(self) -> bytes:
+        """The last KEEP_BYTES, from a line's start (unless one line fills them all)."""
+        if len(self.kept) > KEEP_BYTES:
+            del self.kept[:len(self.kept) - KEEP_BYTES]
+            start = self.kept.find(b"\n")
+            if 0 <= start < len(self.kept) - 1:
+                del self.kept[:start + 1]
+        return bytes(self.kept)
+
+
+class OutputKeeper:
+    """Keeps the output of a run's steps in its store; called from the threads that read programs' pipes."""
+
+    def __init__(self, store: Store, run_id: str):
+        self.store = store
+        self.run_id = run_id
+        self._lock = threading.Lock()
+        self._step: StepOutput | None = None
+        self._dirty = False
+        self._written_at = 0.0
+        self._timer: threading.Timer | None = None
+
+    def add(self, step: int, node: str, text: str) -> None:
+        data = text.encode("utf-8", "replace")
+        with self._lock:
+            current = self._step
+            if current is None or current.step != step:
+                if self._dirty:
+                    self._write()
+                current = self._step = self._opened(step, node)
+            current.add(data)
+            self._dirty = True
+            wait = self._written_at + WRITE_SECONDS - time.monotonic()
+            if wait <= 0:
+                self._write()
+            elif self._timer is None:
+                self._timer = threading.Timer(wait, self._on_time)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def flush(self) -> None:
+        """Write what is not written yet (before the step's journal row is committed)."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._dirty:
+                self._write()
+
+    def _on_time(self) -> None:
+        with self._lock:
+            self._timer = None
+            if self._dirty:
+                try:
+                    self._write()
+                except (sqlite3.Error, StoreError):  # the store closed, or the disk is full: the step's commit says so
+                    pass
+
+    def _opened(self, step: int, node: str) -> StepOutput:
+        """The step's output so far: a step run again after a stop goes on after what its first attempt wrote."""
+        rows = self.store.output_rows(self.run_id, step=step)
+        if rows:
+            _, _, start, written, text = rows[0]
+            return StepOutput(step, node, start, written, text)
+        return StepOutput(step, node, self.store.output_size(self.run_id))
+
+    def _write(self) -> None:
+        current = self._step
+        assert current is not None
+        self._dirty = False
+        self._written_at = time.monotonic()
+        self.store.keep_output(self.run_id, current.step, current.node, current.start, current.written,
+                               current.cut())
