@@ -115,6 +115,8 @@ def test_the_agents_of_a_states_run_show_with_their_transcripts(api, tmp_path):
     shown = wfexec_cli("show", run_id, "--agent", agents[0]["agent"], "--format", "json")
     assert json.loads(shown.stdout)["states"] == agents[0]["states"]  # what `show --agent` says
     assert "hello from the script" in api.get(f"/runs/{run_id}").text
+    # What its script wrote, as it wrote it, is the run's output too (`wfexec states`, a door of its own).
+    assert "main: START.sh stdout| hello from the script\n" in api.get(f"/api/runs/{run_id}/output").json()["text"]
 
 
 def test_a_chatty_command_keeps_the_end_of_its_output_and_the_reader_is_told_what_was_not_kept(
