@@ -28,22 +28,27 @@ class StepOutput:
 
     def __init__(self, step: int, node: str, start: int, written: int = 0, kept: bytes = b""):
         self.step, self.node, self.start, self.written = step, node, start, written
-        self.kept = bytearray(kept)
+        # Pieces, joined only when cut: appending to one bytes buffer cut at its front costs a copy of it per line.
+        self.pieces: list[bytes] = [kept] if kept else []
+        self.size = len(kept)
 
     def add(self, data: bytes) -> None:
         self.written += len(data)
-        self.kept += data
-        if len(self.kept) > 2 * KEEP_BYTES:  # cut now and then, not at every line: a cut moves what is kept
+        self.pieces.append(data)
+        self.size += len(data)
+        if self.size > 2 * KEEP_BYTES:  # cut now and then, not at every line
             self.cut()
 
     def cut(self) -> bytes:
         """The last KEEP_BYTES, from a line's start (unless one line fills them all)."""
-        if len(self.kept) > KEEP_BYTES:
-            del self.kept[:len(self.kept) - KEEP_BYTES]
-            start = self.kept.find(b"\n")
-            if 0 <= start < len(self.kept) - 1:
-                del self.kept[:start + 1]
-        return bytes(self.kept)
+        kept = b"".join(self.pieces)
+        if len(kept) > KEEP_BYTES:
+            kept = kept[len(kept) - KEEP_BYTES:]
+            start = kept.find(b"\n")
+            if 0 <= start < len(kept) - 1:
+                kept = kept[start + 1:]
+        self.pieces, self.size = [kept], len(kept)
+        return kept
 
 
 class OutputKeeper:
@@ -67,27 +72,26 @@ class OutputKeeper:
                     self._write()
                 current = self._step = self._opened(step, node)
             current.add(data)
-            self._dirty = True
-            wait = self._written_at + WRITE_SECONDS - time.monotonic()
-            if wait <= 0:
-                self._write()
-            elif self._timer is None:
-                self._timer = threading.Timer(wait, self._on_time)
-                self._timer.daemon = True
-                self._timer.start()
+            # While something waits to be written, a write is due (now, or when the timer fires): a line costs
+            # no more than its append.
+            if not self._dirty:
+                self._dirty = True
+                wait = self._written_at + WRITE_SECONDS - time.monotonic()
+                if wait <= 0:
+                    self._write()
+                else:
+                    self._timer = threading.Timer(wait, self._on_time)
+                    self._timer.daemon = True
+                    self._timer.start()
 
     def flush(self) -> None:
         """Write what is not written yet (before the step's journal row is committed)."""
         with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
             if self._dirty:
                 self._write()
 
     def _on_time(self) -> None:
         with self._lock:
-            self._timer = None
             if self._dirty:
                 try:
                     self._write()
@@ -105,6 +109,9 @@ class OutputKeeper:
     def _write(self) -> None:
         current = self._step
         assert current is not None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._dirty = False
         self._written_at = time.monotonic()
         self.store.keep_output(self.run_id, current.step, current.node, current.start, current.written,

@@ -351,8 +351,7 @@ class _Output(threading.Thread):
         super().__init__(daemon=True)
         self.stream = stream
         self.name = name
-        self.show = (lambda line: ctx.program_output(f"{name}| {line.rstrip(chr(10))}")) \
-            if ctx.run.io.tracing or ctx.run.keeps_output else None
+        self.show = _line_shower(ctx, f"{name}| ")
         self.chunks: list[str] = []
         self.kept = 0
         self.overflowed = overflowed
@@ -375,6 +374,25 @@ class _Output(threading.Thread):
 
     def text(self) -> str:
         return "".join(self.chunks)
+
+
+def _line_shower(ctx, prefix: str):
+    """What each line a program writes goes to: the trace, and the run's kept output (ctx.program_output, with
+    its lookups done once: a chatty program writes thousands of lines a second); None when neither wants it."""
+    run = ctx.run
+    trace = run.io.trace if run.io.tracing else None
+    keep = run.record_output if run.keeps_output else None
+    if trace is None and keep is None:
+        return None
+
+    def show(line: str) -> None:
+        text = prefix + line.rstrip("\n")
+        if trace is not None:
+            trace("  " + text)
+        if keep is not None:
+            keep(text)
+
+    return show
 
 
 def _feed(process: subprocess.Popen, text: str) -> None:
