@@ -179,7 +179,7 @@ class DurableJournal(Journal):
             from wfexec.durable.outputs import OutputKeeper
 
             self.output = OutputKeeper(self.store, self.run_id)
-        self.output.add(self.step + 1, node_id, text + "\n")
+        self.output.add(self.step + 1, node_id, text)
 
     def node_state(self, node_id: str) -> dict | None:
         if node_id in self.cleared_nodes:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections import deque
 
 from wfexec.durable.store import Store, StoreError
 
@@ -52,51 +53,50 @@ class StepOutput:
 
 
 class OutputKeeper:
-    """Keeps the output of a run's steps in its store; called from the threads that read programs' pipes."""
+    """Keeps the output of a run's steps in its store; called from the threads that read programs' pipes.
+
+    A line is only queued where it arrives (a chatty program writes thousands a second): the write that is due
+    while anything waits (now, or when its timer fires, or at `flush`) takes the queue, in order, into the rows."""
 
     def __init__(self, store: Store, run_id: str):
         self.store = store
         self.run_id = run_id
+        self._queue: deque[tuple[int, str, str]] = deque()  # (step, node, line), appended from any thread
+        self._due = False  # a write will take what is queued: no need to arrange one
         self._lock = threading.Lock()
         self._step: StepOutput | None = None
-        self._dirty = False
         self._written_at = 0.0
         self._timer: threading.Timer | None = None
 
-    def add(self, step: int, node: str, text: str) -> None:
-        data = text.encode("utf-8", "replace")
-        with self._lock:
-            current = self._step
-            if current is None or current.step != step:
-                if self._dirty:
-                    self._write()
-                current = self._step = self._opened(step, node)
-            current.add(data)
-            # While something waits to be written, a write is due (now, or when the timer fires): a line costs
-            # no more than its append.
-            if not self._dirty:
-                self._dirty = True
-                wait = self._written_at + WRITE_SECONDS - time.monotonic()
-                if wait <= 0:
-                    self._write()
-                else:
-                    self._timer = threading.Timer(wait, self._on_time)
-                    self._timer.daemon = True
-                    self._timer.start()
+    def add(self, step: int, node: str, line: str) -> None:
+        self._queue.append((step, node, line))
+        if not self._due:
+            self._arrange()
 
     def flush(self) -> None:
         """Write what is not written yet (before the step's journal row is committed)."""
         with self._lock:
-            if self._dirty:
+            self._write()
+
+    def _arrange(self) -> None:
+        with self._lock:
+            if self._due:
+                return
+            self._due = True
+            wait = self._written_at + WRITE_SECONDS - time.monotonic()
+            if wait <= 0:
                 self._write()
+            else:
+                self._timer = threading.Timer(wait, self._on_time)
+                self._timer.daemon = True
+                self._timer.start()
 
     def _on_time(self) -> None:
         with self._lock:
-            if self._dirty:
-                try:
-                    self._write()
-                except (sqlite3.Error, StoreError):  # the store closed, or the disk is full: the step's commit says so
-                    pass
+            try:
+                self._write()
+            except (sqlite3.Error, StoreError):  # the store closed, or the disk is full: the step's commit says so
+                pass
 
     def _opened(self, step: int, node: str) -> StepOutput:
         """The step's output so far: a step run again after a stop goes on after what its first attempt wrote."""
@@ -107,12 +107,33 @@ class OutputKeeper:
         return StepOutput(step, node, self.store.output_size(self.run_id))
 
     def _write(self) -> None:
-        current = self._step
-        assert current is not None
+        """Take the queue into the steps' rows and write them (called holding the lock)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._dirty = False
+        # Not due any more before the queue is taken: a line queued from now on arranges the next write itself.
+        self._due = False
+        queue = self._queue
+        lines: list[str] = []
+        step = node = None
+        while queue:
+            item = queue.popleft()
+            if item[0] != step and lines:
+                self._keep(step, node, lines)
+                lines = []
+            step, node = item[0], item[1]
+            lines.append(item[2])
+        if lines:
+            self._keep(step, node, lines)
+
+    def _keep(self, step, node, lines: list[str]) -> None:
+        """Lines of one step joined to its row, written; encoded at once, not line by line."""
+        current = self._step
+        if current is None or current.step != step:
+            current = self._step = self._opened(step, node)
+        lines.append("")
+        current.add("\n".join(lines).encode("utf-8", "replace"))
         self._written_at = time.monotonic()
         self.store.keep_output(self.run_id, current.step, current.node, current.start, current.written,
                                current.cut())
+
