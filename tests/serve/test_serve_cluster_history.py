@@ -4,7 +4,7 @@ run's journal (the rest is tested against a real dev server in test_serve_tempor
 from __future__ import annotations
 
 from wfexec.serve.cluster_history import AGENT_STATE, EFFECT_STEP, durations, numbered, output_rows
-from wfexec.serve.store_view import output_text
+from wfexec.durable.outputs import output_text
 
 
 def _kept(node: str, kind: str, text: str = "") -> dict:

@@ -142,6 +142,11 @@ def test_a_chatty_command_keeps_the_end_of_its_output_and_the_reader_is_told_wha
     with sqlite3.connect(private_run_store) as db:
         assert db.execute("SELECT written, length(text) FROM outputs WHERE run_id = ?", (run_id,)).fetchall() == \
             [(len(written), len(kept))]
+    shown = wfexec_cli("show", run_id, "--output")  # the same at a terminal
+    assert shown.returncode == 0 and shown.stdout == first["text"], shown.stderr
+    assert json.loads(wfexec_cli("show", run_id, "--output", "--format", "json").stdout)["bytes"] == len(written)
+    nothing = wfexec_cli("show", waiting_run(root / "greeter"), "--output")
+    assert nothing.returncode == 0 and "no command or script of it wrote anything" in nothing.stdout
 
 
 def test_the_output_of_a_run_started_at_a_terminal_is_followed_live_as_its_command_writes_it(root, private_run_store,

@@ -17,11 +17,13 @@ import sqlite3
 import threading
 import time
 from collections import deque
+from typing import Any
 
 from wfexec.durable.store import Store, StoreError
 
 KEEP_BYTES = 64 * 1024
 WRITE_SECONDS = 0.2
+OUTPUT_CHUNK = 256 * 1024  # what one read of a run's output gives at most (whole steps)
 
 
 class StepOutput:
@@ -137,3 +139,28 @@ class OutputKeeper:
         self.store.keep_output(self.run_id, current.step, current.node, current.start, current.written,
                                current.cut())
 
+
+def output_text(rows, start: int, size: int, limit: int | None = OUTPUT_CHUNK) -> dict[str, Any]:
+    """What a run's programs wrote from byte `start` of its output on, as text, from the store's rows (step, node,
+    start, written, kept bytes): each step's part under a line naming the step, what a step did not keep said in
+    its place. At most about `limit` bytes (None: all), whole steps; `next` is where to ask from next, `size` how much
+    there is in all."""
+    parts: list[str] = []
+    at, taken = start, 0
+    for step, node, begin, written, kept in rows:
+        if limit is not None and taken >= limit:
+            break
+        end = begin + written
+        kept_from = end - len(kept)
+        if at <= begin:
+            parts.append(f"── step {step} · {node} ──\n")
+        if at < kept_from:
+            lost = kept_from - max(at, begin)
+            parts.append(f"… {lost:,} earlier bytes of this step were not kept (the store keeps the last "
+                         f"{len(kept):,}) …\n")
+            at = kept_from
+        piece = bytes(kept[at - kept_from:])
+        parts.append(piece.decode("utf-8", errors="replace"))
+        taken += len(piece)
+        at = end
+    return {"text": "".join(parts), "from": start, "next": max(at, start), "size": size}

@@ -24,7 +24,8 @@ from sse_starlette import ServerSentEvent
 from wfexec.durable.store import FINISHED, STATUSES
 from wfexec.serve.cluster_history import (History, HistoryCache, durations, numbered, output_rows, read_history,
                                           transcripts)
-from wfexec.serve.store_view import MAX_PAGE, grouped_by_agent, output_text, run_graph
+from wfexec.durable.outputs import output_text
+from wfexec.serve.store_view import MAX_PAGE, grouped_by_agent, run_graph
 
 LISTED = 200  # the newest runs of the cluster a list looks at
 POLL_SECONDS = 1.0

@@ -7,6 +7,7 @@ import contextlib
 from pathlib import Path
 from typing import Any, Iterator
 
+from wfexec.durable.outputs import output_text
 from wfexec.durable.store import FINISHED, STATUSES, Store, StoreError, open_store
 from wfexec.serve.drawing import marked, svg_of
 
@@ -118,41 +119,14 @@ def grouped_by_agent(records: list[dict]) -> list[dict[str, Any]]:
     return [{"agent": agent, "states": states} for agent, states in grouped.items()]
 
 
-OUTPUT_CHUNK = 256 * 1024
-
-
 def output(store_path: Path, run_id: str, start: int) -> dict[str, Any]:
     """What the run's commands and scripts wrote from byte `start` of its output on (wfexec.durable.outputs), as
-    text: each step's part under a line naming the step, what a step did not keep said in its place. At most
-    about OUTPUT_CHUNK bytes, whole steps; `next` is where to ask from next, `size` how much there is in all."""
+    text (`outputs.output_text`)."""
     with _store(store_path, run_id) as store:
         record_id = store.get(run_id).id
         rows = store.output_rows(record_id, start)
         size = store.output_size(record_id)
     return output_text(rows, start, size)
-
-
-def output_text(rows, start: int, size: int) -> dict[str, Any]:
-    """The text of `output` from the store's rows (step, node, start, written, kept bytes)."""
-    parts: list[str] = []
-    at, taken = start, 0
-    for step, node, begin, written, kept in rows:
-        if taken >= OUTPUT_CHUNK:
-            break
-        end = begin + written
-        kept_from = end - len(kept)
-        if at <= begin:
-            parts.append(f"── step {step} · {node} ──\n")
-        if at < kept_from:
-            lost = kept_from - max(at, begin)
-            parts.append(f"… {lost:,} earlier bytes of this step were not kept (the store keeps the last "
-                         f"{len(kept):,}) …\n")
-            at = kept_from
-        piece = bytes(kept[at - kept_from:])
-        parts.append(piece.decode("utf-8", errors="replace"))
-        taken += len(piece)
-        at = end
-    return {"text": "".join(parts), "from": start, "next": max(at, start), "size": size}
 
 
 def graph(store_path: Path, run_id: str) -> dict[str, Any]:
