@@ -4,7 +4,8 @@
 
 Goals (issue #25): the page of a run with 10,000 journal steps opens in under 1 s; `/api/runs` over 10,000 runs
 answers in under 200 ms; the server's memory with 10 event streams open is reported against the idle server's,
-and how long it takes to stop (SIGTERM) with those streams open. The store's 10,000 runs are marked running
+and how long it takes to stop (SIGTERM) with those streams open. Then what keeping a run's output in the store
+costs a run whose command writes 100,000 lines (kept against not kept, alternating, in one process). The store's 10,000 runs are marked running
 with no process behind them (interrupted runs, as a crash leaves them): the case that made each stream read
 every one of them four times a second before the streams shared one reader (wfexec/serve/feed.py).
 
@@ -118,13 +119,64 @@ def streams_memory(store: Path, run_id: str, streams: int) -> tuple[int, int, fl
             server.wait()
 
 
+CHATTY = """\
+name: chatty
+version: "1.0.0"
+start_node: talk
+nodes:
+  talk:
+    type: action
+    actions:
+      - {type: run_command, command: [seq, "1", "LINES"]}
+    on_success: done
+    on_failure: failed
+endings:
+  done: {type: success, message: said}
+  failed: {type: failure, message: failed}
+"""
+
+
+def output_cost(lines: int, repeat: int, work: Path) -> tuple[float, float]:
+    """Medians in ms of a durable run of a command writing `lines` lines, its output kept in the store as every
+    run's is (wfexec.durable.outputs), and the same with keeping turned off; alternating, in this process."""
+    from wfexec.api import load
+    from wfexec.durable.journal import DurableJournal, start_run
+    from wfexec.durable.store import Store
+    from wfexec.running.console import Console
+    from wfexec.running.engine import Options
+
+    path = work / "chatty.yaml"
+    path.write_text(CHATTY.replace("LINES", str(lines)))
+    workflow = load(path)
+    store = Store(work / "chatty.db")
+
+    def once(keep: bool) -> float:
+        DurableJournal.keeps_output = keep
+        started = time.perf_counter()
+        driven = start_run(store, workflow, inputs={}, overrides={}, io=Console(), options=Options(cwd=work))
+        assert driven.status == "completed", driven.error
+        return (time.perf_counter() - started) * 1000
+
+    kept, unkept = [], []
+    try:
+        once(True)
+        for _ in range(repeat):
+            kept.append(once(True))
+            unkept.append(once(False))
+    finally:
+        DurableJournal.keeps_output = True
+        store.close()
+    return statistics.median(kept), statistics.median(unkept)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--streams", type=int, default=10)
-    args = parse_sized(parser, steps=100, runs=100, repeat=1, streams=2)
+    parser.add_argument("--lines", type=int, default=100_000, help="lines the chatty command writes")
+    args = parse_sized(parser, steps=100, runs=100, repeat=1, streams=2, lines=100)
 
     from starlette.testclient import TestClient
 
@@ -166,6 +218,9 @@ def main() -> None:
         print(f"{name:<28} {ours:8.1f} ms   store alone {base:7.1f} ms   {ours / base:5.1f}x   "
               f"goal < {goal:.0f} ms  {verdict}")
     store.close()
+    kept, unkept = output_cost(args.lines, args.repeat, work)
+    print(f"a command writing {args.lines:,} lines, durable run: output kept {kept:8.1f} ms   not kept {unkept:8.1f} ms"
+          f"   {kept / unkept:5.2f}x")
     idle, busy, stopping = streams_memory(store_path, run_id, args.streams)
     print(f"server memory: idle {idle / 1024:.1f} MiB, with {args.streams} event streams open {busy / 1024:.1f} MiB "
           f"(+{(busy - idle) / 1024:.1f} MiB); SIGTERM to exit with them open: {stopping:.2f} s")

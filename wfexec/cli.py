@@ -212,6 +212,9 @@ def show(
     state: bool = typer.Option(False, "--state", help="Also print the run's state as YAML."),
     agent: Optional[str] = typer.Option(None, "--agent", metavar="NAME",
                                         help="Print what a states agent was sent and replied, state by state."),
+    output: bool = typer.Option(False, "--output",
+                                help="Print what the run's commands and scripts wrote, step by step (the store "
+                                     "keeps the last 64 KiB of each step)."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     store: Optional[Path] = STORE_OPTION,
     temporal: Optional[str] = TEMPORAL_OPTION,

@@ -242,14 +242,45 @@ def test_the_current_node_mark_moves_along_the_drawn_graph_as_the_run_goes(page,
     assert page.evaluate("window.stillTheSamePage") is True
 
 
-def test_the_output_follows_its_end_and_pauses_while_scrolled_up(page, server, root, tmp_path):
+def test_the_output_of_a_run_started_at_a_terminal_follows_its_end_and_pauses_while_scrolled_up(page, server, root,
+                                                                                               tmp_path):
+    import subprocess
+    import sys
+
     from playwright.sync_api import expect
 
     gates = tmp_path / "gates"
     gates.mkdir()
-    run_id = _launch_gated(server, root, gates)
-    page.goto(server.start_url)
-    page.goto(f"{server.base}/runs/{run_id}")
+    terminal = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(root / "gated"), "--non-interactive",
+                                 "--input", f"gates={gates}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        run_id = _first_run(server)
+        page.goto(server.start_url)
+        page.goto(f"{server.base}/runs/{run_id}")
+        _follow_and_pause(page, gates)
+    finally:
+        terminal.kill()
+        terminal.wait()
+
+
+def _first_run(server) -> str:
+    """The id of the store's first run, once the process started at the terminal has made it."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        listed = httpx.get(f"{server.base}/api/runs", headers={"Authorization": f"Bearer {server.token}"}, timeout=60)
+        if listed.status_code == 200 and listed.json()["runs"]:
+            return listed.json()["runs"][0]["id"]
+        time.sleep(0.05)
+    raise AssertionError("the run started at the terminal never appeared in the store")
+
+
+def _follow_and_pause(page, gates: Path) -> None:
+    from playwright.sync_api import expect
+
     output = page.locator("#output")
     at_end = "o => o.scrollTop + o.clientHeight >= o.scrollHeight - 4"
     (gates / "one").touch()

@@ -32,11 +32,29 @@ nodes:
   work:
     type: action
     actions:
-      - {type: run_command, command: [bash, -c, 'touch "$1/started"; sleep 30', work, "${where}"]}
+      - {type: run_command, command: [bash, -c, 'echo "working on it"; touch "$1/started"; sleep 30', work, "${where}"]}
     on_success: done
     on_failure: failed
 endings:
   done: {type: success, message: worked}
+  failed: {type: failure, message: failed}
+"""
+
+
+# Writes far more than a step keeps of its output.
+CHATTY = """\
+name: chatty
+version: "1.0.0"
+start_node: talk
+nodes:
+  talk:
+    type: action
+    actions:
+      - {type: run_command, command: [seq, "1", "100000"]}
+    on_success: done
+    on_failure: failed
+endings:
+  done: {type: success, message: said}
   failed: {type: failure, message: failed}
 """
 
@@ -97,20 +115,95 @@ def test_the_agents_of_a_states_run_show_with_their_transcripts(api, tmp_path):
     shown = wfexec_cli("show", run_id, "--agent", agents[0]["agent"], "--format", "json")
     assert json.loads(shown.stdout)["states"] == agents[0]["states"]  # what `show --agent` says
     assert "hello from the script" in api.get(f"/runs/{run_id}").text
+    # What its script wrote, as it wrote it, is the run's output too (`wfexec states`, a door of its own).
+    assert "main: START.sh stdout| hello from the script\n" in api.get(f"/api/runs/{run_id}/output").json()["text"]
 
 
-def test_the_output_of_a_run_the_server_started_is_read_on_from_where_the_reader_got_to(api, root):
-    workflow_id = next(w["id"] for w in api.get("/api/workflows").json()["workflows"] if w["shown"] == "greeter")
-    run_id = api.post("/api/launch", json={"workflow": workflow_id, "inputs": {"who": "Lin"}}).json()["run_id"]
+def test_a_chatty_command_keeps_the_end_of_its_output_and_the_reader_is_told_what_was_not_kept(
+        api, root, private_run_store):
+    """Run at a terminal: the store keeps the last KEEP_BYTES of the step (not 600 KB), says how many it wrote in
+    all, and a reader that asks from where it got to gets nothing twice."""
+    import sqlite3
+
+    from wfexec.durable.outputs import KEEP_BYTES
+
+    (root / "chatty").mkdir()
+    (root / "chatty" / "workflow.yaml").write_text(CHATTY)
+    done = wfexec_cli("run", root / "chatty", "--non-interactive")
+    assert done.returncode == 0, done.stderr
+    run_id = api.get("/api/runs").json()["runs"][0]["id"]
+    written = "$ seq 1 100000\n" + "".join(f"stdout| {n}\n" for n in range(1, 100_001)) + "exit code 0\n"
     first = api.get(f"/api/runs/{run_id}/output").json()
-    assert "ask" in first["text"] and first["next"] == first["size"] > 0
+    assert first["size"] == first["next"] == len(written)
+    assert first["text"].startswith("── step 1 · talk ──\n… ") and "earlier bytes of this step were not kept" in first["text"]
+    kept = first["text"].split(" …\n", 1)[1]
+    assert kept.startswith("stdout| ") and written.endswith(kept) and len(kept) <= KEEP_BYTES
     assert api.get(f"/api/runs/{run_id}/output", params={"from": first["next"]}).json()["text"] == ""
-    api.post(f"/api/runs/{run_id}/answer", json={"answer": "warm"})
-    _until_finished(api, run_id)
-    rest = api.get(f"/api/runs/{run_id}/output", params={"from": first["next"]}).json()
-    assert "note_warm" in rest["text"] and "note_warm" not in first["text"]  # what the resumed process wrote
-    terminal = waiting_run(root / "greeter")
-    assert api.get(f"/api/runs/{terminal}/output").json() == {"text": "", "from": 0, "next": 0, "size": 0}
+    with sqlite3.connect(private_run_store) as db:
+        assert db.execute("SELECT written, length(text) FROM outputs WHERE run_id = ?", (run_id,)).fetchall() == \
+            [(len(written), len(kept))]
+    shown = wfexec_cli("show", run_id, "--output")  # the same at a terminal
+    assert shown.returncode == 0 and shown.stdout == first["text"], shown.stderr
+    assert json.loads(wfexec_cli("show", run_id, "--output", "--format", "json").stdout)["bytes"] == len(written)
+    nothing = wfexec_cli("show", waiting_run(root / "greeter"), "--output")
+    assert nothing.returncode == 0 and "no command or script of it wrote anything" in nothing.stdout
+
+
+def test_the_output_of_a_run_started_at_a_terminal_is_followed_live_as_its_command_writes_it(root, private_run_store,
+                                                                                          tmp_path):
+    """`wfexec run` in a process of its own, as at a terminal; a real server on the same store. The test lets the
+    command write its next lines only once it has read the previous ones through the event stream and the output
+    API: reaching the end proves the output was followed live, while the command ran."""
+    import httpx
+
+    from serve_support import start_server
+
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    terminal = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(root / "gated"), "--non-interactive",
+                                 "--input", f"gates={gates}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, env={**os.environ, "WFEXEC_STORE": str(private_run_store)})
+    live = start_server(private_run_store)
+    try:
+        with httpx.Client(base_url=live.base, headers={"Authorization": f"Bearer {live.token}"}, timeout=120) as web:
+            run_id = _first_run(web)
+            text, read_to = "", 0
+            opens = {"two line 40": "two", "three line 40": "three", "four line 40": "four"}
+            (gates / "one").touch()
+            with web.stream("GET", f"/api/runs/{run_id}/events") as events:
+                kind = None
+                for line in events.iter_lines():
+                    if line.startswith("event: "):
+                        kind = line[7:]
+                    elif line.startswith("data: ") and kind == "output":
+                        got = web.get(f"/api/runs/{run_id}/output", params={"from": read_to}).json()
+                        text, read_to = text + got["text"], got["next"]
+                        for last, gate in opens.items():
+                            if last in text:
+                                (gates / gate).touch()
+                    elif line.startswith("data: ") and kind == "run" and json.loads(line[6:])["status"] == "waiting":
+                        break
+        assert terminal.wait(timeout=120) == 3, terminal.stderr.read()  # parked on its question
+    finally:
+        terminal.kill()
+        live.stop()
+    assert text.index("── step 1 · prepare ──") < text.index("── step 2 · build ──\n$ bash -c")
+    lines = [line for line in text.splitlines() if line.startswith("stdout| ")]
+    assert lines == [f"stdout| {batch} line {n}" for batch in ("two", "three", "four") for n in range(1, 41)]
+    assert text.count("exit code 0") == 2
+
+
+def _first_run(web) -> str:
+    """The id of the store's first run, once its process has created it."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        listed = web.get("/api/runs")
+        # (400 for the moment the run's process creates the store's tables)
+        runs = listed.json()["runs"] if listed.status_code == 200 else []
+        if runs:
+            return runs[0]["id"]
+        time.sleep(0.05)
+    raise AssertionError("the run never appeared in the store")
 
 
 def test_an_interrupted_run_resumes_once_told_what_becomes_of_its_step_in_flight(api, root, tmp_path):
@@ -124,12 +217,19 @@ def test_an_interrupted_run_resumes_once_told_what_becomes_of_its_step_in_flight
     try:
         while not (marks / "started").exists() and run.poll() is None:
             time.sleep(0.05)
+        run_id = _first_run(api)
+        while "stdout| working on it" not in api.get(f"/api/runs/{run_id}/output").json()["text"] and \
+                run.poll() is None:
+            time.sleep(0.05)  # kept within outputs.WRITE_SECONDS of being written
     finally:
         os.killpg(run.pid, signal.SIGKILL)  # the run's process and its command, in the middle of the step
         run.wait()
-    run_id = api.get("/api/runs").json()["runs"][0]["id"]
     shown = api.get(f"/api/runs/{run_id}").json()
     assert shown["status"] == "interrupted" and shown["in_flight"]["node"] == "work"
+    # The step's outcome is lost with the process; what its command wrote before is not.
+    kept = api.get(f"/api/runs/{run_id}/output").json()["text"].splitlines()
+    assert kept[0] == "── step 1 · work ──" and kept[1].startswith("$ bash -c 'echo") and \
+        kept[2:] == ["stdout| working on it"]
     page = api.get(f"/runs/{run_id}").text
     assert 'data-action="rerun"' in page and 'data-action="skip"' in page
     assert f"wfexec resume {run_id} --store" in page and "--rerun" in page

@@ -225,10 +225,13 @@ def runs(status: str | None = None, limit: int = 50, format: str = "text", store
 
 
 def show(run_id: str, state: bool = False, agent: str | None = None, format: str = "text",
-         store: Path | None = None, temporal: str | None = None, debug: bool = False) -> int:
-    from wfexec.commands.runs import show_agent, show_run
+         store: Path | None = None, temporal: str | None = None, debug: bool = False, output: bool = False) -> int:
+    from wfexec.commands.runs import show_agent, show_output, show_run
 
     if temporal:
+        if output:
+            raise CommandLineError("--output reads a run store; a cluster run's output is in its history, which "
+                                   "`wfexec serve --temporal` shows", param_hint="--output")
         if agent is not None:
             raise CommandLineError("--agent shows a states node's agents, which do not run on a Temporal cluster yet",
                                    param_hint="--agent")
@@ -236,6 +239,8 @@ def show(run_id: str, state: bool = False, agent: str | None = None, format: str
 
         return show_on_cluster(temporal, run_id, state, format == "json", debug)
 
+    if output:
+        return _store_command(lambda: show_output(store, run_id, as_json=format == "json"))
     if agent is not None:
         return _store_command(lambda: show_agent(store, run_id, agent, as_json=format == "json"))
     return _store_command(lambda: show_run(store, run_id, with_state=state, as_json=format == "json"))

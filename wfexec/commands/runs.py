@@ -109,6 +109,28 @@ def show_agent(path, run_id: str, agent: str, *, as_json: bool, out=None) -> int
     return 0
 
 
+def show_output(path, run_id: str, *, as_json: bool, out=None) -> int:
+    """What a run's commands and scripts wrote, step by step, as the store keeps it (wfexec.durable.outputs)."""
+    from wfexec.durable.outputs import output_text
+
+    out = out or sys.stdout
+    store = _existing_store(path, run_id)
+    try:
+        record = store.get(run_id)
+        rows = store.output_rows(record.id)
+        size = store.output_size(record.id)
+    finally:
+        store.close()
+    text = output_text(rows, 0, size, limit=None)["text"]
+    if as_json:
+        out.write(json.dumps({"run_id": record.id, "text": text, "bytes": size}, indent=2) + "\n")
+    elif rows:
+        out.write(text)
+    else:
+        out.write(f"run {record.id}: no command or script of it wrote anything\n")
+    return 0
+
+
 def _indented(text: str) -> str:
     return "\n".join("    " + line for line in (text or "").rstrip("\n").splitlines()) or "    (nothing)"
 

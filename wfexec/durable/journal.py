@@ -122,6 +122,7 @@ class DurableJournal(Journal):
         # step, so a kill between the two can neither lose the step nor re-run a states node's finished agents.
         self.cleared_nodes: set[str] = set()
         self.outside = {node_id for node_id, node in workflow.nodes.items() if has_outside_effects(workflow, node)}
+        self.output: Any = None  # an OutputKeeper, once a program of the run wrote something
 
     def before_step(self, run: Run, node: Node) -> None:
         if node.id in self.outside:
@@ -169,12 +170,25 @@ class DurableJournal(Journal):
     def record_transcript(self, node_id: str, agent: str, record: dict) -> None:
         self.store.add_transcript(self.run_id, node_id, agent, record)
 
+    keeps_output = True
+
+    def record_output(self, node_id: str, text: str) -> None:
+        """A line a program of the step in flight wrote (wfexec.durable.outputs); off the path of steps that
+        run none."""
+        if self.output is None:
+            from wfexec.durable.outputs import OutputKeeper
+
+            self.output = OutputKeeper(self.store, self.run_id)
+        self.output.add(self.step + 1, node_id, text)
+
     def node_state(self, node_id: str) -> dict | None:
         if node_id in self.cleared_nodes:
             return None
         return self.store.node_state(self.run_id, node_id)
 
     def flush(self, run: Run, current_node: str) -> None:
+        if self.output is not None:  # a step's output is in the store before its journal row
+            self.output.flush()
         count = len(self.pending_us)
         cleared, self.cleared_nodes = self.cleared_nodes, set()
         if not count:

@@ -23,6 +23,8 @@ Tables:
   `states` node's agents) needs to continue after a crash: a whole copy, and
   the changes since it, each a row of its own (`merge_change`), until they
   outweigh the copy and a new one replaces them.
+- `outputs`: what the commands and scripts of each step wrote (wfexec.durable.outputs): the bytes it wrote in
+  all, where they start in the run's output, and the last of them (at most `outputs.KEEP_BYTES`).
 - `snapshots`: a full state of each run (without `history`, which is the
   journal itself) as of a step, rewritten now and then, in the same
   transaction as a journal row (wfexec.durable.journal decides when). The
@@ -46,10 +48,10 @@ from wfexec.errors import WfexecError
 from wfexec.system.run_store import DEFAULT_STORE, store_location  # noqa: F401  (where the store is: one definition)
 
 APP_ID = "wfexec"
-SCHEMA_VERSION = 5
-# Read as they are by the commands that only read (schemas 3 to 5 added columns and tables that older stores
+SCHEMA_VERSION = 6
+# Read as they are by the commands that only read (schemas 3 to 6 added columns and tables that older stores
 # simply lack); anything that writes upgrades the store first.
-READS_SCHEMAS = (2, 3, 4, 5)
+READS_SCHEMAS = (2, 3, 4, 5, 6)
 
 MIGRATIONS = {
     1: """
@@ -117,6 +119,17 @@ MIGRATIONS = {
         seq INTEGER NOT NULL,
         change TEXT NOT NULL,
         PRIMARY KEY (run_id, node, seq)
+    ) WITHOUT ROWID;
+    """,
+    6: """
+    CREATE TABLE outputs (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        step INTEGER NOT NULL,
+        node TEXT NOT NULL,
+        start INTEGER NOT NULL,
+        written INTEGER NOT NULL,
+        text BLOB NOT NULL,
+        PRIMARY KEY (run_id, step)
     ) WITHOUT ROWID;
     """,
 }
@@ -616,6 +629,32 @@ class Store:
         """One agent state's record (what was sent and received), after the run's others."""
         self._write("INSERT INTO transcripts SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ? FROM transcripts "
                     "WHERE run_id = ?", (run_id, node, agent, _dumps(record), run_id))
+
+    # -- output of commands and scripts (wfexec.durable.outputs) ----------------
+    def keep_output(self, run_id: str, step: int, node: str, start: int, written: int, text: bytes) -> None:
+        """What step `step` wrote so far: `written` bytes in all, from byte `start` of the run's output on, of
+        which `text` are the last (the rest was not kept)."""
+        self._write("INSERT OR REPLACE INTO outputs VALUES (?, ?, ?, ?, ?, ?)",
+                    (run_id, step, node, start, written, text))
+
+    def output_rows(self, run_id: str, after: int = 0, step: int | None = None) -> builtins.list[tuple]:
+        """(step, node, start, written, text) of each step whose output goes on past byte `after` of the run's
+        output (only step `step`'s, when given), in order."""
+        if self.schema < 6:  # an older store, read as it is: it kept none
+            return []
+        if step is not None:
+            return self.db.execute("SELECT step, node, start, written, text FROM outputs WHERE run_id = ? AND "
+                                   "step = ?", (run_id, step)).fetchall()
+        return self.db.execute("SELECT step, node, start, written, text FROM outputs WHERE run_id = ? AND "
+                               "start + written > ? ORDER BY step", (run_id, after)).fetchall()
+
+    def output_size(self, run_id: str) -> int:
+        """Bytes the run's commands and scripts wrote in all (kept or not)."""
+        if self.schema < 6:
+            return 0
+        row = self.db.execute("SELECT start + written FROM outputs WHERE run_id = ? ORDER BY step DESC LIMIT 1",
+                              (run_id,)).fetchone()
+        return row[0] if row else 0
 
     def transcript(self, run_id: str, agent: str | None = None) -> builtins.list[dict]:
         """The run's agent records in order (only `agent`'s when given), each with its node and agent."""

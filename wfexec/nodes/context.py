@@ -91,6 +91,13 @@ class NodeContext(Protocol):
     def record_transcript(self, agent: str, record: dict) -> None:
         """Keep what one agent state sent and got, for `wfexec show RUN --agent NAME`."""
 
+    @property
+    def keeps_output(self) -> bool:
+        """Whether the run's store keeps what the node's programs write (`record_output`): skip making it if not."""
+
+    def record_output(self, text: str) -> None:
+        """Keep what the node's programs wrote, for `wfexec show RUN --output` and `wfexec serve`."""
+
     def fail(self, message: str, hint: str = "", where: Where | None = None) -> NoReturn:
         """End the run with an error at the node (exit 1)."""
 

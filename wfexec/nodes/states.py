@@ -258,7 +258,7 @@ def execute(node, ctx: NodeContext) -> Outcome:
     try:
         scope = open_scope(spec)
         orchestrator = _orchestrator(node, ctx, scope, cwd=cwd, on_step=_step_counter(ctx),
-                                     on_checkpoint=ctx.change_node_state, on_record=ctx.record_transcript)
+                                     on_checkpoint=ctx.change_node_state, **_keeping(ctx))
         saved = ctx.node_state()
         if saved is None and spec.on_ask == "reject":
             _refuse_asking(scope)
@@ -285,6 +285,12 @@ def execute(node, ctx: NodeContext) -> Outcome:
     except ProtocolError as exc:
         return _failed(node, ctx, exc, orchestrator, stop=False)
     return _succeeded(node, ctx, outcome)
+
+
+def _keeping(ctx: NodeContext) -> dict[str, Any]:
+    """What the run keeps of its agents, for `wfexec show` and `wfexec serve`: each state's record (`show --agent`),
+    and the lines their scripts write, when its store keeps output."""
+    return {"on_record": ctx.record_transcript, "on_output": ctx.record_output if ctx.keeps_output else None}
 
 
 def _orchestrator(node, ctx: NodeContext, scope, **given):
@@ -441,7 +447,7 @@ class StatesAgentSteps:
 
         scope = open_scope(node.spec)
         orchestrator = _orchestrator(node, ctx, scope, cwd=meta["cwd"], spent_usd=meta.get("spent") or 0.0,
-                                     workflow_id=meta["workflow_id"], keep_records=False)
+                                     workflow_id=meta["workflow_id"], keep_records=False, **_keeping(ctx))
         if agent is None:
             if node.spec.on_ask == "reject":
                 _refuse_asking(scope)

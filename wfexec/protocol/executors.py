@@ -177,9 +177,9 @@ class _ScriptRun:
         self.timeout, self.timeout_source = state_timeout(orch, agent, name)
         printer = orch.printer(agent)
         out_prints, err_prints = PrintScanner(), PrintScanner()
-        # --trace: each line of the script's output as it comes, not once it ended
-        out_lines = orch.line_tracer(agent, "stdout") if orch.io.tracing else None
-        err_lines = orch.line_tracer(agent, "stderr") if orch.io.tracing else None
+        # --trace and a durable run's kept output: each line of the script's output as it comes, not once it ended
+        out_lines = orch.line_tracer(agent, "stdout")
+        err_lines = orch.line_tracer(agent, "stderr")
 
         def on_stdout(text: str) -> None:
             if out_lines is not None:

@@ -50,6 +50,7 @@ class Orchestrator:
                  on_checkpoint: Callable[[dict, Callable[[], dict]], None] | None = None,
                  keep_records: bool = True,
                  on_record: Callable[[str, dict], None] | None = None,
+                 on_output: Callable[[str], None] | None = None,
                  sleep: Callable[[float], Any] | None = None, on_ask: str = "pause", no_wait: bool = False,
                  continue_session: bool = False, debug_files: bool = False):
         self.scope = scope
@@ -68,6 +69,7 @@ class Orchestrator:
         self.on_checkpoint = on_checkpoint
         self.keep_records = keep_records
         self.on_record = on_record  # (agent id, record): a durable run keeps every one (`show --agent`)
+        self.on_output = on_output  # each line a script writes, as it comes: a durable run keeps them (`wfexec serve`)
         self.sleep = sleep  # how a usage-limit wait waits (default asyncio.sleep)
         self.on_ask = on_ask  # reject: an <ask> pauses its agent instead of parking the run
         self.no_wait = no_wait  # a usage limit stops the run instead of waiting for its reset
@@ -144,15 +146,22 @@ class Orchestrator:
 
         return show
 
-    def line_tracer(self, agent: Agent, stream: str) -> Callable[[str], None]:
-        """Traces each complete line of a script's output as it arrives (a partial line waits for its end)."""
+    def line_tracer(self, agent: Agent, stream: str) -> Callable[[str], None] | None:
+        """Traces each complete line of a script's output as it arrives (a partial line waits for its end), and
+        gives it to `on_output`; None when neither wants it."""
+        tracing, keeping = self.io.tracing, self.on_output
+        if not tracing and keeping is None:
+            return None
         pending = [""]
-        label = f"states: {agent.id}: {agent.state} {stream}|"
+        label = f"{agent.id}: {agent.state} {stream}|"
 
         def feed(text: str) -> None:
             *lines, pending[0] = (pending[0] + text).split("\n")
             for line in lines:
-                self.io.trace(f"{label} {line}")
+                if tracing:
+                    self.io.trace(f"states: {label} {line}")
+                if keeping is not None:
+                    keeping(f"{label} {line}")
 
         return feed
 

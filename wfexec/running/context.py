@@ -118,6 +118,15 @@ class CallContext:
     def trace(self, text: str) -> None:
         self.run.io.trace(text)
 
+    def program_output(self, text: str) -> None:
+        """One line about a program the step runs: its command line, a line it wrote, how it ended. Traced
+        (`--trace`, indented), and kept with a durable run (`wfexec serve` shows it)."""
+        run = self.run
+        if run.io.tracing:
+            run.io.trace("  " + text)
+        if run.keeps_output:
+            run.record_output(text)
+
     def judge(self, prompt: str, purpose: str) -> str:
         """Send a judgement step to the LLM backend and return its reply."""
         return self.run.judge(prompt, purpose)

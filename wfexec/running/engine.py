@@ -131,6 +131,24 @@ class Journal:
     def record_transcript(self, node_id: str, agent: str, record: dict) -> None:
         pass
 
+    # Whether `record_output` keeps anything: the programs' readers skip making its lines otherwise.
+    keeps_output = False
+
+    def record_output(self, node_id: str, text: str) -> None:
+        pass
+
+
+class _OutputOnly(Journal):
+    """A sub-workflow's journal: its steps are its caller's one step, whose output its programs' output joins."""
+
+    keeps_output = True
+
+    def __init__(self, caller: Journal, node_id: str):
+        self.caller, self.node_id = caller, node_id
+
+    def record_output(self, node_id: str, text: str) -> None:
+        self.caller.record_output(self.node_id, text)
+
 
 class Run:
     """One execution of a compiled workflow."""
@@ -293,6 +311,16 @@ class Run:
         if self.journal is not None:
             self.journal.record_transcript(node_id, agent, record)
 
+    @property
+    def keeps_output(self) -> bool:
+        return self.journal is not None and self.journal.keeps_output
+
+    def record_output(self, text: str) -> None:
+        """Keep a line of what the step's programs write (and of which program, and how it ended), when the run's
+        journal keeps them (a durable run: `wfexec serve` shows them)."""
+        if self.journal is not None and self.current is not None:
+            self.journal.record_output(self.current.id, text)
+
     # -- questions and judgement -------------------------------------------
     def ask(self, question) -> Answer:
         """An answer: given up front, else from the embedder's `ask`, else from the person at the
@@ -383,6 +411,8 @@ class Run:
     def run_subworkflow(self, node: Node, workflow: Workflow, inputs: dict) -> Result:
         child = Run(workflow, io=self.io, options=self.options, inputs=inputs, budget=self.budget, clock=self.clock)
         child.extras["env"] = self.extras["env"]  # what the caller's `env.` reads (on Temporal, what came with it)
+        if self.journal is not None and self.journal.keeps_output:  # its programs' output is the caller's step's
+            child.journal = _OutputOnly(self.journal, self.current.id if self.current is not None else "")
         self.io.trace(f"Sub-workflow: {workflow.name} ({workflow.path.name})")
         return child.execute()
 

@@ -82,6 +82,13 @@ class StepContext:
     def record_transcript(self, agent: str, record: dict) -> None:
         self._run.record_transcript(self._node().id, agent, record)
 
+    @property
+    def keeps_output(self) -> bool:
+        return self._run.keeps_output
+
+    def record_output(self, text: str) -> None:
+        self._run.record_output(text)
+
     def fail(self, message: str, hint: str = "", where: Where | None = None) -> NoReturn:
         self._run.fail(self._run.current, message, hint, where)
 

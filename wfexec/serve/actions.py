@@ -77,15 +77,12 @@ def again(view, processes: Processes, workflows: Workflows, run_id: str) -> Star
     """A new run of the same workflow with the same inputs, if that workflow is one this server may launch."""
     from wfexec.serve.command_lines import command_lines, input_options
 
-    if view.backend == "temporal":
-        raise ActionRefused(409, "a run on the cluster does not keep its inputs where this server can read them",
-                            hint="launch it again from its workflow's page")
-    record = view.one_run(run_id)
+    record = view.with_inputs(view.one_run(run_id))
     found = workflows.at(Path(record["workflow_path"]))
     if found is None:
         raise ActionRefused(404, f"{record['workflow_path']} is not under the folders this server was given "
                                  "(--root): it cannot be launched from here",
-                            hint=f"at a terminal: {command_lines(record, ['--store', str(view.path)])['again']}")
+                            hint=f"at a terminal: {command_lines(record, view.where_runs)['again']}")
     return launch(processes, workflows, found.id, input_options(record["inputs"] or {}))
 
 

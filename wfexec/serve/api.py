@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from wfexec.serve import actions
-from wfexec.serve.store_view import PAGE, output, workflow_graph, workflow_plan
+from wfexec.serve.store_view import PAGE, workflow_graph, workflow_plan
 
 
 def _number(request: Request, name: str, default, kind=int):
@@ -61,16 +61,15 @@ def routes(server) -> list[Route]:
         return JSONResponse({"agents": view.agents(request.path_params["run_id"])})
 
     def run_output(request: Request):
-        run_id = view.one_run(request.path_params["run_id"])["id"]
-        return JSONResponse(output(server.processes.output_of(run_id), _number(request, "from", 0)))
+        return JSONResponse(view.output(request.path_params["run_id"], _number(request, "from", 0)))
 
     def run_graph(request: Request):
         return JSONResponse(view.graph(request.path_params["run_id"]))
 
     def run_stream(request: Request):
         view.one_run(request.path_params["run_id"])  # an unknown run is a 404 now, not an empty stream
-        return EventSourceResponse(view.run_events(request.path_params["run_id"], _number(request, "since", 0),
-                                                   server.processes.output_of), ping=15)
+        return EventSourceResponse(view.run_events(request.path_params["run_id"], _number(request, "since", 0)),
+                                   ping=15)
 
     def all_stream(request: Request):
         return EventSourceResponse(view.all_events(_number(request, "since", None, float)), ping=15)

@@ -3,8 +3,8 @@ and cancelled through the client code of `wfexec runs/show/resume/cancel --tempo
 a launch is a `wfexec run --temporal` process, as at a terminal. Each run is given in the shape of the store's
 records (`store_view.summary`), so the same templates show it.
 
-What the cluster keeps nowhere a client reads is not shown: a run's inputs (so no "run again"), its agents'
-transcripts, each step's duration and changed paths (a step here is an entry of its state's `history`). The
+A run's steps, with what each changed, are its journal (a query); its inputs, its programs' output and its agents'
+transcripts are read from its history (`cluster_history`), each step's duration from its journal's times. The
 event streams look at the cluster every second; the all-runs stream tells the changes it sees after it opens
 (its ids are this server's clock, so a reconnect is no replay).
 """
@@ -15,13 +15,17 @@ import asyncio
 import json
 import time
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import anyio
 from sse_starlette import ServerSentEvent
 
 from wfexec.durable.store import FINISHED, STATUSES
-from wfexec.serve.store_view import MAX_PAGE, run_graph
+from wfexec.serve.cluster_history import (History, HistoryCache, durations, numbered, output_rows, read_history,
+                                          transcripts)
+from wfexec.durable.outputs import output_text
+from wfexec.serve.store_view import MAX_PAGE, grouped_by_agent, run_graph
 
 LISTED = 200  # the newest runs of the cluster a list looks at
 POLL_SECONDS = 1.0
@@ -63,11 +67,31 @@ def _row_record(row: dict, started: float | None) -> dict[str, Any]:
                     "current_node": row["current_node"]}, started, None)
 
 
-def _steps(state: dict | None) -> list[dict]:
-    """The run's steps as its state's history has them, numbered as journal steps are."""
-    return [{"step": number, "node": entry.get("node"), "type": entry.get("type"), "outcome": entry.get("outcome"),
-             "target": entry.get("target"), "at": entry.get("at"), "changes": {}, "duration_ms": 0.0}
-            for number, entry in enumerate((state or {}).get("history") or (), 1)]
+@dataclass
+class _Shown:
+    """A cluster run as one look at it gives it: its record, state and journal (its steps, each with what it
+    changed and how long it took), and how long its history is (which grows whenever something happened)."""
+
+    record: dict[str, Any]
+    state: dict | None
+    steps: list[dict]
+    history_length: int
+
+
+def _steps(shown: dict, started: float | None) -> list[dict]:
+    """The run's steps, from its journal (with what each changed), else from its state's history, numbered as a
+    SQLite run's journal numbers them, each with its duration (cluster_history.durations)."""
+    journal = shown.get("journal")
+    if journal is None:
+        journal = [{"step": number, **entry, "changes": {}}
+                   for number, entry in enumerate((shown.get("state") or {}).get("history") or (), 1)]
+    steps = [{"step": row.get("step"), "node": row.get("node"), "type": row.get("type"),
+              "outcome": row.get("outcome"), "target": row.get("target"), "at": row.get("at"),
+              "changes": row.get("changes") or {}, **{k: row[k] for k in ("appended", "removed") if row.get(k)}}
+             for row in journal]
+    for step, took in zip(steps, durations(journal, started)):
+        step["duration_ms"] = took
+    return steps
 
 
 def _dumps(data) -> str:
@@ -80,9 +104,18 @@ class ClusterView:
     def __init__(self, address: str):
         self.address = address
         self.closed = False
+        self.histories = HistoryCache()
 
     def described(self) -> str:
         return f"Temporal {self.address}"
+
+    @property
+    def where_runs(self) -> list[str]:
+        return ["--temporal", self.address]
+
+    def with_inputs(self, record: dict[str, Any]) -> dict[str, Any]:
+        """The record with the inputs its run was started with (read from its history: not in every record)."""
+        return {**record, "inputs": self.inputs(record["id"])}
 
     def close(self) -> None:
         self.closed = True
@@ -112,17 +145,33 @@ class ClusterView:
             raise ActionRefused(503, failed.message, failed.hint) from None
 
     # -- reading -----------------------------------------------------------------
-    def _shown(self, run_id: str) -> tuple[dict[str, Any], dict | None]:
-        """The run's record, and its state."""
+    def _shown(self, run_id: str) -> _Shown:
         from wfexec.temporal.client import describe, find
 
         async def work(client):
             handle = await find(client, run_id)
             shown = await describe(client, handle)
             description = await handle.describe()
-            return _record(shown, _time(description.start_time), _time(description.close_time)), shown.get("state")
+            started = _time(description.start_time)
+            return _Shown(_record(shown, started, _time(description.close_time)), shown.get("state"),
+                          _steps(shown, started), description.raw_description.workflow_execution_info.history_length)
 
         return self._call(work)
+
+    def _history(self, run_id: str, shown: _Shown | None = None) -> tuple[_Shown, History]:
+        """The run as it is, and what its history holds beyond that (read again only once it has grown)."""
+        shown = shown or self._shown(run_id)
+        run = shown.record["id"]
+        read = self.histories.get(run)
+        if read is None or read.length != shown.history_length:
+            before = read
+
+            async def work(client):
+                return await read_history(client, client.get_workflow_handle(run), shown.history_length, before)
+
+            read = self._call(work)
+            self.histories.put(run, read)
+        return shown, read
 
     def _rows(self) -> list[dict[str, Any]]:
         """The newest runs, newest first; a waiting one with its question."""
@@ -162,24 +211,37 @@ class ClusterView:
                 "workflows": names}
 
     def one_run(self, run_id: str) -> dict[str, Any]:
-        return self._shown(run_id)[0]
+        return self._shown(run_id).record
+
+    def inputs(self, run_id: str) -> dict[str, Any]:
+        """The inputs the run was started with (its history's first event)."""
+        return self._history(run_id)[1].inputs
 
     def journal(self, run_id: str, since: int = 0) -> list[dict]:
-        return [s for s in _steps(self._shown(run_id)[1]) if s["step"] > since]
+        return [s for s in self._shown(run_id).steps if s["step"] > since]
 
     def journal_tail(self, run_id: str, count: int) -> list[dict]:
-        return _steps(self._shown(run_id)[1])[-count:]
+        return self._shown(run_id).steps[-count:]
 
     def state(self, run_id: str) -> dict[str, Any]:
-        return {k: v for k, v in (self._shown(run_id)[1] or {}).items() if k != "history"}
+        return {k: v for k, v in (self._shown(run_id).state or {}).items() if k != "history"}
 
     def graph(self, run_id: str) -> dict[str, Any]:
-        record, state = self._shown(run_id)
-        visited = {s["node"] for s in _steps(state)}
+        shown = self._shown(run_id)
+        record = shown.record
+        visited = {s["node"] for s in shown.steps}
         return run_graph(Path(record["workflow_path"]), visited, record["current_node"], record["ending"])
 
     def agents(self, run_id: str) -> list[dict[str, Any]]:
-        return []  # a cluster run's transcripts stay with its workers
+        """Its states agents' transcripts, as each agent state's activity returned them."""
+        return grouped_by_agent(transcripts(self._history(run_id)[1].kept))
+
+    def output(self, run_id: str, start: int, shown: _Shown | None = None) -> dict[str, Any]:
+        """The output of its steps' programs, as each step's activity returned it once it ended."""
+        shown, read = self._history(run_id, shown)
+        rows = output_rows(numbered(read.kept, shown.steps))
+        size = rows[-1][2] + rows[-1][3] if rows else 0
+        return output_text([r for r in rows if r[2] + r[3] > start], start, size)
 
     # -- changing ----------------------------------------------------------------
     def answer(self, run_id: str, key: str, value: str):
@@ -220,19 +282,18 @@ class ClusterView:
         return record
 
     # -- events --------------------------------------------------------------------
-    async def run_events(self, run_id: str, since: int,
-                         output: Callable[[str], Path | None]) -> AsyncIterator[ServerSentEvent]:
-        from wfexec.serve.events import output_size
+    async def run_events(self, run_id: str, since: int) -> AsyncIterator[ServerSentEvent]:
         from wfexec.serve.store_view import moved
 
         sent, last, told = since, None, 0
         while not self.closed:
-            record, state = await anyio.to_thread.run_sync(self._shown, run_id)
-            size = output_size(output(record["id"]))
+            shown = await anyio.to_thread.run_sync(self._shown, run_id)
+            record = shown.record
+            size = (await anyio.to_thread.run_sync(self.output, run_id, 1 << 62, shown))["size"]
             if size != told:
                 told = size
                 yield ServerSentEvent(_dumps({"size": size}), event="output")
-            for step in _steps(state)[sent:]:
+            for step in [s for s in shown.steps if s["step"] > sent]:
                 sent = step["step"]
                 yield ServerSentEvent(_dumps(step), event="step", id=str(sent))
             if moved(record) != last:

@@ -4,8 +4,9 @@ through the server's one `Feed`.
 One run: `event: step` for each journal step, whose `id:` is the step's number, so a browser that reconnects with
 `Last-Event-ID: N` (or a page that asks with `?since=N`) gets exactly the steps after N; `event: run` with the
 run's summary whenever its status, node or step count moves (its id is the last step sent); and `event: output`
-(no id) when the output of the run's process grew, saying its size. The stream ends after a finished run's last
-event: nothing can happen to it any more.
+(no id) when the output of its commands and scripts grew (its process keeps it in the store, whichever door
+started it), saying its size. The stream ends after a finished run's last event: nothing can happen to it any
+more.
 
 All runs: `event: run` for each run that changed, whose `id:` is the time of the newest change sent, as the
 store keeps it; a reconnect with that id, to this server or to the next one on the same store, gets every run
@@ -15,8 +16,7 @@ whose last change came after it.
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator
 
 from sse_starlette import ServerSentEvent
 
@@ -35,29 +35,20 @@ def _moved(record) -> tuple:
 
 def _read_run(store: Store, run_id: str, after: int):
     record = store.get(run_id)
-    return record, store.journal_since(record.id, after)
+    return record, store.journal_since(record.id, after), store.output_size(record.id)
 
 
-def output_size(path: Path | None) -> int:
-    try:
-        return path.stat().st_size if path is not None else 0
-    except OSError:
-        return 0
-
-
-async def run_events(feed: Feed, run_id: str, since: int,
-                     output: Callable[[str], Path | None] = lambda run: None) -> AsyncIterator[ServerSentEvent]:
+async def run_events(feed: Feed, run_id: str, since: int) -> AsyncIterator[ServerSentEvent]:
     sent = since
     last: tuple | None = None
     told_size = 0
     with feed.watching():
-        seen = feed.tick
+        seen, commits = feed.tick, feed.commits
         while True:
             found = await feed.query(_read_run, run_id, sent)
             if found is None:
                 return
-            record, steps = found
-            size = output_size(output(record.id))
+            record, steps, size = found
             if size != told_size:
                 told_size = size
                 yield ServerSentEvent(_dumps({"size": size}), event="output")
@@ -69,13 +60,17 @@ async def run_events(feed: Feed, run_id: str, since: int,
                 yield ServerSentEvent(_dumps(summary(record)), event="run", id=str(sent))
             if record.status in FINISHED or feed.closed:
                 return
-            # The output of a step in flight grows without a commit: looked at on every tick of the clock.
+            # The output of a step in flight grows without moving the run: looked at after any commit.
             while not feed.closed:
                 tick = await feed.next_tick(seen, POLL_SECONDS)
                 moved = feed.moved.get(record.id, 0) > seen
                 seen = tick
-                if moved or output_size(output(record.id)) != told_size:
+                if moved:
                     break
+                if feed.commits != commits:
+                    commits = feed.commits
+                    if await feed.query(Store.output_size, record.id) != told_size:
+                        break
 
 
 async def all_events(feed: Feed, since: float | None) -> AsyncIterator[ServerSentEvent]:

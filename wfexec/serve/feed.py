@@ -33,6 +33,7 @@ class Feed:
     def __init__(self, store_path: Path):
         self.store_path = store_path
         self.tick = 0
+        self.commits = 0  # moves whenever anything was committed to the store (a run's output too), run moved or not
         self.cursor = time.time()  # the newest change told
         self.closed = False
         self.moved: dict[str, int] = {}  # run id → the tick that last saw it change
@@ -122,6 +123,7 @@ class Feed:
             if version == self._version:
                 return []
             self._version = version
+            self.commits += 1
             records = store.changed_since(self.cursor - SLACK_SECONDS)
         fresh = [r for r in records if self._told.get(r.id) != r.updated_at]
         for record in fresh:

@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.routing import Route
 
+from wfexec.durable.outputs import KEEP_BYTES
 from wfexec.serve.api import run_filters
 from wfexec.serve.command_lines import command_lines
 from wfexec.serve.store_view import PAGE, SHOWN_STATUSES
@@ -67,11 +68,11 @@ def routes(server) -> list[Route]:
     def _run_context(record: dict) -> dict:
         return {"run": record, "process": server.processes.ended.get(record["id"]),
                 "commands": command_lines(record, server.config.where_runs),
-                "again": view.backend == "sqlite" and server.workflows.at(Path(record["workflow_path"])) is not None,
+                "again": server.workflows.at(Path(record["workflow_path"])) is not None,
                 "backend": view.described()}
 
     def run(request: Request):
-        record = view.one_run(request.path_params["run_id"])
+        record = view.with_inputs(view.one_run(request.path_params["run_id"]))
         everything = request.query_params.get("steps") == "all"
         shown = view.journal(record["id"]) if everything else view.journal_tail(record["id"], TIMELINE_SHOWN)
         last_step = shown[-1]["step"] if shown else 0
@@ -80,10 +81,11 @@ def routes(server) -> list[Route]:
                                                                               default=0.0),
                              graph=view.graph(record["id"]), last_step=last_step,
                              agents=view.agents(record["id"]), state=_state_text(view, record["id"]),
+                             output_kept=KEEP_BYTES // 1024,
                              **_run_context(record))
 
     def summary(request: Request):
-        record = view.one_run(request.path_params["run_id"])
+        record = view.with_inputs(view.one_run(request.path_params["run_id"]))
         return server.render(request, "_summary.html", **_run_context(record))
 
     def run_agents(request: Request):

@@ -25,7 +25,7 @@ PATIENCE_SECONDS = 30.0
 
 # What every process the server starts is asked besides the run itself: it asks nobody, prints its result as JSON,
 # and traces each step into its log (which the run page shows).
-_WATCHED = {"non_interactive": True, "format": "json", "trace": True}
+_WATCHED = {"non_interactive": True, "format": "json"}
 
 
 @dataclass
@@ -58,8 +58,9 @@ class Processes:
     def launch(self, workflow: Path, inputs: dict[str, str]) -> Started:
         from wfexec.running.request import RunRequest, command_line
 
+        # --trace on a cluster only: it names its run first (_named_on_cluster); a local run's output is the store's
         request = RunRequest(path=workflow, text_inputs=[f"{key}={value}" for key, value in inputs.items()],
-                             temporal=self.temporal, **_WATCHED)
+                             temporal=self.temporal, trace=bool(self.temporal), **_WATCHED)
         return self._start(command_line(request, "run"), None)
 
     def resume(self, run_id: str, answer: tuple[str, str] | None = None, in_flight: str | None = None) -> Started:
@@ -70,15 +71,10 @@ class Processes:
                              rerun=in_flight == "rerun", skip=in_flight == "skip", **_WATCHED)
         return self._start(command_line(request, "resume"), run_id)
 
-    def output_of(self, run_id: str) -> Path | None:
-        """The file holding what the processes this server started for the run wrote on stderr (`--trace`: each
-        step, and the output of its commands and scripts as they write it), or None."""
-        path = self.logs / f"{run_id}.log"
-        return path if path.exists() else None
-
     def _start(self, args: list[str], run_id: str | None) -> Started:
         out = tempfile.NamedTemporaryFile(dir=self.logs, suffix=".out", delete=False)
-        # A resumed run's output goes on after what it wrote before; a new run's is named once its id is known.
+        # What a resumed run's process says goes on after what it said before; a new run's file is named once its
+        # id is known. (The output of its commands and scripts is in the store: wfexec.durable.outputs.)
         err_path = self.logs / f"{run_id}.log" if run_id is not None else _fresh_file(self.logs, ".new")
         err = open(err_path, "ab")
         offset = err.tell()

@@ -7,6 +7,7 @@ import contextlib
 from pathlib import Path
 from typing import Any, Iterator
 
+from wfexec.durable.outputs import output_text
 from wfexec.durable.store import FINISHED, STATUSES, Store, StoreError, open_store
 from wfexec.serve.drawing import marked, svg_of
 
@@ -107,29 +108,25 @@ def agents(store_path: Path, run_id: str) -> list[dict[str, Any]]:
     """The agents of the run's `states` nodes, each with what it was sent and got state by state (`wfexec show
     RUN --agent NAME`), in the order they first spoke."""
     with _store(store_path, run_id) as store:
-        records = store.transcript(store.get(run_id).id)
+        return grouped_by_agent(store.transcript(store.get(run_id).id))
+
+
+def grouped_by_agent(records: list[dict]) -> list[dict[str, Any]]:
+    """Agent records (each with its `agent`) grouped by agent, in the order the agents first spoke."""
     grouped: dict[str, list[dict]] = {}
     for record in records:
         grouped.setdefault(record["agent"], []).append(record)
     return [{"agent": agent, "states": states} for agent, states in grouped.items()]
 
 
-OUTPUT_CHUNK = 256 * 1024
-
-
-def output(path: Path | None, start: int) -> dict[str, Any]:
-    """What the run's process wrote from byte `start` on (at most OUTPUT_CHUNK, ending at a line's end when it
-    is cut), and where to ask from next."""
-    if path is None:
-        return {"text": "", "from": start, "next": start, "size": 0}
-    with open(path, "rb") as handle:
-        size = handle.seek(0, 2)
-        handle.seek(min(start, size))
-        chunk = handle.read(OUTPUT_CHUNK)
-    if len(chunk) == OUTPUT_CHUNK and b"\n" in chunk:
-        chunk = chunk[:chunk.rindex(b"\n") + 1]
-    return {"text": chunk.decode("utf-8", errors="replace"), "from": start, "next": min(start, size) + len(chunk),
-            "size": size}
+def output(store_path: Path, run_id: str, start: int) -> dict[str, Any]:
+    """What the run's commands and scripts wrote from byte `start` of its output on (wfexec.durable.outputs), as
+    text (`outputs.output_text`)."""
+    with _store(store_path, run_id) as store:
+        record_id = store.get(run_id).id
+        rows = store.output_rows(record_id, start)
+        size = store.output_size(record_id)
+    return output_text(rows, start, size)
 
 
 def graph(store_path: Path, run_id: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ the shape the store's records have (`store_view.summary`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from wfexec.serve import store_view
 from wfexec.serve.events import all_events, run_events
@@ -24,6 +24,14 @@ class StoreView:
 
     def described(self) -> str:
         return f"run store {self.path}"
+
+    @property
+    def where_runs(self) -> list[str]:
+        """The options that name these runs' store on a command line."""
+        return ["--store", str(self.path)]
+
+    def with_inputs(self, record: dict[str, Any]) -> dict[str, Any]:
+        return record  # the store's records hold their inputs
 
     def inbox(self) -> dict[str, Any]:
         return store_view.inbox(self.path)
@@ -49,8 +57,11 @@ class StoreView:
     def agents(self, run_id: str) -> list[dict[str, Any]]:
         return store_view.agents(self.path, run_id)
 
-    def run_events(self, run_id: str, since: int, output: Callable[[str], Path | None]):
-        return run_events(self.feed, run_id, since, output)
+    def output(self, run_id: str, start: int) -> dict[str, Any]:
+        return store_view.output(self.path, run_id, start)
+
+    def run_events(self, run_id: str, since: int):
+        return run_events(self.feed, run_id, since)
 
     def all_events(self, since: float | None):
         return all_events(self.feed, since)

@@ -17,6 +17,7 @@ from wfexec.temporal.bundle import BundleError
 from wfexec.temporal.delivery import here, localized, rebased
 from wfexec.temporal.local_steps import LOCAL_STEP_ACTIVITY, not_home
 from wfexec.temporal.state_changes import MISSING, WorkerStates, step_changes
+from wfexec.temporal.kept import KeptByStep
 from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, written
 
 HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
@@ -37,6 +38,7 @@ def _run_node(request: dict, node_id: str, shipped: dict, answers: dict, step_ms
     run = make_run(workflow, request, io, state=state, answers=answers)
     run.options.backend = _backend(request.get("backend"))
     run.current = node
+    kept = run.journal = KeptByStep(node_id)
     run.step_ms = step_ms  # the step's clock: the workflow's, as a state-only step would read it
     try:
         outcome = execute(run, node)
@@ -46,14 +48,14 @@ def _run_node(request: dict, node_id: str, shipped: dict, answers: dict, step_ms
                 "answers": run.options.answers.to_dict(),
                 **({"refused": waiting.refused.message} if waiting.refused is not None else {})}
     except RunError as exc:
-        return {"error": error_json(exc), "events": io.events}
+        return {"error": error_json(exc), "events": io.events, **kept.to_json()}
     except WfexecError as exc:
         return {"error": error_json(RunError(exc.message, exc.hint, exc.where or node.where, node.id)),
-                "events": io.events}
+                "events": io.events, **kept.to_json()}
     changes = step_changes(run)
     WORKER_STATES.keep(run_key, token, run.state)
     return {"changes": changes, "state_token": token, "target": target, "outcome": outcome.outcome,
-            "events": io.events, "answers": run.options.answers.to_dict(), **written(run)}
+            "events": io.events, "answers": run.options.answers.to_dict(), **written(run), **kept.to_json()}
 
 
 def _backend(spec: str | None):
@@ -99,13 +101,14 @@ def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None
     steps_of = node.kind.agents
     assert steps_of is not None  # only a node with agents has its agent states sent here
     meta = {**meta, "cwd": rebased(meta["cwd"], request)}  # the workflow code made it from the client's folder
+    kept = run.journal = KeptByStep(node_id)
     try:
         done = steps_of.step(node, run.node_context, meta, agent)
     except ProtocolError as exc:  # fatal for the node: the workflow code routes it, or stops or fails the run
         return {"fatal": fatal_of(exc), "events": io.events}
     except RunError as exc:
         return {"error": error_json(exc), "events": io.events}
-    return {**done, "events": io.events}
+    return {**done, "events": io.events, **kept.to_json()}
 
 
 @activity.defn(name="wfexec_agent_state")

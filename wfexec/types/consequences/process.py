@@ -9,8 +9,9 @@ there (write a script, or call `bash -c` explicitly in a list). When the
 author does run a shell (`[bash, -c, CODE, ...]`), `${...}` is refused inside
 CODE: values go in as arguments after it or through `env`.
 
-The program's output is captured, never printed: `store_as` keeps it and the
-trace (`--trace`) shows it.
+The program's output is captured, never printed: `store_as` keeps it, the
+trace (`--trace`) shows it, and a durable run keeps its end in the store for
+`wfexec serve` (wfexec.durable.outputs).
 """
 
 from __future__ import annotations
@@ -350,7 +351,7 @@ class _Output(threading.Thread):
         super().__init__(daemon=True)
         self.stream = stream
         self.name = name
-        self.show = (lambda line: ctx.trace(f"  {name}| {line.rstrip(chr(10))}")) if ctx.run.io.tracing else None
+        self.show = _line_shower(ctx, f"{name}| ")
         self.chunks: list[str] = []
         self.kept = 0
         self.overflowed = overflowed
@@ -375,6 +376,25 @@ class _Output(threading.Thread):
         return "".join(self.chunks)
 
 
+def _line_shower(ctx, prefix: str):
+    """What each line a program writes goes to: the trace, and the run's kept output (ctx.program_output, with
+    its lookups done once: a chatty program writes thousands of lines a second); None when neither wants it."""
+    run = ctx.run
+    trace = run.io.trace if run.io.tracing else None
+    keep = run.record_output if run.keeps_output else None
+    if trace is None and keep is None:
+        return None
+
+    def show(line: str) -> None:
+        text = prefix + line.rstrip("\n")
+        if trace is not None:
+            trace("  " + text)
+        if keep is not None:
+            keep(text)
+
+    return show
+
+
 def _feed(process: subprocess.Popen, text: str) -> None:
     assert process.stdin is not None  # started with stdin=PIPE when there is text to feed
     try:
@@ -392,7 +412,7 @@ def _execute(argv: list[str], params, ctx) -> Completed:
     timeout = _timeout(params)
     stdin = params.get("input")
     text_in = None if stdin is None else to_text(stdin)
-    ctx.trace(f"  $ {_shown(argv)}" + (f"   (in {cwd})" if cwd != Path(ctx.cwd) else ""))
+    ctx.program_output(f"$ {_shown(argv)}" + (f"   (in {cwd})" if cwd != Path(ctx.cwd) else ""))
     process = _start(argv, cwd, env, text_in is not None)
     progress.running(_shown(argv, 60))
     # Threads read the pipes rather than communicate(): output reaches --trace as it comes, and a command
@@ -426,7 +446,7 @@ def _execute(argv: list[str], params, ctx) -> Completed:
         for pipe in (process.stdout, process.stderr):
             if pipe is not None:
                 pipe.close()
-    ctx.trace(f"  exit code {process.returncode}")
+    ctx.program_output(f"exit code {process.returncode}")
     for reader in readers:
         if reader.over:
             raise ActionFailed(f"`{_shown(argv)}` wrote more than {MAX_OUTPUT // (1024 * 1024)} MiB to {reader.name} "
