@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field, replace
+from wfexec.records import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 

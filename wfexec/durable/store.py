@@ -38,7 +38,7 @@ import os
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from typing import Any, Callable, Sequence
 from pathlib import Path
 

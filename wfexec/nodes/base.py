@@ -16,7 +16,7 @@ them imports a concrete node module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from wfexec.records import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 if TYPE_CHECKING:  # annotations only: these layers sit above or beside the node types

@@ -15,7 +15,7 @@ last answer for good.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
