@@ -69,9 +69,10 @@ def install(checkout: Path, work: Path) -> Path:
     packages = [str(checkout)] + [str(p) for p in (checkout / "plugins").glob("*/pyproject.toml")]
     packages = [str(Path(p).parent) if p.endswith("pyproject.toml") else p for p in packages]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-                    "--no-build-isolation", *packages], check=True, env=env, cwd=work,
-                   stdout=subprocess.DEVNULL)
+    command = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", *packages]
+    # Built with this interpreter's setuptools when it has them; else pip fetches them, as for any build.
+    if subprocess.run([*command, "--no-build-isolation"], env=env, cwd=work, stdout=subprocess.DEVNULL).returncode:
+        subprocess.run(command, check=True, env=env, cwd=work, stdout=subprocess.DEVNULL)
     return venv / "bin"
 
 
