@@ -3,12 +3,16 @@
 
     python bench/bench_cli.py [--repeat 11] [--runs 10000] [--tiny]
 
-`python3 -c pass` is this venv's interpreter with its site hooks (an editable install's .pth files, coverage's):
-those hooks run in every `wfexec` process too, and can cost more than the interpreter itself. `-S` skips them: the
-floor no Python program starts under. The `x -S` column is the goal of issue 27 (run, resume, states: <= 6x).
+`-S` skips every site hook: the floor no Python program starts under (the installed venv's own hooks are a plain
+path line). The `x -S` column is the goal of issue 27 (run, resume, states: <= 6x).
 
-Each row runs the installed `wfexec` console script as a real process, with .pyc files compiled first, and takes
-the median of the child's CPU time (user + system, from wait4). Rows and their goals (issue 13):
+Each row runs the `wfexec` console script of a non-editable install as a real process and takes the median of the
+child's CPU time (user + system, from wait4). The install is made for the run: a venv of its own (`--checkout`,
+default this one, installed with `pip install --no-deps`, .pyc files compiled), its dependencies read from this
+interpreter's site-packages through a plain path line (no editable-install or coverage hooks run), $PYTHONPATH
+unset. `python3 -c pass` is the interpreter running the bench, with its venv's hooks, as the goals of issue 13 were
+set against it (an editable install's hooks cost about as much as the interpreter itself). Rows and their goals
+(issue 13):
 
 - `--help` <= 3x
 - `run skills/quickstart --answer ask_mood=cheerful` <= 4x, the workflow unchanged since it was last loaded
@@ -51,35 +55,67 @@ def cpu_seconds(argv: list[str], cwd: Path, env: dict) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def fill_store(store: Path, runs: int) -> None:
-    from wfexec.durable.store import Store
+def install(checkout: Path, work: Path) -> Path:
+    """A non-editable install of `checkout` (and of its compat plugin) in a venv of its own: its `bin` folder."""
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    # The dependencies: this interpreter's site-packages as plain path entries, after the venv's own (so the
+    # install is found first); .pth files there are not run from a path line, so no editable hook is.
+    dependencies = [entry for entry in sys.path if entry.endswith("site-packages")]
+    Path(site, "bench_dependencies.pth").write_text("\n".join(dependencies) + "\n")
+    packages = [str(checkout)] + [str(p) for p in (checkout / "plugins").glob("*/pyproject.toml")]
+    packages = [str(Path(p).parent) if p.endswith("pyproject.toml") else p for p in packages]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    command = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", *packages]
+    # Built with this interpreter's setuptools when it has them; else pip fetches them, as for any build.
+    if subprocess.run([*command, "--no-build-isolation"], env=env, cwd=work, stdout=subprocess.DEVNULL).returncode:
+        subprocess.run(command, check=True, env=env, cwd=work, stdout=subprocess.DEVNULL)
+    return venv / "bin"
 
-    opened = Store(store)
-    try:
-        with opened.transaction():
-            for index in range(runs):
-                opened.create_run(workflow_path=str(QUICKSTART / "workflow.yaml"), workflow_name="quickstart",
-                                  workflow_hash="0" * 16, node_hashes={}, inputs={"n": index}, state={},
-                                  start_node="greet")
-    finally:
-        opened.close()
+
+FILL = """
+import sys
+from wfexec.durable.store import Store
+
+opened = Store(sys.argv[1])
+try:
+    with opened.transaction():
+        for index in range(int(sys.argv[2])):
+            opened.create_run(workflow_path=sys.argv[3], workflow_name="quickstart", workflow_hash="0" * 16,
+                              node_hashes={}, inputs={"n": index}, state={}, start_node="greet")
+finally:
+    opened.close()
+"""
+
+
+def fill_store(interpreter: str, store: Path, runs: int, env: dict) -> None:
+    """`runs` runs in a new store, written by the installed wfexec (its store schema)."""
+    subprocess.run([interpreter, "-c", FILL, str(store), str(runs), str(QUICKSTART / "workflow.yaml")], env=env,
+                   check=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=11)
     parser.add_argument("--runs", type=int, default=10_000, help="runs in the store `runs` lists")
+    parser.add_argument("--checkout", type=Path, default=ROOT,
+                        help="the wfexec checkout to install and measure (another worktree, to compare)")
     args = parse_sized(parser, repeat=1, runs=50)
 
-    wfexec = shutil.which("wfexec", path=str(Path(sys.executable).parent)) or "wfexec"
-    compileall.compile_dir(ROOT / "wfexec", quiet=1)
     work = Path(tempfile.mkdtemp(prefix="bench-cli-"))
+    binaries = install(args.checkout.resolve(), work)
+    wfexec, interpreter = str(binaries / "wfexec"), str(binaries / "python")
+    compileall.compile_dir(binaries.parent / "lib", quiet=1)
     cache = work / "cache"
     env = {**os.environ, "WFEXEC_CACHE_DIR": str(cache), "NO_COLOR": "1"}
     env.pop("WFEXEC_STORE", None)
+    env.pop("PYTHONPATH", None)  # the install, not a checkout on the path
     store = work / "runs.db"
     many = work / "many.db"
-    fill_store(many, args.runs)
+    fill_store(interpreter, many, args.runs, env)
     flow = work / "flow"
     flow.mkdir()
     (flow / "START.sh").write_text("echo '<result>ok</result>'\n")
@@ -128,7 +164,7 @@ def main() -> None:
     if not REFRESH.exists() or args.tiny:
         rows = [row for row in rows if "refresh" not in row[0]]
         print(f"(no {REFRESH}, or --tiny: the refresh rows are skipped)")
-    bare = [sys.executable, "-S", "-c", "pass"]
+    bare = [interpreter, "-S", "-c", "pass"]
     samples: dict[str, list[float]] = {"python3 -c pass": [], "python3 -S -c pass": []}
     for name, *_ in rows:
         samples[name] = []
@@ -144,6 +180,7 @@ def main() -> None:
                 samples[name + " (own)"].append(cpu_seconds(own, work, env))
     base = statistics.median(samples["python3 -c pass"])
     floor = statistics.median(samples["python3 -S -c pass"])
+    print(f"wfexec installed (not editable) from {args.checkout.resolve()} into a venv of its own")
     print(f"python3 -c pass: {base * 1000:.1f} ms CPU, python3 -S -c pass: {floor * 1000:.1f} ms CPU "
           f"(medians of {len(samples['python3 -c pass'])})")
     print(f"{'command':<26}{'CPU ms':>9}{'x pass':>9}{'goal':>7}{'x -S':>10}{'goal':>7}")

@@ -1,30 +1,31 @@
-"""Durable steps per second: wfexec with its SQLite store, against LangGraph with SqliteSaver
-(durability "sync") on the same loop, and against wfexec's own in-memory speed; then the cost of one commit
-against SQLite's own floor, at each durability.
+"""Durable steps: wfexec with its SQLite store against LangGraph with SqliteSaver (durability "sync") on the same
+loop, and against wfexec's own in-memory speed; then the cost of one step committed on its own against SQLite's
+own floor, at each durability. Every comparison is like with like, and the output says how.
 
     pip install -e '.[bench]' && python bench/bench_durable.py [--iterations 5000] [--full-iterations 300] [--tiny]
 
-The loop is bench_engine's: test `count < limit`, then `count = count + 1` and
-`label = "step <count>"`. Reported both ways: committing every
-step (as LangGraph's durability "sync" does; bar >= 20x it) and with state-only steps committed in batches (the
-default; bar >= 0.5x wfexec in memory).
+Part 1, iterations per second of bench_engine's loop (test `count < limit`, then `count = count + 1` and
+`label = "step <count>"`), committing every step (as LangGraph's durability "sync" does; bar >= 20x it) and with
+state-only steps committed in batches (wfexec's default; bar >= 0.5x wfexec in memory). One commit per loop
+iteration on both sides: LangGraph checkpoints its one node, whose conditional edge is part of it; wfexec commits
+the action step, and its conditional step, which changes nothing, goes with that commit (wfexec.durable.journal).
+Both sides' connections use `synchronous=NORMAL` (wfexec's default; SqliteSaver's own default is SQLite's FULL, an
+fsync per commit, which part 2 compares at `full`).
 
-Committing every step, each iteration is one commit on both sides: LangGraph checkpoints its one node, whose
-conditional edge is part of it; wfexec commits the action step, and its conditional step, which changes nothing,
-goes with that commit (wfexec.durable.journal). Both journal every change of state before the next step starts.
-
-Part 2, per commit at each durability (`--durability normal`: synchronous=NORMAL, a commit survives a kill;
-`full`: synchronous=FULL, an fsync per commit, it survives a power cut): the floor is SQLite itself committing one
-small row per transaction in WAL mode at that setting (CPU and wall time per commit); wfexec is one loop
-iteration committed on its own (its state-only step, with the conditional step that goes with it); LangGraph's
-SqliteSaver runs with its connection set to the same `synchronous` (its default is FULL). The bar (issue 27):
-wfexec's CPU per commit <= 2.5x the floor's at `normal`. The iteration's two steps cost CPU in memory too: the
-`commit alone` column is wfexec's CPU less the same iteration's in memory, what committing it adds.
+Part 2, one step per commit, at each durability (`--durability normal`: synchronous=NORMAL, a commit survives a
+kill; `full`: synchronous=FULL, an fsync per commit, it survives a power cut). The loop is one state-only action
+step that counts and routes itself (`on_success: ${count < input.limit ? 'tick' : 'done'}`), committed on its
+own at every step; LangGraph runs bench_engine's one-node graph, one checkpoint per step, its connection at the
+same `synchronous`. The floor is SQLite itself committing one small row per transaction, WAL mode, same setting,
+through the same Python sqlite3 module. Figures are CPU and wall time per commit; the bar (issue 27): wfexec's
+CPU per committed step <= 2.5x the floor's at `normal`. `commit alone` is wfexec's CPU per step less the same
+step's in memory: what committing it adds.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import sqlite3
 import statistics
@@ -50,14 +51,58 @@ class Clock:
         return time.perf_counter() - self.wall, time.process_time() - self.cpu
 
 
-def wfexec_durable(iterations: int, every_step: bool = False, durability: str = "normal") -> tuple[float, float]:
-    """(wall, CPU) seconds of the counting loop in a durable run."""
+TICK = """
+name: tick
+version: 1
+start_node: tick
+initial_state: {count: 0, label: ""}
+input_schema:
+  limit: {type: integer, required: true}
+nodes:
+  tick:
+    type: action
+    actions:
+      - {type: compute, expression: "count + 1", store_as: count}
+      - {type: set_state, field: label, value: "step ${count}"}
+    on_success: "${count < input.limit ? 'tick' : 'done'}"
+endings:
+  done: {type: success, message: "${count}"}
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def tick_workflow():
+    """The one-step loop of part 2, loaded once (runs reuse its compiled expressions)."""
+    import wfexec
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "workflow.yaml"
+        path.write_text(TICK)
+        return wfexec.load(path)
+
+
+def wfexec_memory(iterations: int, workflow) -> tuple[float, float]:
+    """(wall, CPU) seconds of a loop run in memory."""
+    import wfexec
+    from wfexec.running.console import Console
+
+    quiet = Console(out=io.StringIO(), err=io.StringIO())
+    clock = Clock()
+    result = wfexec.run(workflow, inputs={"limit": iterations}, io=quiet, max_steps=3 * iterations + 10)
+    elapsed = clock.read()
+    assert result.message == str(iterations), result.message
+    return elapsed
+
+
+def wfexec_durable(iterations: int, every_step: bool = False, durability: str = "normal",
+                   workflow=None) -> tuple[float, float]:
+    """(wall, CPU) seconds of a loop (bench_engine's counting loop, unless another is given) in a durable run."""
     from wfexec.running.console import Console
     from wfexec.durable.journal import start_run
     from wfexec.running.engine import Options
     from wfexec.durable.store import Store
 
-    workflow = counter_workflow()
+    workflow = workflow or counter_workflow()
     with tempfile.TemporaryDirectory() as folder:
         store = Store(Path(folder) / "runs.db", durability=durability)
         quiet = Console(out=io.StringIO(), err=io.StringIO())
@@ -95,7 +140,7 @@ def langgraph_sqlite(iterations: int, synchronous: str | None = None) -> tuple[f
 
 
 def run_langgraph_sqlite(iterations: int) -> float:
-    return langgraph_sqlite(iterations)[0]
+    return langgraph_sqlite(iterations, "NORMAL")[0]
 
 
 def sqlite_floor(commits: int, synchronous: str) -> tuple[float, float]:
@@ -105,7 +150,7 @@ def sqlite_floor(commits: int, synchronous: str) -> tuple[float, float]:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={synchronous}")
         db.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")
-        row = '[[1,"step","action","success","check","2026-11-27T00:00:00.000Z",{"count":1,"label":"step 1"},12]]'
+        row = '[[1,"tick","action",{"success":true},"tick","2026-11-27T00:00:00.000Z",{"count":1,"label":"step 1"},12]]'
         clock = Clock()
         for index in range(commits):
             db.execute("INSERT INTO rows VALUES (?, ?)", (index, row))
@@ -115,15 +160,16 @@ def sqlite_floor(commits: int, synchronous: str) -> tuple[float, float]:
 
 
 def per_commit(durability: str, iterations: int, langgraph_iterations: int, repeat: int) -> dict[str, tuple]:
-    """Median (wall, CPU) µs per commit of the floor, wfexec and LangGraph at one durability, alternated."""
+    """Median (wall, CPU) µs per commit of the floor, wfexec and LangGraph at one durability, one step per commit,
+    and of wfexec's same step in memory; alternated."""
     synchronous = durability.upper()
+    workflow = tick_workflow()
     samples: dict[str, list] = {"floor": [], "wfexec": [], "langgraph": [], "memory": []}
     for _ in range(repeat):
-        clock = Clock()
-        run_wfexec(iterations)
-        samples["memory"].append([t / iterations * 1e6 for t in clock.read()])
+        samples["memory"].append([t / iterations * 1e6 for t in wfexec_memory(iterations, workflow)])
         samples["floor"].append([t / iterations * 1e6 for t in sqlite_floor(iterations, synchronous)])
-        samples["wfexec"].append([t / iterations * 1e6 for t in wfexec_durable(iterations, True, durability)])
+        samples["wfexec"].append([t / iterations * 1e6
+                                  for t in wfexec_durable(iterations, True, durability, workflow)])
         samples["langgraph"].append([t / langgraph_iterations * 1e6
                                      for t in langgraph_sqlite(langgraph_iterations, synchronous)])
     return {name: tuple(statistics.median(s[i] for s in values) for i in (0, 1)) for name, values in samples.items()}
@@ -142,6 +188,7 @@ def main() -> None:
     run_langgraph_sqlite(50)
     for _ in range(2):  # warm up until CPython's specialising interpreter has settled
         run_wfexec(n), run_wfexec_durable(n), run_wfexec_durable(n, every_step=True)
+        wfexec_durable(n, True, workflow=tick_workflow()), wfexec_memory(n, tick_workflow())
     samples: dict[str, list[float]] = {"memory": [], "batched": [], "every step": [], "langgraph": []}
     for _ in range(args.repeat):  # alternated, so a busy moment hits every side
         samples["langgraph"].append(m / run_langgraph_sqlite(m))
@@ -149,7 +196,8 @@ def main() -> None:
         samples["batched"].append(n / run_wfexec_durable(n))
         samples["every step"].append(n / run_wfexec_durable(n, every_step=True))
     rate = {name: statistics.median(values) for name, values in samples.items()}
-    print(f"loop iterations: wfexec {n}, LangGraph {m}; medians of {args.repeat}")
+    print(f"loop iterations: wfexec {n}, LangGraph {m}; medians of {args.repeat}; one commit per iteration on both "
+          "sides, both at synchronous=NORMAL")
     print(f"LangGraph + SqliteSaver (sync)     : {rate['langgraph']:10,.0f} iterations/s")
     print(f"wfexec durable, every step         : {rate['every step']:10,.0f} iterations/s")
     print(f"wfexec durable, state-only batched : {rate['batched']:10,.0f} iterations/s")
@@ -158,9 +206,10 @@ def main() -> None:
     print(f"batched vs LangGraph sync          : {rate['batched'] / rate['langgraph']:10.1f}x")
     print(f"batched vs in memory               : {rate['batched'] / rate['memory']:10.2f}x  (bar: >= 0.5x)")
     print()
-    print(f"per commit, µs (wall / CPU), medians of {args.repeat} alternating rounds; wfexec: one loop iteration "
-          "committed on its own")
-    print(f"{'durability':<11}{'SQLite WAL floor':>20}{'wfexec':>18}{'x floor CPU':>13}{'commit alone CPU':>18}"
+    print(f"per commit, µs (wall / CPU), medians of {args.repeat} alternating rounds; one step per commit on every "
+          "side (wfexec: a state-only step committed on its own; LangGraph: one node, one checkpoint; the floor: one "
+          "row), every side at the same synchronous setting")
+    print(f"{'durability':<11}{'SQLite WAL floor':>20}{'wfexec step':>18}{'x floor CPU':>13}{'commit alone CPU':>18}"
           f"{'LangGraph Sqlite':>20}{'LG / wfexec':>13}")
     for durability, commits in (("normal", n), ("full", args.full_iterations)):
         lg_commits = min(m, commits)

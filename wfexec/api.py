@@ -33,7 +33,7 @@ def check_with_summary(path: str | os.PathLike, document=None):
 
     An unchanged workflow that had no errors comes from the compiled-workflow cache
     (`wfexec.language.workflow_cache`). Raises `BrokenPlugins` when an installed plugin cannot be used."""
-    from dataclasses import replace
+    from wfexec.records import replace
 
     from wfexec.language import workflow_cache
     from wfexec.types.registry import check_plugins

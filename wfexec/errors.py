@@ -9,7 +9,7 @@ wfexec: every layer may use it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from typing import Any
 
 

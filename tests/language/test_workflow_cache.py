@@ -145,6 +145,7 @@ def _shape(value, seen=None):
     import dataclasses
     import enum
 
+    from wfexec import records
     from wfexec.language.expressions import Expression, Template
     from wfexec.nodes.base import NodeType
 
@@ -156,14 +157,17 @@ def _shape(value, seen=None):
                 value._function_text, value._fast_text)
     if isinstance(value, Template):
         return ("template", value.source, _shape(value.parts, seen))
-    if callable(value) and not dataclasses.is_dataclass(value):
+    # The compiled workflow's classes are wfexec.records (plain data classes for start-up), a plugin's may be
+    # dataclasses.
+    is_data = dataclasses.is_dataclass(value) or records.is_record(value)
+    if callable(value) and not is_data:
         return ("callable", getattr(value, "__module__", ""), getattr(value, "__qualname__", repr(value)))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if is_data and not isinstance(value, type):
         if id(value) in seen:
             return ("seen", type(value).__name__)
         seen.add(id(value))
-        return (type(value).__name__, tuple((f.name, _shape(getattr(value, f.name), seen))
-                                            for f in dataclasses.fields(value)))
+        shown = records.fields(value) if records.is_record(value) else dataclasses.fields(value)
+        return (type(value).__name__, tuple((f.name, _shape(getattr(value, f.name), seen)) for f in shown))
     if isinstance(value, dict):
         return ("dict", tuple((_shape(k, seen), _shape(v, seen)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):

@@ -78,7 +78,7 @@ def interactive(non_interactive: bool) -> bool:
 
 
 def validate(paths: Sequence[Path], format: str = "text", strict: bool = False, debug: bool = False) -> int:
-    from dataclasses import replace
+    from wfexec.records import replace
 
     from wfexec.api import check_with_summary, resolve_workflow_path
     from wfexec.language.diagnostics import ERROR, WARNING

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field, replace
+from wfexec.records import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,10 +109,7 @@ class DurableJournal(Journal):
         self.store = store
         self.run_id = run_id
         self.step = steps_done
-        self.pending_entries: list = []
-        self.pending_changes: list = []
-        self.pending_extra: list = []  # per step: None, or (appended, removed) when it has either
-        self.pending_us: list = []
+        self.pending: list[list] = []  # the row of each step journaled since the last commit (store.commit_steps)
         # Bytes of the last snapshot, and of the journal rows written since (see SNAPSHOT_MIN_BYTES).
         self.snapshot_bytes = replayed.snapshot_bytes if replayed else 0
         self.since_snapshot = replayed.replayed_bytes if replayed else 0
@@ -132,25 +129,28 @@ class DurableJournal(Journal):
         self.started = _clock_ns()
 
     def after_step(self, run: Run, node: Node, entry: dict) -> None:
-        self.pending_entries.append(entry)
         # Whole microseconds: an int encodes several times faster than a float.
-        self.pending_us.append((_clock_ns() - self.started) // 1000)
+        duration_us = (_clock_ns() - self.started) // 1000
         self.step += 1
         changed, appended = run.changed, run.appended
         if changed or appended:
             sets, appends, removed = record_changes(run.state, changed, appended)
             changed.clear()
             appended.clear()
-            self.pending_changes.append(sets)
-            self.pending_extra.append((appends, removed) if appends or removed else None)
+            changed_state = True
+            row = [self.step, entry["node"], entry["type"], entry["outcome"], entry["target"], entry["at"], sets,
+                   duration_us]
+            if appends or removed:
+                row += (appends, removed)
         else:
-            self.pending_changes.append(_NO_CHANGES)
-            self.pending_extra.append(None)
-        pending = len(self.pending_us)
+            changed_state = False
+            row = [self.step, entry["node"], entry["type"], entry["outcome"], entry["target"], entry["at"],
+                   _NO_CHANGES, duration_us]
+        self.pending.append(row)
+        pending = len(self.pending)
         # Committing every step, a step that changed nothing and touched nothing outside (a conditional) is
         # committed with the next one: resume would run it again with the same result.
-        changed_state = self.pending_changes[-1] is not _NO_CHANGES or self.pending_extra[-1] is not None
-        if node.id in self.outside or pending >= FLUSH_STEPS or (run.options.commit_every_step and changed_state) \
+        if node.id in self.outside or pending >= FLUSH_STEPS or (changed_state and run.options.commit_every_step) \
                 or (pending % 32 == 0 and time.monotonic() - self.last_flush >= FLUSH_SECONDS):
             self.flush(run, entry["target"])
 
@@ -189,34 +189,22 @@ class DurableJournal(Journal):
     def flush(self, run: Run, current_node: str) -> None:
         if self.output is not None:  # a step's output is in the store before its journal row
             self.output.flush()
-        count = len(self.pending_us)
+        pending = self.pending
         cleared, self.cleared_nodes = self.cleared_nodes, set()
-        if not count:
+        if not pending:
             for node_id in cleared:  # the run stopped inside the node: no step to journal with it
                 self.store.save_node_state(self.run_id, node_id, None)
             return
-        entries = self.pending_entries
-        first = self.step - count + 1
-        steps = []
-        for i, (e, changes, extra, us) in enumerate(zip(entries, self.pending_changes, self.pending_extra,
-                                                        self.pending_us)):
-            row = [first + i, e["node"], e["type"], e["outcome"], e["target"], e["at"], changes, us]
-            if extra is not None:
-                row.extend(extra)
-            steps.append(row)
         snapshot = None
         if self.since_snapshot >= max(SNAPSHOT_MIN_BYTES, self.snapshot_bytes):
             snapshot = state_for_snapshot(run.state)
-        written = self.store.commit_steps(self.run_id, steps, current_node, snapshot=snapshot,
-                                          cleared_nodes=sorted(cleared))
+        row_bytes, snapshot_bytes = self.store.commit_steps(self.run_id, pending, current_node, snapshot=snapshot,
+                                                            cleared_nodes=sorted(cleared))
         if snapshot is not None:
-            self.snapshot_bytes, self.since_snapshot = written.snapshot_bytes, 0
+            self.snapshot_bytes, self.since_snapshot = snapshot_bytes, 0
         else:
-            self.since_snapshot += written.row_bytes
-        self.pending_entries = []
-        self.pending_changes = []
-        self.pending_extra = []
-        self.pending_us = []
+            self.since_snapshot += row_bytes
+        self.pending = []
         self.last_flush = time.monotonic()
 
 

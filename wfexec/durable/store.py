@@ -40,7 +40,7 @@ import os
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from typing import Any, Callable, Sequence
 from pathlib import Path
 
@@ -206,6 +206,18 @@ def new_run_id() -> str:
 
 # ASCII output: the C encoder's ASCII path is the fastest, and \u escapes read back the same.
 _dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
+# The journal's rows, at every commit: `_dumps` sets up a new C encoder (and a dict to catch circular references)
+# at each call, which costs more than encoding a row of a step or two. This one is set up once and writes the same
+# text; a step's values come from state, which holds JSON values and so no circle.
+_row_encoder = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+    None, str, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True) \
+    if json.encoder.c_make_encoder is not None else None  # type: ignore[attr-defined]
+
+
+def _encode_steps(steps: Sequence[Sequence[Any]]) -> str:
+    if _row_encoder is None:  # an interpreter without the json module's C part
+        return _dumps(steps)
+    return "".join(_row_encoder(steps, 0))
 
 
 def _hostname() -> str:
@@ -551,16 +563,16 @@ class Store:
                     (_dumps({"step": step, "node": node, "started_at": started_at}), node, time.time(), run_id))
 
     def commit_steps(self, run_id: str, steps: Sequence[Sequence[Any]], current_node: str, *,
-                     snapshot: dict | None = None, cleared_nodes: Sequence[str] = ()) -> "Written":
+                     snapshot: dict | None = None, cleared_nodes: Sequence[str] = ()) -> tuple[int, int]:
         """Journal steps (the run's step count and current node follow), with a full snapshot of the state
         after them when given, and clear the saved state of `cleared_nodes` (nodes those steps finished): all
-        in one transaction."""
-        row = _dumps(steps)
+        in one transaction. Returns the bytes written: of the journal row, and of the snapshot (0: none)."""
+        row = _encode_steps(steps)
         insert = ("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?, ?, ?)",
                   (run_id, steps[0][0], steps[-1][0], row, current_node, time.time()))
         if snapshot is None and not cleared_nodes:
             self._write(*insert)
-            return Written(len(row), 0)
+            return len(row), 0
         state = _dumps(snapshot) if snapshot is not None else ""
         with self._lock, self.transaction():
             for node in cleared_nodes:
@@ -569,7 +581,7 @@ class Store:
             if snapshot is not None:
                 self.db.execute("UPDATE snapshots SET step = ?, state = ? WHERE run_id = ?",
                                 (steps[-1][0], state, run_id))
-        return Written(len(row), len(state))
+        return len(row), len(state)
 
     def set_status(self, run_id: str, status: str, **fields) -> None:
         assert status in STATUSES, status
@@ -750,14 +762,6 @@ def _journal_entry(step: list) -> dict:
         if step[9]:
             entry["removed"] = step[9]
     return entry
-
-
-@dataclass
-class Written:
-    """The bytes one commit wrote: its journal row, and the snapshot when it wrote one (else 0)."""
-
-    row_bytes: int
-    snapshot_bytes: int
 
 
 @dataclass

@@ -7,7 +7,7 @@ importing the summary's (nor the prose detector's) code.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from wfexec.records import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 

@@ -7,7 +7,7 @@ print them as lines or JSON.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from wfexec.records import asdict, dataclass
 from typing import Iterable, Sequence
 
 from wfexec.errors import Position, WfexecError

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from pathlib import Path
 
 PLUGIN_MANIFEST = Path(".claude-plugin") / "plugin.json"

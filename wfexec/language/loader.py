@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
+from wfexec.records import dataclass, field
 from pathlib import Path
 from typing import Any
 

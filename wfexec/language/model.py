@@ -7,7 +7,7 @@ expressions are compiled objects, registry types are resolved specs.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from wfexec.records import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 

@@ -22,7 +22,7 @@ descriptors and words jsonschema's errors as the rest of wfexec words its messag
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from wfexec.records import dataclass, field
 from functools import lru_cache
 from typing import Any, Mapping
 

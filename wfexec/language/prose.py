@@ -11,7 +11,7 @@ field's value. `wfexec validate` lists each one (a warning; an error with
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from wfexec.records import dataclass
 
 from wfexec.language.expressions import is_prose
 

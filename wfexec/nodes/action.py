@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from wfexec.records import dataclass
 
 from wfexec.language.prose import Prose
 from wfexec.types.registry import ActionFailed

@@ -18,7 +18,7 @@ them imports a concrete node module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from wfexec.records import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from wfexec.nodes.parts import NO_CHECKS, NO_DOCS, NO_SKILL, PLAIN_DRAWING, Checks, Docs, Drawing, Skill

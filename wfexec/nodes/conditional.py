@@ -7,7 +7,7 @@ writes `{passed, total, passed_count, failed_count, results[]}` to state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from wfexec.records import dataclass
 
 from wfexec.errors import WfexecError
 from wfexec.nodes.base import PRECONDITION, TARGET, NodeType, Outcome

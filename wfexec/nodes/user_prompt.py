@@ -20,7 +20,7 @@ beside them (`user_responses.<node>.action`), never over `id`, `raw`, `selected`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from typing import Any
 
 from wfexec.language.diagnostics import did_you_mean

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import replace
+from wfexec.records import replace
 from pathlib import Path
 from typing import Any
 

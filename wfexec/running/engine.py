@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import os
 import time
-from dataclasses import dataclass, field
+from wfexec.records import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 

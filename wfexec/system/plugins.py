@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from typing import Any
 
 from wfexec.system import cache

@@ -9,7 +9,7 @@ run does not pay for a status line nobody sees.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from wfexec.records import dataclass, field
 
 
 @dataclass

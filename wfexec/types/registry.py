@@ -22,8 +22,7 @@ list of them. A plugin package needs nothing else:
 
 from __future__ import annotations
 
-import inspect
-from dataclasses import dataclass, field, fields, replace
+from wfexec.records import dataclass, field, fields, replace
 from typing import Any, Callable, Iterable, Mapping
 
 from wfexec.errors import ActionFailed, WfexecError
@@ -197,7 +196,19 @@ def _allow_template(schema: dict) -> dict:
 
 
 def _first_line(text: str | None) -> str:
-    return (inspect.cleandoc(text).splitlines() or [""])[0] if text else ""
+    """The first line of `inspect.cleandoc(text)`, worked out here: types register at start-up, where importing
+    `inspect` costs more than the rest of a registry."""
+    if not text:
+        return ""
+    lines = text.expandtabs().split("\n")
+    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.lstrip()]
+    margin = min(indents) if indents else 0
+    cleaned = [lines[0].lstrip()] + [line[margin:] for line in lines[1:]]
+    while cleaned and not cleaned[0]:
+        cleaned.pop(0)
+    while cleaned and not cleaned[-1]:
+        cleaned.pop()
+    return ("\n".join(cleaned).splitlines() or [""])[0]
 
 
 class TypeList(list):
@@ -257,6 +268,8 @@ def spec_problems(spec: TypeSpec) -> list[tuple[str, str]]:
     if missing:
         problems.append((f"{what} requires {', '.join(missing)}, which its parameters do not declare",
                          "add them to the parameter schema, or drop them from `required`"))
+    import inspect
+
     try:
         inspect.signature(spec.handler).bind(None, None)
     except TypeError:
@@ -280,6 +293,8 @@ def _schema_problem(params: Mapping[str, Any]) -> str:
 
 
 def _signature(handler) -> str:
+    import inspect
+
     try:
         return str(inspect.signature(handler))
     except (TypeError, ValueError):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from typing import Any, Iterator, Mapping
 
 STDIN = "standard input"

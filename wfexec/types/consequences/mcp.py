@@ -36,7 +36,7 @@ import json
 import os
 import re
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from pathlib import Path
 from typing import Any
 

@@ -22,7 +22,7 @@ import shlex
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 

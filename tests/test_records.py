@@ -1,0 +1,129 @@
+"""wfexec.records makes the start-up path's data classes as the standard `dataclasses` would: the same
+constructor, defaults and factories, repr, equality and hashing, frozen fields, slots, pickling, replace and
+asdict. Each case declares the same class with both and compares what they do."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import subprocess
+import sys
+from typing import ClassVar
+
+import pytest
+
+from wfexec import records
+
+
+def declare(module):
+    @module.dataclass(frozen=True, slots=True)
+    class Where:
+        file: str
+        line: int = 0
+        notes: dict = module.field(default_factory=dict, repr=False, compare=False)
+        clock: object = module.field(default=len, compare=False)
+        kind: ClassVar[str] = "where"
+
+    @module.dataclass
+    class Options:
+        steps: int = 10
+        answers: list = module.field(default_factory=list)
+        checked: bool = module.field(default=False, init=False)
+
+        def __post_init__(self):
+            self.checked = True
+
+    @module.dataclass(slots=True)
+    class Outcome:
+        target: str
+        outcome: dict = module.field(default_factory=dict)
+
+    @module.dataclass(frozen=True, eq=False)
+    class Kind:
+        name: str
+
+    return Where, Options, Outcome, Kind
+
+
+OURS, THEIRS = declare(records), declare(dataclasses)
+Where, Options, Outcome, Kind = OURS  # at module level, where pickle finds them
+for _kept in OURS:
+    _kept.__qualname__ = _kept.__name__
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_the_same_declaration_makes_the_same_class(index):
+    ours, theirs = OURS[index], THEIRS[index]
+    assert ours.__match_args__ == theirs.__match_args__
+    assert hasattr(ours, "__slots__") == hasattr(theirs, "__slots__")
+    assert (ours.__hash__ is None) == (theirs.__hash__ is None)
+
+
+def test_construction_defaults_repr_equality_and_hash():
+    for Where, Options, Outcome, Kind in (OURS, THEIRS):
+        where = Where("a.yaml", 3)
+        assert repr(where).endswith("Where(file='a.yaml', line=3, clock=<built-in function len>)"), repr(where)
+        assert where == Where("a.yaml", 3, clock=print) and hash(where) == hash(Where("a.yaml", 3))
+        assert where != Where("a.yaml", 4) and where.notes == {} and where.notes is not Where("b").notes
+        assert where == Where("a.yaml", 3, {"other": 1})  # compare=False
+        assert Where.kind == "where"
+        options = Options()
+        assert (options.steps, options.answers, options.checked) == (10, [], True)
+        assert Options(answers=[1]) == Options(10, [1]) and Options() != Options(5)
+        outcome = Outcome("next")
+        outcome.outcome["x"] = 1
+        assert outcome == Outcome("next", {"x": 1})
+        with pytest.raises(TypeError):
+            hash(outcome)
+        assert Kind("a") != Kind("a") and len({Kind("a"), Kind("a")}) == 2
+        with pytest.raises(TypeError):
+            Where()  # the field without a default is required
+
+
+def test_frozen_fields_cannot_change():
+    where = OURS[0]("a.yaml")
+    with pytest.raises(AttributeError):
+        where.line = 4
+    with pytest.raises(AttributeError):
+        del where.file
+    with pytest.raises(AttributeError):
+        where.extra = 1  # slots: no other attribute either
+
+
+def test_records_pickle_and_replace_and_asdict():
+    where = Where("a.yaml", 3, {"n": [1]})
+    assert pickle.loads(pickle.dumps(where)) == where
+    assert pickle.loads(pickle.dumps(Outcome("t", {"a": 1}))) == Outcome("t", {"a": 1})
+    assert pickle.loads(pickle.dumps(Options(3))) == Options(3)
+    moved = records.replace(where, line=9)
+    assert (moved.file, moved.line, moved.notes) == ("a.yaml", 9, {"n": [1]})
+    assert records.asdict(Outcome("t", {"a": [1]})) == dataclasses.asdict(THEIRS[2]("t", {"a": [1]}))
+    assert [f.name for f in records.fields(where)] == [f.name for f in dataclasses.fields(THEIRS[0]("a"))]
+    assert records.is_record(where) and records.is_record(Where) and not records.is_record(object())
+
+
+def test_a_default_before_a_required_field_is_refused_at_declaration():
+    with pytest.raises((TypeError, SyntaxError)):
+        @records.dataclass
+        class Wrong:
+            first: int = 0
+            second: str
+
+
+def test_a_run_starts_without_importing_dataclasses_or_inspect(tmp_path):
+    """What the records are for: `wfexec run` of a small workflow, unchanged since it was last run (compiled, in the
+    cache), imports neither."""
+    probe = ("import sys, runpy; sys.argv = ['wfexec', 'run', sys.argv[1], '--ephemeral', '--answer', "
+             "'ask_mood=cheerful']\n"
+             "from wfexec.launcher import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in ('dataclasses', 'inspect') if m in sys.modules), file=sys.stderr)")
+    from pathlib import Path
+
+    quickstart = Path(__file__).resolve().parents[1] / "skills" / "quickstart"
+    env = {**os.environ, "WFEXEC_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):  # the first run compiles the workflow and keeps it
+        done = subprocess.run([sys.executable, "-c", probe, str(quickstart)], capture_output=True, text=True,
+                              cwd=tmp_path, env=env)
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr

@@ -1,0 +1,259 @@
+"""Plain data classes for the start-up path: what `dataclasses` gives the classes a `wfexec run` builds at start,
+at a fraction of its cost.
+
+`wfexec run` and `resume` start once per question a Claude skill asks, so their start-up is kept near the bare
+interpreter's (issue 27). The standard `dataclasses` imports `inspect` (and with it `ast`, `dis`, `tokenize`),
+and makes each class by compiling several methods from source; with the 28 classes a run's start defines that was
+about a third of its CPU. `dataclass` here takes the same declarations (annotations, defaults, `field(...)`, the
+options below) and makes the class with one small compiled `__init__` and shared methods.
+
+Supported: `frozen`, `eq`, `slots`, `repr`, `unsafe_hash`; `field(default=..., default_factory=..., repr=...,
+compare=..., hash=..., init=...)`; `__post_init__`; inheritance from another such class; `ClassVar` annotations
+are not fields. `fields`, `replace`, `asdict` and `is_record` work on these classes (and only on them). The hash
+and equality rules are the standard module's: eq and frozen give a hash of the compared fields; eq alone makes the
+class unhashable unless it defines `__hash__`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, overload
+
+T = TypeVar("T")
+
+if TYPE_CHECKING:  # how type checkers learn that `dataclass` makes data classes (PEP 681), on every Python
+    from typing_extensions import dataclass_transform
+elif sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:
+    def dataclass_transform(**_options: Any) -> Callable[[T], T]:
+        return lambda decorated: decorated
+
+_FIELDS = "__record_fields__"
+_MISSING: Any = object()
+
+
+class FrozenInstanceError(AttributeError):
+    """A field of a frozen record was assigned or deleted."""
+
+
+class Field:
+    __slots__ = ("name", "default", "default_factory", "init", "repr", "compare", "hash")
+
+    def __init__(self, default: Any, default_factory: Any, init: bool, repr: bool, compare: bool,
+                 hash: bool | None):
+        self.name = ""
+        self.default = default
+        self.default_factory = default_factory
+        self.init = init
+        self.repr = repr
+        self.compare = compare
+        self.hash = compare if hash is None else hash
+
+    def __repr__(self) -> str:
+        return f"Field({self.name!r})"
+
+
+def field(*, default: Any = _MISSING, default_factory: Callable[[], Any] = _MISSING, init: bool = True,
+          repr: bool = True, compare: bool = True, hash: bool | None = None) -> Any:
+    return Field(default, default_factory, init, repr, compare, hash)
+
+
+@overload
+def dataclass(cls: type[T], /) -> type[T]: ...
+
+
+@overload
+def dataclass(*, frozen: bool = False, eq: bool = True, slots: bool = False, repr: bool = True,
+              unsafe_hash: bool = False) -> Callable[[type[T]], type[T]]: ...
+
+
+@dataclass_transform(field_specifiers=(field, Field))
+def dataclass(cls: Any = None, /, *, frozen: bool = False, eq: bool = True, slots: bool = False, repr: bool = True,
+              unsafe_hash: bool = False) -> Any:
+    def make(cls: type) -> type:
+        return _make(cls, frozen, eq, slots, repr, unsafe_hash)
+
+    return make if cls is None else make(cls)
+
+
+def _make(cls: type, frozen: bool, eq: bool, slots: bool, with_repr: bool, unsafe_hash: bool) -> type:
+    own = cls.__dict__
+    found: dict[str, Field] = {}
+    for base in reversed(cls.__mro__[1:]):
+        for inherited in getattr(base, _FIELDS, {}).values() if _FIELDS in base.__dict__ else ():
+            found[inherited.name] = inherited
+    for name, annotation in own.get("__annotations__", {}).items():
+        text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+        if text.startswith(("ClassVar", "typing.ClassVar")):
+            continue
+        value = own.get(name, _MISSING)
+        spec = value if isinstance(value, Field) else Field(value, _MISSING, True, True, True, None)
+        spec.name = name
+        found[name] = spec
+    specs = tuple(found.values())
+    namespace = dict(own) if slots else None
+    for spec in specs:  # a default stays a class attribute (as in `dataclasses`), a Field or a factory does not
+        if isinstance(own.get(spec.name), Field):
+            if spec.default is _MISSING:
+                _remove(cls, namespace, spec.name)
+            else:
+                _put(cls, namespace, spec.name, spec.default)
+    methods: dict[str, Any] = {"__init__": _init(cls, specs, frozen, hasattr(cls, "__post_init__")),
+                               "__match_args__": tuple(s.name for s in specs if s.init), _FIELDS: found}
+    if with_repr and "__repr__" not in own:
+        methods["__repr__"] = _repr_of(tuple(s.name for s in specs if s.repr))
+    compared = tuple(s.name for s in specs if s.compare)
+    if eq and "__eq__" not in own:
+        methods["__eq__"] = _eq_of(compared)
+    if unsafe_hash or (eq and frozen):
+        if "__hash__" not in own or own["__hash__"] is None:
+            methods["__hash__"] = _hash_of(tuple(s.name for s in specs if s.hash))
+    elif eq and "__hash__" not in own:
+        methods["__hash__"] = None
+    if frozen:
+        methods["__setattr__"] = _frozen_setattr
+        methods["__delattr__"] = _frozen_delattr
+    if namespace is not None:
+        for spec in specs:
+            namespace.pop(spec.name, None)
+        namespace.pop("__dict__", None)
+        namespace.pop("__weakref__", None)
+        namespace["__slots__"] = tuple(s.name for s in specs if s.name not in _inherited_slots(cls))
+        namespace.update(methods)
+        if frozen:
+            namespace["__getstate__"] = _slots_getstate
+            namespace["__setstate__"] = _slots_setstate
+        made = type(cls)(cls.__name__, cls.__bases__, namespace)
+        made.__qualname__ = cls.__qualname__
+        return made
+    for name, value in methods.items():
+        setattr(cls, name, value)
+    return cls
+
+
+def _inherited_slots(cls: type) -> set[str]:
+    names: set[str] = set()
+    for base in cls.__mro__[1:]:
+        names.update(base.__dict__.get("__slots__", ()))
+    return names
+
+
+def _remove(cls: type, namespace: dict | None, name: str) -> None:
+    if namespace is not None:
+        namespace.pop(name, None)
+    else:
+        delattr(cls, name)
+
+
+def _put(cls: type, namespace: dict | None, name: str, value: Any) -> None:
+    if namespace is not None:
+        namespace[name] = value
+    else:
+        setattr(cls, name, value)
+
+
+def _init(cls: type, specs: tuple[Field, ...], frozen: bool, post_init: bool) -> Callable:
+    """The one compiled method: `__init__` with the fields as parameters, defaults and factories as declared."""
+    values: dict[str, Any] = {"_set": object.__setattr__, "_missing": _MISSING}
+    parameters, body = [], []
+    for index, spec in enumerate(specs):
+        name = spec.name
+        if spec.init:
+            if spec.default is not _MISSING:
+                values[f"_d{index}"] = spec.default
+                parameters.append(f"{name}=_d{index}")
+            elif spec.default_factory is not _MISSING:
+                values[f"_f{index}"] = spec.default_factory
+                parameters.append(f"{name}=_missing")
+                body.append(f" if {name} is _missing: {name} = _f{index}()")
+            else:
+                parameters.append(name)
+            value = name
+        elif spec.default_factory is not _MISSING:
+            values[f"_f{index}"] = spec.default_factory
+            value = f"_f{index}()"
+        elif spec.default is not _MISSING:
+            values[f"_d{index}"] = spec.default
+            value = f"_d{index}"
+        else:
+            continue
+        body.append(f" _set(self, {name!r}, {value})" if frozen else f" self.{name} = {value}")
+    # Parameters with defaults after those without are a TypeError at class creation, as in `dataclasses`.
+    if post_init:
+        body.append(" self.__post_init__()")
+    source = f"def __init__(self, {', '.join(parameters)}):\n" + ("\n".join(body) or " pass") + "\n"
+    exec(source, values)  # noqa: S102 - our own source, from the class's field names
+    function = values["__init__"]
+    function.__qualname__ = f"{cls.__qualname__}.__init__"
+    return function
+
+
+def _repr_of(names: tuple[str, ...]) -> Callable:
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
+    return __repr__
+
+
+def _eq_of(names: tuple[str, ...]) -> Callable:
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+    return __eq__
+
+
+def _hash_of(names: tuple[str, ...]) -> Callable:
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, n) for n in names))
+    return __hash__
+
+
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _slots_getstate(self: Any) -> list:
+    return [getattr(self, name) for name in getattr(self, _FIELDS)]
+
+
+def _slots_setstate(self: Any, state: list) -> None:
+    for name, value in zip(getattr(self, _FIELDS), state):
+        object.__setattr__(self, name, value)
+
+
+def is_record(value: Any) -> bool:
+    return hasattr(type(value) if not isinstance(value, type) else value, _FIELDS)
+
+
+def fields(value: Any) -> tuple[Field, ...]:
+    return tuple(getattr(value, _FIELDS).values())
+
+
+def replace(value: T, /, **changes: Any) -> T:
+    """A copy of a record with some fields changed (through `__init__`, so `__post_init__` runs again)."""
+    for spec in fields(value):
+        if spec.init and spec.name not in changes:
+            changes[spec.name] = getattr(value, spec.name)
+    return value.__class__(**changes)
+
+
+def asdict(value: Any) -> dict[str, Any]:
+    """The record's fields as a dict, records and containers in it converted too (copies, as `dataclasses`)."""
+    return {spec.name: _as_plain(getattr(value, spec.name)) for spec in fields(value)}
+
+
+def _as_plain(value: Any) -> Any:
+    if is_record(value) and not isinstance(value, type):
+        return asdict(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_as_plain(v) for v in value)
+    if isinstance(value, dict):
+        return type(value)((_as_plain(k), _as_plain(v)) for k, v in value.items())
+    import copy
+
+    return copy.deepcopy(value)
