@@ -25,10 +25,12 @@ from wfexec.language.loader import Document, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.prose import Prose, is_prose
 from wfexec.language.checked import Checked
+from wfexec.language.node_reuse import NodeReuse
 from wfexec.language.gc_pause import collector_paused
 from wfexec.nodes.base import node_type, node_types
 from wfexec.language.file_checks import check_document_templates, check_script_files
-from wfexec.language.name_checks import check_names, check_script_names, unwritten_reads
+from wfexec.language.name_checks import (WritesMemo, check_names, check_script_names, remembering_writes,
+                                          unwritten_reads)
 from wfexec.language.scalar_positions import offset_in, position_in_file
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
                        Registry, consequences, preconditions)
@@ -317,14 +319,15 @@ def _check_calls_inside(c: "Compiler", raw: Any) -> None:
 
 
 @collector_paused
-def check_document(doc: Document, loading: tuple = ()) -> Checked:
+def check_document(doc: Document, loading: tuple = (), reuse: NodeReuse | None = None) -> Checked:
     """Check and compile one loaded document, and say how much of it runs as code.
 
     Every check walks what the file holds; one nested beyond Python's recursion limit (in any check, present or
-    future) becomes a diagnostic at the file's start instead of a traceback.
+    future) becomes a diagnostic at the file's start instead of a traceback. `reuse` (an editor checking the same
+    file again and again) hands back the nodes whose YAML did not change since its last check.
     """
     try:
-        return _check_document(doc, loading)
+        return _check_document(doc, loading, reuse)
     except RecursionError:
         reporter = doc.reporter()
         reporter.error((), "too-deep", "the workflow nests too deeply to check (an expression or value with "
@@ -332,7 +335,7 @@ def check_document(doc: Document, loading: tuple = ()) -> Checked:
         return Checked(None, list(doc.diagnostics) + reporter.diagnostics)
 
 
-def _check_document(doc: Document, loading: tuple) -> Checked:
+def _check_document(doc: Document, loading: tuple, reuse: NodeReuse | None) -> Checked:
     diagnostics = list(doc.diagnostics)
     if doc.data is None and diagnostics:
         return Checked(None, diagnostics)
@@ -345,12 +348,16 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
             doc, expansion_problems, composite_of = composites.expand(doc, schema.check_against)
             diagnostics += expansion_problems
         doc, v8_problems = v8.normalize(doc)
-    with missing_reads_null(is_v8):
-        return _compile_document(doc, loading, diagnostics, v8_problems, composite_of, is_v8, default_error)
+        reuse = None  # its nodes are rewritten (and renamed) from the file's: nothing ties them to the text
+    # The name checks walk every node several times per check: each node's walk is remembered (across checks,
+    # for an editor's, whose unchanged nodes are the same objects each time).
+    with missing_reads_null(is_v8), remembering_writes(reuse.writes if reuse is not None else WritesMemo()):
+        return _compile_document(doc, loading, diagnostics, v8_problems, composite_of, is_v8, default_error, reuse)
 
 
 def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_problems: list,
-                      composite_of: dict, is_v8: bool, default_error: Any = None) -> Checked:
+                      composite_of: dict, is_v8: bool, default_error: Any = None,
+                      reuse: NodeReuse | None = None) -> Checked:
     from wfexec.language import checks, v8_checks
 
     path = Path(doc.path)
@@ -366,18 +373,11 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
 
     nodes: dict[str, Node] = {}
     for node_id, raw in (data.get("nodes") or {}).items() if isinstance(data.get("nodes"), dict) else ():
-        if not schema.check_node(node_id, raw, c.report):
-            # Its calls are still checked, so one pass reports every error in the file.
-            c.prefix = ("nodes", node_id)
-            _check_calls_inside(c, raw)
-            c.prefix = ()
-            continue
-        c.prefix = ("nodes", node_id)
-        kind = node_type(raw["type"])
-        spec = kind.compile(node_id, raw, c)
-        nodes[node_id] = Node(id=node_id, type=raw["type"], description=raw.get("description", ""),
-                              where=c.where(), spec=spec, kind=kind, max_visits=raw.get("max_visits"),
-                              idempotent=raw.get("idempotent"))
+        if reuse is None:
+            _compile_node(c, node_id, raw, nodes)
+        elif not reuse.replay(node_id, c, nodes):
+            with reuse.recording(node_id, c, nodes):
+                _compile_node(c, node_id, raw, nodes)
     c.prefix = ()
 
     endings: dict[str, Ending] = {}
@@ -451,6 +451,21 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
         diagnostics = [_at_composite(d, composite_of) for d in diagnostics]
     targets = tuple((c.report.position(path), name) for path, name in c.static_targets)
     return Checked(workflow, diagnostics, raw_nodes, nodes, data, composite_of, targets)
+
+
+def _compile_node(c: Compiler, node_id: str, raw: Any, nodes: dict[str, Node]) -> None:
+    if not schema.check_node(node_id, raw, c.report):
+        # Its calls are still checked, so one pass reports every error in the file.
+        c.prefix = ("nodes", node_id)
+        _check_calls_inside(c, raw)
+        c.prefix = ()
+        return
+    c.prefix = ("nodes", node_id)
+    kind = node_type(raw["type"])
+    spec = kind.compile(node_id, raw, c)
+    nodes[node_id] = Node(id=node_id, type=raw["type"], description=raw.get("description", ""),
+                          where=c.where(), spec=spec, kind=kind, max_visits=raw.get("max_visits"),
+                          idempotent=raw.get("idempotent"))
 
 
 def _plugin_root_read(path: Path, expressions: list) -> str:
