@@ -324,7 +324,9 @@ def check_document(doc: Document, loading: tuple = (), reuse: NodeReuse | None =
 
     Every check walks what the file holds; one nested beyond Python's recursion limit (in any check, present or
     future) becomes a diagnostic at the file's start instead of a traceback. `reuse` (an editor checking the same
-    file again and again) hands back the nodes whose YAML did not change since its last check.
+    file again and again) hands back the nodes whose YAML did not change since its last check; the workflow such a
+    check gives is for checking, not running: it has no `source_hash` and no `reply_paths` (which take a walk over
+    the whole file and make no diagnostic).
     """
     try:
         return _check_document(doc, loading, reuse)
@@ -422,21 +424,6 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
         v8_checks.check(data, c.compiled_calls, nodes, c.report, is_v8)
 
     diagnostics += c.report.diagnostics
-    workflow = None
-    if not has_errors(diagnostics):
-        assert isinstance(start, str)  # the schema requires a start_node that names a node
-        workflow = Workflow(
-            name=str(data.get("name", "")), version=str(data.get("version", "")),
-            description=str(data.get("description", "")), start_node=start, nodes=nodes, endings=endings,
-            entry_preconditions=entry, initial_state=as_started.get("initial_state") or {},
-            imports=imports,
-            input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
-            path=path, source_hash=source_hash(data, imports), raw=data,
-            documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
-            top_level_first=is_v8, default_error=default_error if isinstance(default_error, str) else None,
-            reply_paths=_reply_paths(nodes, unwritten_reads(as_started, c.expressions, _bound_names(nodes),
-                                                            _fixed_writes(c))),
-            plugin_root=_plugin_root_read(path, c.expressions))
     check_report = doc.reporter()
     checks.check(data, nodes, endings, c.static_targets, check_report, endings_are_nodes=is_v8)
     check_names(as_started, c.expressions, check_report, _bound_names(nodes), _fixed_writes(c))
@@ -444,8 +431,22 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
     check_script_files(c.compiled_calls, path, check_report, _looked_at)
     check_document_templates(data, nodes, check_report)
     diagnostics += check_report.diagnostics + c.extra_diagnostics
-    if has_errors(diagnostics):
-        workflow = None
+    workflow = None
+    if not has_errors(diagnostics):
+        assert isinstance(start, str)  # the schema requires a start_node that names a node
+        for_a_run = reuse is None  # an editor's check: what only a run needs is left out (see check_document)
+        workflow = Workflow(
+            name=str(data.get("name", "")), version=str(data.get("version", "")),
+            description=str(data.get("description", "")), start_node=start, nodes=nodes, endings=endings,
+            entry_preconditions=entry, initial_state=as_started.get("initial_state") or {},
+            imports=imports,
+            input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
+            path=path, source_hash=source_hash(data, imports) if for_a_run else "", raw=data,
+            documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
+            top_level_first=is_v8, default_error=default_error if isinstance(default_error, str) else None,
+            reply_paths=_reply_paths(nodes, unwritten_reads(as_started, c.expressions, _bound_names(nodes),
+                                                            _fixed_writes(c))) if for_a_run else {},
+            plugin_root=_plugin_root_read(path, c.expressions))
     raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
     if composite_of:
         diagnostics = [_at_composite(d, composite_of) for d in diagnostics]

@@ -57,13 +57,15 @@ def _moved_value(value: Any, lines: int, seen: dict[int, Any]) -> Any:
         return seen[id(value)]
     moved = value
     if kind is Where:
-        moved = replace(value, line=value.line + lines)
+        moved = Where(value.file, value.line + lines, value.column, value.yaml_path)
     elif kind is Node:
         moved = replace(value, where=_moved_value(value.where, lines, seen),
                         spec=_moved_value(value.spec, lines, seen))
     elif kind is Call:
-        moved = replace(value, where=_moved_value(value.where, lines, seen),
-                        params=_moved_value(value.params, lines, seen))
+        # Its parameters hold calls only as nested calls: a call, or a tuple of them.
+        params = {name: _moved_value(item, lines, seen) if type(item) in (Call, tuple) else item
+                  for name, item in value.params.items()}
+        moved = replace(value, where=_moved_value(value.where, lines, seen), params=params)
     elif kind is tuple or kind is list:
         items = [_moved_value(item, lines, seen) for item in value]
         if any(a is not b for a, b in zip(items, value)):

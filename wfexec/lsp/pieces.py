@@ -55,7 +55,7 @@ class PieceLoader:
     """Loads the successive texts of one file, reusing the pieces whose text did not change."""
 
     def __init__(self) -> None:
-        self._parsed: dict[str, _Parsed | None] = {}
+        self._parsed: dict[tuple[str | None, str], _Parsed | None] = {}  # by (section, text)
         self._placed: dict[tuple, dict] = {}  # (section, text, first line) → its positions in the file
 
     def load(self, text: str, path: str) -> tuple[Document, dict[tuple[str | None, str], Piece]]:
@@ -69,20 +69,21 @@ class PieceLoader:
                 self._parsed.clear()
                 self._placed.clear()
             return load_text(text, path), {}
-        used = {piece.text for piece in pieces}
+        used = {(piece.section, piece.text) for piece in pieces}
         self._parsed = {key: value for key, value in self._parsed.items() if key in used}
         placed = {(piece.section, piece.text, piece.start) for piece in pieces}
         self._placed = {key: value for key, value in self._placed.items() if key in placed}
         entries = {}
         for piece in pieces:
-            parsed = self._parsed[piece.text] if piece.section is not None and not piece.header else None
+            parsed = self._parsed[piece.section, piece.text] if piece.section is not None and not piece.header \
+                else None
             if parsed is not None:
                 entries[(piece.section, next(iter(parsed.data)))] = piece
         return document, entries
 
     def _parse(self, piece: Piece) -> _Parsed | None:
-        if piece.text in self._parsed:
-            return self._parsed[piece.text]
+        if (piece.section, piece.text) in self._parsed:
+            return self._parsed[piece.section, piece.text]
         loaded = load_text(piece.text)
         parsed = None
         if not loaded.diagnostics and isinstance(loaded.data, dict) and \
@@ -93,7 +94,7 @@ class PieceLoader:
                      for path, at in loaded.positions.items() if path}
             parsed = _Parsed(loaded.data, loaded.positions, max(len(p) for p in loaded.positions),
                              len(loaded.positions) if "*" in piece.text else 0, keyed)
-        self._parsed[piece.text] = parsed
+        self._parsed[piece.section, piece.text] = parsed
         return parsed
 
     def _assembled(self, pieces: list[Piece], text: str, path: str) -> Document | None:
