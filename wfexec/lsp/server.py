@@ -3,7 +3,8 @@ modules beside this one.
 
 Checking a file runs in one worker thread, newest text first: an edit made while a check runs queues one more
 check of the newest text (never one per keystroke), and hover, completion and navigation answer meanwhile from
-the last check.
+the last check. Each check keeps, for the file's next one, what an edit elsewhere leaves as it is: the parsed
+pieces of the text, the compiled nodes, each node's definition and writers (`index.Rechecks`).
 """
 
 from __future__ import annotations
