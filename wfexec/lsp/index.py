@@ -234,7 +234,8 @@ def _moved_entry(kept: tuple, line: int) -> tuple:
 
     if definition is not None:
         definition = replace(definition, span=moved(definition.span), last_line=definition.last_line + lines)
-    return line, definition, [replace(writer, span=moved(writer.span)) for writer in writers]
+    # (constructed, not `replace`d: a node has a handful, a move touches every node below it)
+    return line, definition, [Writer(writer.path, writer.owner, moved(writer.span)) for writer in writers]
 
 
 def _definition(index: WorkflowIndex, document, section: str, name: str, raw: Any) -> Definition | None:
