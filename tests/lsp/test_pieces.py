@@ -137,3 +137,20 @@ def test_kept_nodes_are_a_fresh_compiles_at_the_lines_they_moved_to(tmp_path):
         assert {node: _places(n, [], set()) for node, n in kept.nodes.items()} == \
             {node: _places(n, [], set()) for node, n in fresh.nodes.items()}
     assert reuse.replayed >= 3  # the last checks kept the nodes the edits left alone
+
+
+def test_the_editors_index_after_edits_is_a_fresh_ones(tmp_path):
+    """Definitions, routes and writers kept by the piece they were read from, moved with it, are a fresh index's."""
+    from wfexec.lsp.index import Rechecks, analyse
+
+    path = tmp_path / "workflow.yaml"
+    text = (ROOT / "tests" / "workflows" / "valid" / "lsp_edits.yaml").read_text()
+    rechecks = Rechecks()
+    chance = random.Random(7)
+    for _ in range(12):
+        kept, fresh = analyse(path, text, rechecks), analyse(path, text)
+        assert (kept is None) == (fresh is None)
+        if kept is not None and fresh is not None:
+            assert (kept.definitions, kept.routes, kept.writers, kept.diagnostics) == \
+                (fresh.definitions, fresh.routes, fresh.writers, fresh.diagnostics)
+        text = _edited(text, chance)
