@@ -25,10 +25,12 @@ from wfexec.language.loader import Document, load_file
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
 from wfexec.language.prose import Prose, is_prose
 from wfexec.language.checked import Checked
+from wfexec.language.node_reuse import NodeReuse
 from wfexec.language.gc_pause import collector_paused
 from wfexec.nodes.base import node_type, node_types
 from wfexec.language.file_checks import check_document_templates, check_script_files
-from wfexec.language.name_checks import check_names, check_script_names, unwritten_reads
+from wfexec.language.name_checks import (WritesMemo, check_names, check_script_names, remembering_writes,
+                                          unwritten_reads)
 from wfexec.language.scalar_positions import offset_in, position_in_file
 from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PRECONDITION, NESTED_PRECONDITIONS, PRECONDITION,
                        Registry, consequences, preconditions)
@@ -317,14 +319,17 @@ def _check_calls_inside(c: "Compiler", raw: Any) -> None:
 
 
 @collector_paused
-def check_document(doc: Document, loading: tuple = ()) -> Checked:
+def check_document(doc: Document, loading: tuple = (), reuse: NodeReuse | None = None) -> Checked:
     """Check and compile one loaded document, and say how much of it runs as code.
 
     Every check walks what the file holds; one nested beyond Python's recursion limit (in any check, present or
-    future) becomes a diagnostic at the file's start instead of a traceback.
+    future) becomes a diagnostic at the file's start instead of a traceback. `reuse` (an editor checking the same
+    file again and again) hands back the nodes whose YAML did not change since its last check; the workflow such a
+    check gives is for checking, not running: it has no `source_hash` and no `reply_paths` (which take a walk over
+    the whole file and make no diagnostic).
     """
     try:
-        return _check_document(doc, loading)
+        return _check_document(doc, loading, reuse)
     except RecursionError:
         reporter = doc.reporter()
         reporter.error((), "too-deep", "the workflow nests too deeply to check (an expression or value with "
@@ -332,7 +337,7 @@ def check_document(doc: Document, loading: tuple = ()) -> Checked:
         return Checked(None, list(doc.diagnostics) + reporter.diagnostics)
 
 
-def _check_document(doc: Document, loading: tuple) -> Checked:
+def _check_document(doc: Document, loading: tuple, reuse: NodeReuse | None) -> Checked:
     diagnostics = list(doc.diagnostics)
     if doc.data is None and diagnostics:
         return Checked(None, diagnostics)
@@ -345,12 +350,16 @@ def _check_document(doc: Document, loading: tuple) -> Checked:
             doc, expansion_problems, composite_of = composites.expand(doc, schema.check_against)
             diagnostics += expansion_problems
         doc, v8_problems = v8.normalize(doc)
-    with missing_reads_null(is_v8):
-        return _compile_document(doc, loading, diagnostics, v8_problems, composite_of, is_v8, default_error)
+        reuse = None  # its nodes are rewritten (and renamed) from the file's: nothing ties them to the text
+    # The name checks walk every node several times per check: each node's walk is remembered (across checks,
+    # for an editor's, whose unchanged nodes are the same objects each time).
+    with missing_reads_null(is_v8), remembering_writes(reuse.writes if reuse is not None else WritesMemo()):
+        return _compile_document(doc, loading, diagnostics, v8_problems, composite_of, is_v8, default_error, reuse)
 
 
 def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_problems: list,
-                      composite_of: dict, is_v8: bool, default_error: Any = None) -> Checked:
+                      composite_of: dict, is_v8: bool, default_error: Any = None,
+                      reuse: NodeReuse | None = None) -> Checked:
     from wfexec.language import checks, v8_checks
 
     path = Path(doc.path)
@@ -366,18 +375,11 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
 
     nodes: dict[str, Node] = {}
     for node_id, raw in (data.get("nodes") or {}).items() if isinstance(data.get("nodes"), dict) else ():
-        if not schema.check_node(node_id, raw, c.report):
-            # Its calls are still checked, so one pass reports every error in the file.
-            c.prefix = ("nodes", node_id)
-            _check_calls_inside(c, raw)
-            c.prefix = ()
-            continue
-        c.prefix = ("nodes", node_id)
-        kind = node_type(raw["type"])
-        spec = kind.compile(node_id, raw, c)
-        nodes[node_id] = Node(id=node_id, type=raw["type"], description=raw.get("description", ""),
-                              where=c.where(), spec=spec, kind=kind, max_visits=raw.get("max_visits"),
-                              idempotent=raw.get("idempotent"))
+        if reuse is None:
+            _compile_node(c, node_id, raw, nodes)
+        elif not reuse.replay(node_id, c, nodes):
+            with reuse.recording(node_id, c, nodes):
+                _compile_node(c, node_id, raw, nodes)
     c.prefix = ()
 
     endings: dict[str, Ending] = {}
@@ -422,21 +424,6 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
         v8_checks.check(data, c.compiled_calls, nodes, c.report, is_v8)
 
     diagnostics += c.report.diagnostics
-    workflow = None
-    if not has_errors(diagnostics):
-        assert isinstance(start, str)  # the schema requires a start_node that names a node
-        workflow = Workflow(
-            name=str(data.get("name", "")), version=str(data.get("version", "")),
-            description=str(data.get("description", "")), start_node=start, nodes=nodes, endings=endings,
-            entry_preconditions=entry, initial_state=as_started.get("initial_state") or {},
-            imports=imports,
-            input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
-            path=path, source_hash=source_hash(data, imports), raw=data,
-            documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
-            top_level_first=is_v8, default_error=default_error if isinstance(default_error, str) else None,
-            reply_paths=_reply_paths(nodes, unwritten_reads(as_started, c.expressions, _bound_names(nodes),
-                                                            _fixed_writes(c))),
-            plugin_root=_plugin_root_read(path, c.expressions))
     check_report = doc.reporter()
     checks.check(data, nodes, endings, c.static_targets, check_report, endings_are_nodes=is_v8)
     check_names(as_started, c.expressions, check_report, _bound_names(nodes), _fixed_writes(c))
@@ -444,13 +431,42 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
     check_script_files(c.compiled_calls, path, check_report, _looked_at)
     check_document_templates(data, nodes, check_report)
     diagnostics += check_report.diagnostics + c.extra_diagnostics
-    if has_errors(diagnostics):
-        workflow = None
+    workflow = None
+    if not has_errors(diagnostics):
+        assert isinstance(start, str)  # the schema requires a start_node that names a node
+        for_a_run = reuse is None  # an editor's check: what only a run needs is left out (see check_document)
+        workflow = Workflow(
+            name=str(data.get("name", "")), version=str(data.get("version", "")),
+            description=str(data.get("description", "")), start_node=start, nodes=nodes, endings=endings,
+            entry_preconditions=entry, initial_state=as_started.get("initial_state") or {},
+            imports=imports,
+            input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
+            path=path, source_hash=source_hash(data, imports) if for_a_run else "", raw=data,
+            documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
+            top_level_first=is_v8, default_error=default_error if isinstance(default_error, str) else None,
+            reply_paths=_reply_paths(nodes, unwritten_reads(as_started, c.expressions, _bound_names(nodes),
+                                                            _fixed_writes(c))) if for_a_run else {},
+            plugin_root=_plugin_root_read(path, c.expressions))
     raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
     if composite_of:
         diagnostics = [_at_composite(d, composite_of) for d in diagnostics]
     targets = tuple((c.report.position(path), name) for path, name in c.static_targets)
     return Checked(workflow, diagnostics, raw_nodes, nodes, data, composite_of, targets)
+
+
+def _compile_node(c: Compiler, node_id: str, raw: Any, nodes: dict[str, Node]) -> None:
+    if not schema.check_node(node_id, raw, c.report):
+        # Its calls are still checked, so one pass reports every error in the file.
+        c.prefix = ("nodes", node_id)
+        _check_calls_inside(c, raw)
+        c.prefix = ()
+        return
+    c.prefix = ("nodes", node_id)
+    kind = node_type(raw["type"])
+    spec = kind.compile(node_id, raw, c)
+    nodes[node_id] = Node(id=node_id, type=raw["type"], description=raw.get("description", ""),
+                          where=c.where(), spec=spec, kind=kind, max_visits=raw.get("max_visits"),
+                          idempotent=raw.get("idempotent"))
 
 
 def _plugin_root_read(path: Path, expressions: list) -> str:

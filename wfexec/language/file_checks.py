@@ -51,12 +51,13 @@ def check_script_files(calls: Iterable[tuple[tuple, Any]], workflow_path: Path, 
 
 def check_document_templates(data: dict, nodes: dict, report: Reporter) -> None:
     """Warn at each reference node whose markdown document holds `${…}` of the workflow's state."""
-    written = Written(data)
+    written: Written | None = None  # built at the first markdown document: most workflows name none
     raw_nodes: dict = data["nodes"] if isinstance(data.get("nodes"), dict) else {}
     for node_id, node in nodes.items():
         document = getattr(node.spec, "doc", None)
         if not isinstance(document, Path) or document.suffix.lower() not in (".md", ".markdown"):
             continue
+        written = written or Written(data)
         raw: dict = raw_nodes[node_id] if isinstance(raw_nodes.get(node_id), dict) else {}
         text = _document_text(document, raw.get("section"))
         if text is None or "${" not in text:

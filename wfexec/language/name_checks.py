@@ -10,7 +10,9 @@ nodes, the values the engine itself writes — and warns about each name read ou
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterable, Iterator
 
 from wfexec.language.diagnostics import Reporter, did_you_mean
 from wfexec.language.foreign_syntax import assigned_in_script, shell_expanded_names
@@ -25,6 +27,51 @@ _ENGINE_WRITES = {("computed", "last_error"), ("computed", "last_error_hint"), (
 _ALWAYS_THERE = frozenset(("computed", "flags", "user_responses", "history", "checkpoints", "env", *RUNTIME_NAMES))
 _NAMESPACES = ("computed", "flags", "user_responses")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+
+
+_SECTIONS = ("nodes", "endings")
+
+
+def _found_in(key: Any, item: Any) -> "Written":
+    """What one entry `key: item` of a mapping writes (the walk of the mapping, one entry at a time)."""
+    found = Written._empty()
+    found._walk({key: item})
+    return found
+
+
+class WritesMemo:
+    """What each node writes, kept while its value stays the same object: an editor's checks of the same file
+    (whose unchanged nodes are the same objects from one check to the next), or the several walks of one check.
+    Remembers the nodes of the last two checks."""
+
+    def __init__(self) -> None:
+        self._now: dict[tuple, tuple[Any, Written]] = {}
+        self._before: dict[tuple, tuple[Any, Written]] = {}
+
+    def next_check(self) -> None:
+        self._before, self._now = self._now, {}
+
+    def found(self, entry: tuple) -> "Written":
+        key = (entry[0], id(entry[1]))
+        kept = self._now.get(key) or self._before.get(key)
+        if kept is None or kept[0] is not entry[1]:  # the id of a value let go of may be a new value's
+            kept = (entry[1], _found_in(*entry))
+        self._now[key] = kept
+        return kept[1]
+
+
+_memo: ContextVar[WritesMemo | None] = ContextVar("wfexec_writes_memo", default=None)
+
+
+@contextmanager
+def remembering_writes(memo: WritesMemo) -> Iterator[None]:
+    """Within: `Written` reads what each node writes from `memo` (the data must not change meanwhile)."""
+    memo.next_check()
+    token = _memo.set(memo)
+    try:
+        yield
+    finally:
+        _memo.reset(token)
 
 
 class Written:
@@ -55,9 +102,27 @@ class Written:
             for node in nodes.values():  # a `states` node keeps its forks' results beside its own
                 if isinstance(node, dict) and node.get("type") == "states" and isinstance(node.get("store_as"), str):
                     self._path(node["store_as"] + "_forks")
-        self._walk(data)
+        memo = _memo.get()
+        for key, item in data.items():
+            if key in _SECTIONS and type(item) is dict and memo is not None:
+                for entry in item.items():  # what each node writes, remembered: several checks ask per check
+                    self._add(memo.found(entry))
+            else:
+                self._add(_found_in(key, item))
         for path in fixed_writes:  # what the types called always write (TypeSpec.writes)
             self._path(path)
+
+    def _add(self, found: "Written") -> None:
+        self.top |= found.top
+        self.whole |= found.whole
+        self.inside |= found.inside
+        self.locals |= found.locals
+
+    @classmethod
+    def _empty(cls) -> "Written":
+        empty = cls.__new__(cls)
+        empty.top, empty.whole, empty.inside, empty.locals = set(), set(), set(), set()
+        return empty
 
     def _walk(self, top: Any) -> None:
         # One explicit stack over the containers only: this walk runs over every value of the file, several

@@ -7,12 +7,15 @@ the editor and the command line never disagree. Positions are 0-based (line, cha
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from wfexec.language.diagnostics import Diagnostic
+from wfexec.language.node_reuse import NodeReuse
+from wfexec.lsp.pieces import Piece, PieceLoader
 
 # The keys whose value is a state path a step writes (the name checks read the same keys).
 from wfexec.language.name_checks import _FLAG_KEYS as FLAG_KEYS, _WRITING_KEYS as WRITING_KEYS
@@ -119,22 +122,44 @@ def looks_like_workflow(path: Path, text: str, data: Any) -> bool:
     return data is None and _NODES_LINE.search(text) is not None
 
 
-def analyse(path: Path, text: str) -> WorkflowIndex | None:
-    """The index of the workflow `text` (the file at `path` as the editor holds it); None when it is no workflow."""
+class Rechecks:
+    """What one open file's checks keep for the next: its parsed pieces and compiled nodes."""
+
+    def __init__(self) -> None:
+        self.pieces = PieceLoader()
+        self.nodes = NodeReuse()
+        # Each node's and ending's definition and writers, by the piece of text it was read from (the last check's).
+        self.entries: dict[tuple, tuple] = {}
+        self.kept_entries: dict[tuple, tuple] = {}
+
+
+def analyse(path: Path, text: str, rechecks: Rechecks | None = None) -> WorkflowIndex | None:
+    """The index of the workflow `text` (the file at `path` as the editor holds it); None when it is no workflow.
+    `rechecks`: what the last check of the same file kept, to reuse what the edit did not change."""
     from wfexec.language.loader import load_text
 
-    document = load_text(text, str(path))
+    reuse: NodeReuse | None = None
+    pieces: dict[tuple[str | None, str], Piece] = {}
+    if rechecks is None:
+        document = load_text(text, str(path))
+    else:
+        document, pieces = rechecks.pieces.load(text, str(path))
+        reuse = rechecks.nodes
+        if pieces:  # (a text parsed whole leaves those of the last one parsed in pieces)
+            rechecks.entries, rechecks.kept_entries = rechecks.kept_entries, {}
+        reuse.begin({node_id: (piece.text, piece.start) for (section, node_id), piece in pieces.items()
+                     if section == "nodes"}, str(path))
     if not looks_like_workflow(path, text, document.data):
         return None
-    diagnostics, targets = _diagnostics(path, document)
+    diagnostics, targets = _diagnostics(path, document, reuse)
     index = WorkflowIndex(path, text.splitlines(), diagnostics)
     if isinstance(document.data, dict):
-        _index_definitions(index, document, targets)
         _index_writers(index, document.data, document.positions)
+        _index_definitions(index, document, targets, rechecks, pieces)
     return index
 
 
-def _diagnostics(path: Path, document) -> tuple[list[Diagnostic], tuple]:
+def _diagnostics(path: Path, document, reuse=None) -> tuple[list[Diagnostic], tuple]:
     """What `wfexec validate` reports for the document (its own file's; those of other files it reads are theirs),
     and the targets the check found."""
     from wfexec.api import lint_nodes
@@ -145,48 +170,89 @@ def _diagnostics(path: Path, document) -> tuple[list[Diagnostic], tuple]:
         check_plugins()
     except BrokenPlugins as exc:
         return [Diagnostic(str(path), 1, 1, "", "error", "broken-plugins", exc.message, exc.hint)], ()
-    checked = check_document(document)
+    checked = check_document(document, reuse=reuse)
     diagnostics = sorted(checked.diagnostics, key=lambda d: (d.line, d.column))
     if checked.workflow is not None:
         diagnostics += lint_nodes(checked.workflow)
     return [d for d in diagnostics if d.file == document.path], checked.targets
 
 
-def _index_definitions(index: WorkflowIndex, document, targets: tuple) -> None:
+def _index_definitions(index: WorkflowIndex, document, targets: tuple, rechecks: Rechecks | None,
+                       pieces: dict) -> None:
     from wfexec.language import v8
-    from wfexec.lsp.text import block_end, scalar_range
 
     data = document.data
     index.v8 = v8.is_v8(data)
-    for section, kind in (("nodes", "node"), ("endings", "ending")):
-        entries = data.get(section)
-        if not isinstance(entries, dict):
+    for section in ("nodes", "endings"):
+        found = data.get(section)
+        if not isinstance(found, dict):
             continue
-        for name, raw in entries.items():
-            at = document.positions.get(("@key", section, name))
-            if at is None:
-                continue
-            span = _name_span(index.lines, at, str(name))
-            raw_type = raw.get("type") if isinstance(raw, dict) else None
-            is_ending = kind == "ending" or raw_type == "ending"
-            ending_type = raw.get("outcome", raw.get("result")) if index.v8 and is_ending else raw_type
-            index.definitions[str(name)] = Definition(
-                str(name), "ending" if is_ending else "node", str(ending_type if is_ending else raw_type or ""),
-                str(raw.get("description", "")) if isinstance(raw, dict) else "", span,
-                block_end(index.lines, span.line),
-                str(raw.get("message", "")) if isinstance(raw, dict) and is_ending else "")
+        for name, raw in found.items():
+            piece = pieces.get((section, name))
+            key = (section, name, piece.text) if piece is not None and rechecks is not None else None
+            kept = rechecks.entries.get(key) if key is not None else None  # type: ignore[union-attr]
+            if kept is not None and kept[0] != piece.start:  # type: ignore[union-attr]
+                kept = _moved_entry(kept, piece.start)  # type: ignore[union-attr]
+            line, definition, writers = kept or (None, _definition(index, document, section, name, raw),
+                                                 _writers(index, document.positions, section, name, raw))
+            if key is not None:
+                rechecks.kept_entries[key] = (piece.start, definition, writers)  # type: ignore[union-attr]
+            if definition is not None:
+                index.definitions[str(name)] = definition
+            index.writers.extend(writers)
     seen: set[Route] = set()
     for (line, column), name in targets:
-        span = _name_span(index.lines, (line, column), name)
-        text = index.lines[span.line] if span.line < len(index.lines) else ""
-        written = text[span.start:scalar_range(text, span.start)[1]].rstrip("\"'")
+        line = max(line - 1, 0)
+        start, written = _route_at(index.lines[line] if line < len(index.lines) else "", column - 1, name)
         if written != name and not (name.startswith(written + "__") and written in index.definitions):
             continue  # no route the file spells out: one a v8 rewrite added (`default_error`)
         # A composite's route goes to its first expanded node (`confirm_write__ask`): in the file, the composite.
-        route = Route(written, Span(span.line, span.start, span.start + len(written)))
+        route = Route(written, Span(line, start, start + len(written)))
         if route not in seen:  # a composite's expansion names the same route more than once
             seen.add(route)
             index.routes.append(route)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # a line of a route and its target seldom change between two checks
+def _route_at(text: str, column: int, name: str) -> tuple[int, str]:
+    """Where the target `name` the checker found at 0-based `column` of the line `text` starts, and what is written
+    there (inside its quotes)."""
+    from wfexec.lsp.text import scalar_range
+
+    if column < len(text) and text[column] in "\"'":
+        column += 1
+    return column, text[column:scalar_range(text, column)[1]].rstrip("\"'")
+
+
+def _moved_entry(kept: tuple, line: int) -> tuple:
+    """A node's kept definition and writers, for the node now starting at `line`."""
+    lines = line - kept[0]
+    definition, writers = kept[1], kept[2]
+
+    def moved(span: Span | None) -> Span | None:
+        return None if span is None else Span(span.line + lines, span.start, span.end)
+
+    if definition is not None:
+        definition = replace(definition, span=moved(definition.span), last_line=definition.last_line + lines)
+    # (constructed, not `replace`d: a node has a handful, a move touches every node below it)
+    return line, definition, [Writer(writer.path, writer.owner, moved(writer.span)) for writer in writers]
+
+
+def _definition(index: WorkflowIndex, document, section: str, name: str, raw: Any) -> Definition | None:
+    from wfexec.lsp.text import block_end
+
+    at = document.positions.get(("@key", section, name))
+    if at is None:
+        return None
+    span = _name_span(index.lines, at, str(name))
+    raw_type = raw.get("type") if isinstance(raw, dict) else None
+    is_ending = section == "endings" or raw_type == "ending"
+    ending_type = raw.get("outcome", raw.get("result")) if index.v8 and is_ending else raw_type
+    return Definition(
+        str(name), "ending" if is_ending else "node", str(ending_type if is_ending else raw_type or ""),
+        str(raw.get("description", "")) if isinstance(raw, dict) else "", span,
+        block_end(index.lines, span.line),
+        str(raw.get("message", "")) if isinstance(raw, dict) and is_ending else "")
 
 
 def _name_span(lines: list[str], at: tuple[int, int], name: str) -> Span:
@@ -199,6 +265,7 @@ def _name_span(lines: list[str], at: tuple[int, int], name: str) -> Span:
 
 
 def _index_writers(index: WorkflowIndex, data: dict, positions: dict) -> None:
+    """The writers outside the nodes and endings (theirs come with each, `_writers`)."""
     def span(path: tuple, value: str) -> Span | None:
         at = positions.get(path)
         return _name_span(index.lines, at, value) if at else None
@@ -216,26 +283,31 @@ def _index_writers(index: WorkflowIndex, data: dict, positions: dict) -> None:
         properties = schema.get("properties")
         for name in properties if isinstance(properties, dict) else schema:
             index.writers.append(Writer(str(name), "input_schema", span(("@key", "input_schema", name), str(name))))
-    for section in ("nodes", "endings"):
-        entries = data.get(section)
-        if not isinstance(entries, dict):
-            continue
-        for owner, raw in entries.items():
-            if isinstance(raw, dict) and raw.get("type") == "user_prompt":
-                index.writers.append(Writer(f"user_responses.{owner}", str(owner),
-                                            span(("@key", section, owner), str(owner))))
-            _walk_writes(raw, (section, owner), str(owner), index, span)
 
 
-def _walk_writes(value: Any, path: tuple, owner: str, index: WorkflowIndex, span) -> None:
+def _writers(index: WorkflowIndex, positions: dict, section: str, owner: str, raw: Any) -> list[Writer]:
+    def span(path: tuple, value: str) -> Span | None:
+        at = positions.get(path)
+        return _name_span(index.lines, at, value) if at else None
+
+    found: list[Writer] = []
+    if isinstance(raw, dict) and raw.get("type") == "user_prompt":
+        found.append(Writer(f"user_responses.{owner}", str(owner), span(("@key", section, owner), str(owner))))
+    _walk_writes(raw, (section, owner), str(owner), found, span)
+    return found
+
+
+def _walk_writes(value: Any, path: tuple, owner: str, found: list[Writer], span) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
             if isinstance(item, str) and "${" not in item:
                 if key in WRITING_KEYS:
-                    index.writers.append(Writer(item, owner, span(path + (key,), item)))
+                    found.append(Writer(item, owner, span(path + (key,), item)))
                 elif key in FLAG_KEYS:
-                    index.writers.append(Writer(f"flags.{item.split('.')[0]}", owner, span(path + (key,), item)))
-            _walk_writes(item, path + (key,), owner, index, span)
+                    found.append(Writer(f"flags.{item.split('.')[0]}", owner, span(path + (key,), item)))
+            elif isinstance(item, (dict, list)):
+                _walk_writes(item, path + (key,), owner, found, span)
     elif isinstance(value, list):
         for number, item in enumerate(value):
-            _walk_writes(item, path + (number,), owner, index, span)
+            if isinstance(item, (dict, list)):
+                _walk_writes(item, path + (number,), owner, found, span)
