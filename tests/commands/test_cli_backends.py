@@ -52,14 +52,15 @@ endings:
 """
 
 
-def test_states_command_replays_a_hybrid_folder():
-    done = wfexec_cli("states", HYBRID, "--input", "the app", "--replay", CASSETTE)
+def test_states_command_replays_a_hybrid_folder(tmp_path):
+    # in a folder of its own: `wfexec states` writes Raymond's debug files where it runs
+    done = wfexec_cli("states", HYBRID, "--input", "the app", "--replay", CASSETTE, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "APPROVED"
 
 
-def test_run_on_a_states_folder_runs_it_as_states(cli):
-    done = cli("run", HYBRID, "--input", "the app", "--replay", CASSETTE, "--format", "json")
+def test_run_on_a_states_folder_runs_it_as_states(cli, tmp_path):
+    done = cli("run", HYBRID, "--input", "the app", "--replay", CASSETTE, "--format", "json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert '"result": "APPROVED"' in done.stdout
 
