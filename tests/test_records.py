@@ -127,3 +127,21 @@ def test_a_run_starts_without_importing_dataclasses_or_inspect(tmp_path):
         done = subprocess.run([sys.executable, "-c", probe, str(quickstart)], capture_output=True, text=True,
                               cwd=tmp_path, env=env)
     assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+
+
+def test_states_starts_without_importing_dataclasses_or_inspect(tmp_path):
+    """`wfexec states` on a one-script folder (Raymond's protocol, run through a `states` node) imports neither:
+    its classes are records too, and the API's signatures are built only when asked for."""
+    flow = tmp_path / "flow"
+    flow.mkdir()
+    (flow / "START.sh").write_text("echo '<result>ok</result>'\n")
+    probe = ("import sys; sys.argv = ['wfexec', 'states', sys.argv[1]]\n"
+             "from wfexec.launcher import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in ('dataclasses', 'inspect') if m in sys.modules), file=sys.stderr)")
+    env = {**os.environ, "WFEXEC_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):  # the first run compiles the workflow the folder runs in and keeps it
+        done = subprocess.run([sys.executable, "-c", probe, str(flow)], capture_output=True, text=True,
+                              cwd=tmp_path, env=env)
+    assert done.stdout.strip() == "ok", done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from wfexec.language.diagnostics import Diagnostic, WorkflowError, has_errors
 from wfexec.language.model import Workflow
@@ -257,13 +257,26 @@ def _result_of(driven):
     raise driven.error
 
 
-def _signatures() -> None:
-    """`run` and `resume` show the run options they take (wfexec.running.request), declared once for every door."""
+def _signed(name: str) -> Callable:
+    """`run` or `resume`, showing the run options it takes (wfexec.running.request), declared once for every door.
+    Made when first asked for (see `__getattr__`): building a signature imports `inspect`, which the command
+    line, importing this module for its other functions, does not need (issue 27)."""
     from wfexec.running.request import api_signature
 
     own = [("io", None, "Any"), ("cwd", None, "str | os.PathLike | None"), ("ask", None, "Callable[[Any], Any] | None")]
-    run.__signature__ = api_signature("run", [("workflow", "Workflow | str | os.PathLike")], own)  # type: ignore[attr-defined]
-    resume.__signature__ = api_signature("resume", [("run_id", "str")], own)  # type: ignore[attr-defined]
+    leading = [("workflow", "Workflow | str | os.PathLike")] if name == "run" else [("run_id", "str")]
+    function = _UNSIGNED.pop(name)
+    function.__signature__ = api_signature(name, leading, own)  # type: ignore[attr-defined]
+    globals()[name] = function
+    return function
 
 
-_signatures()
+_UNSIGNED: dict[str, Callable] = {"run": run, "resume": resume}
+if not TYPE_CHECKING:  # until first asked for, through __getattr__
+    del run, resume
+
+
+def __getattr__(name: str) -> Any:
+    if name in _UNSIGNED:
+        return _signed(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

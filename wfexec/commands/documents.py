@@ -13,13 +13,13 @@ def workflow_document(path):
     """The loaded workflow file `wfexec run` was given (or its path, when it is in the compiled-workflow cache),
     or None when the path is a states scope instead: a folder with no workflow.yaml, a .zip, or a Raymond .yaml
     (`states:` and no `nodes:`)."""
+    p = Path(path)
+    if (p.is_dir() and not (p / "workflow.yaml").exists()) or p.suffix.lower() == ".zip":
+        return None
     from wfexec.api import resolve_workflow_path
     from wfexec.language import workflow_cache
     from wfexec.language.loader import load_file
 
-    p = Path(path)
-    if (p.is_dir() and not (p / "workflow.yaml").exists()) or p.suffix.lower() == ".zip":
-        return None
     file = resolve_workflow_path(p)
     if workflow_cache.load(file) is not None:
         return file  # compiled before, so a workflow: `check` takes it from the cache again

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from wfexec.records import dataclass, field
 from pathlib import Path
 from typing import Any
 

@@ -7,7 +7,7 @@ at STATE), or one state file (`flow/REVIEW.md`: its folder, starting there).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from wfexec.records import dataclass, field
 from pathlib import Path
 from typing import Any
 

@@ -13,9 +13,10 @@ hashable, such as its text; its first line)); a node without a fingerprint is co
 
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, is_dataclass, replace
-from typing import TYPE_CHECKING, Any, Hashable, Iterator
+from wfexec.records import dataclass, fields, is_record, replace
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator
 
 from wfexec.language.model import Call, Node, Where
 from wfexec.language.name_checks import WritesMemo
@@ -74,14 +75,23 @@ def _moved_value(value: Any, lines: int, seen: dict[int, Any]) -> Any:
         pairs = {key: _moved_value(item, lines, seen) for key, item in value.items()}
         if any(pairs[key] is not item for key, item in value.items()):
             moved = pairs
-    elif kind.__module__.startswith("wfexec.nodes.") and is_dataclass(value) and not isinstance(value, type):
+    elif kind.__module__.startswith("wfexec.nodes.") and not isinstance(value, type):
+        # A node type's spec: a record (wfexec.records) or, for a few node types, a standard data class.
+        rebuilt: Callable[..., Any] = replace
+        names: list[str] = []
+        if is_record(value):
+            names = [spec.name for spec in fields(value)]
+        elif "dataclasses" in sys.modules and sys.modules["dataclasses"].is_dataclass(value):
+            import dataclasses
+
+            names, rebuilt = [spec.name for spec in dataclasses.fields(value)], dataclasses.replace
         changes = {}
-        for field in fields(value):
-            item = getattr(value, field.name)
+        for name in names:
+            item = getattr(value, name)
             moved_item = _moved_value(item, lines, seen)
             if moved_item is not item:
-                changes[field.name] = moved_item
-        moved = replace(value, **changes) if changes else value
+                changes[name] = moved_item
+        moved = rebuilt(value, **changes) if changes else value
     seen[id(value)] = moved
     return moved
 

@@ -12,7 +12,7 @@ nothing special.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from wfexec.records import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 if TYPE_CHECKING:  # annotations only: these layers sit beside or above the node types

@@ -24,7 +24,7 @@ the node runs, so edits to a directory apply to the next run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from pathlib import Path
 from typing import Any
 

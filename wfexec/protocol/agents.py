@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field, replace
+from wfexec.records import dataclass, field, fields, replace
 from typing import Any, Sequence
 
 from wfexec.protocol.errors import ProtocolError
@@ -128,12 +128,12 @@ class Agent:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Agent":
-        values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        values = {k: v for k, v in data.items() if k in _AGENT_FIELDS}
         values["stack"] = [Frame.from_dict(f) for f in data.get("stack") or []]
         return cls(**values)
 
 
-_AGENT_FIELDS = tuple(Agent.__dataclass_fields__)
+_AGENT_FIELDS = tuple(spec.name for spec in fields(Agent))
 
 
 @dataclass

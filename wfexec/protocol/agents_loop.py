@@ -12,7 +12,7 @@ agent's scripts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from wfexec.records import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from wfexec.protocol.agents import MAIN, Agent, AgentsState, answered, apply, paused, reactivated

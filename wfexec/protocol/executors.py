@@ -10,7 +10,7 @@ else a fatal error: there is no one to remind.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from wfexec.records import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from wfexec.system import progress

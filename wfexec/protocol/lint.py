@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 from collections import deque
-from dataclasses import dataclass
+from wfexec.records import dataclass
 
 from wfexec.protocol.errors import ProtocolError
 from wfexec.protocol.policy import Policy, PolicyError, implicit_entry, parse_frontmatter

@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime
 import os
 from contextlib import contextmanager
-from dataclasses import replace
+from wfexec.records import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -207,7 +207,7 @@ class Orchestrator:
         """One state of `agent`, run here, as data for a runner that keeps the agents elsewhere (the Temporal
         workflow code, `advance`s them with it): the resolved transitions (a cross-workflow tag's input
         rendered), or the failure that tries the state again or pauses the agent. Fatal errors raise."""
-        from dataclasses import asdict
+        from wfexec.records import asdict
 
         self.state = AgentsState(self.workflow_id, [agent])
         self.steps += 1

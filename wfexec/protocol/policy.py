@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
+from wfexec.records import dataclass
 
 from wfexec.errors import WfexecError
 from wfexec.protocol.tags import Transition

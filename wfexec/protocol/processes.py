@@ -18,7 +18,7 @@ import selectors
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from typing import Callable, Sequence
 
 from wfexec.system.subprocesses import EXIT_GRACE_SECONDS, done_with, kill_group, start

@@ -8,7 +8,7 @@ first runs: a run of scripts never needs the policy, the templates or the backen
 
 from __future__ import annotations
 
-from dataclasses import replace
+from wfexec.records import replace
 from typing import TYPE_CHECKING
 
 from wfexec.protocol.errors import (BackendMissing, ForkGroupInvalid, ProtocolError, Retryable, StopRun,

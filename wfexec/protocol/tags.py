@@ -18,7 +18,7 @@ payload the question). The cross-workflow tags (`<call-workflow>` & co.) name an
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from wfexec.records import dataclass, field
 
 from wfexec.errors import WfexecError
 

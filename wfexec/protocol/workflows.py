@@ -19,7 +19,7 @@ characters, as forks use their target's.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from pathlib import Path
 
 from wfexec.protocol.errors import ProtocolError
