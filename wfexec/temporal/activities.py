@@ -18,7 +18,7 @@ from wfexec.temporal.delivery import here, localized, rebased
 from wfexec.temporal.local_steps import LOCAL_STEP_ACTIVITY, not_home
 from wfexec.temporal.state_changes import MISSING, WorkerStates, step_changes
 from wfexec.temporal.kept import KeptByStep
-from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, written
+from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, written
 
 HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
 # The threads steps run in. Not asyncio's default executor, which `asyncio.run` waits for when it ends: a worker
@@ -44,7 +44,7 @@ def _run_node(request: dict, node_id: str, shipped: dict, answers: dict, step_ms
         outcome = execute(run, node)
         target = resolve_target(run, node, outcome)
     except NeedsAnswer as waiting:
-        return {"question": question_json(waiting.question), "events": io.events,
+        return {"question": waiting.question.to_json(), "events": io.events,
                 "answers": run.options.answers.to_dict(),
                 **({"refused": waiting.refused.message} if waiting.refused is not None else {})}
     except RunError as exc:

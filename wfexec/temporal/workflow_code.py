@@ -30,7 +30,7 @@ from wfexec.temporal.local_steps import elsewhere, local_steps, run_local_step, 
 from wfexec.temporal.state_changes import MISSING, ShippedState, apply_changes, for_steps
 from wfexec.temporal.task_queues import Placement
 from wfexec.temporal.steps import (DEFAULT_HEARTBEAT_SECONDS, RERUN_OR_SKIP, RecordingIo, compiled, effect_nodes,
-                                   StepLog, error_json, mark_written, question_json, run_options, touches_the_world,
+                                   StepLog, error_json, mark_written, run_options, touches_the_world,
                                    with_request_env)
 
 RERUN, SKIP = "rerun", "skip"
@@ -45,7 +45,7 @@ def _workflow_ms() -> int:
 class WfexecRun(Driver, BundleParts):
     def __init__(self) -> None:
         self.status = "running"           # running | waiting | finished
-        self.question: dict | None = None  # what the run waits for, as question_json gives it
+        self.question: dict | None = None  # what the run waits for, in its JSON form (Question.to_json)
         self.events: list = []             # what the run printed, for the command following it
         self.arrived: dict[str, Any] = {}  # answers the `answer` update brought, by question key
         self.run_: Run | None = None
@@ -149,7 +149,7 @@ class WfexecRun(Driver, BundleParts):
     def _refusal(self, answers: dict) -> AnswerRefused | None:
         """The checks a SQLite run's resume makes (wfexec.durable.journal): keys that name no question, and the
         answer to the question the run waits on, against its options as they were asked."""
-        from wfexec.temporal.steps import question_from_json
+        from wfexec.nodes.base import Question
 
         given = Answers(answers)
         question = self.question
@@ -157,7 +157,7 @@ class WfexecRun(Driver, BundleParts):
             if self.workflow is not None:
                 check_answer_keys(self.workflow, given, [question["key"]] if question is not None else [])
             if question is not None and question["key"] in given:
-                match_answer(question_from_json(question), given.peek(question["key"]))
+                match_answer(Question.from_json(question), given.peek(question["key"]))
         except AnswerRefused as refused:
             return refused
         return None
@@ -230,7 +230,7 @@ class WfexecRun(Driver, BundleParts):
         command reports as a SQLite run's resume does (the question's text, this hint)."""
         key = question.key
         self.arrived.pop(key, None)
-        self.question, self.status = question_json(question), "waiting"
+        self.question, self.status = question.to_json(), "waiting"
         if refused is not None:
             self.question["refused"] = refused if isinstance(refused, str) else refused.message
         if in_flight_hint is not None:
@@ -261,9 +261,9 @@ class WfexecRun(Driver, BundleParts):
             if "answers" in done:  # what the step took of them is used up here too
                 run.options.answers = Answers(done["answers"])
             if "question" in done:
-                from wfexec.temporal.steps import question_from_json
+                from wfexec.nodes.base import Question
 
-                question = question_from_json(done["question"])
+                question = Question.from_json(done["question"])
                 run.options.answers.give(question.key, await self._wait_for_answer(question, done.get("refused")))
                 continue
             if "error" in done:
