@@ -83,10 +83,7 @@ async def _follow_and_report(request, client, handle, io, printed: int = 0, pend
         await send_answer(handle, question.key, value)
     if "result" in outcome:
         data = outcome["result"]
-        result = Result(ending=data["ending"], type=data["type"], message=data["message"], details=data["details"],
-                        summary=data["summary"], recovery=data["recovery"], output=data["output"],
-                        state=data["state"], steps=data["steps"], run_id=handle.id, silent=data.get("silent", False),
-                        delegate=data.get("delegate"))
+        result = Result.from_json(data, run_id=handle.id)
         return report_result(request, result, io, handle.id)
     error = outcome.get("error") or {"text": "the run failed", "outcome": "failed"}
     _error(error["text"])

@@ -188,9 +188,10 @@ def written(run: Run) -> dict:
             "appended": [[list(path), count] for path, count in run.appended.items()]}
 
 
-def mark_written(run: Run, done: dict) -> None:
-    for path in done.get("written") or ():
+def mark_written(run: Run, done) -> None:
+    """What an effect step wrote (`EffectStepResult`), marked as written in the workflow code's run."""
+    for path in done.written or ():
         run.changed[tuple(path)] = None
-    for path, count in done.get("appended") or ():
+    for path, count in done.appended or ():
         key = tuple(path)
         run.appended[key] = run.appended.get(key, 0) + count
