@@ -90,6 +90,21 @@ def test_a_question_parks_the_run_and_resume_answers_it(server, workers, tmp_pat
     assert "already finished" in again.stderr
 
 
+def test_a_waiting_runs_json_on_the_cluster_is_a_sqlite_runs(server, workers, tmp_path):
+    """The question's one JSON form (`Question.to_json`) through the cluster: the activity or workflow code that
+    asks, the workflow's `question` query, and `run --format json` give what a SQLite run gives, and the
+    cluster's `show` gives the store's `pending_question` form too."""
+    without_cluster = {k: v for k, v in environment(server).items() if k != "WFEXEC_TEMPORAL"}
+    on_sqlite = json.loads(wfexec(server, "run", QUICKSTART, "--non-interactive", "--format", "json", "--store",
+                                  tmp_path / "runs.db", cwd=tmp_path, check_code=3, env=without_cluster).stdout)
+    on_cluster = json.loads(wfexec(server, "run", QUICKSTART, "--non-interactive", "--format", "json",
+                                   cwd=tmp_path, check_code=3).stdout)
+    assert {k: v for k, v in on_cluster.items() if k != "run_id"} == \
+        {k: v for k, v in on_sqlite.items() if k != "run_id"}
+    assert on_cluster["question"] == "How should I greet world?" and on_cluster["answer_key"] == "ask_mood"
+    wfexec(server, "cancel", on_cluster["run_id"], cwd=tmp_path, check_code=0)
+
+
 def test_an_entry_gate_and_an_ending_that_touch_files_behave_as_on_sqlite(server, workers, tmp_path):
     refused = wfexec(server, "run", EDGES, cwd=tmp_path, check_code=1)
     assert refused.stderr == "Entry gate failed: ready.txt is missing\n"

@@ -50,10 +50,9 @@ def print_json(data: Any) -> None:
 
 
 def question_json(question, run_id) -> dict:
-    return {"status": "waiting", "run_id": run_id, "node": question.node, "answer_key": question.key,
-            "question": question.text, "header": question.header,
-            "options": [{"id": c.id, "label": c.label, "description": c.description} for c in question.choices],
-            "allow_other": question.allow_other}
+    """A waiting run as `--format json` and the MCP tools give it: the question's one JSON form
+    (`Question.to_json`), which run waits, and the key to answer by (`answer_key`, the question's `key`)."""
+    return {"status": "waiting", "run_id": run_id, **question.to_json(), "answer_key": question.key}
 
 
 def driven_json(driven) -> dict:

@@ -42,11 +42,11 @@ def _report_waiting_on_cluster(request, asked: dict, run_id: str) -> int:
     """A run that waits for an answer: said as with SQLite (exit 3). A lost step not safe to run twice is said
     as a SQLite run's resume says it (the question carries the hint), answered with --rerun or --skip."""
     from wfexec.durable.journal import ResumeRefused
-    from wfexec.temporal.steps import question_from_json
+    from wfexec.nodes.base import Question
 
     if asked.get("in_flight_hint") is not None:
-        raise ResumeRefused(asked["text"], asked["in_flight_hint"], awaits_decision=True)
-    return report_waiting(request, question_from_json(asked), run_id)
+        raise ResumeRefused(Question.from_json(asked).text, asked["in_flight_hint"], awaits_decision=True)
+    return report_waiting(request, Question.from_json(asked), run_id)
 
 
 def _show_events(io) -> Callable[[list], None]:
@@ -62,7 +62,7 @@ async def _follow_and_report(request, client, handle, io, printed: int = 0, pend
     from wfexec.running.engine import Result
     from wfexec.running.prompts import AnswerRefused, Answers
     from wfexec.temporal.client import follow, send_answer
-    from wfexec.temporal.steps import question_from_json
+    from wfexec.nodes.base import Question
 
     pending = pending if pending is not None else Answers()
     while True:
@@ -70,7 +70,7 @@ async def _follow_and_report(request, client, handle, io, printed: int = 0, pend
         if outcome["status"] != "waiting":
             break
         printed = outcome["printed"]
-        question = question_from_json(outcome["question"])
+        question = Question.from_json(outcome["question"])
         if outcome["question"].get("refused") and outcome["question"] != known:
             raise AnswerRefused(outcome["question"]["refused"], key=question.key, question=question) \
                 .waiting_in(handle.id)
@@ -83,10 +83,7 @@ async def _follow_and_report(request, client, handle, io, printed: int = 0, pend
         await send_answer(handle, question.key, value)
     if "result" in outcome:
         data = outcome["result"]
-        result = Result(ending=data["ending"], type=data["type"], message=data["message"], details=data["details"],
-                        summary=data["summary"], recovery=data["recovery"], output=data["output"],
-                        state=data["state"], steps=data["steps"], run_id=handle.id, silent=data.get("silent", False),
-                        delegate=data.get("delegate"))
+        result = Result.from_json(data, run_id=handle.id)
         return report_result(request, result, io, handle.id)
     error = outcome.get("error") or {"text": "the run failed", "outcome": "failed"}
     _error(error["text"])
@@ -119,7 +116,8 @@ def resume_on_cluster(request, io) -> int:
     async def body() -> int:
         from wfexec.running.prompts import Answers
         from wfexec.temporal.client import check_answers, connect, find, progress, send_answer
-        from wfexec.temporal.steps import RERUN_OR_SKIP, question_from_json
+        from wfexec.nodes.base import Question
+        from wfexec.temporal.steps import RERUN_OR_SKIP
 
         client = await connect(request.temporal)
         handle = await find(client, request.run_id)
@@ -138,7 +136,7 @@ def resume_on_cluster(request, io) -> int:
         await check_answers(handle, pending)
         known = None
         if seen is not None and seen["status"] == "waiting":
-            question = question_from_json(seen["question"])
+            question = Question.from_json(seen["question"])
             value = pending.take(question.key)
             if value is None and question.header == RERUN_OR_SKIP:  # --rerun/--skip: a lost step's question
                 value = "rerun" if request.rerun else "skip" if request.skip else None

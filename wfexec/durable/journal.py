@@ -28,8 +28,8 @@ from typing import Any
 
 from wfexec.running.engine import EntryGateFailed, InternalError, Journal, Options, Run, RunError, RunStopped
 from wfexec.language.model import Node, Workflow
-from wfexec.running.prompts import (AnswerRefused, NeedsAnswer, check_answer_keys, match_answer,
-                                    question_from_pending)
+from wfexec.nodes.base import Question
+from wfexec.running.prompts import AnswerRefused, NeedsAnswer, check_answer_keys, match_answer
 from wfexec.running import steploop
 from wfexec.running.steploop import HISTORY_WINDOW
 from wfexec.durable.changes import record as record_changes
@@ -237,10 +237,7 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start_a
         question = waiting.question
         # Parked, not cut off: a node that asks runs again from its start once answered (NodeType.execute's
         # contract), so the mark of a step in flight goes.
-        store.set_status(run_id, "waiting", current_node=question.node, in_flight=None, pending_question={
-            "node": question.node, "key": question.key, "question": question.text, "header": question.header,
-            "options": [{"id": c.id, "label": c.label, "description": c.description} for c in question.choices],
-            "allow_other": question.allow_other})
+        store.set_status(run_id, "waiting", current_node=question.node, in_flight=None, pending_question=question.to_json())
         if waiting.refused is not None:
             waiting.refused.waiting_in(run_id)
         return _left(run, Driven(run_id, "waiting", question=question, refused=waiting.refused))
@@ -416,7 +413,7 @@ def _check_answers(record, workflow: Workflow, answers) -> None:
         check_answer_keys(workflow, answers)
         pending = record.pending_question
         if record.status == "waiting" and pending and pending.get("key") in answers:
-            match_answer(question_from_pending(pending), answers.peek(pending["key"]))
+            match_answer(Question.from_json(pending), answers.peek(pending["key"]))
     except AnswerRefused as refused:
         if refused.question is not None:
             refused.waiting_in(record.id)

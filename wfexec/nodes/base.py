@@ -86,6 +86,30 @@ class Question:
         """The name `--answer KEY=…` answers this question by."""
         return self.asker or self.node
 
+    def to_json(self) -> dict[str, Any]:
+        """The one JSON form of a question, whichever door shows or keeps it: the journal's `pending_question`,
+        `run --format json` and the MCP tools (which add `status`, `run_id` and `answer_key`), the Temporal
+        workflow's messages and its `question` query."""
+        return {"node": self.node, "key": self.key, "question": self.text, "header": self.header,
+                "options": [{"id": c.id, "label": c.label, "description": c.description} for c in self.choices],
+                "allow_other": self.allow_other, "dynamic": self.dynamic, "asker": self.asker}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Question":
+        """A question from its JSON form, or from the forms kept before there was one: a store's
+        `pending_question` without `dynamic` and `asker` (the asker was the key when it was not the node), and a
+        Temporal history's `text` and `choices`."""
+        node = data["node"]
+        key = data.get("key")
+        asker = data["asker"] if "asker" in data else (key if key not in (None, node) else "")
+        options = data["options"] if "options" in data else data.get("choices")
+        return cls(node=node, text=data["question"] if "question" in data else data.get("text") or "",
+                   header=data.get("header") or "",
+                   choices=tuple(Choice(str(c["id"]), str(c.get("label") or ""), c.get("description") or "")
+                                 for c in options or ()),
+                   allow_other=bool(data.get("allow_other")), dynamic=bool(data.get("dynamic")),
+                   asker=asker or "")
+
 
 @dataclass(frozen=True)
 class Answer:

@@ -101,6 +101,15 @@ class Result:
             out["code"] = self.code
         return out
 
+    @classmethod
+    def from_json(cls, data: dict, run_id: str | None = None) -> "Result":
+        """An ending from its JSON form (`to_json`), plus `silent`, which a Temporal activity's ending adds (a
+        workflow's `finish` result carries it to the command that prints the ending)."""
+        return cls(ending=data["ending"], type=data["type"], message=data["message"], details=data.get("details"),
+                   summary=data.get("summary") or {}, recovery=data.get("recovery"), output=data.get("output"),
+                   state=data.get("state") or {}, steps=int(data.get("steps") or 0), run_id=run_id,
+                   silent=bool(data.get("silent")), delegate=data.get("delegate"), code=data.get("code"))
+
 
 MAX_REPLY = 4 * 1024 * 1024  # characters of one LLM reply: replies are kept in state, and state in the store
 

@@ -166,16 +166,6 @@ def match_answer(question: Question, value: Any) -> Answer:
                         + (f"; {suggestion}" if suggestion else ""), key=question.key, question=question)
 
 
-def question_from_pending(pending: dict) -> Question:
-    """The question a waiting run asks, as the store keeps it (`pending_question`): its options as they were
-    when it was asked."""
-    return Question(node=pending["node"], text=pending.get("question") or "", header=pending.get("header") or "",
-                    choices=tuple(Choice(str(c["id"]), str(c.get("label") or ""), c.get("description") or "")
-                                  for c in pending.get("options") or ()),
-                    allow_other=bool(pending.get("allow_other")), dynamic=False,
-                    asker=pending["key"] if pending.get("key") not in (None, pending["node"]) else "")
-
-
 def check_answer_keys(workflow, answers: Answers, also: Sequence[str] = ()) -> None:
     """Refuse, before a run starts or resumes, an answer whose key names no question of the workflow (nor of a
     sub-workflow it runs, whose questions share the run's answers), nor one of `also` (the question a run waits

@@ -29,7 +29,8 @@ class ActionRefused(Exception):
 
 
 def answer(view, processes: Processes, run_id: str, value: Any) -> Started:
-    from wfexec.running.prompts import AnswerRefused, match_answer, question_from_pending
+    from wfexec.nodes.base import Question
+    from wfexec.running.prompts import AnswerRefused, match_answer
 
     if not isinstance(value, str) or not value.strip():
         raise ActionRefused(400, "give an answer: one of the options, or text where the question takes it")
@@ -38,7 +39,7 @@ def answer(view, processes: Processes, run_id: str, value: Any) -> Started:
     if record["status"] != "waiting" or not pending:
         raise ActionRefused(409, f"run {record['id']} is not waiting for an answer (it is {record['status']})")
     try:
-        match_answer(question_from_pending(pending), value)
+        match_answer(Question.from_json(pending), value)
     except AnswerRefused as refused:
         raise ActionRefused(422, refused.message, options=[o["id"] for o in pending.get("options") or ()]) \
             from None

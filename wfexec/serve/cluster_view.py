@@ -37,13 +37,11 @@ def _time(moment) -> float | None:
 
 
 def _pending(question: dict | None) -> dict | None:
-    """A cluster run's question in the store's `pending_question` shape."""
-    if not question:
-        return None
-    return {"node": question["node"], "key": question.get("key") or question["node"], "question": question["text"],
-            "header": question.get("header") or "", "allow_other": bool(question.get("allow_other")),
-            "options": [{"id": c["id"], "label": c.get("label") or "", "description": c.get("description") or ""}
-                        for c in question.get("choices") or ()]}
+    """A cluster run's question in the store's `pending_question` shape: its one JSON form (a workflow's
+    `question` query adds `refused` and `in_flight_hint`, which the store does not keep)."""
+    from wfexec.nodes.base import Question
+
+    return Question.from_json(question).to_json() if question else None
 
 
 def _record(shown: dict, started: float | None, closed: float | None) -> dict[str, Any]:

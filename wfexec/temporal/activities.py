@@ -16,9 +16,10 @@ from wfexec.running.steploop import execute, resolve_target
 from wfexec.temporal.bundle import BundleError
 from wfexec.temporal.delivery import here, localized, rebased
 from wfexec.temporal.local_steps import LOCAL_STEP_ACTIVITY, not_home
-from wfexec.temporal.state_changes import MISSING, WorkerStates, step_changes
+from wfexec.temporal.messages import AgentStateResult, EdgeResult, EffectStepResult
+from wfexec.temporal.state_changes import WorkerStates, step_changes
 from wfexec.temporal.kept import KeptByStep
-from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, question_json, written
+from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, written
 
 HEARTBEAT_EVERY = 1.0  # seconds; the timeout the workflow sets is several times this
 # The threads steps run in. Not asyncio's default executor, which `asyncio.run` waits for when it ends: a worker
@@ -33,7 +34,7 @@ def _run_node(request: dict, node_id: str, shipped: dict, answers: dict, step_ms
     node = workflow.nodes[node_id]
     state = WORKER_STATES.take(run_key, shipped)
     if state is None:  # before running anything: the workflow code sends the whole state instead
-        return {MISSING: True}
+        return EffectStepResult(missing_state=True).to_json()
     io = RecordingIo()
     run = make_run(workflow, request, io, state=state, answers=answers)
     run.options.backend = _backend(request.get("backend"))
@@ -44,18 +45,18 @@ def _run_node(request: dict, node_id: str, shipped: dict, answers: dict, step_ms
         outcome = execute(run, node)
         target = resolve_target(run, node, outcome)
     except NeedsAnswer as waiting:
-        return {"question": question_json(waiting.question), "events": io.events,
-                "answers": run.options.answers.to_dict(),
-                **({"refused": waiting.refused.message} if waiting.refused is not None else {})}
+        return EffectStepResult(question=waiting.question, events=io.events, answers=run.options.answers.to_dict(),
+                                refused=waiting.refused.message if waiting.refused is not None else None).to_json()
     except RunError as exc:
-        return {"error": error_json(exc), "events": io.events, **kept.to_json()}
+        return EffectStepResult(error=error_json(exc), events=io.events, kept=kept.kept()).to_json()
     except WfexecError as exc:
-        return {"error": error_json(RunError(exc.message, exc.hint, exc.where or node.where, node.id)),
-                "events": io.events, **kept.to_json()}
+        return EffectStepResult(error=error_json(RunError(exc.message, exc.hint, exc.where or node.where, node.id)),
+                                events=io.events, kept=kept.kept()).to_json()
     changes = step_changes(run)
     WORKER_STATES.keep(run_key, token, run.state)
-    return {"changes": changes, "state_token": token, "target": target, "outcome": outcome.outcome,
-            "events": io.events, "answers": run.options.answers.to_dict(), **written(run), **kept.to_json()}
+    return EffectStepResult(changes=changes, state_token=token, target=target, outcome=outcome.outcome,
+                            events=io.events, answers=run.options.answers.to_dict(), **written(run),
+                            kept=kept.kept()).to_json()
 
 
 def _backend(spec: str | None):
@@ -77,14 +78,15 @@ def _run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> d
     try:
         if what == "entry":
             run.check_entry()
-            return {"events": io.events}
+            return EdgeResult(events=io.events).to_json()
         result = run.finish(workflow.endings[str(ending_id)])
     except RunError as exc:
-        return {"error": error_json(exc), "entry_gate": isinstance(exc, EntryGateFailed), "events": io.events}
+        return EdgeResult(error=error_json(exc), entry_gate=isinstance(exc, EntryGateFailed),
+                          events=io.events).to_json()
     state = run.state
     state.pop("history", None)
-    return {"result": {**result.to_json(), "silent": result.silent, "state": None}, "state": state,
-            "events": io.events}
+    return EdgeResult(result={**result.to_json(), "silent": result.silent, "state": None}, state=state,
+                      events=io.events).to_json()
 
 
 def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None) -> dict:
@@ -105,10 +107,10 @@ def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None
     try:
         done = steps_of.step(node, run.node_context, meta, agent)
     except ProtocolError as exc:  # fatal for the node: the workflow code routes it, or stops or fails the run
-        return {"fatal": fatal_of(exc), "events": io.events}
+        return AgentStateResult(fatal=fatal_of(exc), events=io.events).to_json()
     except RunError as exc:
-        return {"error": error_json(exc), "events": io.events}
-    return {**done, "events": io.events, **kept.to_json()}
+        return AgentStateResult(error=error_json(exc), events=io.events).to_json()
+    return AgentStateResult(step=done, events=io.events, kept=kept.kept()).to_json()
 
 
 @activity.defn(name="wfexec_agent_state")
@@ -132,7 +134,8 @@ async def _here(request: dict) -> tuple[dict, dict | None]:
     try:
         return await localized(request, activity.info().workflow_id or ""), None
     except BundleError as exc:
-        return request, {"error": error_json(RunError(exc.message, exc.hint)), "events": []}
+        # Each activity's result class reads a run error in this form (`EffectStepResult` & co.)
+        return request, EffectStepResult(error=error_json(RunError(exc.message, exc.hint))).to_json()
 
 
 def _in_step_thread(function, *args) -> asyncio.Future:

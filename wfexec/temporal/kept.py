@@ -28,10 +28,10 @@ class KeptByStep(Journal):
         with self._lock:
             self.transcript.append({"node": node_id, "agent": agent, **record})
 
-    def to_json(self) -> dict:
-        """`{"kept": …}` to join the activity's result, or nothing when the step kept nothing."""
+    def kept(self) -> dict | None:
+        """What the step kept, as the activity's result carries it (`kept`), or None when it kept nothing."""
         with self._lock:
             if not self._output.written and not self.transcript:
-                return {}
-            return {"kept": {"node": self.node_id, "output": self._output.cut().decode("utf-8", errors="replace"),
-                             "output_bytes": self._output.written, "transcript": self.transcript}}
+                return None
+            return {"node": self.node_id, "output": self._output.cut().decode("utf-8", errors="replace"),
+                    "output_bytes": self._output.written, "transcript": self.transcript}

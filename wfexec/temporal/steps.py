@@ -153,21 +153,6 @@ def error_json(exc: RunError) -> dict:
     return {"outcome": exc.outcome, "text": exc.format(), **exc.to_json()}
 
 
-def question_json(question) -> dict:
-    return {"node": question.node, "key": question.key, "text": question.text, "header": question.header,
-            "choices": [{"id": c.id, "label": c.label, "description": c.description} for c in question.choices],
-            "allow_other": question.allow_other, "dynamic": question.dynamic, "asker": question.asker}
-
-
-def question_from_json(data: dict):
-    from wfexec.nodes.base import Choice, Question
-
-    return Question(node=data["node"], text=data["text"], header=data.get("header") or "",
-                    choices=tuple(Choice(c["id"], c["label"], c.get("description") or "") for c in data["choices"]),
-                    allow_other=bool(data.get("allow_other")), dynamic=bool(data.get("dynamic")),
-                    asker=data.get("asker") or "")
-
-
 class StepLog(Journal):
     """A run's journal on the cluster: its latest HISTORY_WINDOW steps, each with what it changed, kept in the
     workflow's memory (Temporal's own history is what makes the run durable; a replay rebuilds this). `wfexec
@@ -203,9 +188,10 @@ def written(run: Run) -> dict:
             "appended": [[list(path), count] for path, count in run.appended.items()]}
 
 
-def mark_written(run: Run, done: dict) -> None:
-    for path in done.get("written") or ():
+def mark_written(run: Run, done) -> None:
+    """What an effect step wrote (`EffectStepResult`), marked as written in the workflow code's run."""
+    for path in done.written or ():
         run.changed[tuple(path)] = None
-    for path, count in done.get("appended") or ():
+    for path, count in done.appended or ():
         key = tuple(path)
         run.appended[key] = run.appended.get(key, 0) + count

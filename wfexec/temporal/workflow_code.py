@@ -27,10 +27,11 @@ from wfexec.running.steploop import Driver, drive, resolve_target, start
 from wfexec.temporal import WORKFLOW_NAME
 from wfexec.temporal.delivery import BundleParts, without_bundle_bytes
 from wfexec.temporal.local_steps import elsewhere, local_steps, run_local_step, use_local_steps
-from wfexec.temporal.state_changes import MISSING, ShippedState, apply_changes, for_steps
+from wfexec.temporal.messages import AgentStateResult, EdgeResult, EffectStepResult
+from wfexec.temporal.state_changes import ShippedState, apply_changes, for_steps
 from wfexec.temporal.task_queues import Placement
 from wfexec.temporal.steps import (DEFAULT_HEARTBEAT_SECONDS, RERUN_OR_SKIP, RecordingIo, compiled, effect_nodes,
-                                   StepLog, error_json, mark_written, question_json, run_options, touches_the_world,
+                                   StepLog, error_json, mark_written, run_options, touches_the_world,
                                    with_request_env)
 
 RERUN, SKIP = "rerun", "skip"
@@ -45,7 +46,7 @@ def _workflow_ms() -> int:
 class WfexecRun(Driver, BundleParts):
     def __init__(self) -> None:
         self.status = "running"           # running | waiting | finished
-        self.question: dict | None = None  # what the run waits for, as question_json gives it
+        self.question: dict | None = None  # what the run waits for, in its JSON form (Question.to_json)
         self.events: list = []             # what the run printed, for the command following it
         self.arrived: dict[str, Any] = {}  # answers the `answer` update brought, by question key
         self.run_: Run | None = None
@@ -149,7 +150,7 @@ class WfexecRun(Driver, BundleParts):
     def _refusal(self, answers: dict) -> AnswerRefused | None:
         """The checks a SQLite run's resume makes (wfexec.durable.journal): keys that name no question, and the
         answer to the question the run waits on, against its options as they were asked."""
-        from wfexec.temporal.steps import question_from_json
+        from wfexec.nodes.base import Question
 
         given = Answers(answers)
         question = self.question
@@ -157,7 +158,7 @@ class WfexecRun(Driver, BundleParts):
             if self.workflow is not None:
                 check_answer_keys(self.workflow, given, [question["key"]] if question is not None else [])
             if question is not None and question["key"] in given:
-                match_answer(question_from_json(question), given.peek(question["key"]))
+                match_answer(Question.from_json(question), given.peek(question["key"]))
         except AnswerRefused as refused:
             return refused
         return None
@@ -201,27 +202,27 @@ class WfexecRun(Driver, BundleParts):
     async def finish(self, run: Run, ending: Ending) -> Result:
         if touches_the_world(ending.consequences):
             data = await self._edge(run, self.request, "ending", ending.id, self.heartbeat)
-            return Result(**{**data, "state": run.state, "steps": run.steps, "run_id": None})
+            return Result.from_json({**data, "state": run.state, "steps": run.steps})
         return run.finish(ending)
 
     async def _edge(self, run: Run, request: dict, what: str, ending_id: str | None, heartbeat: timedelta) -> dict:
         """The entry gate or an ending whose calls touch the world, run as an activity (retried: they are checks,
         or an ending's best-effort consequences). Returns the ending's rendered result."""
         state = {k: v for k, v in run.state.items() if k != "history"}
-        done = await self.placement.execute(
+        done = EdgeResult.from_json(await self.placement.execute(
             "wfexec_run_edge", request, [request, what, ending_id, state], start_to_close_timeout=timedelta(days=1),
             heartbeat_timeout=heartbeat, retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
-                                                                  maximum_interval=timedelta(seconds=30)))
-        self.events.extend(done.get("events") or ())
-        if "error" in done:
-            error = _rebuilt_error(done["error"])
-            raise EntryGateFailed(error.message, error.hint, error.where) if done.get("entry_gate") else error
-        if "state" in done:
+                                                                  maximum_interval=timedelta(seconds=30))))
+        self.events.extend(done.events)
+        if done.error is not None:
+            error = _rebuilt_error(done.error)
+            raise EntryGateFailed(error.message, error.hint, error.where) if done.entry_gate else error
+        if done.state is not None:
             history = run.state["history"]
             run.state.clear()
-            run.state.update(done["state"])
+            run.state.update(done.state)
             run.state["history"] = history
-        return done.get("result") or {}
+        return done.result or {}
 
     async def _wait_for_answer(self, question, refused: AnswerRefused | str | None = None,
                                in_flight_hint: str | None = None) -> Any:
@@ -230,7 +231,7 @@ class WfexecRun(Driver, BundleParts):
         command reports as a SQLite run's resume does (the question's text, this hint)."""
         key = question.key
         self.arrived.pop(key, None)
-        self.question, self.status = question_json(question), "waiting"
+        self.question, self.status = question.to_json(), "waiting"
         if refused is not None:
             self.question["refused"] = refused if isinstance(refused, str) else refused.message
         if in_flight_hint is not None:
@@ -244,7 +245,7 @@ class WfexecRun(Driver, BundleParts):
         while True:
             shipped = self.shipped.argument(run.state)
             try:
-                done = await self._effect_activity(
+                sent = await self._effect_activity(
                     node, request, [request, node.id, shipped, run.options.answers.to_dict(), step_ms], idempotent,
                     heartbeat)
             except ActivityError as lost:
@@ -254,24 +255,23 @@ class WfexecRun(Driver, BundleParts):
                     continue
                 # Only offered when the node has a static edge to skip to (_rerun_or_skip).
                 return {"skipped": True}, str(getattr(node.spec, str(node.kind.skip_edge)))
-            if done.get(MISSING):  # that worker does not hold the state the changes apply to: send it whole
+            done = EffectStepResult.from_json(sent)
+            if done.missing_state:  # that worker does not hold the state the changes apply to: send it whole
                 self.shipped.forget()
                 continue
-            self.events.extend(done.get("events") or ())
-            if "answers" in done:  # what the step took of them is used up here too
-                run.options.answers = Answers(done["answers"])
-            if "question" in done:
-                from wfexec.temporal.steps import question_from_json
-
-                question = question_from_json(done["question"])
-                run.options.answers.give(question.key, await self._wait_for_answer(question, done.get("refused")))
+            self.events.extend(done.events)
+            if done.answers is not None:  # what the step took of them is used up here too
+                run.options.answers = Answers(done.answers)
+            if done.question is not None:
+                run.options.answers.give(done.question.key,
+                                         await self._wait_for_answer(done.question, done.refused))
                 continue
-            if "error" in done:
-                raise _rebuilt_error(done["error"])
-            apply_changes(run.state, done["changes"])
-            self.shipped.applied(done["state_token"])
+            if done.error is not None:
+                raise _rebuilt_error(done.error)
+            apply_changes(run.state, done.changes)
+            self.shipped.applied(str(done.state_token))
             mark_written(run, done)
-            return done["outcome"], done["target"]
+            return done.outcome or {}, str(done.target)
 
     async def _effect_activity(self, node: Node, request: dict, args: list, idempotent: bool,
                                heartbeat: timedelta) -> dict:
@@ -305,8 +305,8 @@ class WfexecRun(Driver, BundleParts):
         meta = steps_of.begin(node, ctx)
         meta["workflow_id"] = "workflow_" + workflow.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
         runner = AgentsRunner(
-            run_state=lambda agent, spent: self._agent_activity(request, node, {**meta, "spent": spent},
-                                                                agent.to_dict(), heartbeat),
+            run_state=lambda agent, spent: self._agent_step(request, node, {**meta, "spent": spent},
+                                                            agent.to_dict(), heartbeat),
             answer=lambda agent: self._asked(run, steps_of.question(node, agent)),
             # Where a local run stops with exit 4 until `wfexec resume`, this one waits for it to say so.
             rerun=lambda paused: self._rerun_paused(node, paused),
@@ -314,9 +314,10 @@ class WfexecRun(Driver, BundleParts):
             say=lambda text: self.events.append(["error", text]))
         try:
             first = await self._agent_activity(request, node, meta, None, heartbeat)
-            if "fatal" in first:
-                raise AgentFailed(first["fatal"])
-            state = AgentsState(meta["workflow_id"], [Agent.from_dict(first["agent"])], budget_usd=meta["budget_usd"])
+            if first.fatal is not None:
+                raise AgentFailed(first.fatal)
+            state = AgentsState(meta["workflow_id"], [Agent.from_dict(first.step["agent"])],
+                                budget_usd=meta["budget_usd"])
             outcome = await run_agents(runner, state, count=steps_of.count(node, ctx), on_ask=meta["on_ask"],
                                        no_wait=meta["no_wait"], base_cwd=meta["cwd"])
         except AgentFailed as failed:
@@ -337,20 +338,26 @@ class WfexecRun(Driver, BundleParts):
         await self._wait_for_answer(question)
 
     async def _agent_activity(self, request: dict, node: Node, meta: dict, agent: dict | None,
-                              heartbeat: timedelta) -> dict:
+                              heartbeat: timedelta) -> AgentStateResult:
         from wfexec.protocol.agents import MAIN
 
-        done = await self.placement.execute(
+        done = AgentStateResult.from_json(await self.placement.execute(
             "wfexec_agent_state", request, [request, node.id, meta, agent], start_to_close_timeout=timedelta(days=1),
             heartbeat_timeout=heartbeat,
             # forked agents go to any free worker where the node says `spread: true`; else to the run's worker
             spread=bool(getattr(node.spec, "spread", False)) and agent is not None and agent.get("id") != MAIN,
             # A state runs again on another worker when its worker dies, as it does when a stopped run resumes.
-            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)))
-        self.events.extend(done.get("events") or ())
-        if "error" in done:
-            raise _rebuilt_error(done["error"])
+            retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))))
+        self.events.extend(done.events)
+        if done.error is not None:
+            raise _rebuilt_error(done.error)
         return done
+
+    async def _agent_step(self, request: dict, node: Node, meta: dict, agent: dict | None,
+                          heartbeat: timedelta) -> dict:
+        """An agent's state as the agents loop reads its result: the step's keys, or `fatal`."""
+        done = await self._agent_activity(request, node, meta, agent, heartbeat)
+        return {**done.step, "fatal": done.fatal} if done.fatal is not None else done.step
 
     def _agents_failed(self, run: Run, node: Node, fatal: dict) -> tuple[dict, str]:
         from wfexec.protocol.errors import ProtocolError, StopRun
