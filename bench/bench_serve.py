@@ -187,7 +187,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     store_path = work / "runs.db"
     run_id = long_run(store_path, args.steps, work)
-    fill_store(store_path, args.runs)
+    fill_store(sys.executable, store_path, args.runs, dict(os.environ))  # this checkout's wfexec
     config = ServeConfig(host="127.0.0.1", port=8765, store=store_path)
     client = TestClient(create_app(config), base_url="http://127.0.0.1:8765",
                         headers={"Authorization": f"Bearer {config.token}"})

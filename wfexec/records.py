@@ -244,16 +244,17 @@ def replace(value: T, /, **changes: Any) -> T:
 
 def asdict(value: Any) -> dict[str, Any]:
     """The record's fields as a dict, records and containers in it converted too (copies, as `dataclasses`)."""
-    return {spec.name: _as_plain(getattr(value, spec.name)) for spec in fields(value)}
+    return {spec.name: as_plain(getattr(value, spec.name)) for spec in fields(value)}
 
 
-def _as_plain(value: Any) -> Any:
+def as_plain(value: Any) -> Any:
+    """`value` with every record in it (in lists, tuples and dicts too) made a dict, as `asdict` makes one."""
     if is_record(value) and not isinstance(value, type):
         return asdict(value)
     if isinstance(value, (list, tuple)):
-        return type(value)(_as_plain(v) for v in value)
+        return type(value)(as_plain(v) for v in value)
     if isinstance(value, dict):
-        return type(value)((_as_plain(k), _as_plain(v)) for k, v in value.items())
+        return type(value)((as_plain(k), as_plain(v)) for k, v in value.items())
     import copy
 
     return copy.deepcopy(value)

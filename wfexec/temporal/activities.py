@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from temporalio import activity
 
 from wfexec.errors import WfexecError
+from wfexec.records import as_plain
 from wfexec.running.engine import EntryGateFailed, RunError
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.running.steploop import execute, resolve_target
@@ -110,7 +111,9 @@ def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None
         return AgentStateResult(fatal=fatal_of(exc), events=io.events).to_json()
     except RunError as exc:
         return AgentStateResult(error=error_json(exc), events=io.events).to_json()
-    return AgentStateResult(step=done, events=io.events, kept=kept.kept()).to_json()
+    # Plain data, as Temporal's converter once made of the protocol's dataclasses: its classes are records now
+    # (wfexec.records), which the converter does not know.
+    return AgentStateResult(step=as_plain(done), events=io.events, kept=kept.kept()).to_json()
 
 
 @activity.defn(name="wfexec_agent_state")
