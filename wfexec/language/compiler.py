@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from contextvars import ContextVar
-from wfexec.records import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -28,6 +27,7 @@ from wfexec.language.checked import Checked
 from wfexec.language.node_reuse import NodeReuse
 from wfexec.language.gc_pause import collector_paused
 from wfexec.nodes.base import node_type, node_types
+from wfexec.records import replace
 from wfexec.language.file_checks import check_document_templates, check_script_files
 from wfexec.language.name_checks import (WritesMemo, check_names, check_script_names, remembering_writes,
                                           unwritten_reads)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from wfexec.errors import WfexecError
-from wfexec.nodes.base import Answer, Choice, Question
+from wfexec.nodes.base import Answer, Question
 
 _OTHER_CHOICE = "\0other"
 
