@@ -88,7 +88,8 @@ def wfexec_memory(iterations: int, workflow) -> tuple[float, float]:
 
     quiet = Console(out=io.StringIO(), err=io.StringIO())
     clock = Clock()
-    result = wfexec.run(workflow, inputs={"limit": iterations}, io=quiet, max_steps=3 * iterations + 10)
+    result = wfexec.run(workflow, inputs={"limit": iterations}, io=quiet, max_steps=3 * iterations + 10,
+                        ephemeral=True)
     elapsed = clock.read()
     assert result.message == str(iterations), result.message
     return elapsed
