@@ -68,6 +68,7 @@ def combine(children):
         children.map(lambda c: f"-{c}"),
         children.map(lambda c: f"({c})"),
         children.map(lambda c: f"len({c})"),
+        st.tuples(children, children, children).map(lambda t: f"{t[0]} ? {t[1]} : {t[2]}"),
     )
 
 
@@ -105,7 +106,7 @@ def test_the_fast_path_agrees_with_the_engine(source, scope):
 @pytest.mark.parametrize("source", [
     "count < input.limit", "count + 1", "computed.count < 10", "flags.ready && !flags.done", "a === 'b'",
     "computed.user.name", "(x > 1 || y <= 2) && !z", "'step ' + n", "-n", "a !== null", "len(name)",
-    "len(computed.items) > 0",
+    "len(computed.items) > 0", "count < input.limit ? 'tick' : 'done'", "a ? b ? 1 : 2 : (c ? 'x' : null)",
 ])
 def test_common_shapes_take_the_fast_path(source):
     assert Expression(source)._fast is not None

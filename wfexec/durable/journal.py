@@ -190,20 +190,26 @@ class DurableJournal(Journal):
         if self.output is not None:  # a step's output is in the store before its journal row
             self.output.flush()
         pending = self.pending
-        cleared, self.cleared_nodes = self.cleared_nodes, set()
+        cleared = self.cleared_nodes
+        if cleared:
+            self.cleared_nodes = set()
         if not pending:
             for node_id in cleared:  # the run stopped inside the node: no step to journal with it
                 self.store.save_node_state(self.run_id, node_id, None)
             return
-        snapshot = None
-        if self.since_snapshot >= max(SNAPSHOT_MIN_BYTES, self.snapshot_bytes):
-            snapshot = state_for_snapshot(run.state)
-        row_bytes, snapshot_bytes = self.store.commit_steps(self.run_id, pending, current_node, snapshot=snapshot,
-                                                            cleared_nodes=sorted(cleared))
-        if snapshot is not None:
-            self.snapshot_bytes, self.since_snapshot = snapshot_bytes, 0
+        if not cleared and self.since_snapshot < max(SNAPSHOT_MIN_BYTES, self.snapshot_bytes):
+            # Most commits: the rows alone (committing each state-only step, this is the whole cost of one).
+            self.since_snapshot += self.store.append_steps(self.run_id, pending, current_node)
         else:
-            self.since_snapshot += row_bytes
+            snapshot = None
+            if self.since_snapshot >= max(SNAPSHOT_MIN_BYTES, self.snapshot_bytes):
+                snapshot = state_for_snapshot(run.state)
+            row_bytes, snapshot_bytes = self.store.commit_steps(self.run_id, pending, current_node,
+                                                                snapshot=snapshot, cleared_nodes=sorted(cleared))
+            if snapshot is not None:
+                self.snapshot_bytes, self.since_snapshot = snapshot_bytes, 0
+            else:
+                self.since_snapshot += row_bytes
         self.pending = []
         self.last_flush = time.monotonic()
 

@@ -214,6 +214,9 @@ _row_encoder = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
     if json.encoder.c_make_encoder is not None else None  # type: ignore[attr-defined]
 
 
+_APPEND_STEPS = "INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?, ?, ?)"
+
+
 def _encode_steps(steps: Sequence[Sequence[Any]]) -> str:
     if _row_encoder is None:  # an interpreter without the json module's C part
         return _dumps(steps)
@@ -562,17 +565,22 @@ class Store:
         self._write("UPDATE runs SET in_flight = ?, current_node = ?, updated_at = ? WHERE id = ?",
                     (_dumps({"step": step, "node": node, "started_at": started_at}), node, time.time(), run_id))
 
+    def append_steps(self, run_id: str, steps: Sequence[Sequence[Any]], current_node: str) -> int:
+        """Journal steps and nothing else (most commits): one statement, committed on its own. Returns the bytes
+        of the row."""
+        row = _encode_steps(steps)
+        self._write(_APPEND_STEPS, (run_id, steps[0][0], steps[-1][0], row, current_node, time.time()))
+        return len(row)
+
     def commit_steps(self, run_id: str, steps: Sequence[Sequence[Any]], current_node: str, *,
                      snapshot: dict | None = None, cleared_nodes: Sequence[str] = ()) -> tuple[int, int]:
         """Journal steps (the run's step count and current node follow), with a full snapshot of the state
         after them when given, and clear the saved state of `cleared_nodes` (nodes those steps finished): all
         in one transaction. Returns the bytes written: of the journal row, and of the snapshot (0: none)."""
-        row = _encode_steps(steps)
-        insert = ("INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?, ?, ?)",
-                  (run_id, steps[0][0], steps[-1][0], row, current_node, time.time()))
         if snapshot is None and not cleared_nodes:
-            self._write(*insert)
-            return len(row), 0
+            return self.append_steps(run_id, steps, current_node), 0
+        row = _encode_steps(steps)
+        insert = (_APPEND_STEPS, (run_id, steps[0][0], steps[-1][0], row, current_node, time.time()))
         state = _dumps(snapshot) if snapshot is not None else ""
         with self._lock, self.transaction():
             for node in cleared_nodes:

@@ -6,7 +6,7 @@ JavaScript meaning Python can match exactly, checked on the values at hand:
 
 - literals: decimal numbers, strings without escapes, `true`, `false`, `null`;
 - names and member reads `a.b.c` (through mappings only);
-- `!`, `&&`, `||` (JavaScript truthiness; they return an operand);
+- `!`, `&&`, `||` (JavaScript truthiness; they return an operand), and `test ? a : b`;
 - `===`, `!==`, and `==`, `!=` between values of one type (no coercion);
 - `<`, `<=`, `>`, `>=`, `-`, unary `-` on numbers; `+` on two numbers or two strings;
 - parentheses.
@@ -51,7 +51,7 @@ def fast_source(code: str, builtins: frozenset[str] = frozenset()) -> str | None
         return None
     try:
         writer = _Writer(tokens, builtins)
-        result, kind = writer.or_()
+        result, kind = writer.conditional()
         if writer.at < len(tokens):
             raise _Unsupported("text after the expression")
     except _Unsupported:
@@ -188,6 +188,31 @@ class _Writer:
         self.emit(f"if {value}.__class__ is int and not -SAFE <= {value} <= SAFE: return MISSING")
 
     # -- grammar ------------------------------------------------------------
+    def conditional(self) -> tuple[str, str]:
+        """`test ? a : b` (what routes a step: `on_success: ${n < limit ? 'again' : 'done'}`)."""
+        test, kind = self.or_()
+        if self.peek() != "?":
+            return test, kind
+        self.take()
+        self.need_json(test, kind)
+        result = self.var()
+        outer = self.indent
+        self.emit(f"if truthy({test}):")
+        self.indent += "    "
+        chosen, chosen_kind = self.conditional()
+        self.emit(f"{result} = {chosen}")
+        self.indent = outer
+        if self.peek() != ":":
+            raise _Unsupported("conditional without `:`")
+        self.take()
+        self.emit("else:")
+        self.indent += "    "
+        other, other_kind = self.conditional()
+        self.emit(f"{result} = {other}")
+        self.indent = outer
+        # Either branch may be the value: a kind both share, else one checked where it is used.
+        return result, (chosen_kind if chosen_kind == other_kind else "raw")
+
     def or_(self) -> tuple[str, str]:
         return self.logical("||", self.and_, "not truthy")
 
@@ -297,7 +322,7 @@ class _Writer:
         token = self.take()
         text = token.text
         if text == "(":
-            inner = self.or_()
+            inner = self.conditional()
             if self.peek() != ")":
                 raise _Unsupported("bracket")
             self.take()
@@ -317,7 +342,7 @@ class _Writer:
             return f"({_LITERALS[text]})", ("null" if text == "null" else "bool")
         if text == "len" and self.peek() == "(":  # the prelude's helper: helpers are never state names
             self.take()
-            argument, _kind = self.or_()
+            argument, _kind = self.conditional()
             if self.peek() != ")":
                 raise _Unsupported("len with more than one argument")
             self.take()
