@@ -108,8 +108,11 @@ def has_path(state: Any, parts: StatePath) -> bool:
 def set_path(state: dict, parts: StatePath, value: Any) -> None:
     """Set a value, creating missing mappings on the way. Raises PathError when a segment crosses something
     that is not a mapping or list; then the state is left as it was (no mapping made on the way stays)."""
-    node: Any = state
     last = len(parts) - 1
+    if last == 0 and parts[0].__class__ is str and state.__class__ is dict:  # most writes: a top-level name
+        state[parts[0]] = value
+        return
+    node: Any = state
     i = 0
     while i < last:  # through what exists
         part = parts[i]

@@ -218,7 +218,7 @@ class Run:
     def write(self, path: tuple, value: Any) -> None:
         """Set a state path (raises PathError), noting it for the journal. State never shares structure
         with the workflow or with itself, so lists and mappings are copied."""
-        key = path[:2]
+        key = path if len(path) <= 2 else path[:2]
         if key[-1].__class__ is int and key[-1] < 0:
             key = absolute_path(self.state, key)
         set_path(self.state, path, copy.deepcopy(value) if isinstance(value, (dict, list)) else value)
