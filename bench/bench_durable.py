@@ -19,7 +19,9 @@ own at every step; LangGraph runs bench_engine's one-node graph, one checkpoint 
 same `synchronous`. The floor is SQLite itself committing one small row per transaction, WAL mode, same setting,
 through the same Python sqlite3 module. Figures are CPU and wall time per commit; the bar (issue 27): wfexec's
 CPU per committed step <= 2.5x the floor's at `normal`. `commit alone` is wfexec's CPU per step less the same
-step's in memory: what committing it adds.
+step's in memory: what committing it adds; `row alone` is the store journaling a prepared row of that step, no
+step run (SQLite with wfexec's schema and the row's encoding): the part of the commit that is not the journal's
+Python.
 """
 
 from __future__ import annotations
@@ -160,15 +162,35 @@ def sqlite_floor(commits: int, synchronous: str) -> tuple[float, float]:
     return elapsed
 
 
+def journal_rows_alone(commits: int, durability: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of the store journaling `commits` prepared step rows, one commit each, with no step run:
+    the part of a durable step that is SQLite with wfexec's schema (its key, its columns) and the row's encoding."""
+    from wfexec.durable.store import Store
+
+    with tempfile.TemporaryDirectory() as folder:
+        store = Store(Path(folder) / "runs.db", durability=durability)
+        run_id = store.create_run(workflow_path="tick.yaml", workflow_name="tick", workflow_hash="", node_hashes={},
+                                  inputs={}, state={}, start_node="tick")
+        rows = [[[step, "tick", "action", {"success": True}, "tick", "2026-11-27T00:00:00.000Z",
+                  {"count": step, "label": f"step {step}"}, 12]] for step in range(1, commits + 1)]
+        clock = Clock()
+        for row in rows:
+            store.append_steps(run_id, row, "tick")
+        elapsed = clock.read()
+        store.close()
+    return elapsed
+
+
 def per_commit(durability: str, iterations: int, langgraph_iterations: int, repeat: int) -> dict[str, tuple]:
     """Median (wall, CPU) µs per commit of the floor, wfexec and LangGraph at one durability, one step per commit,
     and of wfexec's same step in memory; alternated."""
     synchronous = durability.upper()
     workflow = tick_workflow()
-    samples: dict[str, list] = {"floor": [], "wfexec": [], "langgraph": [], "memory": []}
+    samples: dict[str, list] = {"floor": [], "wfexec": [], "langgraph": [], "memory": [], "rows": []}
     for _ in range(repeat):
         samples["memory"].append([t / iterations * 1e6 for t in wfexec_memory(iterations, workflow)])
         samples["floor"].append([t / iterations * 1e6 for t in sqlite_floor(iterations, synchronous)])
+        samples["rows"].append([t / iterations * 1e6 for t in journal_rows_alone(iterations, durability)])
         samples["wfexec"].append([t / iterations * 1e6
                                   for t in wfexec_durable(iterations, True, durability, workflow)])
         samples["langgraph"].append([t / langgraph_iterations * 1e6
@@ -210,17 +232,19 @@ def main() -> None:
     print(f"per commit, µs (wall / CPU), medians of {args.repeat} alternating rounds; one step per commit on every "
           "side (wfexec: a state-only step committed on its own; LangGraph: one node, one checkpoint; the floor: one "
           "row), every side at the same synchronous setting")
+    print("(`row alone`: the store journaling a prepared row, no step run; `in memory`: the same step, no store)")
     print(f"{'durability':<11}{'SQLite WAL floor':>20}{'wfexec step':>18}{'x floor CPU':>13}{'commit alone CPU':>18}"
-          f"{'LangGraph Sqlite':>20}{'LG / wfexec':>13}")
+          f"{'row alone CPU':>16}{'in memory CPU':>16}{'LangGraph Sqlite':>20}{'LG / wfexec':>13}")
     for durability, commits in (("normal", n), ("full", args.full_iterations)):
         lg_commits = min(m, commits)
         figures = per_commit(durability, commits, lg_commits, args.repeat)
-        (floor_wall, floor_cpu), (ours_wall, ours_cpu), (lg_wall, lg_cpu), (_, memory_cpu) = (
-            figures[name] for name in ("floor", "wfexec", "langgraph", "memory"))
+        (floor_wall, floor_cpu), (ours_wall, ours_cpu), (lg_wall, lg_cpu), (_, memory_cpu), (_, row_cpu) = (
+            figures[name] for name in ("floor", "wfexec", "langgraph", "memory", "rows"))
         commit = ours_cpu - memory_cpu
         bar = "  (bar: <= 2.5x)" if durability == "normal" else ""
         print(f"{durability:<11}{floor_wall:10.1f} /{floor_cpu:7.1f}{ours_wall:10.1f} /{ours_cpu:6.1f}"
               f"{ours_cpu / floor_cpu:12.2f}x{commit:9.1f} ={commit / floor_cpu:5.2f}x"
+              f"{row_cpu:8.1f} ={row_cpu / floor_cpu:5.2f}x{memory_cpu:8.1f} ={memory_cpu / floor_cpu:5.2f}x"
               f"{lg_wall:11.1f} /{lg_cpu:7.1f}{lg_wall / ours_wall:12.1f}x{bar}")
 
 
