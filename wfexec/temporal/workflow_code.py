@@ -14,7 +14,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, TemporalError
+from temporalio.exceptions import ActivityError, ApplicationError, TemporalError
 
 from wfexec.durable.journal import not_safe_to_rerun
 from wfexec.durable.store import ending_status
@@ -292,7 +292,7 @@ class WfexecRun(Driver, BundleParts):
             try:
                 return await run_local_step(replace(step, home=await self.placement.home_queue(step.request)),
                                             retry_policy)
-            except ActivityError as lost:
+            except (ActivityError, ApplicationError) as lost:
                 if not elsewhere(lost):
                     raise
                 # The run's workflow task moved to another worker than the run's (its cache let it go, or the
