@@ -18,7 +18,7 @@ from wfexec.running.steploop import execute, resolve_target
 from wfexec.temporal.bundle import BundleError
 from wfexec.temporal.delivery import here, localized, rebased
 from wfexec.temporal.local_steps import LOCAL_STEP_ACTIVITY, not_home
-from wfexec.temporal.messages import (AgentStateInput, AgentStateResult, ClusterRequest, EdgeInput, EdgeResult,
+from wfexec.temporal.messages import (ActivityInput, AgentStateInput, AgentStateResult, EdgeInput, EdgeResult,
                                       EffectStepInput, EffectStepResult, received)
 from wfexec.temporal.state_changes import WorkerStates, step_changes
 from wfexec.temporal.kept import KeptByStep
@@ -128,28 +128,26 @@ def _run_agent_state(sent: AgentStateInput) -> dict:
 async def agent_state(*sent: Any) -> dict:
     """One agent state of a states node (`AgentStateInput`): the workflow code keeps the agents and sends each of
     their states to whichever worker is free, so forked agents run on many machines at once."""
-    state = received(AgentStateInput, sent)
+    state, refused = await _here(received(AgentStateInput, sent))
     label = f"{state.node_id}: {state.agent['id'] if state.agent else 'start'}"
-    request, refused = await _here(state.request)
-    return refused or await _heartbeating(label, _in_step_thread(_run_agent_state, replace(state, request=request)))
+    return refused or await _heartbeating(label, _in_step_thread(_run_agent_state, state))
 
 
 @activity.defn(name="wfexec_run_edge")
 async def run_edge(*sent: Any) -> dict:
     """The entry gate or an ending whose calls touch the world (`EdgeInput`)."""
-    edge = received(EdgeInput, sent)
-    request, refused = await _here(edge.request)
-    return refused or await _heartbeating(edge.what, _in_step_thread(_run_edge, replace(edge, request=request)))
+    edge, refused = await _here(received(EdgeInput, sent))
+    return refused or await _heartbeating(edge.what, _in_step_thread(_run_edge, edge))
 
 
-async def _here(request: ClusterRequest) -> tuple[ClusterRequest, dict | None]:
-    """The request as this worker runs it (its copy of the run's bundle, its --workdir), or the run error that
-    refuses it: a bundle whose plugins this worker lacks."""
+async def _here(sent: ActivityInput) -> tuple[ActivityInput, dict | None]:
+    """What an activity was sent, with the request as this worker runs it (its copy of the run's bundle, its
+    --workdir); or the run error that refuses it: a bundle whose plugins this worker lacks."""
     try:
-        return await localized(request, activity.info().workflow_id or ""), None
+        return replace(sent, request=await localized(sent.request, activity.info().workflow_id or "")), None
     except BundleError as exc:
         # Each activity's result class reads a run error in this form (`EffectStepResult` & co.)
-        return request, EffectStepResult(error=error_json(RunError(exc.message, exc.hint))).to_json()
+        return sent, EffectStepResult(error=error_json(RunError(exc.message, exc.hint))).to_json()
 
 
 def _in_step_thread(function, *args) -> asyncio.Future:
@@ -170,10 +168,8 @@ async def effect_step(*sent: Any) -> dict:
     """Run one node with outside effects (`EffectStepInput`); return what it changed in the state
     (`state_changes`), where it goes, and what it printed (or the run error it met, or the question it asks:
     values, not failures, so Temporal never retries them)."""
-    step = received(EffectStepInput, sent)
-    request, refused = await _here(step.request)
-    return refused or await _heartbeating(step.node_id, _in_step_thread(_run_node, replace(step, request=request),
-                                                                        *_step_keys()))
+    step, refused = await _here(received(EffectStepInput, sent))
+    return refused or await _heartbeating(step.node_id, _in_step_thread(_run_node, step, *_step_keys()))
 
 
 @activity.defn(name=LOCAL_STEP_ACTIVITY)
@@ -184,8 +180,8 @@ async def local_effect_step(*sent: Any) -> dict:
     step = received(EffectStepInput, sent)
     if step.home is not None and step.home != here.queue:
         raise not_home(step.home)
-    request, refused = await _here(step.request)
-    return refused or await _in_step_thread(_run_node, replace(step, request=request), *_step_keys())
+    step, refused = await _here(step)
+    return refused or await _in_step_thread(_run_node, step, *_step_keys())
 
 
 def _step_keys() -> tuple[str, str]:
