@@ -15,12 +15,13 @@ pytest.importorskip("temporalio", reason="needs wfexec[temporal]")
 pytestmark = pytest.mark.temporal
 
 HISTORIES = Path(__file__).resolve().parent / "histories"
-RECORDED = sorted(HISTORIES.glob("*.json"))
+RECORDED = sorted(HISTORIES.glob("*/*.json"))  # a folder per version of the workflow code that recorded them
 
 
-def test_there_are_recorded_histories():
-    assert {path.stem for path in RECORDED} >= {"question_answered", "effect_step", "short_steps",
-                                                "ask_between_steps", "states_agents", "edges"}
+@pytest.mark.parametrize("version", ["positional-inputs", "typed-inputs"])
+def test_there_are_recorded_histories(version):
+    assert {path.stem for path in RECORDED if path.parent.name == version} >= {
+        "question_answered", "effect_step", "short_steps", "ask_between_steps", "states_agents", "edges"}
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def worker_place(tmp_path):
     here.bundles_under = before
 
 
-@pytest.mark.parametrize("recorded", RECORDED, ids=lambda path: path.stem)
+@pytest.mark.parametrize("recorded", RECORDED, ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_a_run_recorded_by_earlier_workflow_code_replays(recorded, worker_place):
     from temporalio.client import WorkflowHistory
     from temporalio.worker import Replayer, UnsandboxedWorkflowRunner

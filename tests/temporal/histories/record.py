@@ -1,10 +1,10 @@
 """Record the histories that tests/temporal/test_replay_histories.py replays: real runs on a real dev server with
 real `wfexec worker` processes, each history saved as the Python client's `history.to_json()`.
 
-    PYTHONPATH=$PWD:$PWD/tests python tests/temporal/histories/record.py [FOLDER]
+    PYTHONPATH=$PWD:$PWD/tests python tests/temporal/histories/record.py FOLDER
 
-Run it with the workflow code whose histories you want to keep (these were recorded before the activities'
-inputs became typed messages, to check that runs started by that code still replay). See README.md here."""
+Run it with the workflow code whose histories you want to keep, into a folder of their own here (README.md).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from pathlib import Path
 from temporal_support import (EDGES, QUICKSTART, ROOT, STATES_NODE, WAIT_FOR_FILE, DevServer, Workers, run_id_from,
                               wfexec)
 
-HERE = Path(__file__).resolve().parent
 SHORT_STEPS = ROOT / "tests" / "workflows" / "temporal" / "short_steps.yaml"
 ASK_BETWEEN_STEPS = ROOT / "tests" / "workflows" / "temporal" / "ask_between_steps.yaml"
 
@@ -65,7 +64,8 @@ async def save_histories(address: str, runs: dict[str, str], into: Path) -> None
 
 
 def main() -> None:
-    into = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE
+    into = Path(sys.argv[1])
+    into.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         server = DevServer(work)
