@@ -158,13 +158,13 @@ def run_sqlite(path: Path, steps: int | None, store_folder: Path) -> float:
 
 def temporal_request(path: Path, steps: int | None, local_steps: bool = True) -> tuple:
     from wfexec.api import load
+    from wfexec.records import replace
     from wfexec.temporal.client import run_request
 
     workflow = load(path)
     request = run_request(workflow, inputs={}, overrides={}, answers={}, max_steps=10 * (steps or 1000))
-    request["local_steps"] = local_steps
-    request["cwd"] = str(path.parent)  # where the loop writes its file
-    return workflow, request
+    # cwd: where the loop writes its file
+    return workflow, replace(request, local_steps=local_steps, cwd=str(path.parent))
 
 
 async def run_temporal(client, path: Path, steps: int | None, local_steps: bool = True,
@@ -366,6 +366,7 @@ def step_work(path: Path, steps: int) -> float:
     """The loop's effect step run `steps` times as a worker's activity runs it (`_run_node`), in this process."""
     from wfexec.api import load
     from wfexec.temporal.activities import _run_node
+    from wfexec.temporal.messages import EffectStepInput
     from wfexec.temporal.steps import RecordingIo, make_run, use_loader
 
     use_loader(load)
@@ -374,7 +375,7 @@ def step_work(path: Path, steps: int) -> float:
     started = time.perf_counter()
     whole = {"whole": {k: v for k, v in state.items() if k != "history"}, "history": []}
     for step in range(steps):
-        done = _run_node(request, "work", whole, {}, 0, "bench/run", f"{step}/1")
+        done = _run_node(EffectStepInput(request, "work", whole, {}, 0), "bench/run", f"{step}/1")
         assert "changes" in done, done
     return time.perf_counter() - started
 
@@ -458,13 +459,14 @@ async def throughput(args, client, folder: Path, processes: Processes, address: 
     path = write_workflows(folder, args.throughput_steps, prefix="short-")["effects"]
     workflow, request = temporal_request(path, args.throughput_steps)
 
+    from wfexec.records import replace
     from wfexec.temporal.client import start
 
     async def batch(n: int, local_steps: bool) -> dict:
         pids = {"server": [server_pid], "workers": [w.pid for w in pools[n]]}
         before = {who: [cpu_seconds(pid) for pid in group] for who, group in pids.items()}
         client_before, machine_before, started = cpu_seconds(), machine_busy_seconds(), time.perf_counter()
-        handles = await asyncio.gather(*(start(client, workflow, {**request, "local_steps": local_steps},
+        handles = await asyncio.gather(*(start(client, workflow, replace(request, local_steps=local_steps),
                                                f"throughput-{n}") for _ in range(args.batch)))
         outcomes = await asyncio.gather(*(handle.result() for handle in handles))
         wall = time.perf_counter() - started

@@ -303,3 +303,24 @@ def test_a_states_folder_run_on_the_cluster_brings_its_folder(apart):
     assert "waiting: agent 'main' of node 'agents' asks: Ship it?" in parked.stderr
     done = apart.wfexec("resume", run_id_from(parked.stderr), "--answer", "main=ok")
     assert (done.returncode, done.stdout) == (0, "answered ok\n"), done.stderr
+
+
+def test_a_short_step_refused_by_a_worker_that_is_not_the_runs_goes_to_a_worker_that_claims_the_run(apart, tmp_path):
+    """The run's worker is killed while the run waits; the answer's workflow task runs on another worker, whose
+    local activity refuses the next short step (its files are the run's worker's); the step goes to the run's
+    worker's queue, waits for it until WFEXEC_TEMPORAL_WORKER_GONE, and, being idempotent, runs on the worker that
+    claims the run next. Its own task queue: the module's two workers stay out of it."""
+    env = apart.client.env(WFEXEC_TEMPORAL_WORKER_GONE="3")
+    first, second = Place(tmp_path / "first", apart.server), Place(tmp_path / "second", apart.server)
+    queue = ["--task-queue", "short-elsewhere"]
+    doomed = apart.start_worker(first, args=queue)
+    started = _in_client(apart, WORKFLOWS / "ask_between_short_steps.yaml", "ask-between-short-steps")
+    parked = apart.wfexec("run", started, *queue, env=env)
+    assert parked.returncode == 3, parked.stderr
+    assert (first.work / "first.txt").exists()
+    doomed.kill()
+    doomed.wait(10)
+    apart.start_worker(second, args=queue)
+    done = apart.wfexec("resume", run_id_from(parked.stderr), "--answer", "ask=go", env=env)
+    assert (done.returncode, done.stdout) == (0, "wrote second\n"), done.stdout + done.stderr
+    assert (second.work / "second.txt").read_text() == "second\n"

@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from temporalio import activity
 
 from wfexec.errors import WfexecError
-from wfexec.records import as_plain
+from wfexec.records import as_plain, replace
 from wfexec.running.engine import EntryGateFailed, RunError
 from wfexec.running.prompts import NeedsAnswer
 from wfexec.running.steploop import execute, resolve_target
 from wfexec.temporal.bundle import BundleError
 from wfexec.temporal.delivery import here, localized, rebased
 from wfexec.temporal.local_steps import LOCAL_STEP_ACTIVITY, not_home
-from wfexec.temporal.messages import AgentStateResult, EdgeResult, EffectStepResult
+from wfexec.temporal.messages import (ActivityInput, AgentStateInput, AgentStateResult, EdgeInput, EdgeResult,
+                                      EffectStepInput, EffectStepResult, received)
 from wfexec.temporal.state_changes import WorkerStates, step_changes
 from wfexec.temporal.kept import KeptByStep
 from wfexec.temporal.steps import RecordingIo, compiled, error_json, make_run, written
@@ -29,19 +31,19 @@ STEP_THREADS = ThreadPoolExecutor(max_workers=100, thread_name_prefix="wfexec-st
 WORKER_STATES = WorkerStates()  # the state of the runs this worker stepped last, sent by change after that
 
 
-def _run_node(request: dict, node_id: str, shipped: dict, answers: dict, step_ms: int, run_key: str,
-              token: str) -> dict:
-    workflow = compiled(request["path"], request["source_hash"])
-    node = workflow.nodes[node_id]
-    state = WORKER_STATES.take(run_key, shipped)
+def _run_node(step: EffectStepInput, run_key: str, token: str) -> dict:
+    request = step.request
+    workflow = compiled(request.path, request.source_hash)
+    node = workflow.nodes[step.node_id]
+    state = WORKER_STATES.take(run_key, step.shipped)
     if state is None:  # before running anything: the workflow code sends the whole state instead
         return EffectStepResult(missing_state=True).to_json()
     io = RecordingIo()
-    run = make_run(workflow, request, io, state=state, answers=answers)
-    run.options.backend = _backend(request.get("backend"))
+    run = make_run(workflow, request, io, state=state, answers=step.answers)
+    run.options.backend = _backend(request.backend)
     run.current = node
-    kept = run.journal = KeptByStep(node_id)
-    run.step_ms = step_ms  # the step's clock: the workflow's, as a state-only step would read it
+    kept = run.journal = KeptByStep(node.id)
+    run.step_ms = step.step_ms  # the step's clock: the workflow's, as a state-only step would read it
     try:
         outcome = execute(run, node)
         target = resolve_target(run, node, outcome)
@@ -70,17 +72,17 @@ def _backend(spec: str | None):
     return create_backend(spec)
 
 
-def _run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> dict:
+def _run_edge(edge: EdgeInput) -> dict:
     """The entry gate, or an ending (its v8 consequences and its rendered result), for the runs where they touch
     the world."""
-    workflow = compiled(request["path"], request["source_hash"])
+    workflow = compiled(edge.request.path, edge.request.source_hash)
     io = RecordingIo()
-    run = make_run(workflow, request, io, state=state)
+    run = make_run(workflow, edge.request, io, state=edge.state)
     try:
-        if what == "entry":
+        if edge.what == "entry":
             run.check_entry()
             return EdgeResult(events=io.events).to_json()
-        result = run.finish(workflow.endings[str(ending_id)])
+        result = run.finish(workflow.endings[str(edge.ending_id)])
     except RunError as exc:
         return EdgeResult(error=error_json(exc), entry_gate=isinstance(exc, EntryGateFailed),
                           events=io.events).to_json()
@@ -90,23 +92,25 @@ def _run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> d
                       events=io.events).to_json()
 
 
-def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None) -> dict:
+def _run_agent_state(sent: AgentStateInput) -> dict:
     """One state of one agent of a states node (or, with no agent, its first agent), on this worker."""
     from wfexec.protocol.agents_loop import fatal_of
     from wfexec.protocol.errors import ProtocolError
 
-    workflow = compiled(request["path"], request["source_hash"])
-    node = workflow.nodes[node_id]
+    request = sent.request
+    workflow = compiled(request.path, request.source_hash)
+    node = workflow.nodes[sent.node_id]
     io = RecordingIo()
     run = make_run(workflow, request, io)
-    run.options.backend = _backend(request.get("backend"))
+    run.options.backend = _backend(request.backend)
     run.current = node  # the node its context speaks for
     steps_of = node.kind.agents
     assert steps_of is not None  # only a node with agents has its agent states sent here
-    meta = {**meta, "cwd": rebased(meta["cwd"], request)}  # the workflow code made it from the client's folder
-    kept = run.journal = KeptByStep(node_id)
+    # the workflow code made the folder from the client's
+    meta = {**sent.meta, "cwd": rebased(sent.meta["cwd"], request)}
+    kept = run.journal = KeptByStep(node.id)
     try:
-        done = steps_of.step(node, run.node_context, meta, agent)
+        done = steps_of.step(node, run.node_context, meta, sent.agent)
     except ProtocolError as exc:  # fatal for the node: the workflow code routes it, or stops or fails the run
         return AgentStateResult(fatal=fatal_of(exc), events=io.events).to_json()
     except RunError as exc:
@@ -116,29 +120,34 @@ def _run_agent_state(request: dict, node_id: str, meta: dict, agent: dict | None
     return AgentStateResult(step=as_plain(done), events=io.events, kept=kept.kept()).to_json()
 
 
+# Each activity takes `*sent`: its input message's JSON form, or the positional arguments that workflow code sent
+# before there was one (`messages.received`). Not typed parameters: Temporal decodes the arguments by the
+# parameters' annotations only when their number matches, which one signature cannot for both shapes.
+
 @activity.defn(name="wfexec_agent_state")
-async def agent_state(request: dict, node_id: str, meta: dict, agent: dict | None) -> dict:
-    """One agent state of a states node: the workflow code keeps the agents and sends each of their states to
-    whichever worker is free, so forked agents run on many machines at once."""
-    label = f"{node_id}: {agent['id'] if agent else 'start'}"
-    request, refused = await _here(request)
-    return refused or await _heartbeating(label, _in_step_thread(_run_agent_state, request, node_id, meta, agent))
+async def agent_state(*sent: Any) -> dict:
+    """One agent state of a states node (`AgentStateInput`): the workflow code keeps the agents and sends each of
+    their states to whichever worker is free, so forked agents run on many machines at once."""
+    state, refused = await _here(received(AgentStateInput, sent))
+    label = f"{state.node_id}: {state.agent['id'] if state.agent else 'start'}"
+    return refused or await _heartbeating(label, _in_step_thread(_run_agent_state, state))
 
 
 @activity.defn(name="wfexec_run_edge")
-async def run_edge(request: dict, what: str, ending_id: str | None, state: dict) -> dict:
-    request, refused = await _here(request)
-    return refused or await _heartbeating(what, _in_step_thread(_run_edge, request, what, ending_id, state))
+async def run_edge(*sent: Any) -> dict:
+    """The entry gate or an ending whose calls touch the world (`EdgeInput`)."""
+    edge, refused = await _here(received(EdgeInput, sent))
+    return refused or await _heartbeating(edge.what, _in_step_thread(_run_edge, edge))
 
 
-async def _here(request: dict) -> tuple[dict, dict | None]:
-    """The request as this worker runs it (its copy of the run's bundle, its --workdir), or the run error that
-    refuses it: a bundle whose plugins this worker lacks."""
+async def _here(sent: ActivityInput) -> tuple[ActivityInput, dict | None]:
+    """What an activity was sent, with the request as this worker runs it (its copy of the run's bundle, its
+    --workdir); or the run error that refuses it: a bundle whose plugins this worker lacks."""
     try:
-        return await localized(request, activity.info().workflow_id or ""), None
+        return replace(sent, request=await localized(sent.request, activity.info().workflow_id or "")), None
     except BundleError as exc:
         # Each activity's result class reads a run error in this form (`EffectStepResult` & co.)
-        return request, EffectStepResult(error=error_json(RunError(exc.message, exc.hint))).to_json()
+        return sent, EffectStepResult(error=error_json(RunError(exc.message, exc.hint))).to_json()
 
 
 def _in_step_thread(function, *args) -> asyncio.Future:
@@ -155,25 +164,24 @@ async def _heartbeating(label: str, work: asyncio.Future) -> dict:
 
 
 @activity.defn(name="wfexec_effect_step")
-async def effect_step(request: dict, node_id: str, shipped: dict, answers: dict, step_ms: int) -> dict:
-    """Run one node with outside effects; return what it changed in the state (`state_changes`), where it goes,
-    and what it printed (or the run error it met, or the question it asks: values, not failures, so Temporal
-    never retries them)."""
-    request, refused = await _here(request)
-    return refused or await _heartbeating(node_id, _in_step_thread(_run_node, request, node_id, shipped, answers,
-                                                                   step_ms, *_step_keys()))
+async def effect_step(*sent: Any) -> dict:
+    """Run one node with outside effects (`EffectStepInput`); return what it changed in the state
+    (`state_changes`), where it goes, and what it printed (or the run error it met, or the question it asks:
+    values, not failures, so Temporal never retries them)."""
+    step, refused = await _here(received(EffectStepInput, sent))
+    return refused or await _heartbeating(step.node_id, _in_step_thread(_run_node, step, *_step_keys()))
 
 
 @activity.defn(name=LOCAL_STEP_ACTIVITY)
-async def local_effect_step(request: dict, node_id: str, shipped: dict, answers: dict, step_ms: int,
-                            home: str | None = None) -> dict:
+async def local_effect_step(*sent: Any) -> dict:
     """A short effect step, as a local activity of the worker running the run's workflow task
     (wfexec.temporal.local_steps): what `effect_step` returns, without heartbeats (a local activity has none: its
     workflow task stands for it). Refused when that worker is not the run's (`home`), whose disk the step needs."""
-    if home is not None and home != here.queue:
-        raise not_home(home)
-    request, refused = await _here(request)
-    return refused or await _in_step_thread(_run_node, request, node_id, shipped, answers, step_ms, *_step_keys())
+    step = received(EffectStepInput, sent)
+    if step.home is not None and step.home != here.queue:
+        raise not_home(step.home)
+    step, refused = await _here(step)
+    return refused or await _in_step_thread(_run_node, step, *_step_keys())
 
 
 def _step_keys() -> tuple[str, str]:

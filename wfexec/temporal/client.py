@@ -18,6 +18,7 @@ from wfexec.running.prompts import AnswerRefused, Answers, check_answer_keys
 from wfexec.language.model import Workflow
 from wfexec.temporal import DEFAULT_TASK_QUEUE, WORKFLOW_NAME, TemporalUnavailable
 from wfexec.temporal.blobs import MissingBlob, data_converter
+from wfexec.temporal.messages import ClusterRequest
 from wfexec.temporal.steps import DEFAULT_HEARTBEAT_SECONDS, env_names
 from wfexec.temporal.task_queues import worker_gone_seconds
 
@@ -53,28 +54,28 @@ def unavailable(address: str, exc: RPCError) -> TemporalUnavailable:
 
 
 def run_request(workflow: Workflow, *, inputs: dict, overrides: dict, answers: dict, max_steps: int,
-                backend: str | None = None) -> dict:
+                backend: str | None = None) -> ClusterRequest:
     """What the workflow code is started with: everything it needs from this process, and nothing more."""
     heartbeat = float(os.environ.get(HEARTBEAT_VARIABLE) or DEFAULT_HEARTBEAT_SECONDS)
-    return {"path": str(workflow.path.resolve()), "source_hash": workflow.source_hash, "inputs": inputs,
-            "overrides": overrides, "answers": answers, "max_steps": max_steps, "cwd": os.getcwd(),
-            "env": {name: os.environ[name] for name in env_names(workflow) if name in os.environ},
-            "heartbeat_seconds": heartbeat, "worker_gone_seconds": worker_gone_seconds(heartbeat), "backend": backend,
-            "local_steps": os.environ.get(LOCAL_STEPS_VARIABLE, "1").strip() != "0"}
+    return ClusterRequest(path=str(workflow.path.resolve()), source_hash=workflow.source_hash, cwd=os.getcwd(),
+                          inputs=inputs, overrides=overrides, answers=answers, max_steps=max_steps,
+                          env={name: os.environ[name] for name in env_names(workflow) if name in os.environ},
+                          heartbeat_seconds=heartbeat, worker_gone_seconds=worker_gone_seconds(heartbeat),
+                          backend=backend, local_steps=os.environ.get(LOCAL_STEPS_VARIABLE, "1").strip() != "0")
 
 
-async def start(client: Client, workflow: Workflow, request: dict, task_queue: str) -> WorkflowHandle:
+async def start(client: Client, workflow: Workflow, request: ClusterRequest, task_queue: str) -> WorkflowHandle:
     """Start the run with its workflow bundle (what it reads as its definition, `wfexec.temporal.bundle`): the
     first part in its input, the others as signals (`wfexec.temporal.delivery`)."""
     from wfexec.temporal.bundle import make_bundle
     from wfexec.temporal.delivery import parts_of, send_rest, with_bundle
 
-    check_answer_keys(workflow, Answers(request.get("answers")))  # raises AnswerRefused: nothing is started
+    check_answer_keys(workflow, Answers(request.answers))  # raises AnswerRefused: nothing is started
     bundle = make_bundle(workflow)
     parts = parts_of(bundle)
-    handle = await client.start_workflow(WORKFLOW_NAME, with_bundle(request, bundle, parts), id=new_run_id(),
-                                         task_queue=task_queue,
-                                         memo={"workflow": workflow.name, "path": request["path"],
+    handle = await client.start_workflow(WORKFLOW_NAME, with_bundle(request, bundle, parts).to_json(),
+                                         id=new_run_id(), task_queue=task_queue,
+                                         memo={"workflow": workflow.name, "path": request.path,
                                                "bundle": bundle.digest})
     await send_rest(handle, parts)
     return handle

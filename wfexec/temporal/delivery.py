@@ -21,8 +21,10 @@ from typing import Any
 
 from temporalio import workflow
 
+from wfexec.records import replace
 from wfexec.running.engine import RunError
 from wfexec.temporal.bundle import Bundle, BundleError, refuse_without_plugins, unpacked
+from wfexec.temporal.messages import ClusterRequest
 
 PART_CHARS = 128 * 1024
 PART_SIGNAL = "bundle_part"
@@ -48,15 +50,9 @@ def parts_of(bundle: Bundle) -> list[str]:
     return [text[i:i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
 
 
-def with_bundle(request: dict, bundle: Bundle, parts: list[str]) -> dict:
-    return {**request, "bundle": {**bundle.reference(), "parts": len(parts), "first": parts[0]}}
-
-
-def without_bundle_bytes(request: dict) -> dict:
-    """The request as activities get it: the bundle named, its bytes left in the history they came in."""
-    if "bundle" not in request:
-        return request
-    return {**request, "bundle": {k: v for k, v in request["bundle"].items() if k != "first"}}
+def with_bundle(request: ClusterRequest, bundle: Bundle, parts: list[str]) -> ClusterRequest:
+    """The request with its bundle: named, and its first part (`ClusterRequest.for_steps` leaves it out)."""
+    return replace(request, bundle={**bundle.reference(), "parts": len(parts), "first": parts[0]})
 
 
 async def send_rest(handle, parts: list[str]) -> None:
@@ -68,40 +64,41 @@ def _archive(parts: list[str]) -> bytes:
     return base64.b64decode("".join(parts))
 
 
-def _local(request: dict, data: bytes | None) -> Path | None:
+def _local(reference: dict, data: bytes | None) -> Path | None:
     """The bundle's workflow file on this worker, after checking its plugins (None: not unpacked, no data)."""
-    reference = request["bundle"]
     refuse_without_plugins(reference.get("plugins") or {}, here.name or "(this worker)")
     return unpacked(here.workdir or here.bundles_under, reference, data)
 
 
-def localized_paths(request: dict, path: Path) -> dict:
+def localized_paths(request: ClusterRequest, path: Path) -> ClusterRequest:
     """The request with this worker's copy of the workflow, and its work folder for relative paths (the folder
     the run was started from kept as `started_in`, see `rebased`)."""
-    moved = {"cwd": str(here.workdir), "started_in": request["cwd"]} if here.workdir is not None else {}
-    return {**request, "path": str(path), **moved}
+    if here.workdir is None:
+        return replace(request, path=str(path))
+    return replace(request, path=str(path), cwd=str(here.workdir), started_in=request.cwd)
 
 
-def rebased(path: str, request: dict) -> str:
+def rebased(path: str, request: ClusterRequest) -> str:
     """A path the workflow code made from the run's folder (a `states` node's working folder), on this worker:
     under its --workdir instead."""
-    started_in = request.get("started_in")
+    started_in = request.started_in
     if started_in is None:
         return path
     try:
-        return str(Path(request["cwd"]) / Path(path).relative_to(started_in))
+        return str(Path(request.cwd) / Path(path).relative_to(started_in))
     except ValueError:  # an absolute folder the node names: the same on every machine
         return path
 
 
-async def localized(request: dict, run_id: str) -> dict:
+async def localized(request: ClusterRequest, run_id: str) -> ClusterRequest:
     """For an activity: the request as this worker runs it, the bundle fetched from the run's history if this
     worker has not unpacked it yet. Raises BundleError (plugins missing, a damaged bundle)."""
-    if "bundle" not in request:  # a run started before bundles: the files are where the client saw them
+    reference = request.bundle
+    if reference is None:  # a run started before bundles: the files are where the client saw them
         return request
-    path = _local(request, None)
+    path = _local(reference, None)
     if path is None:
-        path = _local(request, _archive(await fetch_parts(here.client, run_id, request["bundle"]["parts"])))
+        path = _local(reference, _archive(await fetch_parts(here.client, run_id, reference["parts"])))
     assert path is not None
     return localized_paths(request, path)
 
@@ -134,18 +131,18 @@ class BundleParts:
     def bundle_part(self, index: int, text: str) -> None:
         self.__dict__.setdefault("_bundle_parts", {})[index] = text
 
-    async def bundled_path(self, request: dict) -> str:
+    async def bundled_path(self, request: ClusterRequest) -> str:
         """The workflow file to compile on this worker: the bundle's, unpacked (once) from the parts the run's
         history holds; a run started before bundles names the client's file."""
-        if "bundle" not in request:
-            return request["path"]
-        reference = request["bundle"]
+        reference = request.bundle
+        if reference is None:
+            return request.path
         received: dict[int, str] = self.__dict__.setdefault("_bundle_parts", {})
         # Waited for whether or not this worker has the bundle already, and with no timer: a replay must take
         # the same steps as the first run (a run whose client was cut off mid-bundle waits until cancelled).
         await workflow.wait_condition(lambda: len(received) >= reference["parts"] - 1)
         try:
-            path = _local(request, None) or _local(request, _archive(
+            path = _local(reference, None) or _local(reference, _archive(
                 [reference["first"]] + [received[i] for i in range(1, reference["parts"])]))
         except BundleError as exc:
             raise RunError(exc.message, exc.hint) from None

@@ -1,21 +1,155 @@
-"""What the activities send back to the run's workflow code, as frozen dataclasses with one JSON form each.
+"""The messages between a run's workflow code and its activities, as frozen dataclasses with one JSON form each:
+the run's request as Temporal ships it (`ClusterRequest`), what each activity is sent (`EffectStepInput`,
+`AgentStateInput`, `EdgeInput`; the claim of a worker is sent the request alone) and what it sends back
+(`EffectStepResult`, `AgentStateResult`, `EdgeResult`).
 
-Temporal's history holds the JSON form (a dict), and a replay hands the workflow code the dicts of histories
-recorded before these classes existed: `from_json` reads those, and `to_json` writes the same keys, so a client
-reading a history (`wfexec serve --temporal`: the steps' `kept` output) sees what it saw before."""
+Temporal's history holds the JSON forms (dicts), never these classes (its data converter does not know them).
+A replay hands the workflow code the results of histories recorded before these classes existed: `from_json`
+reads those, and `to_json` writes the same keys, so a client reading a history (`wfexec serve --temporal`: the
+steps' `kept` output) sees what it saw before. Likewise an activity may be sent what workflow code sent before
+its input was one message, positional arguments (`received`): a run started then may be in flight on a cluster
+whose workers were upgraded since."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from wfexec.nodes.base import Question
-from wfexec.records import dataclass, field
+from wfexec.records import dataclass, field, replace
 from wfexec.temporal.state_changes import MISSING
+
+DEFAULT_MAX_STEPS = 10_000
 
 
 def _present(**fields: Any) -> dict[str, Any]:
     """The fields that were given: an absent one is no key at all, as the dicts before these classes had it."""
     return {key: value for key, value in fields.items() if value is not None}
+
+
+@dataclass(frozen=True)
+class ClusterRequest:
+    """A run's request as the workflow code is started with it (`wfexec.temporal.client.run_request`) and as each
+    activity is sent it: the workflow file (`path`, `source_hash`; `bundle`: the bundle it travels in,
+    `wfexec.temporal.delivery`), what the run starts with (`inputs`, `overrides`: `--set`, `answers`,
+    `max_steps`), the folder it was started from (`cwd`; on a worker with --workdir, that folder and, in
+    `started_in`, the client's: `delivery.localized_paths`), the `env.` values it reads (`steps.env_names`), how
+    soon a worker counts as gone (`heartbeat_seconds`, `worker_gone_seconds`), the LLM `backend`, and whether
+    short steps may be local activities (`local_steps`)."""
+
+    path: str
+    source_hash: str
+    cwd: str
+    inputs: dict = field(default_factory=dict)
+    overrides: dict = field(default_factory=dict)
+    answers: dict = field(default_factory=dict)
+    max_steps: int = DEFAULT_MAX_STEPS
+    env: dict = field(default_factory=dict)
+    heartbeat_seconds: float | None = None
+    worker_gone_seconds: float | None = None
+    backend: str | None = None
+    local_steps: bool = True
+    bundle: dict | None = None
+    started_in: str | None = None
+
+    def for_steps(self) -> ClusterRequest:
+        """The request as the activities are sent it: without the `--set` overrides, which the state holds
+        already (a large one would otherwise travel with every step), and the bundle named, its bytes left in the
+        history they came in."""
+        bundle = {k: v for k, v in self.bundle.items() if k != "first"} if self.bundle is not None else None
+        return replace(self, overrides={}, bundle=bundle)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "source_hash": self.source_hash, "cwd": self.cwd, "inputs": self.inputs,
+                "overrides": self.overrides, "answers": self.answers, "max_steps": self.max_steps, "env": self.env,
+                "heartbeat_seconds": self.heartbeat_seconds, "worker_gone_seconds": self.worker_gone_seconds,
+                "backend": self.backend, "local_steps": self.local_steps,
+                **_present(bundle=self.bundle, started_in=self.started_in)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ClusterRequest:
+        """Read from this form or an older one (`overrides` and later keys absent, `max_steps` null)."""
+        return cls(path=data["path"], source_hash=data["source_hash"], cwd=data["cwd"],
+                   inputs=data.get("inputs") or {}, overrides=data.get("overrides") or {},
+                   answers=data.get("answers") or {}, max_steps=int(data.get("max_steps") or DEFAULT_MAX_STEPS),
+                   env=data.get("env") or {}, heartbeat_seconds=data.get("heartbeat_seconds"),
+                   worker_gone_seconds=data.get("worker_gone_seconds"), backend=data.get("backend"),
+                   local_steps=data.get("local_steps", True) is not False, bundle=data.get("bundle"),
+                   started_in=data.get("started_in"))
+
+
+@dataclass(frozen=True)
+class EffectStepInput:
+    """One effect step for a worker to run (`wfexec_effect_step`, or `wfexec_local_effect_step` as a local
+    activity): the node, the run's state as the workers are sent it (`state_changes.ShippedState.argument`), the
+    run's answers so far, the step's clock (`step_ms`, the workflow's), and, for a local activity, the queue of
+    the run's worker (`home`: another worker refuses it, `local_steps.not_home`)."""
+
+    request: ClusterRequest
+    node_id: str
+    shipped: dict
+    answers: dict
+    step_ms: int
+    home: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"request": self.request.to_json(), "node_id": self.node_id, "shipped": self.shipped,
+                "answers": self.answers, "step_ms": self.step_ms, **_present(home=self.home)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EffectStepInput:
+        return cls(ClusterRequest.from_json(data["request"]), data["node_id"], data["shipped"], data["answers"],
+                   int(data["step_ms"]), data.get("home"))
+
+
+@dataclass(frozen=True)
+class AgentStateInput:
+    """One state of one agent of a states node for a worker to run (`wfexec_agent_state`): the node's `meta`
+    (what its agents share, `AgentSteps.begin`, with the budget `spent` so far) and the agent (None: start the
+    node's first agent)."""
+
+    request: ClusterRequest
+    node_id: str
+    meta: dict
+    agent: dict | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"request": self.request.to_json(), "node_id": self.node_id, "meta": self.meta, "agent": self.agent}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AgentStateInput:
+        return cls(ClusterRequest.from_json(data["request"]), data["node_id"], data["meta"], data.get("agent"))
+
+
+@dataclass(frozen=True)
+class EdgeInput:
+    """The entry gate (`what` "entry") or an ending (`what` "ending", `ending_id`) for a worker to run
+    (`wfexec_run_edge`), with the run's state (its history left out)."""
+
+    request: ClusterRequest
+    what: str
+    ending_id: str | None
+    state: dict
+
+    def to_json(self) -> dict[str, Any]:
+        return {"request": self.request.to_json(), "what": self.what, "ending_id": self.ending_id,
+                "state": self.state}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EdgeInput:
+        return cls(ClusterRequest.from_json(data["request"]), data["what"], data.get("ending_id"), data["state"])
+
+
+ActivityInput = TypeVar("ActivityInput", EffectStepInput, AgentStateInput, EdgeInput)
+
+
+def received(kind: type[ActivityInput], sent: tuple) -> ActivityInput:
+    """What an activity was sent, as its message: the message's JSON form (one argument), or the positional
+    arguments of the workflow code before there was one (the request's dict, then the message's other fields in
+    order), which a run started by that code sends until it ends."""
+    first, *positional = sent
+    if not positional:
+        return kind.from_json(first)
+    return kind(ClusterRequest.from_json(first), *positional)
 
 
 @dataclass(frozen=True)

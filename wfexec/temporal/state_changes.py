@@ -73,12 +73,6 @@ class ShippedState:
         self.token, self.pending = None, []
 
 
-def for_steps(request: dict) -> dict:
-    """The run's request as its steps are sent it: without the `--set` overrides, which the state holds already
-    (a large one would otherwise travel with every step)."""
-    return {key: value for key, value in request.items() if key != "overrides"}
-
-
 def apply_changes(state: dict, changes: list) -> None:
     """Apply an effect step's returned changes (set, appended, removed) to the workflow's state."""
     sets, appends, removed = changes

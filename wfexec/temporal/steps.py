@@ -19,6 +19,7 @@ from wfexec.errors import WfexecError
 from wfexec.running.engine import InternalError, Journal, Options, Run, RunError
 from wfexec.running.prompts import Answers
 from wfexec.running.steploop import HISTORY_WINDOW
+from wfexec.temporal.messages import ClusterRequest
 
 # The header of the question a run asks when a non-idempotent step's attempt was lost (`resume --rerun/--skip`
 # answer it).
@@ -127,24 +128,23 @@ def replay_events(events: Sequence, io) -> None:
             io.error(event[1])
 
 
-def run_options(request: dict, answers: dict | None = None) -> Options:
+def run_options(request: ClusterRequest, answers: dict | None = None) -> Options:
     """The options of a run as its request gives them (nobody is at a terminal on the cluster)."""
-    return Options(max_steps=int(request.get("max_steps") or 10_000), interactive=False,
-                   answers=Answers(answers if answers is not None else request.get("answers") or {}),
-                   cwd=Path(request["cwd"]))
+    return Options(max_steps=request.max_steps, interactive=False,
+                   answers=Answers(answers if answers is not None else request.answers), cwd=Path(request.cwd))
 
 
-def make_run(workflow: Workflow, request: dict, io, state: dict | None = None, answers: dict | None = None) -> Run:
+def make_run(workflow: Workflow, request: ClusterRequest, io, state: dict | None = None,
+             answers: dict | None = None) -> Run:
     """A Run as the request describes it, for one step of it in an activity."""
-    run = Run(workflow, io=io, options=run_options(request, answers), inputs=request.get("inputs") or {},
-              state=state)
+    run = Run(workflow, io=io, options=run_options(request, answers), inputs=request.inputs, state=state)
     with_request_env(run, request)
     return run
 
 
-def with_request_env(run: Run, request: dict) -> Run:
+def with_request_env(run: Run, request: ClusterRequest) -> Run:
     """What `env.` reads: what was sent with the run (see env_names), the same in every process and replay."""
-    run.extras["env"] = dict(request.get("env") or {})
+    run.extras["env"] = dict(request.env)
     return run
 
 

@@ -30,6 +30,7 @@ from temporalio.exceptions import ActivityError
 from wfexec.running.engine import RunError
 from wfexec.temporal.bundle import BundleError
 from wfexec.temporal.delivery import here, localized
+from wfexec.temporal.messages import ClusterRequest
 
 CLAIM_ACTIVITY = "wfexec_claim"
 WORKER_GONE_VARIABLE = "WFEXEC_TEMPORAL_WORKER_GONE"  # seconds an activity may wait for its worker to take it
@@ -49,9 +50,10 @@ def worker_gone_seconds(heartbeat_seconds: float) -> float:
 
 @activity.defn(name=CLAIM_ACTIVITY)
 async def claim(request: dict) -> dict:
-    """Taken from the shared queue by a free worker, which becomes the run's: its own queue, or why it refuses."""
+    """Taken from the shared queue by a free worker, which becomes the run's: its own queue, or why it refuses.
+    Sent the run's request (`ClusterRequest`'s JSON form: its one argument before there was that class too)."""
     try:
-        await localized(request, activity.info().workflow_id or "")
+        await localized(ClusterRequest.from_json(request), activity.info().workflow_id or "")
     except BundleError as exc:
         return {"refused": {"message": exc.message, "hint": exc.hint}}
     return {"queue": here.queue, "worker": here.name}
@@ -64,16 +66,15 @@ class Placement:
         self.home: str | None = None  # the run's worker's own queue, once one claimed the run
         self.gone_after = timedelta(seconds=WORKER_GONE_HEARTBEATS * 10)
 
-    def configure(self, request: dict) -> None:
-        heartbeat = float(request.get("heartbeat_seconds") or 10)
-        self.gone_after = timedelta(seconds=float(request.get("worker_gone_seconds")
-                                                  or WORKER_GONE_HEARTBEATS * heartbeat))
+    def configure(self, request: ClusterRequest) -> None:
+        heartbeat = float(request.heartbeat_seconds or 10)
+        self.gone_after = timedelta(seconds=float(request.worker_gone_seconds or WORKER_GONE_HEARTBEATS * heartbeat))
 
-    async def home_queue(self, request: dict) -> str:
+    async def home_queue(self, request: ClusterRequest) -> str:
         """The run's worker's own queue, claiming the worker running this workflow task when the run has none."""
         if self.home is None:
             claimed = await workflow.execute_local_activity(
-                CLAIM_ACTIVITY, args=[request], start_to_close_timeout=timedelta(minutes=5),
+                CLAIM_ACTIVITY, args=[request.to_json()], start_to_close_timeout=timedelta(minutes=5),
                 retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
                 result_type=dict)
             if "refused" in claimed:
@@ -81,15 +82,16 @@ class Placement:
             self.home = claimed["queue"]
         return self.home
 
-    async def execute(self, name: str, request: dict, args: list, *, spread: bool = False,
+    async def execute(self, name: str, request: ClusterRequest, sent: dict, *, spread: bool = False,
                       again_when_gone: bool = True, **options: Any) -> dict:
-        """Run the activity on the run's worker (any free worker with `spread`). When that worker is gone: claim
-        another and run it there (`again_when_gone`), else raise the ActivityError for the caller to ask."""
+        """Run the activity on the run's worker (any free worker with `spread`), sent its input message's JSON
+        form. When that worker is gone: claim another and run it there (`again_when_gone`), else raise the
+        ActivityError for the caller to ask."""
         while True:
             placed: dict = {} if spread else {"task_queue": await self.home_queue(request),
                                               "schedule_to_start_timeout": self.gone_after}
             try:
-                return await workflow.execute_activity(name, args=args, result_type=dict, **placed, **options)
+                return await workflow.execute_activity(name, args=[sent], result_type=dict, **placed, **options)
             except ActivityError:
                 if spread:
                     raise

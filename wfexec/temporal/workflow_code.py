@@ -14,7 +14,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, TemporalError
+from temporalio.exceptions import ActivityError, ApplicationError, TemporalError
 
 from wfexec.durable.journal import not_safe_to_rerun
 from wfexec.durable.store import ending_status
@@ -25,10 +25,12 @@ from wfexec.running.prompts import AnswerRefused, Answers, NeedsAnswer, check_an
 from wfexec.running.state import BadOverride
 from wfexec.running.steploop import Driver, drive, resolve_target, start
 from wfexec.temporal import WORKFLOW_NAME
-from wfexec.temporal.delivery import BundleParts, without_bundle_bytes
+from wfexec.records import replace
+from wfexec.temporal.delivery import BundleParts
 from wfexec.temporal.local_steps import elsewhere, local_steps, run_local_step, use_local_steps
-from wfexec.temporal.messages import AgentStateResult, EdgeResult, EffectStepResult
-from wfexec.temporal.state_changes import ShippedState, apply_changes, for_steps
+from wfexec.temporal.messages import (AgentStateInput, AgentStateResult, ClusterRequest, EdgeInput, EdgeResult,
+                                      EffectStepInput, EffectStepResult)
+from wfexec.temporal.state_changes import ShippedState, apply_changes
 from wfexec.temporal.task_queues import Placement
 from wfexec.temporal.steps import (DEFAULT_HEARTBEAT_SECONDS, RERUN_OR_SKIP, RecordingIo, compiled, effect_nodes,
                                    StepLog, error_json, mark_written, run_options, touches_the_world,
@@ -51,7 +53,7 @@ class WfexecRun(Driver, BundleParts):
         self.arrived: dict[str, Any] = {}  # answers the `answer` update brought, by question key
         self.run_: Run | None = None
         self.workflow: Workflow | None = None
-        self.request: dict = {}
+        self.request: ClusterRequest | None = None  # as the activities are sent it (ClusterRequest.for_steps)
         self.heartbeat = timedelta(seconds=DEFAULT_HEARTBEAT_SECONDS)
         self.effects: dict[str, bool] = {}  # node id → idempotent, for the nodes whose steps are activities
         self.local: frozenset[str] = frozenset()  # the effect steps that are local activities (local_steps)
@@ -62,8 +64,9 @@ class WfexecRun(Driver, BundleParts):
 
     @workflow.run
     async def run(self, request: dict) -> dict:
+        """`request`: the run's ClusterRequest, in its JSON form (the client's `run_request`)."""
         try:
-            result = await self._execute(request)
+            result = await self._execute(ClusterRequest.from_json(request))
         except EntryGateFailed as exc:
             outcome = {"status": "failed", "error": {**error_json(exc), "text": exc.message}}
         except RunStopped as exc:
@@ -164,30 +167,34 @@ class WfexecRun(Driver, BundleParts):
         return None
 
     # -- the driver ---------------------------------------------------------
-    async def _execute(self, request: dict) -> Result:
-        wf = self.workflow = compiled(await self.bundled_path(request), request["source_hash"])
+    async def _execute(self, request: ClusterRequest) -> Result:
+        wf = self.workflow = compiled(await self.bundled_path(request), request.source_hash)
         try:
-            run = start(wf, io=RecordingIo(self.events), options=run_options(request),
-                        inputs=request.get("inputs") or {}, overrides=request.get("overrides") or {},
-                        clock=_workflow_ms)
+            run = start(wf, io=RecordingIo(self.events), options=run_options(request), inputs=request.inputs,
+                        overrides=request.overrides, clock=_workflow_ms)
         except BadOverride as exc:  # the client checked them; a run error here ends the run, not the worker
             raise RunError(exc.message, exc.hint) from None
         self.run_ = with_request_env(run, request)
         run.journal = self.log
-        self.request = for_steps(without_bundle_bytes(request))
+        self.request = request.for_steps()
         self.placement.configure(request)
-        self.heartbeat = timedelta(seconds=float(request.get("heartbeat_seconds") or DEFAULT_HEARTBEAT_SECONDS))
+        self.heartbeat = timedelta(seconds=float(request.heartbeat_seconds or DEFAULT_HEARTBEAT_SECONDS))
         self.effects = effect_nodes(wf)
         self.local = local_steps(wf) if use_local_steps(request) else frozenset()
         self.handed_over = {**self.effects, **{node_id: None for node_id, node in wf.nodes.items()
                                               if node.kind.agents is not None}}
         return await drive(run, self)
 
+    def _shipped_request(self) -> ClusterRequest:
+        assert self.request is not None  # set before the first step
+        return self.request
+
     async def run_step(self, run: Run, node: Node) -> Outcome:
+        request = self._shipped_request()
         if node.kind.agents is not None:
-            outcome, target = await self._agents_step(run, node, self.request, self.heartbeat)
+            outcome, target = await self._agents_step(run, node, request, self.heartbeat)
         else:
-            outcome, target = await self._effect_step(run, node, self.request, self.effects[node.id], self.heartbeat)
+            outcome, target = await self._effect_step(run, node, request, self.effects[node.id], self.heartbeat)
         return Outcome(target, outcome)
 
     async def wait_for_answer(self, waiting: NeedsAnswer) -> Any:
@@ -195,22 +202,23 @@ class WfexecRun(Driver, BundleParts):
 
     async def check_entry(self, run: Run) -> None:
         if touches_the_world(run.workflow.entry_preconditions):
-            await self._edge(run, self.request, "entry", None, self.heartbeat)
+            await self._edge(run, "entry", None, self.heartbeat)
         else:
             run.check_entry()
 
     async def finish(self, run: Run, ending: Ending) -> Result:
         if touches_the_world(ending.consequences):
-            data = await self._edge(run, self.request, "ending", ending.id, self.heartbeat)
+            data = await self._edge(run, "ending", ending.id, self.heartbeat)
             return Result.from_json({**data, "state": run.state, "steps": run.steps})
         return run.finish(ending)
 
-    async def _edge(self, run: Run, request: dict, what: str, ending_id: str | None, heartbeat: timedelta) -> dict:
+    async def _edge(self, run: Run, what: str, ending_id: str | None, heartbeat: timedelta) -> dict:
         """The entry gate or an ending whose calls touch the world, run as an activity (retried: they are checks,
         or an ending's best-effort consequences). Returns the ending's rendered result."""
-        state = {k: v for k, v in run.state.items() if k != "history"}
+        edge = EdgeInput(self._shipped_request(), what, ending_id,
+                         {k: v for k, v in run.state.items() if k != "history"})
         done = EdgeResult.from_json(await self.placement.execute(
-            "wfexec_run_edge", request, [request, what, ending_id, state], start_to_close_timeout=timedelta(days=1),
+            "wfexec_run_edge", edge.request, edge.to_json(), start_to_close_timeout=timedelta(days=1),
             heartbeat_timeout=heartbeat, retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
                                                                   maximum_interval=timedelta(seconds=30))))
         self.events.extend(done.events)
@@ -239,15 +247,14 @@ class WfexecRun(Driver, BundleParts):
         await workflow.wait_condition(lambda: key in self.arrived)
         return self.arrived.pop(key)
 
-    async def _effect_step(self, run: Run, node: Node, request: dict, idempotent: bool,
+    async def _effect_step(self, run: Run, node: Node, request: ClusterRequest, idempotent: bool,
                            heartbeat: timedelta) -> tuple[dict, str]:
         step_ms = run.started_ms()
         while True:
-            shipped = self.shipped.argument(run.state)
+            step = EffectStepInput(request, node.id, self.shipped.argument(run.state), run.options.answers.to_dict(),
+                                   step_ms)
             try:
-                sent = await self._effect_activity(
-                    node, request, [request, node.id, shipped, run.options.answers.to_dict(), step_ms], idempotent,
-                    heartbeat)
+                sent = await self._effect_activity(node, step, idempotent, heartbeat)
             except ActivityError as lost:
                 self.shipped.forget()  # the lost attempt's worker may hold a state the run never took
                 decision = await self._rerun_or_skip(node, lost)
@@ -273,7 +280,7 @@ class WfexecRun(Driver, BundleParts):
             mark_written(run, done)
             return done.outcome or {}, str(done.target)
 
-    async def _effect_activity(self, node: Node, request: dict, args: list, idempotent: bool,
+    async def _effect_activity(self, node: Node, step: EffectStepInput, idempotent: bool,
                                heartbeat: timedelta) -> dict:
         """One attempt at an effect step, on the run's worker (wfexec.temporal.task_queues): a local activity when
         it is short and idempotent (wfexec.temporal.local_steps) and this workflow task runs there, else an activity
@@ -283,17 +290,19 @@ class WfexecRun(Driver, BundleParts):
                                    maximum_interval=timedelta(seconds=30))
         if node.id in self.local:
             try:
-                return await run_local_step([*args, await self.placement.home_queue(request)], retry_policy)
-            except ActivityError as lost:
+                return await run_local_step(replace(step, home=await self.placement.home_queue(step.request)),
+                                            retry_policy)
+            except (ActivityError, ApplicationError) as lost:
                 if not elsewhere(lost):
                     raise
                 # The run's workflow task moved to another worker than the run's (its cache let it go, or the
                 # run's worker is gone): the step goes to the run's worker's queue, which says which.
-        return await self.placement.execute("wfexec_effect_step", request, args, start_to_close_timeout=timedelta(days=1),
-                                            heartbeat_timeout=heartbeat, again_when_gone=idempotent,
-                                            retry_policy=retry_policy)
+        return await self.placement.execute("wfexec_effect_step", step.request, step.to_json(),
+                                            start_to_close_timeout=timedelta(days=1), heartbeat_timeout=heartbeat,
+                                            again_when_gone=idempotent, retry_policy=retry_policy)
 
-    async def _agents_step(self, run: Run, node: Node, request: dict, heartbeat: timedelta) -> tuple[dict, str]:
+    async def _agents_step(self, run: Run, node: Node, request: ClusterRequest,
+                           heartbeat: timedelta) -> tuple[dict, str]:
         """A states node: its agents kept here, each of their states an activity on whichever worker is free (so
         forked agents run on many machines at once), moved on by the one agents loop (wfexec.protocol.agents_loop)."""
         from wfexec.protocol.agents import Agent, AgentsState
@@ -337,12 +346,13 @@ class WfexecRun(Driver, BundleParts):
                             choices=(Choice(RERUN, "Run their states again"),), allow_other=False, dynamic=False)
         await self._wait_for_answer(question)
 
-    async def _agent_activity(self, request: dict, node: Node, meta: dict, agent: dict | None,
+    async def _agent_activity(self, request: ClusterRequest, node: Node, meta: dict, agent: dict | None,
                               heartbeat: timedelta) -> AgentStateResult:
         from wfexec.protocol.agents import MAIN
 
         done = AgentStateResult.from_json(await self.placement.execute(
-            "wfexec_agent_state", request, [request, node.id, meta, agent], start_to_close_timeout=timedelta(days=1),
+            "wfexec_agent_state", request, AgentStateInput(request, node.id, meta, agent).to_json(),
+            start_to_close_timeout=timedelta(days=1),
             heartbeat_timeout=heartbeat,
             # forked agents go to any free worker where the node says `spread: true`; else to the run's worker
             spread=bool(getattr(node.spec, "spread", False)) and agent is not None and agent.get("id") != MAIN,
@@ -353,7 +363,7 @@ class WfexecRun(Driver, BundleParts):
             raise _rebuilt_error(done.error)
         return done
 
-    async def _agent_step(self, request: dict, node: Node, meta: dict, agent: dict | None,
+    async def _agent_step(self, request: ClusterRequest, node: Node, meta: dict, agent: dict | None,
                           heartbeat: timedelta) -> dict:
         """An agent's state as the agents loop reads its result: the step's keys, or `fatal`."""
         done = await self._agent_activity(request, node, meta, agent, heartbeat)
