@@ -65,9 +65,8 @@ class CallContext:
         return get_path(self.run.state, parts, default)
 
     def set(self, path: str | StatePath, value: Any) -> None:
-        cls = path.__class__
-        parts = path if cls is tuple else (_path_cache.get(path) if cls is str else None) or \
-            (path if isinstance(path, tuple) else self.path(path))
+        parts = path if isinstance(path, tuple) else \
+            (_path_cache.get(path) if isinstance(path, str) else None) or self.path(path)
         try:
             self.run.write(parts, value)
         except PathError as exc:
