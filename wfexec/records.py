@@ -164,13 +164,16 @@ def _init(cls: type, specs: tuple[Field, ...], frozen: bool, post_init: bool) ->
         elif spec.init and defaulted:  # refused at declaration, as `dataclasses` does
             raise TypeError(f"non-default argument {spec.name!r} follows default argument")
 
+    compiled: list[Callable] = []
+
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        compiled = _compiled_init(qualname, specs, frozen, post_init)
-        for owner in type(self).__mro__:  # the class this one was set on (a plain subclass inherits it)
-            if owner.__dict__.get("__init__") is __init__:
-                owner.__init__ = compiled  # type: ignore[misc]
-                break
-        compiled(self, *args, **kwargs)
+        if not compiled:
+            compiled.append(_compiled_init(qualname, specs, frozen, post_init))
+            for owner in type(self).__mro__:  # the class this one was set on (a plain subclass inherits it)
+                if owner.__dict__.get("__init__") is __init__:
+                    owner.__init__ = compiled[0]  # type: ignore[misc]
+                    break
+        compiled[0](self, *args, **kwargs)
 
     __init__.__qualname__ = qualname
     return __init__
