@@ -387,6 +387,8 @@ class Store:
                              "pass --store with another path")
 
     def _migrate(self, db: sqlite3.Connection) -> None:
+        if self._schema_current(db):
+            return  # nearly every open: no write transaction for it
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute("CREATE TABLE IF NOT EXISTS wfexec_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -410,6 +412,14 @@ class Store:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    @staticmethod
+    def _schema_current(db: sqlite3.Connection) -> bool:
+        try:
+            row = db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError:  # a new store: no table yet
+            return False
+        return row is not None and row[0] == str(SCHEMA_VERSION)
 
     def close(self) -> None:
         self.db.close()
