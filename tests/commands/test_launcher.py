@@ -179,13 +179,13 @@ def test_a_lone_agent_runs_its_scripts_without_asyncio_and_a_fork_hands_over_to_
 
 def test_a_resume_imports_only_what_the_rest_of_the_run_needs(tmp_path):
     """Resuming a parked run reads the workflow from the compiled-workflow cache and the run from the store: no
-    command-line library, no compiler, no program started (so no subprocess)."""
+    command-line library, no compiler, no program started (so neither subprocess nor threading)."""
     cache = {"WFEXEC_CACHE_DIR": str(tmp_path / "cache")}
     parked = subprocess.run([WFEXEC, "run", QUICKSTART, "--store", "runs.db", "--format", "json"], cwd=tmp_path,
                             env={**os.environ, **cache}, capture_output=True, text=True, timeout=120)
     assert parked.returncode == 3, parked.stderr
     run_id = json.loads(parked.stdout)["run_id"]
-    watched = (*NOT_ON_A_CACHED_START, "asyncio", "subprocess")
+    watched = (*NOT_ON_A_CACHED_START, "asyncio", "subprocess", "threading")
     done = run_probed(["resume", run_id, "--answer", "ask_mood=cheerful", "--store", "runs.db"], watched, tmp_path,
                       env=cache, starts=1)
     assert done.returncode == 0, done.stderr

@@ -34,11 +34,11 @@ Tables:
 
 from __future__ import annotations
 
+import _thread  # threading's RLock, without importing threading on every open of a store
 import builtins
 import json
 import os
 import sqlite3
-import threading
 import time
 from wfexec.records import dataclass
 from typing import Any, Callable, Sequence
@@ -309,7 +309,7 @@ class Store:
         self.readonly = readonly
         self.durability = "normal" if readonly else durability_setting(durability)  # a reader commits nothing
         # A states node's agents report from the event loop's worker threads too.
-        self._lock = threading.RLock()
+        self._lock = _thread.RLock()
         # (run id, node) → [bytes of its whole saved state, bytes of the changes saved since] (change_node_state)
         self._node_sizes: dict[tuple[str, str], list[int]] = {}
         self._select_runs = _SELECT_RUNS
