@@ -111,14 +111,16 @@ def test_a_default_before_a_required_field_is_refused_at_declaration():
             second: str
 
 
+# Printed at exit (the command ends the process itself): which of the two the command imported.
+REPORT_AT_EXIT = ("atexit.register(lambda: print(sorted(m for m in ('dataclasses', 'inspect') if m in sys.modules), "
+                  "file=sys.stderr))\n")
+
+
 def test_a_run_starts_without_importing_dataclasses_or_inspect(tmp_path):
     """What the records are for: `wfexec run` of a small workflow, unchanged since it was last run (compiled, in the
     cache), imports neither."""
-    probe = ("import sys, runpy; sys.argv = ['wfexec', 'run', sys.argv[1], '--ephemeral', '--answer', "
-             "'ask_mood=cheerful']\n"
-             "from wfexec.launcher import main\n"
-             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-             "print(sorted(m for m in ('dataclasses', 'inspect') if m in sys.modules), file=sys.stderr)")
+    probe = ("import atexit, sys; sys.argv = ['wfexec', 'run', sys.argv[1], '--ephemeral', '--answer', "
+             "'ask_mood=cheerful']\n" + REPORT_AT_EXIT + "from wfexec.launcher import main\nmain()\n")
     from pathlib import Path
 
     quickstart = Path(__file__).resolve().parents[1] / "skills" / "quickstart"
@@ -135,10 +137,8 @@ def test_states_starts_without_importing_dataclasses_or_inspect(tmp_path):
     flow = tmp_path / "flow"
     flow.mkdir()
     (flow / "START.sh").write_text("echo '<result>ok</result>'\n")
-    probe = ("import sys; sys.argv = ['wfexec', 'states', sys.argv[1]]\n"
-             "from wfexec.launcher import main\n"
-             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-             "print(sorted(m for m in ('dataclasses', 'inspect') if m in sys.modules), file=sys.stderr)")
+    probe = ("import atexit, sys; sys.argv = ['wfexec', 'states', sys.argv[1]]\n" + REPORT_AT_EXIT +
+             "from wfexec.launcher import main\nmain()\n")
     env = {**os.environ, "WFEXEC_CACHE_DIR": str(tmp_path / "cache")}
     for _ in range(2):  # the first run compiles the workflow the folder runs in and keeps it
         done = subprocess.run([sys.executable, "-c", probe, str(flow)], capture_output=True, text=True,

@@ -140,7 +140,7 @@ def piped_help(argv: list[str]) -> str | None:
 
 
 def main() -> None:
-    from wfexec.system import signals
+    from wfexec.system import collector, signals
 
     lean = os.environ.get(LEAN_VARIABLE) != "0"
     text = piped_help(sys.argv[1:]) if lean else None
@@ -160,6 +160,7 @@ def main() -> None:
         typer_main()
         return
     signals.install()
+    collector.starting()
     command, params = parsed
     from wfexec.commands import entrypoints
 

@@ -154,6 +154,32 @@ def _put(cls: type, namespace: dict | None, name: str, value: Any) -> None:
 
 
 def _init(cls: type, specs: tuple[Field, ...], frozen: bool, post_init: bool) -> Callable:
+    """`__init__`, compiled when the class is first instantiated: a command's start defines many more record
+    classes than it makes instances of, and compiling is most of what defining one costs."""
+    qualname = f"{cls.__qualname__}.__init__"
+    defaulted = False
+    for spec in specs:
+        if spec.init and (spec.default is not _MISSING or spec.default_factory is not _MISSING):
+            defaulted = True
+        elif spec.init and defaulted:  # refused at declaration, as `dataclasses` does
+            raise TypeError(f"non-default argument {spec.name!r} follows default argument")
+
+    compiled: list[Callable] = []
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not compiled:
+            compiled.append(_compiled_init(qualname, specs, frozen, post_init))
+            for owner in type(self).__mro__:  # the class this one was set on (a plain subclass inherits it)
+                if owner.__dict__.get("__init__") is __init__:
+                    owner.__init__ = compiled[0]  # type: ignore[misc]
+                    break
+        compiled[0](self, *args, **kwargs)
+
+    __init__.__qualname__ = qualname
+    return __init__
+
+
+def _compiled_init(qualname: str, specs: tuple[Field, ...], frozen: bool, post_init: bool) -> Callable:
     """The one compiled method: `__init__` with the fields as parameters, defaults and factories as declared."""
     values: dict[str, Any] = {"_set": object.__setattr__, "_missing": _MISSING}
     parameters, body = [], []
@@ -179,13 +205,12 @@ def _init(cls: type, specs: tuple[Field, ...], frozen: bool, post_init: bool) ->
         else:
             continue
         body.append(f" _set(self, {name!r}, {value})" if frozen else f" self.{name} = {value}")
-    # Parameters with defaults after those without are a TypeError at class creation, as in `dataclasses`.
     if post_init:
         body.append(" self.__post_init__()")
     source = f"def __init__(self, {', '.join(parameters)}):\n" + ("\n".join(body) or " pass") + "\n"
     exec(source, values)  # noqa: S102 - our own source, from the class's field names
     function = values["__init__"]
-    function.__qualname__ = f"{cls.__qualname__}.__init__"
+    function.__qualname__ = qualname
     return function
 
 

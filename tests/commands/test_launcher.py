@@ -116,9 +116,17 @@ def run_probed(argv: list, watched: tuple, cwd, env: dict | None = None, starts:
     return done
 
 
+# What no start of a cached run, resume or states run needs (issue 27: start-up within 6x the bare interpreter):
+# the command line's and the terminal's libraries, the loader, the checks and the JavaScript engine, and the
+# standard modules the start-up path was taken off.
+NOT_ON_A_CACHED_START = ("typer", "click", "rich", "quickjs", "jsonschema", "fastjsonschema", "ruamel.yaml", "yaml",
+                         "jinja2", "tomllib", "tempfile", "shlex", "dataclasses", "inspect", "importlib.metadata",
+                         "wfexec.language.compiler", "wfexec.language.checks")
+
+
 def test_a_run_through_the_fast_path_imports_neither_typer_nor_what_it_does_not_use(tmp_path):
     heavy = ("typer", "pydantic", "jsonschema", "asyncio", "urllib.request", "jinja2", "subprocess", "socket",
-             "quickjs", "tempfile",
+             "quickjs", "tempfile", *NOT_ON_A_CACHED_START, "threading",
              # node and registry types the quickstart does not call: a cached workflow imports only its own
              "wfexec.nodes.states", "wfexec.nodes.reference", "wfexec.types.consequences.corpus",
              "wfexec.types.consequences.process", "wfexec.types.preconditions.files")
@@ -169,6 +177,35 @@ def test_a_lone_agent_runs_its_scripts_without_asyncio_and_a_fork_hands_over_to_
     assert done.stdout.strip().endswith("LOADED ['asyncio']")
 
 
+def test_a_resume_imports_only_what_the_rest_of_the_run_needs(tmp_path):
+    """Resuming a parked run reads the workflow from the compiled-workflow cache and the run from the store: no
+    command-line library, no compiler, no program started (so neither subprocess nor threading)."""
+    cache = {"WFEXEC_CACHE_DIR": str(tmp_path / "cache")}
+    parked = subprocess.run([WFEXEC, "run", QUICKSTART, "--store", "runs.db", "--format", "json"], cwd=tmp_path,
+                            env={**os.environ, **cache}, capture_output=True, text=True, timeout=120)
+    assert parked.returncode == 3, parked.stderr
+    run_id = json.loads(parked.stdout)["run_id"]
+    watched = (*NOT_ON_A_CACHED_START, "asyncio", "subprocess", "threading")
+    done = run_probed(["resume", run_id, "--answer", "ask_mood=cheerful", "--store", "runs.db"], watched, tmp_path,
+                      env=cache, starts=1)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Hello, world!", "  letters: 5", "LOADED []"]
+
+
+def test_the_collector_runs_rarely_while_a_run_starts_and_as_usual_during_it(tmp_path):
+    """The start's objects (modules, the cached workflow) are frozen when the first step runs, and the usual
+    thresholds are back for the run's own; the process ends without the final collection over them."""
+    import gc
+
+    probe = ("import atexit, gc, sys\n"
+             "atexit.register(lambda: print('GC', gc.get_threshold(), gc.get_freeze_count() > 1000))\n"
+             f"sys.argv = ['wfexec', 'run', {QUICKSTART!r}, '--answer', 'ask_mood=cheerful', '--ephemeral']\n"
+             "from wfexec.launcher import main\nmain()\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"GC {gc.get_threshold()} True"
+
+
 def test_a_states_run_of_an_unchanged_folder_imports_neither_the_compiler_nor_a_toml_parser(tmp_path):
     """`wfexec states` runs a generated one-node workflow: from the second start on it comes from the
     compiled-workflow cache (no YAML parser, no compiler, no JavaScript engine), and a project without a
@@ -176,7 +213,6 @@ def test_a_states_run_of_an_unchanged_folder_imports_neither_the_compiler_nor_a_
     flow = tmp_path / "flow"
     flow.mkdir()
     (flow / "START.sh").write_text('echo "<result>ok</result>"\n')
-    watched = ("tomllib", "tomli", "ruamel.yaml", "yaml", "quickjs", "wfexec.language.compiler", "jsonschema",
-               "typer")
+    watched = ("tomli", *NOT_ON_A_CACHED_START)
     done = run_probed(["states", "flow"], watched, tmp_path, env={"WFEXEC_CACHE_DIR": str(tmp_path / "cache")})
     assert (done.returncode, done.stdout.splitlines()) == (0, ["ok", "LOADED []"]), done.stderr

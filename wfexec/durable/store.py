@@ -34,11 +34,11 @@ Tables:
 
 from __future__ import annotations
 
+import _thread  # threading's RLock, without importing threading on every open of a store
 import builtins
 import json
 import os
 import sqlite3
-import threading
 import time
 from wfexec.records import dataclass
 from typing import Any, Callable, Sequence
@@ -312,7 +312,7 @@ class Store:
         self.readonly = readonly
         self.durability = "normal" if readonly else durability_setting(durability)  # a reader commits nothing
         # A states node's agents report from the event loop's worker threads too.
-        self._lock = threading.RLock()
+        self._lock = _thread.RLock()
         # (run id, node) → [bytes of its whole saved state, bytes of the changes saved since] (change_node_state)
         self._node_sizes: dict[tuple[str, str], list[int]] = {}
         self._select_runs = _SELECT_RUNS
@@ -390,6 +390,8 @@ class Store:
                              "pass --store with another path")
 
     def _migrate(self, db: sqlite3.Connection) -> None:
+        if self._schema_current(db):
+            return  # nearly every open: no write transaction for it
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute("CREATE TABLE IF NOT EXISTS wfexec_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -413,6 +415,14 @@ class Store:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    @staticmethod
+    def _schema_current(db: sqlite3.Connection) -> bool:
+        try:
+            row = db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError:  # a new store: no table yet
+            return False
+        return row is not None and row[0] == str(SCHEMA_VERSION)
 
     def close(self) -> None:
         self.db.close()

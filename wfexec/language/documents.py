@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from wfexec.records import dataclass
 from pathlib import Path
+from wfexec.system.patterns import lazy
 
 PLUGIN_MANIFEST = Path(".claude-plugin") / "plugin.json"
 PLUGIN_ROOT_ENV = "CLAUDE_PLUGIN_ROOT"
@@ -95,7 +95,7 @@ def find_document(value: str, workflow_path: str | Path, folder: bool = False) -
     return DocumentLookup(None, places)
 
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_HEADING = lazy(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
 def _headings(lines: list[str]):

@@ -19,11 +19,12 @@ generated expressions and states holds this module to the engine's answers.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable
 
+from wfexec.system.patterns import lazy
 
-_DECIMAL = re.compile(r"^(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?$")
+
+_DECIMAL = lazy(r"^(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?$")
 _LITERALS = {"true": "True", "false": "False", "null": "None"}
 _RESERVED_NAMES = frozenset(("undefined", "NaN", "Infinity", "this", "arguments", "globalThis"))
 

@@ -35,6 +35,7 @@ from wfexec.records import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from wfexec.errors import WfexecError
+from wfexec.system.patterns import lazy
 
 if TYPE_CHECKING:
     # Imported where an expression is compiled or run in the engine: a cached workflow whose expressions all
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 NAMESPACES_IN_STATE = ("computed", "flags", "user_responses")
 NAMESPACES_OUTSIDE_STATE = ("imports", "env", "input")
 _IN_STATE = frozenset(NAMESPACES_IN_STATE)
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_ENV_NAME = lazy(r"^[A-Z_][A-Z0-9_]*$")
 # The key in a scope's extras of what the run says about itself (RUNTIME_NAMES), as hiivmind's state model has
 # them at its top level: read-only, and never stored in state.
 RUNTIME = "__runtime__"
@@ -85,8 +86,8 @@ def _short(source: str, limit: int = 60) -> str:
 # --------------------------------------------------------------------------- #
 # Comments and prose.
 
-_COMMENT_LINE = re.compile(r"^[ \t]*#(?!!).*$", re.MULTILINE)
-_WORD = re.compile(r"^[A-Za-z][A-Za-z'\-]*[.,;:!?]?$")
+_COMMENT_LINE = lazy(r"^[ \t]*#(?!!).*$", re.MULTILINE)
+_WORD = lazy(r"^[A-Za-z][A-Za-z'\-]*[.,;:!?]?$")
 # Words of English sentences that no expression uses as an operator.
 _FUNCTION_WORDS = {"the", "a", "an", "of", "to", "for", "with", "from", "each", "every", "this", "that", "it", "its",
                    "into", "then", "all", "any", "by", "on", "at", "whether", "which", "when", "should", "must",
@@ -467,8 +468,8 @@ def _tokens_rewritten(code: str, rewrite) -> str:
     return "".join(pieces) + code[last:]
 
 
-_LONG_DIGITS = re.compile(r"[0-9]{16}")
-_DECIMAL_INTEGER = re.compile(r"^[1-9][0-9_]*$")
+_LONG_DIGITS = lazy(r"[0-9]{16}")
+_DECIMAL_INTEGER = lazy(r"^[1-9][0-9_]*$")
 MAX_SAFE_INTEGER = 2 ** 53 - 1
 
 

@@ -6,7 +6,6 @@ expressions are compiled objects, registry types are resolved specs.
 
 from __future__ import annotations
 
-import shlex
 from wfexec.records import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
@@ -208,6 +207,8 @@ def written(value: Any) -> str:
     if isinstance(value, Template):
         return value.source
     if isinstance(value, (list, tuple)):
+        import shlex  # for a description; a run's start does not need it
+
         return shlex.join(written(v) for v in value)
     if isinstance(value, dict):
         return ", ".join(f"{k}={written(v)}" for k, v in value.items())

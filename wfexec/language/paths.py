@@ -14,8 +14,9 @@ import re
 from typing import Any
 
 from wfexec.errors import WfexecError
+from wfexec.system.patterns import lazy
 
-_SEGMENT = re.compile(r"""
+_SEGMENT = lazy(r"""
     (?P<name>[^.\[\]]+)            # a key
   | \[(?P<index>-?\d+)\]           # [3] or [-1]
   | \[(?P<quoted>'[^']*'|"[^"]*")\]  # ['a key with spaces']

@@ -10,16 +10,16 @@ field's value. `wfexec validate` lists each one (a warning; an error with
 
 from __future__ import annotations
 
-import re
 from wfexec.records import dataclass
 
 from wfexec.language.expressions import is_prose
+from wfexec.system.patterns import lazy
 
 __all__ = ["Prose", "is_prose"]
 
 
 # A state path named in the text: `computed.config`, `config.sources[0].id`, `source_url`.
-_NAME = re.compile(r"(?<![\w.$])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[\d+\])*)")
+_NAME = lazy(r"(?<![\w.$])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[\d+\])*)")
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,16 @@ _stamp: list[str] = []  # once per process: the code that runs is the code this 
 
 
 def own_code_stamp() -> str:
-    """Changes with the wfexec version and with any edit to its own files (a checkout being worked on)."""
+    """Changes with the wfexec version and with any edit to its own files (a checkout being worked on). An
+    install in a `site-packages` folder changes only by being installed again, which renames its `.dist-info`
+    folder and so changes the installed fingerprint: its files are not looked at one by one (a few hundred
+    `stat` calls at every start)."""
     if _stamp:
         return _stamp[0]
-    package = Path(__file__).resolve().parent.parent
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    if os.path.basename(os.path.dirname(package)) in ("site-packages", "dist-packages"):
+        _stamp.append(f"{__version__}\0installed")
+        return _stamp[0]
     newest = 0
     for folder, _dirs, files in os.walk(package):
         for name in files:

@@ -30,6 +30,7 @@ from wfexec.language.paths import get_path
 from wfexec.nodes.base import CONSEQUENCES, TARGET, Choice, NodeType, Outcome, Question
 from wfexec.nodes.context import NodeContext
 from wfexec.nodes.parts import Checks, Docs, Drawing, Skill
+from wfexec.system.patterns import lazy
 
 TYPE = "user_prompt"
 
@@ -223,7 +224,7 @@ def _item_names(spec) -> tuple:
     return tuple(sorted(names | ({spec.item_name} if spec.item_name else set())))
 
 
-_LAST_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\W*$")
+_LAST_NAME = lazy(r"([A-Za-z_][A-Za-z0-9_]*)\W*$")
 _IRREGULAR = {"people": "person", "children": "child", "indices": "index", "data": "datum"}
 
 

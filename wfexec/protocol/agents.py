@@ -28,13 +28,13 @@ branched session, never the caller's own.
 from __future__ import annotations
 
 import os
-import re
 import time
 from wfexec.records import dataclass, field, fields, replace
 from typing import Any, Sequence
 
 from wfexec.protocol.errors import ProtocolError
 from wfexec.protocol.tags import WORKFLOW_TAGS, Transition
+from wfexec.system.patterns import lazy
 
 MAIN = "main"
 # `branch_from` of the main agent launched with --continue-session: its first LLM turn branches the latest session
@@ -60,7 +60,7 @@ ENVIRONMENT_NAMES_REFUSED = frozenset({
 })
 ENVIRONMENT_PREFIXES_REFUSED = ("LD_", "DYLD_", "PYTHON", "PERL5", "RUBY", "BASH_FUNC_", "GIT_", "NPM_CONFIG_",
                                 "RAYMOND_", "WFEXEC_", "CLAUDE", "ANTHROPIC_")
-_ENVIRONMENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_ENVIRONMENT_NAME = lazy(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def refused_environment_name(name: str) -> bool:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 from typing import Sequence
+from wfexec.system.patterns import lazy
 
 MARGIN = timedelta(minutes=5)
-_RESET = re.compile(r"resets\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)\s*\(([^)]+)\)", re.IGNORECASE)
+_RESET = lazy(r"resets\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)\s*\(([^)]+)\)", re.IGNORECASE)
 
 
 def reset_time(message: str, now: datetime) -> datetime | None:

@@ -10,22 +10,22 @@ states archive may unpack to (wfexec.protocol.archives.MAX_ZIP_BYTES) is refused
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from urllib.parse import urlparse
 
 from wfexec.protocol.errors import ScopeError
+from wfexec.system.patterns import lazy
 
-_HASH = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
+_HASH = lazy(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 TIMEOUT = 60.0
 
 
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/+")
+_SCHEME = lazy(r"^([A-Za-z][A-Za-z0-9+.-]+):/+")
 
 
 def as_url(text: str) -> str | None:
     """`text` as a URL when it is one (a command line's Path has turned `https://` into `https:/`), else None."""
-    found = _SCHEME.match(text)
+    found = _SCHEME.match(text) if ":/" in text else None  # a local path (nearly always): no pattern needed
     return _SCHEME.sub(lambda m: m.group(1) + "://", text, count=1) if found else None
 
 

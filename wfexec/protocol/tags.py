@@ -21,6 +21,7 @@ import re
 from wfexec.records import dataclass, field
 
 from wfexec.errors import WfexecError
+from wfexec.system.patterns import lazy
 
 TRANSITION_TAGS = ("goto", "reset", "call", "function", "fork", "result", "ask",
                    "call-workflow", "function-workflow", "fork-workflow", "reset-workflow")
@@ -28,10 +29,10 @@ WORKFLOW_TAGS = ("call-workflow", "function-workflow", "fork-workflow", "reset-w
 UNSUPPORTED_TAGS: tuple[str, ...] = ()
 # Longer names first so that the alternation never stops at a prefix.
 _ALL = sorted(TRANSITION_TAGS + UNSUPPORTED_TAGS, key=len, reverse=True)
-_OPEN = re.compile(r"<(" + "|".join(re.escape(n) for n in _ALL) + r")(?=[\s>])([^>]*)>")
+_OPEN = lazy(r"<(" + "|".join(re.escape(n) for n in _ALL) + r")(?=[\s>])([^>]*)>")
 # A key is a whole word: `my-key="x"` is not read as `key="x"`.
-_ATTRIBUTE = re.compile(r"(?<![\w-])(\w+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
-_PRINT = re.compile(r"<print>(.*?)</print>", re.DOTALL)
+_ATTRIBUTE = lazy(r"(?<![\w-])(\w+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+_PRINT = lazy(r"<print>(.*?)</print>", re.DOTALL)
 
 
 class TagError(WfexecError, ValueError):

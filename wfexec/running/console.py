@@ -8,9 +8,9 @@ sending messages to stderr.
 
 from __future__ import annotations
 
+import _thread  # threading's Lock, without importing threading on a run's start
 import os
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Sequence, TextIO
@@ -76,7 +76,7 @@ class Console:
         self._live: Live | None = None  # the status line while it shows
         # A command's stdout and stderr are traced from two threads, and a TextIOWrapper written from two
         # threads at once can drop a line: every write goes through this lock.
-        self._writing = threading.Lock()
+        self._writing = _thread.allocate_lock()
 
     def _write(self, stream: TextIO, line: str) -> None:
         with self._writing:

@@ -15,21 +15,22 @@ import os
 import time
 from wfexec.records import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 from wfexec.errors import Refused, WfexecError
 from wfexec.running.context import CallContext, parse_cached
-from wfexec.running.dry_run import DryRun
 from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, render_value,
                                          to_text)
 from wfexec.language.model import Call, Ending, Node, Where, Workflow
-from wfexec.language.documents import PLUGIN_ROOT_ENV
 from wfexec.running.io import Io
 from wfexec.running.node_context import StepContext
 from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, match_answer
 from wfexec.types.registry import ActionFailed
 from wfexec.language.paths import PathError, absolute_path, format_path, get_path, set_path
 from wfexec.running.state import new_state
+
+if TYPE_CHECKING:
+    from wfexec.running.dry_run import DryRun
 
 DEFAULT_MAX_STEPS = 10_000
 
@@ -182,8 +183,11 @@ class Run:
                                                   "hint": computed.get("last_error_hint"), "node": None}}
         self.extras: dict[str, Any] = {"imports": workflow.imports, "input": self.inputs, "env": os.environ,
                                        "PWD": str(self.cwd), RUNTIME: self.runtime}
-        if workflow.plugin_root and PLUGIN_ROOT_ENV not in os.environ:
-            self.extras[PLUGIN_ROOT_ENV] = workflow.plugin_root
+        if workflow.plugin_root:  # the documents module, for its one constant, only for a plugin's workflow
+            from wfexec.language.documents import PLUGIN_ROOT_ENV
+
+            if PLUGIN_ROOT_ENV not in os.environ:
+                self.extras[PLUGIN_ROOT_ENV] = workflow.plugin_root
         if workflow.top_level_first:
             self.extras[TOP_LEVEL_FIRST] = True
         # The time expressions read (`Date.now()`), in milliseconds: read from the clock the first time a step
@@ -204,7 +208,11 @@ class Run:
         # Sub-workflows share one step budget with their caller: [steps used].
         self.budget = budget if budget is not None else [0]
         self.steps = 0
-        self.dry = DryRun() if self.options.dry_run else None
+        self.dry: DryRun | None = None
+        if self.options.dry_run:
+            from wfexec.running.dry_run import DryRun
+
+            self.dry = DryRun()
         # What its nodes' types see of it (`NodeType.execute(node, ctx)`): one for the run, not one per step.
         self.node_context = StepContext(self)
 

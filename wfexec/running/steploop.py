@@ -25,7 +25,7 @@ from wfexec.language.expressions import ExpressionError, Template, to_text
 from wfexec.running.engine import InternalError, Options, Result, Run, RunError, wall_ms
 from wfexec.running.prompts import NeedsAnswer, check_answer_keys
 from wfexec.running.state import apply_overrides
-from wfexec.system import progress
+from wfexec.system import collector, progress
 
 if TYPE_CHECKING:
     from wfexec.language.model import Ending, Node, Workflow
@@ -94,6 +94,7 @@ async def drive(run: Run, driver: Driver, start_at: str | None = None, *, check_
     tracing = io.tracing
     journal = run.journal
     started = time.perf_counter() if tracing else 0.0
+    collector.started()
     while node_id not in endings:
         node = enter(run, node_id)
         if tracing:

@@ -9,7 +9,6 @@ stop what it started.
 from __future__ import annotations
 
 import signal
-import threading
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -20,7 +19,9 @@ class Signalled(KeyboardInterrupt):
     """A stop signal other than Ctrl-C; str() is its name."""
 
 
-_held = threading.local()
+# How many `deferred` blocks the main thread is in: signal handlers run in the main thread, and only its
+# blocks hold signals back.
+_held = [0]
 _pending: list[int] = []
 
 
@@ -29,7 +30,7 @@ def _interrupt(signum: int) -> KeyboardInterrupt:
 
 
 def _on_stop(signum, frame) -> None:
-    if getattr(_held, "depth", 0):
+    if _held[0]:
         _pending.append(signum)
         return
     raise _interrupt(signum)
@@ -45,15 +46,17 @@ def install() -> None:
 @contextmanager
 def deferred() -> Iterator[None]:
     """Hold stop signals back for the duration; the first one that came is raised at the end."""
+    import threading  # here, not at the top: a run that starts no program need not import it
+
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only
         return
-    _held.depth = getattr(_held, "depth", 0) + 1
+    _held[0] += 1
     try:
         yield
     finally:
-        _held.depth -= 1
-    if not _held.depth and _pending:
+        _held[0] -= 1
+    if not _held[0] and _pending:
         signum = _pending[0]
         _pending.clear()
         raise _interrupt(signum)

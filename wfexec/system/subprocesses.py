@@ -21,11 +21,11 @@ kill reaches everything it started. Three things stop a group from living on:
 
 from __future__ import annotations
 
+import _thread  # a lock, without importing threading where no program is started
 import itertools
 import os
 import signal
 import sys
-import threading
 from typing import TYPE_CHECKING
 
 from wfexec.system import signals
@@ -91,7 +91,7 @@ for pgid in groups:
         pass
 """
 _watchdog: subprocess.Popen | None = None
-_watchdog_lock = threading.Lock()
+_watchdog_lock = _thread.allocate_lock()
 # A program's tag: this process, then a nonce (a pid of a process that died may be taken again), then a number.
 _NONCE = os.urandom(4).hex()
 _programs = itertools.count(1)
