@@ -67,11 +67,11 @@ def test_ephemeral_runs_leave_no_store(tmp_path, private_run_store):
 
 
 def test_cancel_a_waiting_run(private_run_store):
-    wfexec_cli("run", QUICKSTART)
+    cli("run", QUICKSTART)
     [record] = runs(private_run_store)
-    assert wfexec_cli("cancel", record["id"]).returncode == 0
+    assert cli("cancel", record["id"]).returncode == 0
     assert runs(private_run_store)[0]["status"] == "cancelled"
-    refused = wfexec_cli("resume", record["id"], "--answer", "ask_mood=plain")
+    refused = cli("resume", record["id"], "--answer", "ask_mood=plain")
     assert refused.returncode == 2 and "already finished (cancelled" in refused.stderr
 
 
@@ -558,13 +558,13 @@ def test_runs_lists_the_newest_fifty_and_says_how_many_more_there_are(tmp_path):
         ids = [store.create_run(workflow_path="w.yaml", workflow_name="w", workflow_hash="0", node_hashes={},
                                 inputs={}, state={}, start_node="a") for _ in range(60)]
     store.close()
-    listed = wfexec_cli("runs", "--store", tmp_path / "runs.db")
+    listed = cli("runs", "--store", tmp_path / "runs.db")
     rows = listed.stdout.splitlines()[1:]
     assert len(rows) == 50 and rows[0].split()[0] == max(ids)
     assert "the newest 50 of 60 runs; --limit N lists more (0: all)" in listed.stderr
-    every = wfexec_cli("runs", "--store", tmp_path / "runs.db", "--limit", "0")
+    every = cli("runs", "--store", tmp_path / "runs.db", "--limit", "0")
     assert len(every.stdout.splitlines()) == 61 and every.stderr == ""
-    few = json.loads(wfexec_cli("runs", "--store", tmp_path / "runs.db", "--limit", "5", "--format", "json").stdout)
+    few = json.loads(cli("runs", "--store", tmp_path / "runs.db", "--limit", "5", "--format", "json").stdout)
     assert [r["id"] for r in few] == sorted(ids, reverse=True)[:5]
 
 
