@@ -76,24 +76,25 @@ def test_a_name_that_is_not_a_skill_name_is_refused(cli, tmp_path):
     assert not (tmp_path / "skills").exists()
 
 
-def test_a_v8_skill_validates_runs_and_names_the_v8_schema(tmp_path):
-    done = wfexec_cli("new", "skill", "hello-v8", "--v8", "--dir", tmp_path / "skills", cwd=tmp_path)
+def test_a_v8_skill_validates_runs_and_names_the_v8_schema(cli, tmp_path):
+    # In this process (`cli`): the commands as processes, on a new skill, are the test above.
+    done = cli("new", "skill", "hello-v8", "--v8", "--dir", tmp_path / "skills", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     folder = tmp_path / "skills" / "hello-v8"
     text = (folder / "workflow.yaml").read_text(encoding="utf-8")
     assert text.splitlines()[0] == "# yaml-language-server: $schema=../../schemas/workflow-v8.schema.json"
     assert (tmp_path / "schemas" / "workflow-v8.schema.json").is_file()  # written where the comment points
     assert "type: ending" in text and "default_error: failed" in text and "endings:" not in text
-    tested = wfexec_cli("test", folder, "--coverage", cwd=tmp_path)
+    tested = cli("test", folder, "--coverage", cwd=tmp_path)
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "2 passed, 0 failed" in tested.stdout
     # Its cases take every branch it has; only the route the v8 rewrite adds to default_error is left.
     assert "nodes 2/2, branches 3/3 (100%); routes to default_error 0/1 taken" in tested.stdout
 
-    validated = wfexec_cli("validate", "--strict", "--format", "json", folder)
+    validated = cli("validate", "--strict", "--format", "json", folder)
     assert validated.returncode == 0 and json.loads(validated.stdout)["diagnostics"] == []
     assert skills_ref.validate(folder) == []
-    run = wfexec_cli("run", folder, "--answers", folder / "answers.yaml", "--format", "json", cwd=tmp_path)
+    run = cli("run", folder, "--answers", folder / "answers.yaml", "--format", "json", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert (result["ending"], result["message"], result["summary"]) == ("done", "hello-v8 ran", {"runs": 1})

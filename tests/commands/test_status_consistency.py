@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import wfexec_cli
+from conftest import wfexec_in_process as cli
 
 FAILING = json.dumps({"name": "x", "version": "1.0", "start_node": "a",
                       "nodes": {"a": {"type": "action", "on_success": "bad", "on_failure": "bad",
@@ -18,10 +18,10 @@ FAILING = json.dumps({"name": "x", "version": "1.0", "start_node": "a",
 def test_json_runs_and_show_report_the_same_status(tmp_path, ending, status):
     (tmp_path / "workflow.yaml").write_text(FAILING.replace('"type": "failure"', f'"type": "{ending}"'))
     store = tmp_path / "runs.db"
-    ran = wfexec_cli("run", "workflow.yaml", "--format", "json", "--store", store, cwd=tmp_path)
+    ran = cli("run", "workflow.yaml", "--format", "json", "--store", store, cwd=tmp_path)
     reported = json.loads(ran.stdout)
-    listed = json.loads(wfexec_cli("runs", "--format", "json", "--store", store, cwd=tmp_path).stdout)
-    shown = json.loads(wfexec_cli("show", reported["run_id"], "--format", "json", "--store", store,
+    listed = json.loads(cli("runs", "--format", "json", "--store", store, cwd=tmp_path).stdout)
+    shown = json.loads(cli("show", reported["run_id"], "--format", "json", "--store", store,
                                   cwd=tmp_path).stdout)
     assert reported["status"] == listed[0]["status"] == shown["status"] == status
 
@@ -30,7 +30,7 @@ def test_json_runs_and_show_report_the_same_status(tmp_path, ending, status):
                                   ["cancel", "0mwt6297ui2n"]])
 def test_reading_commands_in_an_empty_folder_create_no_store(tmp_path, args):
     env = {"WFEXEC_STORE": ""}
-    result = wfexec_cli(*args, cwd=tmp_path, env=env)
+    result = cli(*args, cwd=tmp_path, env=env)
     assert "Traceback" not in result.stderr
     assert list(tmp_path.iterdir()) == []
     if args[0] == "runs":

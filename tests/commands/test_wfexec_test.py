@@ -1,5 +1,7 @@
 """`wfexec test`: a skill's tests/*.yaml cases run, a failing case explained, a broken test file refused at its
-line and column, node and branch coverage, JUnit XML and --fail-under — through the real command."""
+line and column, node and branch coverage, JUnit XML and --fail-under — through the real command (in a process of its
+own for the passing cases, the example skills and pytest; the rest in this process, `cli`, where only what the
+command says and writes is looked at)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conftest import ROOT, wfexec_cli
+from conftest import ROOT, wfexec_cli, wfexec_in_process as cli
 
 # A small workflow with a question, a condition and a failure route, so every kind of edge is there to miss.
 WORKFLOW = """\
@@ -105,7 +107,7 @@ def test_passing_cases_exit_0_and_run_in_fresh_folders(tmp_path):
 
 def test_the_current_folder_is_searched_by_default(tmp_path):
     skill(tmp_path, PASSING)
-    done = wfexec_cli("test", cwd=tmp_path)
+    done = cli("test", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed, 0 failed" in done.stdout
 
@@ -124,7 +126,7 @@ def test_a_failing_case_shows_expected_actual_and_the_nodes_taken(tmp_path):
             answers: {ask: large}
             expect: {ending: big_done}
     """)
-    done = wfexec_cli("test", folder, cwd=tmp_path)
+    done = cli("test", folder, cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.splitlines()[1:13] == [
         "  FAIL  small is mistaken for large  (gate/tests/gate.yaml:2:5)",
@@ -151,7 +153,7 @@ def test_a_run_that_waits_fails_unless_the_case_expects_it(tmp_path):
           - name: no answer, expected
             expect: {status: waiting}
     """)
-    done = wfexec_cli("test", folder, "--format", "json", cwd=tmp_path)
+    done = cli("test", folder, "--format", "json", cwd=tmp_path)
     assert done.returncode == 1
     first, second = json.loads(done.stdout)["cases"]
     assert first["failures"] == [{"what": "status", "expected": "an ending", "actual": "waiting"}]
@@ -169,7 +171,7 @@ def test_an_invalid_test_file_exits_2_at_its_line_and_column(tmp_path):
             answers: {ask: small, asq: large}
             expect: {ending: big_dne}
     """)
-    done = wfexec_cli("test", folder, cwd=tmp_path)
+    done = cli("test", folder, cwd=tmp_path)
     assert done.returncode == 2
     lines = done.stderr.splitlines()
     assert lines[0].startswith("gate/tests/gate.yaml:3:5: error: ") and "answer" in lines[0], done.stderr
@@ -178,7 +180,7 @@ def test_an_invalid_test_file_exits_2_at_its_line_and_column(tmp_path):
     # Once its shape is right, the names it uses are checked against the workflow, each at its place.
     (folder / "tests" / "gate.yaml").write_text(
         (folder / "tests" / "gate.yaml").read_text().replace("answer:", "answers:"), encoding="utf-8")
-    done = wfexec_cli("test", folder, cwd=tmp_path)
+    done = cli("test", folder, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.splitlines()[:2] == [
         "gate/tests/gate.yaml:6:27: error: 'asq' names no question of gate — did you mean 'ask'?",
@@ -188,7 +190,7 @@ def test_an_invalid_test_file_exits_2_at_its_line_and_column(tmp_path):
 
 def test_a_yaml_error_in_a_test_file_is_one_line(tmp_path):
     folder = skill(tmp_path, "cases:\n  - name: [unclosed\n")
-    done = wfexec_cli("test", folder, cwd=tmp_path)
+    done = cli("test", folder, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.startswith("gate/tests/gate.yaml:"), done.stderr
     assert "Traceback" not in done.stderr
@@ -196,7 +198,7 @@ def test_a_yaml_error_in_a_test_file_is_one_line(tmp_path):
 
 def test_coverage_counts_nodes_and_branches_and_lists_each_branch_not_taken(tmp_path):
     folder = skill(tmp_path, PASSING)
-    done = wfexec_cli("test", folder, "--coverage", cwd=tmp_path)
+    done = cli("test", folder, "--coverage", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     at = done.stdout.splitlines().index("coverage:")
     assert done.stdout.splitlines()[at:] == [
@@ -207,7 +209,7 @@ def test_coverage_counts_nodes_and_branches_and_lists_each_branch_not_taken(tmp_
         "  total: branches 5/7 (71.4%)",
         done.stdout.splitlines()[-1],
     ]
-    report = json.loads(wfexec_cli("test", folder, "--format", "json", cwd=tmp_path).stdout)
+    report = json.loads(cli("test", folder, "--format", "json", cwd=tmp_path).stdout)
     (measured,) = report["coverage"]["workflows"]
     assert measured["nodes"] == {"covered": 3, "total": 3}
     assert measured["branches"] == {"covered": 5, "total": 7, "percent": 71.4}
@@ -252,7 +254,7 @@ def test_coverage_includes_the_sub_workflows_reference_nodes_run(tmp_path):
           - name: three is many
             expect: {ending: done, state: {computed.inner.word: many}}
     """), encoding="utf-8")
-    done = wfexec_cli("test", folder, "--coverage", cwd=tmp_path)
+    done = cli("test", folder, "--coverage", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "  outer/workflow.yaml: nodes 1/1, branches 1/2 (50%)" in done.stdout
     assert "  outer/inner.yaml: nodes 1/1, branches 1/2 (50%)" in done.stdout
@@ -270,7 +272,7 @@ def test_junit_xml_holds_each_case_and_its_failure(tmp_path):
             expect: {ending: big_done}
     """)
     report = tmp_path / "junit.xml"
-    done = wfexec_cli("test", folder, "--junit", report, cwd=tmp_path)
+    done = cli("test", folder, "--junit", report, cwd=tmp_path)
     assert done.returncode == 1
     root = ET.parse(report).getroot()
     assert (root.tag, root.get("tests"), root.get("failures")) == ("testsuites", "2", "1")
@@ -287,11 +289,11 @@ def test_junit_xml_holds_each_case_and_its_failure(tmp_path):
 
 def test_fail_under_fails_a_passing_run_with_too_little_branch_coverage(tmp_path):
     folder = skill(tmp_path, PASSING)
-    low = wfexec_cli("test", folder, "--fail-under", "80", cwd=tmp_path)
+    low = cli("test", folder, "--fail-under", "80", cwd=tmp_path)
     assert low.returncode == 1
     assert "error: branch coverage 71.4% is below --fail-under 80%" in low.stderr
     assert "2 passed, 0 failed" in low.stdout
-    assert wfexec_cli("test", folder, "--fail-under", "70", cwd=tmp_path).returncode == 0
+    assert cli("test", folder, "--fail-under", "70", cwd=tmp_path).returncode == 0
 
 
 def test_replies_answer_the_llm_steps_of_a_case(tmp_path):
@@ -319,7 +321,7 @@ def test_replies_answer_the_llm_steps_of_a_case(tmp_path):
           - name: without a reply the run stops
             expect: {status: stopped}
     """), encoding="utf-8")
-    done = wfexec_cli("test", folder, cwd=tmp_path)
+    done = cli("test", folder, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed, 0 failed" in done.stdout
 
@@ -328,7 +330,7 @@ def test_no_tests_is_an_error_that_says_where_they_go(tmp_path):
     folder = tmp_path / "bare"
     folder.mkdir()
     (folder / "workflow.yaml").write_text(WORKFLOW, encoding="utf-8")
-    done = wfexec_cli("test", folder, cwd=tmp_path)
+    done = cli("test", folder, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip() == ("bare: error: the skill has no tests — add bare/tests/bare.yaml with `cases:` "
                                    "(docs/guide/using.md: Testing workflows)")

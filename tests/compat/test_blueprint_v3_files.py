@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import wfexec_cli
+from conftest import wfexec_in_process as cli
 
 # A v3 skill's loader: a menu built from state that also takes a typed path, a text-only question with one
 # handler, answers read as `response`, error endings with a `code`, and a top-level `composes:`.
@@ -72,13 +72,13 @@ def loader(tmp_path):
 
 def run(path, *answers):
     args = [a for answer in answers for a in ("--answer", answer)]
-    ran = wfexec_cli("run", path, "--ephemeral", "--non-interactive", "--format", "json", *args)
+    ran = cli("run", path, "--ephemeral", "--non-interactive", "--format", "json", *args)
     assert "Traceback" not in ran.stderr
     return ran, json.loads(ran.stdout) if ran.stdout.strip().startswith("{") else None
 
 
 def test_the_fields_v3_leaves_open_validate_strictly(loader):
-    checked = wfexec_cli("validate", "--strict", loader)
+    checked = cli("validate", "--strict", loader)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "warning" not in checked.stdout + checked.stderr
 
@@ -104,7 +104,7 @@ def test_an_ending_code_is_in_the_json_result(loader):
 
 
 def test_a_text_question_waits_saying_it_takes_free_text(loader, tmp_path):
-    ran = wfexec_cli("run", loader, "--store", tmp_path / "runs.db", "--non-interactive",
+    ran = cli("run", loader, "--store", tmp_path / "runs.db", "--non-interactive",
                      "--answer", "pick_skill=other")
     assert ran.returncode == 3
     assert "node 'ask_path' asks: Please provide the path to the SKILL.md file:" in ran.stderr
@@ -147,12 +147,12 @@ def test_a_v1_gateway_reads_the_intent_mapping_its_launcher_loads(tmp_path):
     folder.mkdir(parents=True)
     (folder / "workflow.yaml").write_text(GATEWAY)
     (folder / "intent-mapping.yaml").write_text(MAPPING)
-    checked = wfexec_cli("validate", folder)
+    checked = cli("validate", folder)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     said = checked.stdout + checked.stderr
     assert "workflow.yaml:9:77: warning: `intent_flags` comes from intent-mapping.yaml beside the workflow, which " \
         "wfexec loads into state as a v1 launcher does" in said
     assert "never written" not in said and "nothing in the workflow writes" not in said
-    ran = wfexec_cli("run", folder, "--ephemeral", "--set", "arguments=please setup the project")
+    ran = cli("run", folder, "--ephemeral", "--set", "arguments=please setup the project")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert ran.stdout.strip() == "run_init"

@@ -67,11 +67,11 @@ def test_ephemeral_runs_leave_no_store(tmp_path, private_run_store):
 
 
 def test_cancel_a_waiting_run(private_run_store):
-    wfexec_cli("run", QUICKSTART)
+    cli("run", QUICKSTART)
     [record] = runs(private_run_store)
-    assert wfexec_cli("cancel", record["id"]).returncode == 0
+    assert cli("cancel", record["id"]).returncode == 0
     assert runs(private_run_store)[0]["status"] == "cancelled"
-    refused = wfexec_cli("resume", record["id"], "--answer", "ask_mood=plain")
+    refused = cli("resume", record["id"], "--answer", "ask_mood=plain")
     assert refused.returncode == 2 and "already finished (cancelled" in refused.stderr
 
 
@@ -558,46 +558,47 @@ def test_runs_lists_the_newest_fifty_and_says_how_many_more_there_are(tmp_path):
         ids = [store.create_run(workflow_path="w.yaml", workflow_name="w", workflow_hash="0", node_hashes={},
                                 inputs={}, state={}, start_node="a") for _ in range(60)]
     store.close()
-    listed = wfexec_cli("runs", "--store", tmp_path / "runs.db")
+    listed = cli("runs", "--store", tmp_path / "runs.db")
     rows = listed.stdout.splitlines()[1:]
     assert len(rows) == 50 and rows[0].split()[0] == max(ids)
     assert "the newest 50 of 60 runs; --limit N lists more (0: all)" in listed.stderr
-    every = wfexec_cli("runs", "--store", tmp_path / "runs.db", "--limit", "0")
+    every = cli("runs", "--store", tmp_path / "runs.db", "--limit", "0")
     assert len(every.stdout.splitlines()) == 61 and every.stderr == ""
-    few = json.loads(wfexec_cli("runs", "--store", tmp_path / "runs.db", "--limit", "5", "--format", "json").stdout)
+    few = json.loads(cli("runs", "--store", tmp_path / "runs.db", "--limit", "5", "--format", "json").stdout)
     assert [r["id"] for r in few] == sorted(ids, reverse=True)[:5]
 
 
 # -- run ids are exact (issue #24) -------------------------------------------------------------------------------
+# In this process (`cli`): the rule is what the commands say and do with an id; a process does not change it.
 
 @pytest.mark.parametrize("command", [["show"], ["cancel"], ["resume"], ["show", "--state"]])
 def test_a_run_id_is_exact_or_a_literal_prefix_of_four_characters(private_run_store, command):
     """`%`, `_` and '' once matched every run through LIKE: `wfexec cancel %` cancelled the only run."""
-    assert wfexec_cli("run", QUICKSTART).returncode == 3
+    assert cli("run", QUICKSTART).returncode == 3
     [record] = runs(private_run_store)
     run_id = record["id"]
     for given in ("%", "_", "", " ", "%%%%", "____", run_id[:3] + "_", run_id[:5] + "%", run_id[:3],
                   run_id[:4].upper()):
-        refused = wfexec_cli(*command, given)
+        refused = cli(*command, given)
         assert refused.returncode == 2, (given, refused.stdout, refused.stderr)
         assert "Traceback" not in refused.stderr and refused.stderr.startswith("error: "), refused.stderr
         assert len(refused.stderr.splitlines()) == 1, refused.stderr
         expected = "the run id is empty" if not given.strip() else f"no run '{given}'"
         assert expected in refused.stderr, (given, refused.stderr)
-    assert "at least 4 of its first characters" in wfexec_cli(*command, run_id[:3]).stderr
+    assert "at least 4 of its first characters" in cli(*command, run_id[:3]).stderr
     assert runs(private_run_store)[0]["status"] == "waiting"
-    shown = wfexec_cli("show", run_id[:4])
+    shown = cli("show", run_id[:4])
     assert shown.returncode == 0 and run_id in shown.stdout
 
 
 def test_an_ambiguous_prefix_lists_the_runs_it_could_mean(private_run_store):
     for _ in range(2):
-        assert wfexec_cli("run", QUICKSTART).returncode == 3
+        assert cli("run", QUICKSTART).returncode == 3
     first, second = (r["id"] for r in runs(private_run_store))
     common = os.path.commonprefix([first, second])
     assert len(common) >= 4  # ids start with the time in milliseconds
     for command in ("show", "cancel", "resume"):
-        refused = wfexec_cli(command, common)
+        refused = cli(command, common)
         assert refused.returncode == 2, refused.stderr
         assert refused.stderr.startswith(f"error: '{common}' is the start of several runs' ids: {first}, {second} — "
                                          "give more characters of the id"), refused.stderr

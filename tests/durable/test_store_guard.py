@@ -3,7 +3,8 @@
 No file consequence may write, delete, replace or create anything at wfexec's run store, its SQLite companions
 (-wal, -shm, -journal) or anything in `.wfexec/`, however the path is spelled and wherever it comes from (`--set`,
 `--input`, state, the workflow itself). Each case runs the real `wfexec` in a subprocess on a real store, then
-checks that the store still answers `wfexec runs`.
+checks that the store still answers `wfexec runs` (that check, and the first run that makes the store, are
+`wfexec` in this process: they are not what is guarded).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sqlite3
 
 import pytest
 
-from conftest import wfexec_cli
+from conftest import wfexec_cli, wfexec_in_process
 
 RULE = "a workflow may not write, move or delete the run store or anything in .wfexec/"
 
@@ -36,13 +37,13 @@ def work(tmp_path, monkeypatch):
     folder = tmp_path / "work"
     folder.mkdir()
     (folder / "first.yaml").write_text(action_workflow({"type": "set_state", "field": "computed.x", "value": 1}))
-    assert wfexec_cli("run", "first.yaml", cwd=folder).returncode == 0
+    assert wfexec_in_process("run", "first.yaml", cwd=folder).returncode == 0
     assert (folder / ".wfexec" / "runs.db").is_file()
     return folder
 
 
 def store_still_works(folder, store=".wfexec/runs.db") -> list[dict]:
-    listed = wfexec_cli("runs", "--format", "json", "--store", store, cwd=folder)
+    listed = wfexec_in_process("runs", "--format", "json", "--store", store, cwd=folder)
     assert listed.returncode == 0, listed.stderr
     runs = json.loads(listed.stdout)
     with sqlite3.connect(folder / store) as db:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import one_action, wfexec_cli
+from conftest import one_action, wfexec_in_process as cli
 
 
 def test_a_scripts_own_parameter_expansions_reach_the_shell_unchanged(tmp_path):
@@ -17,7 +17,7 @@ def test_a_scripts_own_parameter_expansions_reach_the_shell_unchanged(tmp_path):
     path = tmp_path / "workflow.yaml"
     path.write_text(one_action({"type": "run_command", "command": ["bash", "-c", script],
                                 "store_as": "computed.out"}))
-    ran = wfexec_cli("run", path, "--ephemeral", "--format", "json")
+    ran = cli("run", path, "--ephemeral", "--format", "json")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert json.loads(ran.stdout)["state"]["computed"]["out"]["stdout"] == \
         "notes.tar notes v2 v2 fallback 6 app APP-V2\n"
@@ -28,7 +28,7 @@ def test_a_template_inside_shell_code_is_still_refused_beside_them(tmp_path):
     path.write_text(one_action({"type": "run_command",
                                 "command": ["bash", "-c", 'n=a-b; echo "${n##*-} ${computed.value}"']},
                                initial_state={"computed": {"value": "x; touch PWNED"}}))
-    ran = wfexec_cli("run", path, "--ephemeral", cwd=tmp_path)
+    ran = cli("run", path, "--ephemeral", cwd=tmp_path)
     assert ran.returncode == 1
     assert "would run a value from state as shell code" in ran.stdout + ran.stderr
     assert not (tmp_path / "PWNED").exists()
@@ -59,7 +59,7 @@ endings:
 def test_validate_warns_where_a_scripts_dollar_brace_can_be_read_two_ways(tmp_path):
     path = tmp_path / "workflow.yaml"
     path.write_text(SCRIPT_READ_TWO_WAYS)
-    checked = wfexec_cli("validate", path)
+    checked = cli("validate", path)
     text = checked.stdout + checked.stderr
     assert checked.returncode == 0, text
     assert "warning: `${short}` is filled in by wfexec from state, where nothing writes `short`, but the script " \
@@ -86,7 +86,7 @@ def test_jq_and_shell_idioms_are_refused_with_the_javascript_to_write(tmp_path, 
     path = tmp_path / "workflow.yaml"
     path.write_text(one_action({"type": "display_message", "message": written},
                                initial_state={"computed": {"files": ["a"], "skills": [], "name": "x"}}))
-    checked = wfexec_cli("validate", path)
+    checked = cli("validate", path)
     assert checked.returncode == 2
     line = next(line for line in checked.stdout.splitlines() if ": error: " in line)
     assert said in line and f"— in JavaScript: {instead}" in line, line

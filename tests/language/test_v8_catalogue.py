@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from conftest import wfexec_cli, wfexec_in_process as cli
+from conftest import wfexec_in_process as cli
 
 
 def workflow(nodes: str, *, initial_state: str = "", name: str = "v8-catalogue") -> str:
@@ -446,7 +446,7 @@ def scripted(tmp_path):
 
 def test_run_command_in_a_v8_file_stores_the_trimmed_stdout(tmp_path):
     scripted(tmp_path)
-    done = wfexec_cli("run", "workflow.yaml", "--ephemeral", "--format", "json", cwd=tmp_path)
+    done = cli("run", "workflow.yaml", "--ephemeral", "--format", "json", cwd=tmp_path)
     result = json.loads(done.stdout)
     assert (done.returncode, result["ending"]) == (0, "done"), done.stdout + done.stderr
     assert result["state"]["computed"]["greeting"] == "hello world | two words in work"
@@ -456,7 +456,7 @@ def test_run_command_in_a_v8_file_stores_the_trimmed_stdout(tmp_path):
 def test_a_failing_script_goes_to_default_error_with_its_output(tmp_path):
     scripted(tmp_path)
     (tmp_path / "scripts" / "greet.py").write_text("import sys\nsys.exit('no greeting today')\n")
-    done = wfexec_cli("run", "workflow.yaml", "--ephemeral", "--format", "json", cwd=tmp_path)
+    done = cli("run", "workflow.yaml", "--ephemeral", "--format", "json", cwd=tmp_path)
     result = json.loads(done.stdout)
     assert (done.returncode, result["ending"]) == (1, "failed")
     assert "exited with code 1" in result["message"] and "no greeting today" in result["message"]
@@ -484,19 +484,19 @@ install:
 def test_install_tool_runs_its_command_then_finds_the_tool_and_skips_when_present(tmp_path):
     write(tmp_path, workflow(INSTALL))
     env = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
-    done = wfexec_cli("run", "workflow.yaml", "--ephemeral", "--format", "json", cwd=tmp_path, env=env)
+    done = cli("run", "workflow.yaml", "--ephemeral", "--format", "json", cwd=tmp_path, env=env)
     result = json.loads(done.stdout)
     assert (done.returncode, result["ending"]) == (0, "done"), done.stdout + done.stderr
     assert result["state"]["computed"]["install_result"]["status"] == "installed"
     assert result["state"]["computed"]["said"] == "demo"
     assert os.stat(tmp_path / "bin" / "wfexec-demo-tool").st_mode & stat.S_IXUSR
     # Present now: the conditional routes past the install (and install_tool itself would skip).
-    again = wfexec_cli("run", "workflow.yaml", "--ephemeral", "--format", "json", cwd=tmp_path, env=env)
+    again = cli("run", "workflow.yaml", "--ephemeral", "--format", "json", cwd=tmp_path, env=env)
     assert json.loads(again.stdout)["state"]["history"][0]["outcome"]["branch"] == "true"
     skip = workflow(INSTALL.replace("  on_false: install", "  on_false: install\n  on_true: install", 1)
                     .replace("  on_true: done\n", "", 1))
     write(tmp_path, skip)
-    skipped = json.loads(wfexec_cli("run", "workflow.yaml", "--ephemeral", "--format", "json", cwd=tmp_path,
+    skipped = json.loads(cli("run", "workflow.yaml", "--ephemeral", "--format", "json", cwd=tmp_path,
                                     env=env).stdout)
     assert skipped["state"]["computed"]["install_result"]["status"] == "skipped"
 
@@ -505,7 +505,7 @@ def test_an_install_that_does_not_provide_the_tool_fails_to_default_error(tmp_pa
     write(tmp_path, workflow(INSTALL.replace("chmod +x bin/wfexec-demo-tool", "true")
                              .replace("bin/wfexec-demo-tool &&", "bin/other-name &&")))
     env = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
-    done = wfexec_cli("run", "workflow.yaml", "--ephemeral", "--format", "json", cwd=tmp_path, env=env)
+    done = cli("run", "workflow.yaml", "--ephemeral", "--format", "json", cwd=tmp_path, env=env)
     result = json.loads(done.stdout)
     assert (done.returncode, result["ending"]) == (1, "failed")
     assert "wfexec-demo-tool is not available after installation" in result["message"]
@@ -573,7 +573,7 @@ def test_inline_asks_the_backend_and_applies_only_the_declared_writes(tmp_path):
         print(json.dumps({"result": "my title", "writes": {"computed.slug": "my-title"}}))
         """))
     write(tmp_path, workflow(INLINE, initial_state="initial_state: {computed: {title: '  My Title '}}\n"))
-    done = wfexec_cli("run", "workflow.yaml", "--ephemeral", "--format", "json",
+    done = cli("run", "workflow.yaml", "--ephemeral", "--format", "json",
                       "--backend", f"command:{sys.executable} llm.py", cwd=tmp_path)
     result = json.loads(done.stdout)
     assert (done.returncode, result["ending"]) == (0, "done"), done.stdout + done.stderr

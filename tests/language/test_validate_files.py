@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import textwrap
 
-from conftest import ROOT, wfexec_cli
+from conftest import ROOT, wfexec_in_process as cli
 
 SCRIPTED = """\
 name: scripted
@@ -49,7 +49,7 @@ endings:
 
 
 def validate(folder, *options):
-    done = wfexec_cli("validate", "--format", "json", *options, "workflow.yaml", cwd=folder)
+    done = cli("validate", "--format", "json", *options, "workflow.yaml", cwd=folder)
     return done.returncode, json.loads(done.stdout)
 
 
@@ -101,6 +101,6 @@ def test_a_document_without_state_templates_gets_no_warning(tmp_path):
 
 
 def test_a_states_folder_that_asks_counts_as_asking_a_person():
-    done = wfexec_cli("validate", "--format", "json", "skills/docs-check", cwd=ROOT)
+    done = cli("validate", "--format", "json", "skills/docs-check", cwd=ROOT)
     summary = json.loads(done.stdout)["files"][0]["summary"]
     assert summary["text"] == "2 nodes: 1 run as code, 1 ask a person, 0 go to the LLM"

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import wfexec
-from conftest import ROOT, wfexec_cli
+from conftest import ROOT, wfexec_in_process as cli
 from wfexec.api import validate_text
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -52,32 +52,32 @@ c: [*b, *b, *b, *b, *b]
 
 def test_the_alias_limit_names_itself_its_value_and_how_to_raise_it(tmp_path):
     (tmp_path / "aliases.yaml").write_text(ALIASES)
-    line = _refusal(wfexec_cli("validate", "aliases.yaml", cwd=tmp_path, env={"WFEXEC_MAX_ALIAS_VALUES": "100"}))
+    line = _refusal(cli("validate", "aliases.yaml", cwd=tmp_path, env={"WFEXEC_MAX_ALIAS_VALUES": "100"}))
     assert "aliases.yaml:1:4:" in line  # the anchored value the aliases repeat
     assert "more than 100 values through aliases" in line and "WFEXEC_MAX_ALIAS_VALUES=100" in line
     assert "raise the limit: WFEXEC_MAX_ALIAS_VALUES=" in line
-    raised = wfexec_cli("validate", "aliases.yaml", cwd=tmp_path, env={"WFEXEC_MAX_ALIAS_VALUES": "1000"})
+    raised = cli("validate", "aliases.yaml", cwd=tmp_path, env={"WFEXEC_MAX_ALIAS_VALUES": "1000"})
     assert "through aliases" not in raised.stdout, raised.stdout
 
 
 def test_values_written_out_do_not_count_against_the_alias_limit(tmp_path):
     """A big workflow without aliases was refused as an alias bomb: only repeated values count."""
     (tmp_path / "workflow.yaml").write_text(validation_workflow("chain", 60))  # about 600 values, no alias
-    result = wfexec_cli("validate", "workflow.yaml", cwd=tmp_path, env={"WFEXEC_MAX_ALIAS_VALUES": "10"})
+    result = cli("validate", "workflow.yaml", cwd=tmp_path, env={"WFEXEC_MAX_ALIAS_VALUES": "10"})
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_file_size_limit_names_itself_its_value_and_how_to_raise_it(tmp_path):
     text = validation_workflow("chain", 40)
     (tmp_path / "workflow.yaml").write_text(text)
-    line = _refusal(wfexec_cli("validate", "workflow.yaml", cwd=tmp_path, env={"WFEXEC_MAX_FILE_BYTES": "1000"}))
+    line = _refusal(cli("validate", "workflow.yaml", cwd=tmp_path, env={"WFEXEC_MAX_FILE_BYTES": "1000"}))
     assert f"{len(text):,} bytes, more than the 1,000" in line
     assert "WFEXEC_MAX_FILE_BYTES=1000" in line and "raise it by setting WFEXEC_MAX_FILE_BYTES=" in line
-    raised = wfexec_cli("validate", "workflow.yaml", cwd=tmp_path, env={"WFEXEC_MAX_FILE_BYTES": str(len(text))})
+    raised = cli("validate", "workflow.yaml", cwd=tmp_path, env={"WFEXEC_MAX_FILE_BYTES": str(len(text))})
     assert raised.returncode == 0, raised.stdout + raised.stderr
 
 
 def test_the_depth_limit_says_it_is_fixed(tmp_path):
     (tmp_path / "deep.yaml").write_text("a: " + "[" * 300 + "]" * 300 + "\n")
-    line = _refusal(wfexec_cli("validate", "deep.yaml", cwd=tmp_path))
+    line = _refusal(cli("validate", "deep.yaml", cwd=tmp_path))
     assert "nests deeper than 200 levels (a fixed limit" in line

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import wfexec_cli, wfexec_in_process as cli
+from conftest import wfexec_in_process as cli
 from protocol_support import write_states
 
 POLICY = "---\nallowed_transitions:\n{entries}\n---\n"
@@ -124,10 +124,10 @@ def test_run_refuses_a_workflow_whose_states_folder_validate_calls_wrong_at_the_
     write_states(tmp_path / "flow", BROKEN_FLOW)
     (tmp_path / "workflow.yaml").write_text(WITH_STATES)
     expected = f"flow/START.sh:2:7: error: states node 'agents': {NOPE}"
-    validated = wfexec_cli("validate", "workflow.yaml", cwd=tmp_path)
+    validated = cli("validate", "workflow.yaml", cwd=tmp_path)
     assert validated.returncode == 2 and validated.stdout.splitlines()[0] == expected, validated.stdout
     for args in (["run", "workflow.yaml"], ["run", "workflow.yaml", "--ephemeral"]):
-        ran = wfexec_cli(*args, cwd=tmp_path)
+        ran = cli(*args, cwd=tmp_path)
         assert ran.returncode == 2, ran.stdout + ran.stderr
         assert ran.stderr.splitlines() == [expected, "workflow.yaml: not run, the workflow has 1 error (wfexec "
                                                      "validate shows them all)"], ran.stderr
@@ -140,13 +140,13 @@ def test_run_refuses_a_workflow_whose_states_folder_validate_calls_wrong_at_the_
 def test_run_and_states_refuse_a_states_folder_validate_calls_wrong(tmp_path, private_run_store, command):
     write_states(tmp_path / "flow", {"START.md": "---\nmodel: gpt-9\n---\nFirst.\nThen <goto>GONE</goto>.\n",
                                      "GONE2.sh": "touch started.marker\necho '<result>x</result>'\n"})
-    validated = wfexec_cli("validate", "flow", cwd=tmp_path)
+    validated = cli("validate", "flow", cwd=tmp_path)
     errors = [line for line in validated.stdout.splitlines() if ": error: " in line]
     assert errors == ["flow/START.md:2:1: error: invalid model 'gpt-9' in START.md; must be one of: opus, sonnet, "
                       "haiku [invalid-model]",
                       "flow/START.md:5:6: error: <goto> in START.md names 'GONE', which is not a state of this "
                       "workflow [missing-target]"], validated.stdout
-    ran = wfexec_cli(*command, "flow", "--backend", "command:cat", cwd=tmp_path)
+    ran = cli(*command, "flow", "--backend", "command:cat", cwd=tmp_path)
     assert ran.returncode == 2, ran.stdout + ran.stderr
     assert ran.stderr.splitlines() == [*errors, "flow: not run, the states have 2 errors (wfexec validate shows "
                                                 "them all)"], ran.stderr
@@ -160,11 +160,11 @@ def test_resume_refuses_once_a_state_file_is_broken(tmp_path, private_run_store)
     (tmp_path / "workflow.yaml").write_text(WITH_STATES.replace("start_node: agents", "start_node: ask").replace(
         "nodes:\n", "nodes:\n  ask:\n    type: user_prompt\n    prompt: {question: Go on, options: [{id: go, label: Go}]}\n"
                     "    on_response: {go: {next_node: agents}}\n"))
-    parked = wfexec_cli("run", "workflow.yaml", cwd=tmp_path)
+    parked = cli("run", "workflow.yaml", cwd=tmp_path)
     assert parked.returncode == 3, parked.stderr
     (tmp_path / "flow" / "START.sh").write_text("echo '<goto>NOPE.sh</goto>'\n")
     run_id = parked.stderr.split("wfexec resume ")[1].split()[0]
-    resumed = wfexec_cli("resume", run_id, "--answer", "ask=go", cwd=tmp_path)
+    resumed = cli("resume", run_id, "--answer", "ask=go", cwd=tmp_path)
     assert resumed.returncode == 2, resumed.stdout + resumed.stderr
     assert resumed.stderr.splitlines()[0] == f"flow/START.sh:1:7: error: states node 'agents': {NOPE}", resumed.stderr
     assert "no longer validates" in resumed.stderr
@@ -178,5 +178,5 @@ def test_a_raymond_yaml_states_target_with_an_extension_is_a_known_state(tmp_pat
     fixture = Path(__file__).parent / "fixtures" / "raymond.yaml"
     (tmp_path / "flow.yaml").write_text(fixture.read_text())
     assert "COUNT.md</goto>" in fixture.read_text()
-    done = wfexec_cli("validate", "flow.yaml", cwd=tmp_path)
+    done = cli("validate", "flow.yaml", cwd=tmp_path)
     assert done.returncode == 0 and "flow.yaml: valid states" in done.stderr, done.stdout + done.stderr

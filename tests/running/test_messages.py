@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, wfexec_cli, with_coverage
+from conftest import ROOT, wfexec_in_process as cli, with_coverage
 from wfexec.nodes.base import Choice, Question
 from wfexec.running.engine import Result
 from wfexec.temporal.messages import AgentStateResult, EdgeResult, EffectStepResult
@@ -127,11 +127,11 @@ def test_every_door_gives_the_same_question_the_same_json(tmp_path):
     --format json` give the question the run waits on in one form; the waiting doors add which run,
     `answer_key` and what the run printed (`output`)."""
     store = tmp_path / "runs.db"
-    parked = wfexec_cli("run", QUICKSTART, "--input", "name=Ada", "--non-interactive", "--format", "json",
+    parked = cli("run", QUICKSTART, "--input", "name=Ada", "--non-interactive", "--format", "json",
                         "--store", store, cwd=tmp_path)
     assert parked.returncode == 3, parked.stderr
     by_cli = json.loads(parked.stdout)
-    shown = wfexec_cli("show", by_cli["run_id"], "--store", store, "--format", "json", cwd=tmp_path)
+    shown = cli("show", by_cli["run_id"], "--store", store, "--format", "json", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     by_show = json.loads(shown.stdout)["pending_question"]
     with sqlite3.connect(store) as db:

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from conftest import wfexec_cli  # noqa: E402
+from conftest import wfexec_in_process as cli  # noqa: E402
 from serve_support import api, client, config, root, waiting_run, workflows  # noqa: E402,F401  (api, root: fixtures)
 
 # Marks its step in flight, says so with a file, then takes long enough to be killed in the middle.
@@ -88,7 +88,7 @@ def test_runs_are_filtered_by_status_workflow_and_text_with_the_filters_in_the_a
     others = [waiting_run(root / "greeter") for _ in range(2)]
     (tmp_path / "agents").mkdir()
     (tmp_path / "agents" / "START.sh").write_text('echo "<result>ok</result>"\n')
-    states = json.loads(wfexec_cli("states", tmp_path / "agents", "--format", "json", cwd=tmp_path).stdout)["run_id"]
+    states = json.loads(cli("states", tmp_path / "agents", "--format", "json", cwd=tmp_path).stdout)["run_id"]
     by_workflow = api.get("/api/runs", params={"workflow": "greeter"}).json()
     assert [r["id"] for r in by_workflow["runs"]] == [*others[::-1], ada]
     assert by_workflow["workflows"] == ["agents", "greeter"]
@@ -107,12 +107,12 @@ def test_runs_are_filtered_by_status_workflow_and_text_with_the_filters_in_the_a
 def test_the_agents_of_a_states_run_show_with_their_transcripts(api, tmp_path):
     (tmp_path / "agents").mkdir()
     (tmp_path / "agents" / "START.sh").write_text('echo "hello from the script"\necho "<result>ok</result>"\n')
-    run_id = json.loads(wfexec_cli("states", tmp_path / "agents", "--format", "json", cwd=tmp_path).stdout)["run_id"]
+    run_id = json.loads(cli("states", tmp_path / "agents", "--format", "json", cwd=tmp_path).stdout)["run_id"]
     agents = api.get(f"/api/runs/{run_id}/agents").json()["agents"]
     assert len(agents) == 1
     state = agents[0]["states"][0]
     assert state["kind"] != "markdown" and "hello from the script" in state["stdout"] and state["exit_code"] == 0
-    shown = wfexec_cli("show", run_id, "--agent", agents[0]["agent"], "--format", "json")
+    shown = cli("show", run_id, "--agent", agents[0]["agent"], "--format", "json")
     assert json.loads(shown.stdout)["states"] == agents[0]["states"]  # what `show --agent` says
     assert "hello from the script" in api.get(f"/runs/{run_id}").text
     # What its script wrote, as it wrote it, is the run's output too (`wfexec states`, a door of its own).
@@ -129,7 +129,7 @@ def test_a_chatty_command_keeps_the_end_of_its_output_and_the_reader_is_told_wha
 
     (root / "chatty").mkdir()
     (root / "chatty" / "workflow.yaml").write_text(CHATTY)
-    done = wfexec_cli("run", root / "chatty", "--non-interactive")
+    done = cli("run", root / "chatty", "--non-interactive")
     assert done.returncode == 0, done.stderr
     run_id = api.get("/api/runs").json()["runs"][0]["id"]
     written = "$ seq 1 100000\n" + "".join(f"stdout| {n}\n" for n in range(1, 100_001)) + "exit code 0\n"
@@ -142,10 +142,10 @@ def test_a_chatty_command_keeps_the_end_of_its_output_and_the_reader_is_told_wha
     with sqlite3.connect(private_run_store) as db:
         assert db.execute("SELECT written, length(text) FROM outputs WHERE run_id = ?", (run_id,)).fetchall() == \
             [(len(written), len(kept))]
-    shown = wfexec_cli("show", run_id, "--output")  # the same at a terminal
+    shown = cli("show", run_id, "--output")  # the same at a terminal
     assert shown.returncode == 0 and shown.stdout == first["text"], shown.stderr
-    assert json.loads(wfexec_cli("show", run_id, "--output", "--format", "json").stdout)["bytes"] == len(written)
-    nothing = wfexec_cli("show", waiting_run(root / "greeter"), "--output")
+    assert json.loads(cli("show", run_id, "--output", "--format", "json").stdout)["bytes"] == len(written)
+    nothing = cli("show", waiting_run(root / "greeter"), "--output")
     assert nothing.returncode == 0 and "no command or script of it wrote anything" in nothing.stdout
 
 
@@ -240,7 +240,7 @@ def test_an_interrupted_run_resumes_once_told_what_becomes_of_its_step_in_flight
     skipped = api.post(f"/api/runs/{run_id}/resume", json={"in_flight": "skip"})
     assert skipped.status_code == 200, skipped.text
     _until_finished(api, run_id)
-    assert json.loads(wfexec_cli("show", run_id, "--format", "json").stdout)["status"] == "completed"
+    assert json.loads(cli("show", run_id, "--format", "json").stdout)["status"] == "completed"
 
 
 def test_run_again_starts_a_new_run_with_the_same_inputs(api, root, private_run_store):

@@ -25,8 +25,8 @@ from conftest import ROOT, install_plugin  # noqa: E402
 from wfexec.api import load  # noqa: E402
 from wfexec.temporal.bundle import make_bundle  # noqa: E402
 from wfexec.temporal.delivery import PART_CHARS, fetch_parts, parts_of  # noqa: E402
-from test_temporal import (DevServer, HEARTBEAT_SECONDS, SKILL_RUNS, _release_repo, run_id_from,  # noqa: E402
-                           wait_until)
+from temporal_support import DevServer, HEARTBEAT_SECONDS, run_id_from, wait_until  # noqa: E402
+from test_temporal import SKILL_RUNS, _release_repo  # noqa: E402
 
 pytestmark = pytest.mark.temporal
 
