@@ -197,19 +197,15 @@ class DurableJournal(Journal):
             for node_id in cleared:  # the run stopped inside the node: no step to journal with it
                 self.store.save_node_state(self.run_id, node_id, None)
             return
-        if not cleared and self.since_snapshot < max(SNAPSHOT_MIN_BYTES, self.snapshot_bytes):
-            # Most commits: the rows alone (committing each state-only step, this is the whole cost of one).
-            self.since_snapshot += self.store.append_steps(self.run_id, pending, current_node)
+        snapshot = None
+        if self.since_snapshot >= max(SNAPSHOT_MIN_BYTES, self.snapshot_bytes):
+            snapshot = state_for_snapshot(run.state)
+        row_bytes, snapshot_bytes = self.store.commit_steps(self.run_id, pending, current_node, snapshot=snapshot,
+                                                            cleared_nodes=sorted(cleared) if cleared else ())
+        if snapshot is not None:
+            self.snapshot_bytes, self.since_snapshot = snapshot_bytes, 0
         else:
-            snapshot = None
-            if self.since_snapshot >= max(SNAPSHOT_MIN_BYTES, self.snapshot_bytes):
-                snapshot = state_for_snapshot(run.state)
-            row_bytes, snapshot_bytes = self.store.commit_steps(self.run_id, pending, current_node,
-                                                                snapshot=snapshot, cleared_nodes=sorted(cleared))
-            if snapshot is not None:
-                self.snapshot_bytes, self.since_snapshot = snapshot_bytes, 0
-            else:
-                self.since_snapshot += row_bytes
+            self.since_snapshot += row_bytes
         self.pending = []
         self.last_flush = time.monotonic()
 
