@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING
 from wfexec.commands.documents import raymond_manifest, workflow_document
 from wfexec.protocol.errors import ProtocolError, ScopeError, StopRun
 from wfexec.protocol.scopes import KNOWN, DirectoryScope, EditedScope, StateScope, extension, open_scope
+from wfexec.running.request import DEFAULT_MAX_STEPS
 
 if TYPE_CHECKING:  # `validate` reads this module to tell a states folder from a workflow: it stays light
     from wfexec.running.console import Console
-
-DEFAULT_MAX_STEPS = 10_000
 
 
 @dataclass

@@ -28,11 +28,10 @@ from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, 
 from wfexec.types.registry import ActionFailed
 from wfexec.language.paths import PathError, absolute_path, format_path, get_path, set_path
 from wfexec.running.state import new_state
+from wfexec.running.request import DEFAULT_MAX_STEPS
 
 if TYPE_CHECKING:
     from wfexec.running.dry_run import DryRun
-
-DEFAULT_MAX_STEPS = 10_000
 
 
 class RunError(WfexecError):

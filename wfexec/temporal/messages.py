@@ -17,8 +17,7 @@ from typing import Any, TypeVar
 from wfexec.nodes.base import Question
 from wfexec.records import dataclass, field, replace
 from wfexec.temporal.state_changes import MISSING
-
-DEFAULT_MAX_STEPS = 10_000
+from wfexec.running.request import DEFAULT_MAX_STEPS
 
 
 def _present(**fields: Any) -> dict[str, Any]:
