@@ -27,7 +27,6 @@ Python.
 from __future__ import annotations
 
 import argparse
-import functools
 import io
 import sqlite3
 import statistics
@@ -40,7 +39,7 @@ from tiny import parse_sized  # noqa: E402  (bench/ is on sys.path: the benches 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_engine import counter_graph, counter_workflow, run_wfexec  # noqa: E402
+from bench_engine import counter_graph, counter_workflow, loaded, run_wfexec  # noqa: E402
 
 
 class Clock:
@@ -72,15 +71,9 @@ endings:
 """
 
 
-@functools.lru_cache(maxsize=None)
 def tick_workflow():
-    """The one-step loop of part 2, loaded once (runs reuse its compiled expressions)."""
-    import wfexec
-
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "workflow.yaml"
-        path.write_text(TICK)
-        return wfexec.load(path)
+    """The one-step loop of part 2."""
+    return loaded(TICK)
 
 
 def wfexec_memory(iterations: int, workflow) -> tuple[float, float]:

