@@ -224,21 +224,30 @@ def test_a_worker_without_a_plugin_the_workflow_uses_refuses_it_naming_the_plugi
     assert "pip install wfexec-hello" in refused.stderr
 
 
-def test_a_run_whose_worker_is_gone_asks_rerun_or_skip_and_reruns_on_another(apart, tmp_path):
-    """The run's first step and its question on one worker, which is then killed; the next step, not safe to run
-    twice, waits for that worker until WFEXEC_TEMPORAL_WORKER_GONE, then the run asks, as after a crash; --rerun
-    runs it on a worker that claims the run. Its own task queue: the module's two workers stay out of it."""
+def _parked_then_its_worker_gone(apart: Apart, tmp_path: Path, workflow: str, queue_name: str):
+    """A run of tests/workflows/temporal/WORKFLOW.yaml on a task queue of its own (the module's two workers stay out
+    of it), parked at its question after its first step on a worker that is then killed, and a second worker
+    started on that queue: (the client's environment, noticing a gone worker within 3 s; the first and the second
+    worker's places; the parked `wfexec run`)."""
     env = apart.client.env(WFEXEC_TEMPORAL_WORKER_GONE="3")
     first, second = Place(tmp_path / "first", apart.server), Place(tmp_path / "second", apart.server)
-    queue = ["--task-queue", "gone"]
+    queue = ["--task-queue", queue_name]
     doomed = apart.start_worker(first, args=queue)
-    started = _in_client(apart, WORKFLOWS / "ask_between_steps.yaml", "ask-between-steps")
+    started = _in_client(apart, WORKFLOWS / f"{workflow}.yaml", workflow.replace("_", "-"))
     parked = apart.wfexec("run", started, *queue, env=env)
     assert parked.returncode == 3, parked.stderr
     assert (first.work / "first.txt").exists()
     doomed.kill()
     doomed.wait(10)
     apart.start_worker(second, args=queue)
+    return env, first, second, parked
+
+
+def test_a_run_whose_worker_is_gone_asks_rerun_or_skip_and_reruns_on_another(apart, tmp_path):
+    """The run's first step and its question on one worker, which is then killed; the next step, not safe to run
+    twice, waits for that worker until WFEXEC_TEMPORAL_WORKER_GONE, then the run asks, as after a crash; --rerun
+    runs it on a worker that claims the run. Its own task queue: the module's two workers stay out of it."""
+    env, first, second, parked = _parked_then_its_worker_gone(apart, tmp_path, "ask_between_steps", "gone")
     run_id = run_id_from(parked.stderr)
     asked = apart.wfexec("resume", run_id, "--answer", "ask=go", env=env)
     assert asked.returncode == 3, asked.stdout + asked.stderr
@@ -310,17 +319,8 @@ def test_a_short_step_refused_by_a_worker_that_is_not_the_runs_goes_to_a_worker_
     local activity refuses the next short step (its files are the run's worker's); the step goes to the run's
     worker's queue, waits for it until WFEXEC_TEMPORAL_WORKER_GONE, and, being idempotent, runs on the worker that
     claims the run next. Its own task queue: the module's two workers stay out of it."""
-    env = apart.client.env(WFEXEC_TEMPORAL_WORKER_GONE="3")
-    first, second = Place(tmp_path / "first", apart.server), Place(tmp_path / "second", apart.server)
-    queue = ["--task-queue", "short-elsewhere"]
-    doomed = apart.start_worker(first, args=queue)
-    started = _in_client(apart, WORKFLOWS / "ask_between_short_steps.yaml", "ask-between-short-steps")
-    parked = apart.wfexec("run", started, *queue, env=env)
-    assert parked.returncode == 3, parked.stderr
-    assert (first.work / "first.txt").exists()
-    doomed.kill()
-    doomed.wait(10)
-    apart.start_worker(second, args=queue)
+    env, _first, second, parked = _parked_then_its_worker_gone(apart, tmp_path, "ask_between_short_steps",
+                                                               "short-elsewhere")
     done = apart.wfexec("resume", run_id_from(parked.stderr), "--answer", "ask=go", env=env)
     assert (done.returncode, done.stdout) == (0, "wrote second\n"), done.stdout + done.stderr
     assert (second.work / "second.txt").read_text() == "second\n"
