@@ -23,7 +23,9 @@ import signal
 import sqlite3
 import sys
 
-JOURNAL_INSERT = re.compile(r"INSERT OR REPLACE INTO journal VALUES \('[^']*', (\d+), (\d+),")
+# A journal row's values start with its key (the run's number << 32 | the row's first step) and its last step.
+JOURNAL_INSERT = re.compile(r"INSERT OR REPLACE INTO journal VALUES \((\d+), (\d+),")
+FIRST_STEP = (1 << 32) - 1  # the bits of the key that are the row's first step (wfexec.durable.store.STEP_BITS)
 POINTS = ("after-commit", "mid-commit", "before-statement")
 
 
@@ -68,9 +70,10 @@ def install(point: str, step: int) -> None:
             _die()
         match = JOURNAL_INSERT.match(statement)
         if match:
-            holds_step = int(match.group(1)) <= step <= int(match.group(2))
+            first, last = int(match.group(1)) & FIRST_STEP, int(match.group(2))
+            holds_step = first <= step <= last
             if in_transaction:
-                journaled.append((int(match.group(1)), int(match.group(2))))
+                journaled.append((first, last))
             elif holds_step:  # a row committed on its own: the statement is the transaction
                 if point == "mid-commit":
                     _die()

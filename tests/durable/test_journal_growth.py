@@ -144,6 +144,90 @@ endings:
         assert db.execute("SELECT steps, status FROM runs").fetchone() == (1, "completed")
 
 
+PARKED_AFTER_A_STEP = """
+name: parked
+version: 1
+start_node: note
+nodes:
+  note:
+    type: action
+    actions: [{type: set_state, field: computed.before, value: kept}]
+    on_success: ask
+  ask:
+    type: user_prompt
+    prompt: {question: "Which?", header: Pick, options: [{id: a, label: A}, {id: b, label: B}]}
+    on_response: {a: {next_node: done}, b: {next_node: done}}
+endings:
+  done: {type: success, message: "${computed.before} then ${user_responses.ask.id}"}
+"""
+
+
+def _schema_6_store(store: Path, workflow: Path) -> None:
+    """What wfexec left before journal rows were keyed by the run's number (store schema 6): a finished run whose
+    journal is two rows, and a run waiting at a question after one step."""
+    with sqlite3.connect(store, isolation_level=None) as db:
+        for number in range(1, 7):
+            for statement in MIGRATIONS[number].split(";"):
+                if statement.strip():
+                    db.execute(statement)
+        db.execute("CREATE TABLE wfexec_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO wfexec_meta VALUES ('schema_version', '6'), ('app', 'wfexec')")
+        now = time.time()
+        question = json.dumps({"node": "ask", "question": "Which?", "header": "Pick", "allow_other": False,
+                               "options": [{"id": "a", "label": "A", "description": None},
+                                           {"id": "b", "label": "B", "description": None}]})
+        for run_id, status, current, pending in (("0done0000000000", "completed", None, None),
+                                                  ("0wait0000000000", "waiting", "ask", question)):
+            db.execute("INSERT INTO runs (id, workflow_path, workflow_name, workflow_hash, node_hashes, status, "
+                       "current_node, pending_question, steps, created_at, updated_at) VALUES "
+                       "(?, ?, 'parked', 'x', '{}', ?, ?, ?, 0, ?, ?)",
+                       (run_id, str(workflow), status, current, pending, now, now))
+            db.execute("INSERT INTO snapshots VALUES (?, 0, ?)", (run_id, json.dumps(
+                {"flags": {}, "computed": {}, "user_responses": {}, "checkpoints": {}})))
+        step = [1, "note", "action", {"success": True}, "ask", "2026-01-01T00:00:00.000Z",
+                {"computed.before": "kept"}, 40]
+        answered = [2, "ask", "user_prompt", {"answer": "a"}, "done", "2026-01-01T00:00:01.000Z",
+                    {"user_responses.ask": {"id": "a"}}, 90]
+        for run_id, first, last, steps, node in (("0done0000000000", 1, 1, [step], "ask"),
+                                                  ("0done0000000000", 2, 2, [answered], "done"),
+                                                  ("0wait0000000000", 1, 1, [step], "ask")):
+            db.execute("INSERT INTO journal VALUES (?, ?, ?, ?, ?, ?)",
+                       (run_id, first, last, json.dumps(steps), node, now))
+
+
+def test_a_store_of_schema_6_is_read_as_it_is_then_upgraded_with_its_journals(tmp_path):
+    """Reading an older store writes nothing to it; the first command that writes moves every run's journal to
+    the new key, and the waiting run goes on from its journal."""
+    workflow = tmp_path / "workflow.yaml"
+    workflow.write_text(PARKED_AFTER_A_STEP)
+    store = tmp_path / "runs.db"
+    _schema_6_store(store, workflow)
+    before = store.read_bytes()
+
+    def journal(run_id: str) -> list:
+        shown = cli("show", run_id, "--format", "json", "--store", store)
+        assert shown.returncode == 0, shown.stderr
+        return [(step["step"], step["node"], step["target"]) for step in json.loads(shown.stdout)["journal"]]
+
+    assert journal("0done0000000000") == [(1, "note", "ask"), (2, "ask", "done")]
+    listed = {r["id"]: (r["steps"], r["current_node"])
+              for r in json.loads(cli("runs", "--format", "json", "--store", store).stdout)}
+    assert listed == {"0done0000000000": (2, None), "0wait0000000000": (1, "ask")}
+    assert store.read_bytes() == before  # read as it is: not even upgraded
+
+    resumed = cli("resume", "0wait0000000000", "--answer", "ask=b", "--accept-changes", "--store", store)
+    assert (resumed.returncode, resumed.stdout.strip()) == (0, "kept then b"), resumed.stderr
+    assert journal("0wait0000000000") == [(1, "note", "ask"), (2, "ask", "done")]
+    assert journal("0done0000000000") == [(1, "note", "ask"), (2, "ask", "done")]
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    # A run started after the upgrade takes the next number: its rows go after both older runs' rows.
+    new = cli("run", workflow, "--answer", "ask=a", "--store", store, "--format", "json")
+    assert new.returncode == 0, new.stderr
+    assert journal(json.loads(new.stdout)["run_id"]) == [(1, "note", "ask"), (2, "ask", "done")]
+    assert journal("0wait0000000000") == [(1, "note", "ask"), (2, "ask", "done")]
+
+
 def test_a_killed_run_shows_the_progress_of_its_last_commit(tmp_path):
     """Committing steps writes only their journal row: `runs` and `show` read the run's progress from there."""
     import signal

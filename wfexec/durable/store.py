@@ -13,7 +13,11 @@ Tables:
   a pending question, the ending, who is driving it (pid lease).
 - `journal`: append-only, one row per commit holding the steps it committed
   (one step for a step with outside effects, up to a thousand for steps that
-  only change state: a row per step would cost more than the steps). Each step
+  only change state: a row per step would cost more than the steps). A row's
+  key is its run's `number` << 32 | its first step: an integer key, so the
+  table is SQLite's own rowid B-tree, the cheapest to append to (a key of run
+  id and step costs a commit a third more), and a run's rows are one range
+  of keys (`_key_range`). Each step
   is `[step, node, type, outcome, target, at, changes, duration_us]`, then
   `appended, removed` when it has either (wfexec.durable.changes): what the
   step changed, never a copy of the state. A row also holds the run's current
@@ -48,10 +52,11 @@ from wfexec.errors import WfexecError
 from wfexec.system.run_store import DEFAULT_STORE, store_location  # noqa: F401  (where the store is: one definition)
 
 APP_ID = "wfexec"
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # Read as they are by the commands that only read (schemas 3 to 6 added columns and tables that older stores
-# simply lack); anything that writes upgrades the store first.
-READS_SCHEMAS = (2, 3, 4, 5, 6)
+# simply lack; before 7, `_read_older_journal` shows theirs in today's shape); anything that writes upgrades the
+# store first.
+READS_SCHEMAS = (2, 3, 4, 5, 6, 7)
 
 MIGRATIONS = {
     1: """
@@ -132,15 +137,34 @@ MIGRATIONS = {
         PRIMARY KEY (run_id, step)
     ) WITHOUT ROWID;
     """,
+    7: """
+    ALTER TABLE runs ADD COLUMN number INTEGER;
+    UPDATE runs SET number = rowid;
+    CREATE UNIQUE INDEX runs_number ON runs(number);
+    ALTER TABLE journal RENAME TO journal_6;
+    CREATE TABLE journal (
+        key INTEGER PRIMARY KEY,
+        last_step INTEGER NOT NULL,
+        steps TEXT NOT NULL,
+        current_node TEXT,
+        committed_at REAL
+    );
+    INSERT INTO journal SELECT (runs.number << 32) | j.first_step, j.last_step, j.steps, j.current_node,
+        j.committed_at FROM journal_6 j JOIN runs ON runs.id = j.run_id;
+    DROP TABLE journal_6;
+    """,
 }
+
+# A journal row's key: its run's number in the high bits, its first step in the low STEP_BITS.
+STEP_BITS = 32
+LAST_STEP = (1 << STEP_BITS) - 1
 
 # A run as `get` and `list` read it: its row, and its journal's last row, which is newer than the row's
 # progress columns while the run goes (see RunRecord.from_row).
+_LAST_ROW = (f"j.key = (SELECT key FROM journal WHERE key BETWEEN runs.number << {STEP_BITS} AND "
+             f"(runs.number << {STEP_BITS}) | {LAST_STEP} ORDER BY key DESC LIMIT 1)")
 _SELECT_RUNS = ("SELECT runs.*, j.last_step AS journal_step, j.current_node AS journal_node, "
-                "j.committed_at AS journal_at FROM runs LEFT JOIN journal j ON j.run_id = runs.id AND "
-                "j.first_step = (SELECT max(first_step) FROM journal WHERE run_id = runs.id)")
-# Schema 2 kept the progress in the runs row itself.
-_SELECT_RUNS_2 = "SELECT runs.*, NULL AS journal_step, NULL AS journal_node, NULL AS journal_at FROM runs"
+                f"j.committed_at AS journal_at FROM runs LEFT JOIN journal j ON {_LAST_ROW}")
 
 STATUSES = ("running", "waiting", "completed", "failed", "stopped", "cancelled")
 FINISHED = ("completed", "failed", "cancelled")
@@ -214,7 +238,7 @@ _row_encoder = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
     if json.encoder.c_make_encoder is not None else None  # type: ignore[attr-defined]
 
 
-_APPEND_STEPS = "INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?, ?, ?)"
+_APPEND_STEPS = "INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?, ?)"
 
 
 def _encode_steps(steps: Sequence[Sequence[Any]]) -> str:
@@ -277,6 +301,7 @@ class RunRecord:
         journal's last row is the run's progress: its step count, its current node while it goes, the time of
         its last commit, and whether the step marked in flight has ended since."""
         data = dict(row)
+        del data["number"]  # the store's own: it keys the run's journal rows
         journal_step, journal_node, journal_at = data.pop("journal_step"), data.pop("journal_node"), \
             data.pop("journal_at")
         for key in ("node_hashes", "in_flight", "pending_question", "result", "inputs"):
@@ -315,7 +340,7 @@ class Store:
         self._lock = _thread.RLock()
         # (run id, node) → [bytes of its whole saved state, bytes of the changes saved since] (change_node_state)
         self._node_sizes: dict[tuple[str, str], list[int]] = {}
-        self._select_runs = _SELECT_RUNS
+        self._key_bases: dict[str, int] = {}  # run id → its number << STEP_BITS: its journal rows' first key
         self.schema = SCHEMA_VERSION  # of a store opened read-only: what its file says
         self.db = self._open_readonly() if readonly else self._open()
 
@@ -337,13 +362,13 @@ class Store:
                              "check that it exists and can be read, or pass --store with another path") from None
         version = int(row[0]) if row else 0
         self.schema = version
-        if version < 3:
-            self._select_runs = _SELECT_RUNS_2
         if version not in READS_SCHEMAS:
             db.close()
             how = "upgrade wfexec" if version > SCHEMA_VERSION else "any wfexec command that writes (run, resume) " \
                                                                   "upgrades it"
             raise StoreError(f"{path} has store schema {version}; this wfexec reads {SCHEMA_VERSION}", how)
+        if version < 7:
+            _read_older_journal(db, version)
         return db
 
     # -- opening ------------------------------------------------------------
@@ -427,6 +452,16 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
+    def _key_range(self, run_id: str) -> tuple[int, int]:
+        """The first and last key a journal row of the run can have."""
+        base = self._key_bases.get(run_id)
+        if base is None:
+            row = self.db.execute("SELECT number FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no run '{run_id}' in {self.path}", "`wfexec runs` lists them")
+            base = self._key_bases[run_id] = row[0] << STEP_BITS
+        return base, base | LAST_STEP
+
     # -- runs ---------------------------------------------------------------
     def create_run(self, *, workflow_path: str, workflow_name: str, workflow_hash: str, node_hashes: dict,
                    inputs: dict, state: dict, start_node: str) -> str:
@@ -436,19 +471,22 @@ class Store:
                 run_id = new_run_id()
                 if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
                     break
+            # Numbers are never reused: in the transaction, so two processes cannot take the same one.
+            number = self.db.execute("SELECT coalesce(max(number), 0) + 1 FROM runs").fetchone()[0]
             self.db.execute(
                 "INSERT INTO runs (id, workflow_path, workflow_name, workflow_hash, node_hashes, status, current_node,"
-                " inputs, created_at, updated_at, lease) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                " inputs, created_at, updated_at, lease, number) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
                 (run_id, workflow_path, workflow_name, workflow_hash, _dumps(node_hashes), start_node,
-                 _dumps(inputs), now, now, lease_holder()))
+                 _dumps(inputs), now, now, lease_holder(), number))
             self.db.execute("INSERT INTO snapshots VALUES (?, 0, ?)", (run_id, _dumps(state)))
+        self._key_bases[run_id] = number << STEP_BITS
         return run_id
 
     def get(self, run_id: str) -> RunRecord:
         """The run with this id, or the one run whose id starts with it (at least MIN_PREFIX characters, taken
         literally: `%` and `_` are characters, not wildcards). The one lookup of every door (CLI, API, MCP)."""
         refuse_empty_run_id(run_id)
-        row = self.db.execute(f"{self._select_runs} WHERE runs.id = ?", (run_id,)).fetchone()
+        row = self.db.execute(f"{_SELECT_RUNS} WHERE runs.id = ?", (run_id,)).fetchone()
         if row is not None:
             return RunRecord.from_row(row)
         if len(run_id) < MIN_PREFIX:
@@ -466,7 +504,7 @@ class Store:
             more = ", …" if len(ids) > AMBIGUOUS_SHOWN else ""
             raise StoreError(f"'{run_id}' is the start of several runs' ids: {', '.join(ids[:AMBIGUOUS_SHOWN])}{more}",
                              "give more characters of the id")
-        return RunRecord.from_row(self.db.execute(f"{self._select_runs} WHERE runs.id = ?", (ids[0],)).fetchone())
+        return RunRecord.from_row(self.db.execute(f"{_SELECT_RUNS} WHERE runs.id = ?", (ids[0],)).fetchone())
 
     def count(self, status: str | None = None) -> int:
         if status == "interrupted":  # stored as running: each one's process must be looked at
@@ -501,7 +539,7 @@ class Store:
             where.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in columns) + ")")
             values += [pattern] * len(columns)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = self.db.execute(f"{self._select_runs}{clause} ORDER BY runs.id DESC LIMIT ?", (*values, limit))
+        rows = self.db.execute(f"{_SELECT_RUNS}{clause} ORDER BY runs.id DESC LIMIT ?", (*values, limit))
         return [RunRecord.from_row(r) for r in rows]
 
     def workflow_names(self) -> builtins.list[str]:
@@ -518,22 +556,20 @@ class Store:
         watcher that saw every change up to `after` has missed. A going run's journal moves without its row, so
         the last journal row of each run marked running is looked at too (one index lookup each)."""
         ids = {r[0] for r in self.db.execute("SELECT id FROM runs WHERE updated_at > ?", (after,))}
-        if self.schema >= 3:
-            ids.update(r[0] for r in self.db.execute(
-                "SELECT runs.id FROM runs JOIN journal j ON j.run_id = runs.id AND j.first_step = (SELECT "
-                "max(first_step) FROM journal WHERE run_id = runs.id) WHERE runs.status = 'running' AND "
-                "j.committed_at > ?", (after,)))
+        ids.update(r[0] for r in self.db.execute(
+            f"SELECT runs.id FROM runs JOIN journal j ON {_LAST_ROW} WHERE runs.status = 'running' AND "
+            "j.committed_at > ?", (after,)))
         records: builtins.list[RunRecord] = []
         listed = sorted(ids)
         for start in range(0, len(listed), 500):  # SQLite's limit on bound values
             chunk = listed[start:start + 500]
-            rows = self.db.execute(f"{self._select_runs} WHERE runs.id IN ({', '.join('?' * len(chunk))})", chunk)
+            rows = self.db.execute(f"{_SELECT_RUNS} WHERE runs.id IN ({', '.join('?' * len(chunk))})", chunk)
             records += [RunRecord.from_row(r) for r in rows]
         return sorted((r for r in records if r.updated_at > after), key=lambda r: (r.updated_at, r.id))
 
     def driven_by(self, lease: str) -> RunRecord | None:
         """The run this process (`pid@host`, as `lease_holder` says) is driving now, if any."""
-        row = self.db.execute(f"{self._select_runs} WHERE runs.lease = ? ORDER BY runs.id DESC LIMIT 1",
+        row = self.db.execute(f"{_SELECT_RUNS} WHERE runs.lease = ? ORDER BY runs.id DESC LIMIT 1",
                               (lease,)).fetchone()
         return RunRecord.from_row(row) if row is not None else None
 
@@ -579,8 +615,15 @@ class Store:
         """Journal steps and nothing else (most commits): one statement, committed on its own. Returns the bytes
         of the row."""
         row = _encode_steps(steps)
-        self._write(_APPEND_STEPS, (run_id, steps[0][0], steps[-1][0], row, current_node, time.time()))
+        self._write(_APPEND_STEPS, (self._row_key(run_id, steps), steps[-1][0], row, current_node, time.time()))
         return len(row)
+
+    def _row_key(self, run_id: str, steps: Sequence[Sequence[Any]]) -> int:
+        if steps[-1][0] > LAST_STEP:
+            raise StoreWriteError(f"run {run_id} reached step {steps[-1][0]:,}; a run's journal holds at most "
+                                  f"{LAST_STEP:,} steps", "start a new run, or lower --max-steps")
+        base = self._key_bases.get(run_id)
+        return (base if base is not None else self._key_range(run_id)[0]) | steps[0][0]
 
     def commit_steps(self, run_id: str, steps: Sequence[Sequence[Any]], current_node: str, *,
                      snapshot: dict | None = None, cleared_nodes: Sequence[str] = ()) -> tuple[int, int]:
@@ -590,7 +633,7 @@ class Store:
         if snapshot is None and not cleared_nodes:
             return self.append_steps(run_id, steps, current_node), 0
         row = _encode_steps(steps)
-        insert = (_APPEND_STEPS, (run_id, steps[0][0], steps[-1][0], row, current_node, time.time()))
+        insert = (_APPEND_STEPS, (self._row_key(run_id, steps), steps[-1][0], row, current_node, time.time()))
         state = _dumps(snapshot) if snapshot is not None else ""
         with self._lock, self.transaction():
             for node in cleared_nodes:
@@ -611,8 +654,9 @@ class Store:
                 columns[key] = _dumps(columns[key])
         assignments = ", ".join(f"{k} = ?" for k in columns)
         # The row catches up with the journal at each change of status, for whoever reads it alone.
-        self._write(f"UPDATE runs SET {assignments}, steps = coalesce((SELECT max(last_step) FROM journal "
-                    "WHERE run_id = ?), steps) WHERE id = ?", (*columns.values(), run_id, run_id))
+        self._write(f"UPDATE runs SET {assignments}, steps = coalesce((SELECT last_step FROM journal "
+                    "WHERE key BETWEEN ? AND ? ORDER BY key DESC LIMIT 1), steps) WHERE id = ?",
+                    (*columns.values(), *self._key_range(run_id), run_id))
 
     def save_node_state(self, run_id: str, node: str, data: dict | None) -> None:
         """What a long-running node (a `states` node's agents) needs to continue after a crash, whole (replacing
@@ -714,8 +758,9 @@ class Store:
         step, text = self.db.execute("SELECT step, state FROM snapshots WHERE run_id = ?", (run_id,)).fetchone()
         state = json.loads(text)
         replayed = 0
-        for last_step, steps in self.db.execute("SELECT last_step, steps FROM journal WHERE run_id = ? AND "
-                                                "first_step > ? ORDER BY first_step", (run_id, step)):
+        first, last = self._key_range(run_id)
+        for last_step, steps in self.db.execute("SELECT last_step, steps FROM journal WHERE key BETWEEN ? AND ? "
+                                                "ORDER BY key", (first + step + 1, last)):
             replayed += len(steps)
             for row in json.loads(steps):
                 replay(state, *row[6:7], *row[8:10])
@@ -730,7 +775,8 @@ class Store:
     def journal_tail(self, run_id: str, count: int) -> builtins.list[dict]:
         """The last `count` steps of the journal (at most), oldest first, without reading the rest."""
         tail: builtins.list[dict] = []
-        rows = self.db.execute("SELECT steps FROM journal WHERE run_id = ? ORDER BY first_step DESC", (run_id,))
+        rows = self.db.execute("SELECT steps FROM journal WHERE key BETWEEN ? AND ? ORDER BY key DESC",
+                               self._key_range(run_id))
         for row in rows:
             tail[:0] = [_journal_entry(step) for step in json.loads(row[0])]
             if len(tail) >= count:
@@ -740,20 +786,32 @@ class Store:
     def journal_since(self, run_id: str, step: int) -> builtins.list[dict]:
         """The journal's steps after `step`, oldest first, reading only the rows that hold them (what a watcher
         that saw up to `step` has missed)."""
-        rows = self.db.execute("SELECT steps FROM journal WHERE run_id = ? AND last_step > ? ORDER BY first_step",
-                               (run_id, step))
+        rows = self.db.execute("SELECT steps FROM journal WHERE key BETWEEN ? AND ? AND last_step > ? ORDER BY key",
+                               (*self._key_range(run_id), step))
         return [_journal_entry(s) for row in rows for s in json.loads(row[0]) if s[0] > step]
 
     def journal_nodes(self, run_id: str) -> set[str]:
         """Every node that completed a step, read a batch at a time."""
         nodes: set[str] = set()
-        for row in self.db.execute("SELECT steps FROM journal WHERE run_id = ?", (run_id,)):
+        for row in self.db.execute("SELECT steps FROM journal WHERE key BETWEEN ? AND ?", self._key_range(run_id)):
             nodes.update(step[1] for step in json.loads(row[0]))
         return nodes
 
     def journal(self, run_id: str) -> builtins.list[dict]:  # builtins: `list` here is Store.list
-        rows = self.db.execute("SELECT steps FROM journal WHERE run_id = ? ORDER BY first_step", (run_id,))
+        rows = self.db.execute("SELECT steps FROM journal WHERE key BETWEEN ? AND ? ORDER BY key",
+                               self._key_range(run_id))
         return [_journal_entry(step) for row in rows for step in json.loads(row[0])]
+
+
+def _read_older_journal(db: sqlite3.Connection, version: int) -> None:
+    """An older store, read as it is (a command that only reads writes nothing, not even an upgrade): views in
+    the connection's own temp schema, which SQLite looks in before the file's, show its runs numbered and its
+    journal keyed as schema 7 has them."""
+    db.execute("CREATE TEMP VIEW runs AS SELECT *, rowid AS number FROM main.runs")
+    progress = "j.current_node, j.committed_at" if version >= 3 else "NULL, NULL"  # schema 2 had neither
+    db.execute(f"CREATE TEMP VIEW journal (key, last_step, steps, current_node, committed_at) AS SELECT "
+               f"(r.rowid << {STEP_BITS}) | j.first_step, j.last_step, j.steps, {progress} FROM main.journal j "
+               "JOIN main.runs r ON r.id = j.run_id")
 
 
 def merge_change(data: dict, change: dict) -> None:
