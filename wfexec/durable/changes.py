@@ -6,7 +6,8 @@ A step's record holds three kinds of change, each keyed by a state path's text:
   8,000 items, not a list that grows with every one of them;
 - *removed*: paths that no longer exist when the step ends (a rollback dropped a key, a stale hint was cleared).
 
-Replaying applies appends, then sets (shallower paths first), then removals. That order is exact because of
+Replaying applies appends, then sets (shallower paths first: sorted when replayed, so that recording, at every
+step, need not), then removals. That order is exact because of
 what recording leaves out: an append under a path that was also set in the step, or inside an item appended in
 the step, is left out (the set's value or the item already holds it), and list indices are recorded counted from the start (a negative index means
 something else once a list has grown).
@@ -22,6 +23,7 @@ from wfexec.language.paths import StatePath, delete_path, format_path, get_path,
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 _MISSING = object()
+_NO_APPENDS: dict = {}  # shared, never changed: what most steps append
 _path_text: dict[tuple, str] = {}
 _parsed: dict[str, StatePath] = {}
 # `history` is the journal itself: resume rebuilds it from the step rows, so it is never a change.
@@ -53,14 +55,22 @@ def record(state: Mapping[str, Any], changed: Mapping[tuple, Any], appended: Map
     to the lists at `appended`'s paths."""
     sets: dict[str, Any] = {}
     removed: list[str] = []
-    for path in (changed if len(changed) < 2 else sorted(changed, key=len)):
-        if path[0] == _NOT_STATE:
+    for path in changed:
+        if len(path) == 1:  # most writes: a top-level name
+            if path[0] == _NOT_STATE:
+                continue
+            value = state.get(path[0], _MISSING)
+        elif path[0] == _NOT_STATE:
             continue
-        value = get_path(state, path, _MISSING)
-        if value is _MISSING:
-            removed.append(path_text(path))
         else:
-            sets[path_text(path)] = value if value.__class__ in _IMMUTABLE else frozen(value)
+            value = get_path(state, path, _MISSING)
+        text = _path_text.get(path) or path_text(path)
+        if value is _MISSING:
+            removed.append(text)
+        else:
+            sets[text] = value if value.__class__ in _IMMUTABLE else frozen(value)
+    if not appended:
+        return sets, _NO_APPENDS, removed
     appends: dict[str, list] = {}
     for path, count in appended.items():
         if path[:1] in changed or path[:2] in changed or path[0] == _NOT_STATE or \
@@ -81,6 +91,10 @@ def _inside_appended_item(state: Mapping[str, Any], path: tuple, appended: Mappi
     return False
 
 
+def _depth(change: tuple[str, Any]) -> int:
+    return len(_path(change[0]))
+
+
 def replay(state: dict, sets: Mapping[str, Any], appends: Mapping[str, list] | None = None,
            removed: list[str] | None = None) -> None:
     """Apply one step's recorded changes to `state` (the state as it was before that step)."""
@@ -92,7 +106,7 @@ def replay(state: dict, sets: Mapping[str, Any], appends: Mapping[str, list] | N
                 target.extend(items)
             else:  # the list was created by the step: recording makes that a set, but be lenient
                 set_path(state, parts, list(items))
-    for text, value in sets.items():
+    for text, value in (sets.items() if len(sets) < 2 else sorted(sets.items(), key=_depth)):
         set_path(state, _path(text), value)
     if removed:
         for text in removed:

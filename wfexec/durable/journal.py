@@ -113,6 +113,7 @@ class DurableJournal(Journal):
         # Bytes of the last snapshot, and of the journal rows written since (see SNAPSHOT_MIN_BYTES).
         self.snapshot_bytes = replayed.snapshot_bytes if replayed else 0
         self.since_snapshot = replayed.replayed_bytes if replayed else 0
+        self.snapshot_due = max(SNAPSHOT_MIN_BYTES, self.snapshot_bytes)  # of since_snapshot
         self.last_flush = time.monotonic()
         self.started = 0
         # Nodes whose saved state is cleared with the next commit: in the transaction that journals the node's
@@ -146,13 +147,20 @@ class DurableJournal(Journal):
             changed_state = False
             row = [self.step, entry["node"], entry["type"], entry["outcome"], entry["target"], entry["at"],
                    _NO_CHANGES, duration_us]
-        self.pending.append(row)
-        pending = len(self.pending)
+        pending = self.pending
+        pending.append(row)
+        count = len(pending)
         # Committing every step, a step that changed nothing and touched nothing outside (a conditional) is
         # committed with the next one: resume would run it again with the same result.
-        if node.id in self.outside or pending >= FLUSH_STEPS or (changed_state and run.options.commit_every_step) \
-                or (pending % 32 == 0 and time.monotonic() - self.last_flush >= FLUSH_SECONDS):
-            self.flush(run, entry["target"])
+        if node.id in self.outside or count >= FLUSH_STEPS or (changed_state and run.options.commit_every_step) \
+                or (count % 32 == 0 and time.monotonic() - self.last_flush >= FLUSH_SECONDS):
+            if self.output is None and not self.cleared_nodes and self.since_snapshot < self.snapshot_due:
+                # Most commits: the rows alone, one statement.
+                self.since_snapshot += self.store.append_steps(self.run_id, pending, entry["target"])
+                self.pending = []
+                self.last_flush = time.monotonic()
+            else:
+                self.flush(run, entry["target"])
 
     def save_node_state(self, node_id: str, data: dict | None) -> None:
         if data is None:
@@ -198,12 +206,13 @@ class DurableJournal(Journal):
                 self.store.save_node_state(self.run_id, node_id, None)
             return
         snapshot = None
-        if self.since_snapshot >= max(SNAPSHOT_MIN_BYTES, self.snapshot_bytes):
+        if self.since_snapshot >= self.snapshot_due:
             snapshot = state_for_snapshot(run.state)
         row_bytes, snapshot_bytes = self.store.commit_steps(self.run_id, pending, current_node, snapshot=snapshot,
                                                             cleared_nodes=sorted(cleared) if cleared else ())
         if snapshot is not None:
             self.snapshot_bytes, self.since_snapshot = snapshot_bytes, 0
+            self.snapshot_due = max(SNAPSHOT_MIN_BYTES, snapshot_bytes)
         else:
             self.since_snapshot += row_bytes
         self.pending = []
