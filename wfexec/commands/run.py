@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from wfexec.commands.reporting import (driven_json, error_line as _error, print_json, question_json, report_error,
                                        report_result, report_waiting, write_case, write_state_out)
 from wfexec.exit_codes import exit_code_for
 from wfexec.running.request import RunRequest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["RunRequest", "execute_resume", "execute_run", "execute_states", "report_error"]
 

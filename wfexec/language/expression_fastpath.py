@@ -19,9 +19,11 @@ generated expressions and states holds this module to the engine's answers.
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
 from wfexec.system.patterns import lazy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 _DECIMAL = lazy(r"^(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?$")
