@@ -9,8 +9,12 @@ stop what it started.
 from __future__ import annotations
 
 import signal
+import sys
 from contextlib import contextmanager
-from typing import Iterator
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterator
 
 STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
@@ -46,9 +50,9 @@ def install() -> None:
 @contextmanager
 def deferred() -> Iterator[None]:
     """Hold stop signals back for the duration; the first one that came is raised at the end."""
-    import threading  # here, not at the top: a run that starts no program need not import it
-
-    if threading.current_thread() is not threading.main_thread():
+    # Not imported, no thread was started through threading: this is the main one (a run need not import it).
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only
         return
     _held[0] += 1
