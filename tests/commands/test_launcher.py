@@ -118,12 +118,12 @@ def run_probed(argv: list, watched: tuple, cwd, env: dict | None = None, starts:
 
 # What no start of a cached run, resume or states run needs (issue 27: start-up within 6x the bare interpreter):
 # the command line's and the terminal's libraries, the loader, the checks and the JavaScript engine, and the
-# standard modules the start-up path was taken off (typing: its names are imported for mypy only; pickle and
-# sqlite3: their C modules, without the Python around them; datetime).
+# standard modules the start-up path was taken off (typing: its names are imported for mypy only; pickle, sqlite3
+# and signal: their C modules, without the Python around them; datetime).
 NOT_ON_A_CACHED_START = ("typer", "click", "rich", "quickjs", "jsonschema", "fastjsonschema", "ruamel.yaml", "yaml",
                          "jinja2", "tomllib", "tempfile", "shlex", "dataclasses", "inspect", "importlib.metadata",
                          "wfexec.language.compiler", "wfexec.language.checks", "typing", "pickle", "sqlite3",
-                         "datetime")
+                         "signal", "datetime")
 
 
 def test_a_run_through_the_fast_path_imports_neither_typer_nor_what_it_does_not_use(tmp_path):

@@ -98,8 +98,8 @@ def js_len(value: Any) -> int:
         return len(value)
     if value.__class__ is list:
         return len(value)
-    if value.__class__ is str:
-        return len(value.encode("utf-16-le", "surrogatepass")) // 2
+    if value.__class__ is str:  # ASCII (a flag CPython keeps): one code unit each, without looking up a codec
+        return len(value) if value.isascii() else len(value.encode("utf-16-le", "surrogatepass")) // 2
     return 0
 
 

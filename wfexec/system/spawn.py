@@ -15,7 +15,8 @@ there is no /proc to list open descriptors from; `wfexec.system.subprocesses` th
 from __future__ import annotations
 
 import os
-import signal
+
+from wfexec.system.signals import system_signals
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
 PIPE = "pipe"
 DEVNULL = "devnull"
 # What Popen's restore_signals puts back to the default in the program: Python ignores them.
-_DEFAULT_IN_PROGRAM = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name))
+_DEFAULT_IN_PROGRAM = tuple(getattr(system_signals, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ")
+                            if hasattr(system_signals, name))
 
 
 class Spawned:

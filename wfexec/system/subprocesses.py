@@ -24,10 +24,10 @@ from __future__ import annotations
 import _thread  # a lock, without importing threading where no program is started
 import itertools
 import os
-import signal
 import sys
 
 from wfexec.system import signals, spawn
+from wfexec.system.signals import system_signals
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # imported where Popen starts a program: a run without one never pays for it
@@ -191,7 +191,7 @@ def kill_group(process) -> None:
     """
     try:
         if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(process.pid, system_signals.SIGKILL)
         else:  # pragma: no cover - Windows has no process groups of this kind
             process.kill()
     except (ProcessLookupError, PermissionError):
@@ -211,7 +211,7 @@ def kill_tagged(tag: str, variable: str = RUN_TAG_VARIABLE) -> int:
     groups.discard(os.getpgrp())
     for group in groups:
         try:
-            os.killpg(group, signal.SIGKILL)
+            os.killpg(group, system_signals.SIGKILL)
         except OSError:
             pass
     return len(groups)
