@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import _sqlite3
 import signal
 import sqlite3
 import sys
@@ -41,7 +42,8 @@ def _trace_every_connection(trace) -> None:
         db.set_trace_callback(trace)
         return db
 
-    sqlite3.connect = connect_traced
+    # the run store opens its connections through the C module the sqlite3 package wraps (wfexec.durable.store)
+    sqlite3.connect = _sqlite3.connect = connect_traced
 
 
 def install_before_statement(pattern: str, count: int) -> None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
 
 from wfexec.language.diagnostics import Diagnostic, WorkflowError, has_errors
 from wfexec.language.model import Workflow
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 WORKFLOW_FILE = "workflow.yaml"
 

@@ -10,7 +10,10 @@ wfexec: every layer may use it.
 from __future__ import annotations
 
 from wfexec.records import dataclass
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,11 @@ import circle across `language/`, `nodes/` and `running/`. They name these proto
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Protocol
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Protocol
+else:  # protocols speak to mypy only: at run time they are plain classes, and typing is not imported
+    Protocol = object
 
 
 class NodeKind(Protocol):

@@ -18,7 +18,10 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 LEAN_VARIABLE = "WFEXEC_LEAN"
 _TABLE = Path(__file__).with_name("lean_table.json")

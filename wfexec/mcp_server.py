@@ -74,7 +74,7 @@ def tool_signature(tool: str, leading: str):
 
     from wfexec.running.request import RunRequest, options_of
 
-    hints = typing.get_type_hints(RunRequest)
+    hints = typing.get_type_hints(RunRequest, localns={"Any": Any})  # request.py imports typing for mypy only
     parameters = [inspect.Parameter(leading, inspect.Parameter.KEYWORD_ONLY, annotation=str)]
     for spec in options_of("mcp", tool):
         bounds: dict[str, Any] = {key: value for key, value in (("ge", spec.min), ("le", spec.max)) if value is not None}

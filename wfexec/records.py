@@ -16,17 +16,18 @@ class unhashable unless it defines `__hash__`.
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING, Any, Callable, TypeVar, overload
-
-T = TypeVar("T")
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # how type checkers learn that `dataclass` makes data classes (PEP 681), on every Python
+    from typing import Any, Callable, TypeVar, overload
+
     from typing_extensions import dataclass_transform
-elif sys.version_info >= (3, 11):
-    from typing import dataclass_transform
-else:
-    def dataclass_transform(**_options: Any) -> Callable[[T], T]:
+
+    T = TypeVar("T")
+else:  # both only speak to type checkers, and importing typing would cost every start of wfexec ~5 ms of CPU
+    def overload(function):
+        return function
+
+    def dataclass_transform(**_options):
         return lambda decorated: decorated
 
 _FIELDS = "__record_fields__"

@@ -118,10 +118,12 @@ def run_probed(argv: list, watched: tuple, cwd, env: dict | None = None, starts:
 
 # What no start of a cached run, resume or states run needs (issue 27: start-up within 6x the bare interpreter):
 # the command line's and the terminal's libraries, the loader, the checks and the JavaScript engine, and the
-# standard modules the start-up path was taken off.
+# standard modules the start-up path was taken off (typing: its names are imported for mypy only; pickle, sqlite3
+# and signal: their C modules, without the Python around them; datetime).
 NOT_ON_A_CACHED_START = ("typer", "click", "rich", "quickjs", "jsonschema", "fastjsonschema", "ruamel.yaml", "yaml",
                          "jinja2", "tomllib", "tempfile", "shlex", "dataclasses", "inspect", "importlib.metadata",
-                         "wfexec.language.compiler", "wfexec.language.checks")
+                         "wfexec.language.compiler", "wfexec.language.checks", "typing", "pickle", "sqlite3",
+                         "signal", "datetime")
 
 
 def test_a_run_through_the_fast_path_imports_neither_typer_nor_what_it_does_not_use(tmp_path):
@@ -208,11 +210,12 @@ def test_the_collector_runs_rarely_while_a_run_starts_and_as_usual_during_it(tmp
 
 def test_a_states_run_of_an_unchanged_folder_imports_neither_the_compiler_nor_a_toml_parser(tmp_path):
     """`wfexec states` runs a generated one-node workflow: from the second start on it comes from the
-    compiled-workflow cache (no YAML parser, no compiler, no JavaScript engine), and a project without a
-    `.raymond/config.toml` has no TOML to parse."""
+    compiled-workflow cache (no YAML parser, no compiler, no JavaScript engine), a project without a
+    `.raymond/config.toml` has no TOML to parse, and its script starts without the subprocess module."""
     flow = tmp_path / "flow"
     flow.mkdir()
     (flow / "START.sh").write_text('echo "<result>ok</result>"\n')
-    watched = ("tomli", *NOT_ON_A_CACHED_START)
+    # its script and the watchdog start through posix_spawn (wfexec.system.spawn): not through subprocess
+    watched = ("tomli", *NOT_ON_A_CACHED_START, "subprocess", "threading", "locale")
     done = run_probed(["states", "flow"], watched, tmp_path, env={"WFEXEC_CACHE_DIR": str(tmp_path / "cache")})
     assert (done.returncode, done.stdout.splitlines()) == (0, ["ok", "LOADED []"]), done.stderr

@@ -14,13 +14,13 @@ from wfexec.durable.store import Store, StoreError
 
 # The real `wfexec`, every SQLite connection it opens tracing its statements to stderr.
 TRACED = """
-import sqlite3, sys
+import _sqlite3, sqlite3, sys
 connect = sqlite3.connect
 def traced(*args, **kwargs):
     db = connect(*args, **kwargs)
     db.set_trace_callback(lambda statement: sys.stderr.write("SQL " + statement + "\\n"))
     return db
-sqlite3.connect = traced
+sqlite3.connect = _sqlite3.connect = traced  # the run store connects through the C module (wfexec.durable.store)
 sys.argv = ["wfexec", *sys.argv[1:]]
 from wfexec.cli import main
 main()

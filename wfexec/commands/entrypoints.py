@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Sequence
 
 from wfexec.commands.reporting import print_json
 from wfexec.exit_codes import exit_code_for
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 __all__ = ["print_json"]  # `wfexec.cli` and `wfexec test` print JSON the one way
 

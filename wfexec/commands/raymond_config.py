@@ -24,9 +24,12 @@ import re
 import sys
 from wfexec.records import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from wfexec.errors import WfexecError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MODELS = ("opus", "sonnet", "haiku")
 EFFORTS = ("low", "medium", "high")

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 from wfexec.exit_codes import exit_code_for
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def error_line(text: str) -> None:

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from wfexec.commands.reporting import (driven_json, error_line as _error, print_json, question_json, report_error,
                                        report_result, report_waiting, write_case, write_state_out)
 from wfexec.exit_codes import exit_code_for
 from wfexec.running.request import RunRequest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["RunRequest", "execute_resume", "execute_run", "execute_states", "report_error"]
 
@@ -283,11 +286,6 @@ def _refused_launch(path, on_ask: str, workflow_id: str | None) -> int:
     any LLM call), or a `--workflow-id` that is malformed or was used already in this folder."""
     import re
 
-    from wfexec.commands.states import split_path
-    from wfexec.protocol.asks import asking_states
-    from wfexec.protocol.errors import ScopeError
-    from wfexec.protocol.scopes import open_scope
-
     if workflow_id is not None:
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,255}", workflow_id):
             _error(f"error: --workflow-id {workflow_id!r}: use letters, digits, '-' and '_' (at most 255)")
@@ -299,6 +297,11 @@ def _refused_launch(path, on_ask: str, workflow_id: str | None) -> int:
             return exit_code_for("invalid")
     if on_ask != "reject":
         return 0
+    from wfexec.commands.states import split_path
+    from wfexec.protocol.asks import asking_states
+    from wfexec.protocol.errors import ScopeError
+    from wfexec.protocol.scopes import open_scope
+
     scope_path, _ = split_path(path)
     try:
         asking = asking_states(open_scope(scope_path, str(scope_path)))
@@ -331,7 +334,6 @@ def execute_states(request: RunRequest) -> int:
 
     from wfexec.commands.raymond_config import ConfigError, load_config, merge
     from wfexec.commands.states import states_workflow
-    from wfexec.protocol.remote import as_url, fetch_zip
     from wfexec.durable.store import store_location
     from wfexec.protocol.errors import ScopeError
 
@@ -350,13 +352,16 @@ def execute_states(request: RunRequest) -> int:
                    timeout=request.timeout, no_wait=request.no_wait, no_debug=request.no_debug,
                    skip_permissions=request.dangerously_skip_permissions)
     path: Any = request.path
-    url = as_url(os.fspath(path))
-    if url is not None:  # fetched once into .raymond/registry/, then run as the local zip
-        try:
-            path = fetch_zip(url)
-        except ScopeError as exc:
-            _error(exc.format())
-            return exit_code_for(exc)
+    if ":/" in os.fspath(path):  # perhaps a URL; a local path (nearly always) needs nothing that reads URLs
+        from wfexec.protocol.remote import as_url, fetch_zip
+
+        url = as_url(os.fspath(path))
+        if url is not None:  # fetched once into .raymond/registry/, then run as the local zip
+            try:
+                path = fetch_zip(url)
+            except ScopeError as exc:
+                _error(exc.format())
+                return exit_code_for(exc)
     refused = _refused_launch(path, request.on_ask, request.workflow_id)
     if refused:
         return refused

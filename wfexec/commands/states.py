@@ -9,16 +9,15 @@ from __future__ import annotations
 import os
 from wfexec.records import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
 
 from wfexec.commands.documents import raymond_manifest, workflow_document
 from wfexec.protocol.errors import ProtocolError, ScopeError, StopRun
 from wfexec.protocol.scopes import KNOWN, DirectoryScope, EditedScope, StateScope, extension, open_scope
 from wfexec.running.request import DEFAULT_MAX_STEPS
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # `validate` reads this module to tell a states folder from a workflow: it stays light
+    from typing import Any
     from wfexec.running.console import Console
 
 

@@ -16,9 +16,12 @@ something else once a list has grown).
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
 
 from wfexec.language.paths import StatePath, delete_path, format_path, get_path, parse_path, set_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})

@@ -24,7 +24,6 @@ import json
 import time
 from wfexec.records import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from wfexec.running.engine import EntryGateFailed, InternalError, Journal, Options, Run, RunError, RunStopped
 from wfexec.language.model import Node, Workflow
@@ -37,6 +36,10 @@ from wfexec.durable.store import FINISHED, Replayed, Store, StoreError, StoreWri
 from wfexec.types.registry import EFFECTS
 from wfexec.system import subprocesses
 from wfexec.system.digest import sha256
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 OUTSIDE_EFFECTS = frozenset(EFFECTS) - {"display"}  # what a crash may leave half done
 FLUSH_STEPS = 1024

@@ -13,13 +13,16 @@ long it is, so a reader that saw up to byte N asks for the rows that go on past 
 
 from __future__ import annotations
 
-import sqlite3
-import threading
+import _thread  # a lock, without importing threading on the path of a step whose output is written at once
 import time
 from collections import deque
-from typing import Any
 
-from wfexec.durable.store import Store, StoreError
+from wfexec.durable.store import SQLiteError, Store, StoreError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import threading
+    from typing import Any
 
 KEEP_BYTES = 64 * 1024
 WRITE_SECONDS = 0.2
@@ -65,7 +68,7 @@ class OutputKeeper:
         self.run_id = run_id
         self._queue: deque[tuple[int, str, str]] = deque()  # (step, node, line), appended from any thread
         self._due = False  # a write will take what is queued: no need to arrange one
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._step: StepOutput | None = None
         self._written_at = 0.0
         self._timer: threading.Timer | None = None
@@ -89,6 +92,8 @@ class OutputKeeper:
             if wait <= 0:
                 self._write()
             else:
+                import threading
+
                 self._timer = threading.Timer(wait, self._on_time)
                 self._timer.daemon = True
                 self._timer.start()
@@ -97,7 +102,7 @@ class OutputKeeper:
         with self._lock:
             try:
                 self._write()
-            except (sqlite3.Error, StoreError):  # the store closed, or the disk is full: the step's commit says so
+            except (SQLiteError, StoreError):  # the store closed, or the disk is full: the step's commit says so
                 pass
 
     def _opened(self, step: int, node: str) -> StepOutput:

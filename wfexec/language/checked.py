@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import functools
 from wfexec.records import dataclass
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
     from wfexec.language.summary import Summary
 
 

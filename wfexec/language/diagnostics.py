@@ -8,9 +8,12 @@ print them as lines or JSON.
 from __future__ import annotations
 
 from wfexec.records import asdict, dataclass
-from typing import Iterable, Sequence
 
 from wfexec.errors import Position, WfexecError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable, Sequence
 
 ERROR = "error"
 WARNING = "warning"

@@ -19,9 +19,11 @@ generated expressions and states holds this module to the engine's answers.
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
 from wfexec.system.patterns import lazy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 _DECIMAL = lazy(r"^(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?$")
@@ -96,8 +98,8 @@ def js_len(value: Any) -> int:
         return len(value)
     if value.__class__ is list:
         return len(value)
-    if value.__class__ is str:
-        return len(value.encode("utf-16-le", "surrogatepass")) // 2
+    if value.__class__ is str:  # ASCII (a flag CPython keeps): one code unit each, without looking up a codec
+        return len(value) if value.isascii() else len(value.encode("utf-16-le", "surrogatepass")) // 2
     return 0
 
 

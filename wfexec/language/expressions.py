@@ -30,14 +30,16 @@ import math
 import os
 import re
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 from wfexec.records import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from wfexec.errors import WfexecError
 from wfexec.system.patterns import lazy
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
     # Imported where an expression is compiled or run in the engine: a cached workflow whose expressions all
     # take the fast path, or a run with none (`wfexec states`), never needs them.
     from wfexec.language import javascript

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import functools
 import gc
-from typing import Callable, TypeVar
 
-Result = TypeVar("Result")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, TypeVar
+
+    Result = TypeVar("Result")
 
 
 def collector_paused(work: Callable[..., Result]) -> Callable[..., Result]:

@@ -12,10 +12,13 @@ the input.
 from __future__ import annotations
 
 import copy
-from typing import AbstractSet, Any, Mapping
 
 from wfexec.errors import WfexecError
 from wfexec.language.diagnostics import did_you_mean, format_yaml_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import AbstractSet, Any, Mapping
 
 
 class InputError(WfexecError, ValueError):

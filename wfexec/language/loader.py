@@ -19,10 +19,13 @@ import os
 import stat
 from wfexec.records import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from wfexec.language.diagnostics import Diagnostic, Reporter
 from wfexec.language.gc_pause import collector_paused
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _NULL = "tag:yaml.org,2002:null"
 _BOOL = "tag:yaml.org,2002:bool"

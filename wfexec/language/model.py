@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from wfexec.records import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
 
 from wfexec.language.expressions import Template, render_value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the language layer sits below node and registry types: it names their shapes
+    from typing import Any, Mapping
     from wfexec.interfaces import CallKind as TypeSpec, NodeKind as NodeType
 
 ENDING_TYPES = ("success", "failure", "error", "cancelled")

@@ -11,10 +11,13 @@ from __future__ import annotations
 import functools
 
 import re
-from typing import Any
 
 from wfexec.errors import WfexecError
 from wfexec.system.patterns import lazy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _SEGMENT = lazy(r"""
     (?P<name>[^.\[\]]+)            # a key

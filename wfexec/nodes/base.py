@@ -19,11 +19,12 @@ them imports a concrete node module.
 from __future__ import annotations
 
 from wfexec.records import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from wfexec.nodes.parts import NO_CHECKS, NO_DOCS, NO_SKILL, PLAIN_DRAWING, Checks, Docs, Drawing, Skill
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: these layers sit above or beside the node types
+    from typing import Any, Callable, Iterable, Iterator, Mapping
     import re
 
     from wfexec.system.plugins import Point
@@ -32,9 +33,9 @@ if TYPE_CHECKING:  # annotations only: these layers sit above or beside the node
     from wfexec.language.model import Call, Node, Workflow
     from wfexec.nodes.context import AgentSteps, NodeContext
 
-# A node type's own compiled fields (`node.spec`): each type declares its own frozen dataclass, so the
-# functions of a NodeType take that type; here it can only be Any.
-Spec = Any
+    # A node type's own compiled fields (`node.spec`): each type declares its own frozen dataclass, so the
+    # functions of a NodeType take that type; here it can only be Any.
+    Spec = Any
 
 ENTRY_POINT_GROUP = "wfexec.nodes"
 # The modules of wfexec/nodes/ that are the interface every node type uses, not node types.

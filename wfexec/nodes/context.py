@@ -10,14 +10,17 @@ node it speaks for is the one being run.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, Protocol
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only
+    from typing import Any, Callable, NoReturn, Protocol
     from wfexec.language.expressions import Scope
     from wfexec.language.model import Call, Node, Where, Workflow
     from wfexec.interfaces import Output as Io
     from wfexec.interfaces import SubRunResult as Result
     from wfexec.nodes.base import Answer, Outcome, Question
+else:  # protocols speak to mypy only: at run time they are plain classes, and typing is not imported
+    Protocol = object
 
 
 class NodeContext(Protocol):

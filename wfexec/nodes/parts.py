@@ -13,14 +13,15 @@ nothing special.
 from __future__ import annotations
 
 from wfexec.records import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: these layers sit beside or above the node types
+    from typing import Any, Callable, Iterable, Mapping
     from wfexec.language.diagnostics import Reporter
     from wfexec.language.model import Node
 
-# A node type's own compiled fields (`node.spec`): each type declares its own frozen dataclass.
-Spec = Any
+    # A node type's own compiled fields (`node.spec`): each type declares its own frozen dataclass.
+    Spec = Any
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,14 @@ from __future__ import annotations
 
 from wfexec.records import dataclass
 from pathlib import Path
-from typing import Any
 
 from wfexec.nodes.base import TARGET, NodeType, Outcome, Question
 from wfexec.nodes.context import NodeContext
 from wfexec.nodes.parts import Checks, Docs, Drawing, Skill
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TYPE = "states"
 SCHEMA = {

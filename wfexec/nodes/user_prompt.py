@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from wfexec.records import dataclass
-from typing import Any
 
 from wfexec.language.diagnostics import did_you_mean
 from wfexec.language.expressions import Expression, ExpressionError, Template, render_value
@@ -31,6 +30,10 @@ from wfexec.nodes.base import CONSEQUENCES, TARGET, Choice, NodeType, Outcome, Q
 from wfexec.nodes.context import NodeContext
 from wfexec.nodes.parts import Checks, Docs, Drawing, Skill
 from wfexec.system.patterns import lazy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TYPE = "user_prompt"
 

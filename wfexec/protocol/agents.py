@@ -30,11 +30,14 @@ from __future__ import annotations
 import os
 import time
 from wfexec.records import dataclass, field, fields, replace
-from typing import Any, Sequence
 
 from wfexec.protocol.errors import ProtocolError
 from wfexec.protocol.tags import WORKFLOW_TAGS, Transition
 from wfexec.system.patterns import lazy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 MAIN = "main"
 # `branch_from` of the main agent launched with --continue-session: its first LLM turn branches the latest session

@@ -13,14 +13,14 @@ agent's scripts.
 from __future__ import annotations
 
 from wfexec.records import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from wfexec.protocol.agents import MAIN, Agent, AgentsState, answered, apply, paused, reactivated
 from wfexec.protocol.errors import PausesAgent, ProtocolError, Retryable, WorkflowUnreachable
-from wfexec.protocol.limits import limit_wait
 from wfexec.protocol.tags import WORKFLOW_TAGS, Transition
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Awaitable, Callable
     import asyncio
 
 MAX_ATTEMPTS = 3  # failed attempts at one state in a row before its agent is paused (Raymond's MaxRetries)
@@ -107,9 +107,12 @@ def settle_ask(state: AgentsState, moved: Agent, on_ask: str) -> tuple[bool, str
 def limit_wait_of(state: AgentsState, quiescing: bool, no_wait: bool) -> float | None:
     """Seconds until a usage limit resets, when every agent left is paused by one (None: nothing to wait for, or
     --no-wait: the paused agents stay paused)."""
-    if quiescing or no_wait:
+    paused = [a.error or "" for a in state.agents if a.status == "paused"]
+    if quiescing or no_wait or not paused:
         return None
-    return limit_wait([a.error or "" for a in state.agents if a.status == "paused"])
+    from wfexec.protocol.limits import limit_wait  # datetime and zoneinfo: for a run with a paused agent only
+
+    return limit_wait(paused)
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,17 @@ be written is said once on stderr; the run goes on.
 
 from __future__ import annotations
 
-import datetime
+import _thread  # a lock, without importing threading for a lone agent, whose turns come from this thread
 import json
 import os
-import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
 
 from wfexec.protocol.scopes import extension
+from wfexec.system.clock import local_now
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable
     from wfexec.protocol.agents import Agent
 
 
@@ -37,7 +38,7 @@ class DebugFiles:
         self._warn = warn
         self._folder: Path | None = None
         self._steps: dict[str, int] = {}
-        self._lock = threading.Lock()     # turns of concurrent agents stream from threads
+        self._lock = _thread.allocate_lock()  # turns of concurrent agents stream from threads
 
     def folder(self) -> Path:
         if self._folder is None:
@@ -77,7 +78,7 @@ class DebugFiles:
         self._write(base.with_name(base.name + ".meta.json"), json.dumps(meta, indent=2, ensure_ascii=False))
 
     def transition(self, before: "Agent", after: "Agent", workers: list, transitions: list, kind: str) -> None:
-        stamp = datetime.datetime.now().strftime("%Y-%m-%dT%H:%M:%S.%f")
+        stamp = local_now("%Y-%m-%dT%H:%M:%S.%f")
         details: dict[str, Any] = {"state_type": kind}
         if len(transitions) > 1:
             tag, details["fork_count"] = "multi-fork", len(workers)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from wfexec.records import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from wfexec.system import progress
 from wfexec.protocol.agents import FORK_TAGS, refused_environment_name
@@ -21,6 +20,7 @@ from wfexec.protocol.processes import (ProcessOutput, ProcessStartError, Process
 from wfexec.protocol.scopes import ResolveError, StateScope, resolve_state
 from wfexec.protocol.tags import WORKFLOW_TAGS, PrintScanner, TagError, Transition, parse_transitions
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from wfexec.protocol.agents import Agent
     from wfexec.protocol.orchestrator import Orchestrator

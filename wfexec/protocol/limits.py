@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
-from typing import Sequence
 from wfexec.system.patterns import lazy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Sequence
 
 MARGIN = timedelta(minutes=5)
 _RESET = lazy(r"resets\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)\s*\(([^)]+)\)", re.IGNORECASE)

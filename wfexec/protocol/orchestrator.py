@@ -13,12 +13,10 @@ ended.
 
 from __future__ import annotations
 
-import datetime
 import os
 from contextlib import contextmanager
 from wfexec.records import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from wfexec.protocol.agents import MAIN, Agent, AgentsState, reactivated
 from wfexec.protocol.agents_loop import (AgentsRunner, StatesOutcome, advance, failed_attempt, limit_wait_of, pause,
@@ -29,8 +27,11 @@ from wfexec.protocol.executors import StepResult, base_environment, run_script_s
 from wfexec.protocol.scopes import (ResolveError, ScriptFiles, StateScope, entry_point, open_scope, resolve_state,
                                     state_kind)
 from wfexec.protocol.tags import WORKFLOW_TAGS
+from wfexec.system.clock import local_now
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
     from wfexec.interfaces import Output as Io
 
 KEEP_OUTPUT = 64 * 1024
@@ -38,7 +39,7 @@ KEEP_RECORDS = 1000  # a long polling loop keeps its latest states, not all of t
 
 
 def new_workflow_id() -> str:
-    return "workflow_" + datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
+    return "workflow_" + local_now("%Y-%m-%d_%H-%M-%S-%f")
 
 
 class Orchestrator:

@@ -5,7 +5,7 @@ gets its own process group, so a timeout or a cancelled node kills it and
 everything it started. Any byte on stdout or stderr restarts the timer, so a
 long build that keeps printing is never cut off, and one that hangs silently
 is. `run_process_blocking` watches the program with the same code (`_Running`)
-served by `selectors`, for a caller with no event loop: a lone agent's scripts,
+served by `select.poll`, for a caller with no event loop: a lone agent's scripts,
 where importing asyncio would cost more than the script.
 """
 
@@ -13,15 +13,22 @@ from __future__ import annotations
 
 import codecs
 import heapq
+import math
 import os
-import selectors
-import subprocess
-import threading
+import select
 import time
 from wfexec.records import dataclass
-from typing import Callable, Sequence
 
-from wfexec.system.subprocesses import EXIT_GRACE_SECONDS, done_with, kill_group, start
+from wfexec.system.subprocesses import EXIT_GRACE_SECONDS, done_with, kill_group, start_piped
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+    from typing import Callable, Sequence
+
+    from wfexec.system.spawn import Spawned
+
+    Sink = Callable[[str], None]
 
 READ_SIZE = 65536
 # After the program exits, how long its pipes may stay open (held by a background child) before we stop waiting.
@@ -45,9 +52,6 @@ class ProcessTimeout(Exception):
 
 class ProcessStartError(Exception):
     """The program could not be started (missing, not executable, bad working directory)."""
-
-
-Sink = Callable[[str], None]
 
 
 async def run_process(argv: Sequence[str], *, cwd: str | os.PathLike, env: dict | None = None,
@@ -77,15 +81,14 @@ async def run_process(argv: Sequence[str], *, cwd: str | os.PathLike, env: dict 
         raise ProcessTimeout(timed_out.seconds, _text(run.out), _text(run.err)) from None
     finally:
         run.close()
-    return ProcessOutput(_text(run.out), _text(run.err), process.returncode, time.perf_counter() - started)
+    return ProcessOutput(_text(run.out), _text(run.err), process.wait(), time.perf_counter() - started)  # reaped by now
 
 
-def _start(argv: Sequence[str], cwd, env, has_stdin: bool) -> subprocess.Popen:
-    # Popen plus event-loop readers rather than asyncio's subprocess transports: the same work, without
+def _start(argv: Sequence[str], cwd, env, has_stdin: bool) -> Spawned | subprocess.Popen:
+    # A started program plus event-loop readers rather than asyncio's subprocess transports: the same work, without
     # asyncio's child-watcher thread per process, which made each short script cost about twice as much.
     try:
-        return start(list(argv), cwd=cwd, env=env, stdin=subprocess.PIPE if has_stdin else subprocess.DEVNULL,
-                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return start_piped(list(argv), cwd=cwd, env=env, stdin_piped=has_stdin)
     except FileNotFoundError:
         raise ProcessStartError(f"`{argv[0]}` was not found") from None
     except PermissionError:
@@ -112,10 +115,10 @@ def run_process_blocking(argv: Sequence[str], *, cwd: str | os.PathLike, env: di
     finally:
         run.close()
         loop.close()
-    return ProcessOutput(_text(run.out), _text(run.err), process.returncode, time.perf_counter() - started)
+    return ProcessOutput(_text(run.out), _text(run.err), process.wait(), time.perf_counter() - started)  # reaped by now
 
 
-async def _start_in_thread(loop, argv, cwd, env, has_stdin: bool) -> subprocess.Popen:
+async def _start_in_thread(loop, argv, cwd, env, has_stdin: bool) -> Spawned | subprocess.Popen:
     import asyncio
 
     spawning = loop.run_in_executor(None, _start, argv, cwd, env, has_stdin)
@@ -181,11 +184,13 @@ class _Timer:
 
 
 class _BlockingLoop:
-    """The event-loop calls `_Running` makes (readers, writers, timers, a future, a thread), served by a
-    selector in the calling thread until one future is done."""
+    """The event-loop calls `_Running` makes (readers, writers, timers, a future, a thread), served by poll(2) in
+    the calling thread until one future is done (select.poll, not the selectors module: its import costs a
+    one-script `wfexec states` about a millisecond)."""
 
     def __init__(self) -> None:
-        self._selector = selectors.DefaultSelector()
+        self._poll = select.poll()
+        self._callbacks: dict[int, tuple] = {}  # fd: (callback, args)
         self._timers: list = []  # a heap of (when, sequence, _Timer)
         self._sequence = 0
 
@@ -196,16 +201,20 @@ class _BlockingLoop:
         return _Outcome()
 
     def add_reader(self, fd: int, callback, *args) -> None:
-        self._selector.register(fd, selectors.EVENT_READ, (callback, args))
+        self._watch(fd, select.POLLIN, callback, args)
 
     def add_writer(self, fd: int, callback, *args) -> None:
-        self._selector.register(fd, selectors.EVENT_WRITE, (callback, args))
+        self._watch(fd, select.POLLOUT, callback, args)
+
+    def _watch(self, fd: int, events: int, callback, args: tuple) -> None:
+        if fd in self._callbacks:
+            raise KeyError(f"{fd} is already watched")
+        self._poll.register(fd, events)
+        self._callbacks[fd] = (callback, args)
 
     def remove_reader(self, fd: int) -> None:
-        try:
-            self._selector.unregister(fd)
-        except (KeyError, ValueError):  # already removed
-            pass
+        if self._callbacks.pop(fd, None) is not None:  # else already removed
+            self._poll.unregister(fd)
 
     remove_writer = remove_reader
 
@@ -219,7 +228,7 @@ class _BlockingLoop:
         return self.call_at(self.time() + delay, callback)
 
     def run_in_executor(self, _executor, function) -> _Outcome:
-        """`function` in a thread (where no pidfd tells a process's exit); its end wakes the selector."""
+        """`function` in a thread (where no pidfd tells a process's exit); its end wakes the poll."""
         outcome = _Outcome()
         wake_read, wake_write = os.pipe()
 
@@ -236,6 +245,8 @@ class _BlockingLoop:
                 os.write(wake_write, b"x")
                 os.close(wake_write)
 
+        import threading  # only where no pidfd tells a process's exit
+
         self.add_reader(wake_read, woken)
         threading.Thread(target=call, daemon=True).start()
         return outcome
@@ -245,10 +256,11 @@ class _BlockingLoop:
         while not future.done():
             while timers and timers[0][2].cancelled:
                 heapq.heappop(timers)
-            wait = max(0.0, timers[0][0] - self.time()) if timers else None
-            for key, _ in self._selector.select(wait):
-                callback, args = key.data
-                callback(*args)
+            wait = math.ceil(max(0.0, timers[0][0] - self.time()) * 1000) if timers else None  # in ms, not early
+            for fd, _ in self._poll.poll(wait):
+                watched = self._callbacks.get(fd)
+                if watched is not None:  # (not removed by a callback before it in this round)
+                    watched[0](*watched[1])
             now = self.time()
             while timers and timers[0][0] <= now and not future.done():
                 _, _, timer = heapq.heappop(timers)
@@ -257,7 +269,8 @@ class _BlockingLoop:
         future.result()
 
     def close(self) -> None:
-        self._selector.close()
+        for fd in list(self._callbacks):
+            self.remove_reader(fd)
 
 
 class _Running:
@@ -269,7 +282,7 @@ class _Running:
     callbacks keep a short script to a handful of event-loop iterations.
     """
 
-    def __init__(self, process: subprocess.Popen, loop, on_stdout: Sink | None, on_stderr: Sink | None,
+    def __init__(self, process: Spawned | subprocess.Popen, loop, on_stdout: Sink | None, on_stderr: Sink | None,
                  timeout: float | None):
         self.process = process
         self.loop = loop

@@ -9,11 +9,13 @@ recorded them; a recording records every scope's replies into the one cassette.
 
 from __future__ import annotations
 
-from typing import Any
-
 from wfexec.protocol.errors import ScopeError
 from wfexec.protocol.manifest import scope_manifest
 from wfexec.protocol.scopes import StateScope
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def declared_backend(scope: StateScope) -> tuple[str, dict] | None:

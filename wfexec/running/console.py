@@ -13,11 +13,12 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Sequence, TextIO
 
 from wfexec.system import progress
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Iterator, Sequence, TextIO
     from rich.console import Console as RichConsole
     from rich.live import Live
 

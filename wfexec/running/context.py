@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
 
 from wfexec.language.expressions import Expression, ExpressionError, Scope, render_value
 from wfexec.language.model import Call, Node, Workflow
@@ -17,7 +16,9 @@ from wfexec.running.io import Io
 from wfexec.types.registry import ActionFailed
 from wfexec.language.paths import PathError, StatePath, get_path, parse_path
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Mapping
     from wfexec.running.engine import Run
 
 

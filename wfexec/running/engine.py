@@ -15,7 +15,6 @@ import os
 import time
 from wfexec.records import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 from wfexec.errors import Refused, WfexecError
 from wfexec.running.context import CallContext, parse_cached
@@ -30,7 +29,9 @@ from wfexec.language.paths import PathError, absolute_path, format_path, get_pat
 from wfexec.running.state import new_state
 from wfexec.running.request import DEFAULT_MAX_STEPS
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, NoReturn
     from wfexec.running.dry_run import DryRun
 
 

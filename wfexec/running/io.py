@@ -7,12 +7,14 @@ captured streams, an embedder may give its own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
-
 from wfexec.interfaces import Output
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Protocol, Sequence
     from wfexec.nodes.base import Question
+else:  # protocols speak to mypy only: at run time they are plain classes, and typing is not imported
+    Protocol = object
 
 
 class Io(Output, Protocol):

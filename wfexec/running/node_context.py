@@ -8,9 +8,10 @@ bound methods, so going through the context costs a step nothing.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, NoReturn
     from wfexec.language.model import Call, Where, Workflow
     from wfexec.running.engine import Result, Run
 

@@ -16,10 +16,13 @@ last answer for good.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
 
 from wfexec.errors import WfexecError
 from wfexec.nodes.base import Answer, Question
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 _OTHER_CHOICE = "\0other"
 

@@ -20,7 +20,10 @@ standard library's `typing` names).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 # The doors, and their commands, tools and functions that start or continue a run.
 CLI_COMMANDS = ("run", "resume", "states")

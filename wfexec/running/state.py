@@ -12,9 +12,12 @@ Paths into it (`computed.sha`, `sources[0].id`) are `wfexec.language.paths`.
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
 
 from wfexec.errors import WfexecError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 STANDARD_KEYS = ("flags", "computed", "user_responses", "history", "checkpoints")
 

@@ -18,7 +18,6 @@ runs) runs it to its end with one `send`: no event loop, and a state-only step a
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from wfexec.errors import WfexecError
 from wfexec.language.expressions import ExpressionError, Template, to_text
@@ -27,7 +26,9 @@ from wfexec.running.prompts import NeedsAnswer, check_answer_keys
 from wfexec.running.state import apply_overrides
 from wfexec.system import collector, progress
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping
     from wfexec.language.model import Ending, Node, Workflow
     from wfexec.nodes.base import Outcome
     from wfexec.running.io import Io

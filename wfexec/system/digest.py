@@ -5,7 +5,10 @@ of the start of every command that reads the compiled-workflow cache."""
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 def _sha256() -> Callable[..., Any]:

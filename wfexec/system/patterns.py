@@ -8,7 +8,10 @@ object that stands for `re.compile(pattern, flags)` and compiles on the first me
 from __future__ import annotations
 
 import re
-from typing import Any, cast
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Lazy:
@@ -26,4 +29,4 @@ class _Lazy:
 
 def lazy(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """`re.compile(pattern, flags)`, compiled on first use."""
-    return cast("re.Pattern[str]", _Lazy(pattern, flags))
+    return _Lazy(pattern, flags)  # type: ignore[return-value]  # it answers as the compiled pattern would

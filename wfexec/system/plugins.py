@@ -13,9 +13,12 @@ import json
 import os
 import sys
 from wfexec.records import dataclass
-from typing import Any
 
 from wfexec.system import cache
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,18 @@ stop what it started.
 
 from __future__ import annotations
 
-import signal
+import sys
 from contextlib import contextmanager
-from typing import Iterator
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as system_signals
+    from typing import Iterator
+else:  # the signal module is this built-in one plus enums of the names, ~1 ms of every start to build them
+    import _signal as system_signals
 
 STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+_NAMES = {getattr(system_signals, name): name for name in STOP_SIGNALS if hasattr(system_signals, name)}
 
 
 class Signalled(KeyboardInterrupt):
@@ -26,7 +33,7 @@ _pending: list[int] = []
 
 
 def _interrupt(signum: int) -> KeyboardInterrupt:
-    return KeyboardInterrupt() if signum == signal.SIGINT else Signalled(signal.Signals(signum).name)
+    return KeyboardInterrupt() if signum == system_signals.SIGINT else Signalled(_NAMES[signum])
 
 
 def _on_stop(signum, frame) -> None:
@@ -38,17 +45,16 @@ def _on_stop(signum, frame) -> None:
 
 def install() -> None:
     """Handle the stop signals (the command line does, once, in the main thread)."""
-    for name in STOP_SIGNALS:
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _on_stop)
+    for signum in _NAMES:
+        system_signals.signal(signum, _on_stop)
 
 
 @contextmanager
 def deferred() -> Iterator[None]:
     """Hold stop signals back for the duration; the first one that came is raised at the end."""
-    import threading  # here, not at the top: a run that starts no program need not import it
-
-    if threading.current_thread() is not threading.main_thread():
+    # Not imported, no thread was started through threading: this is the main one (a run need not import it).
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only
         return
     _held[0] += 1

@@ -24,14 +24,17 @@ from __future__ import annotations
 import _thread  # a lock, without importing threading where no program is started
 import itertools
 import os
-import signal
 import sys
-from typing import TYPE_CHECKING
 
-from wfexec.system import signals
+from wfexec.system import signals, spawn
+from wfexec.system.signals import system_signals
 
-if TYPE_CHECKING:  # imported where a program starts: a run without one never pays for it
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # imported where Popen starts a program: a run without one never pays for it
     import subprocess
+    from typing import Any, Callable
+
+    from wfexec.system.spawn import Spawned
 
 RUN_TAG_VARIABLE = "WFEXEC_RUN"
 PROGRAM_TAG_VARIABLE = "WFEXEC_PROGRAM"
@@ -90,7 +93,7 @@ for pgid in groups:
     except OSError:
         pass
 """
-_watchdog: subprocess.Popen | None = None
+_watchdog: Spawned | subprocess.Popen | None = None
 _watchdog_lock = _thread.allocate_lock()
 # A program's tag: this process, then a nonce (a pid of a process that died may be taken again), then a number.
 _NONCE = os.urandom(4).hex()
@@ -101,18 +104,24 @@ def _tell_watchdog(message: str) -> None:
     global _watchdog
     if not hasattr(os, "killpg"):  # pragma: no cover - Windows has no process groups of this kind
         return
-    import subprocess
-
     with _watchdog_lock:
         try:
             if _watchdog is None or _watchdog.poll() is not None:
-                _watchdog = subprocess.Popen(_watchdog_argv(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                             stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-                                             text=True, bufsize=1)
-            assert _watchdog.stdin is not None  # started with stdin=PIPE
-            _watchdog.stdin.write(message + "\n")
+                _watchdog = _start_watchdog()
+            assert _watchdog.stdin is not None  # started with its stdin a pipe
+            _watchdog.stdin.write(message.encode() + b"\n")
         except OSError:  # no watchdog: the other two guards still hold
             pass
+
+
+def _start_watchdog() -> Spawned | subprocess.Popen:
+    argv = _watchdog_argv()
+    if spawn.spawnable(argv, None):
+        return spawn.spawn(argv, env=os.environ, stdin=spawn.PIPE, stdout=spawn.DEVNULL, stderr=spawn.DEVNULL)
+    import subprocess
+
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, close_fds=True, bufsize=0)
 
 
 def _watchdog_argv() -> list[str]:
@@ -126,6 +135,25 @@ def start(argv, *, env: dict | None = None, **options) -> subprocess.Popen:
     """subprocess.Popen in a new process group, tagged with the run and known to the watchdog."""
     import subprocess
 
+    return _announced(lambda tagged: subprocess.Popen(argv, env=tagged, start_new_session=True, **options), env)
+
+
+def start_piped(argv, *, cwd: str | os.PathLike, env: dict | None = None,
+                stdin_piped: bool = False) -> Spawned | subprocess.Popen:
+    """`start` with stdout and stderr piped, and stdin piped or /dev/null: through posix_spawn where that starts
+    the program as Popen would (`wfexec.system.spawn`), so that starting a script does not import subprocess."""
+    if spawn.spawnable(argv, cwd):
+        stdin = spawn.PIPE if stdin_piped else spawn.DEVNULL
+        return _announced(lambda tagged: spawn.spawn(argv, env=tagged, stdin=stdin, stdout=spawn.PIPE,
+                                                     stderr=spawn.PIPE), env)
+    import subprocess
+
+    return start(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_piped else subprocess.DEVNULL,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _announced(launch: Callable[[dict], Any], env: dict | None) -> Any:
+    """What `launch` started, given the environment `env` (None: this process's) with the program's tags."""
     # Announced before it exists: the program runs as soon as it is started, before its group can be listed,
     # and a process killed in between (the moment its step began, say) must not leave it running.
     tag = f"{os.getpid()}.{_NONCE}.{next(_programs)}"
@@ -136,7 +164,7 @@ def start(argv, *, env: dict | None = None, **options) -> subprocess.Popen:
     try:
         with signals.deferred():
             try:
-                process = subprocess.Popen(argv, env=env, start_new_session=True, **options)
+                process = launch(env)
             except BaseException:
                 _tell_watchdog(f"-@{tag}")
                 raise
@@ -163,7 +191,7 @@ def kill_group(process) -> None:
     """
     try:
         if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(process.pid, system_signals.SIGKILL)
         else:  # pragma: no cover - Windows has no process groups of this kind
             process.kill()
     except (ProcessLookupError, PermissionError):
@@ -183,7 +211,7 @@ def kill_tagged(tag: str, variable: str = RUN_TAG_VARIABLE) -> int:
     groups.discard(os.getpgrp())
     for group in groups:
         try:
-            os.killpg(group, signal.SIGKILL)
+            os.killpg(group, system_signals.SIGKILL)
         except OSError:
             pass
     return len(groups)
@@ -206,12 +234,25 @@ def _groups_from_proc(wanted: bytes) -> set[int]:
         if not entry.isdigit() or int(entry) == mine:
             continue
         try:
-            with open(f"/proc/{entry}/environ", "rb") as handle:
-                if wanted in handle.read().split(b"\0"):
-                    groups.add(os.getpgid(int(entry)))
+            environment = _read_all(f"/proc/{entry}/environ")
+            # split only where the text is there at all: most processes' environments do not hold it
+            if wanted in environment and wanted in environment.split(b"\0"):
+                groups.add(os.getpgid(int(entry)))
         except OSError:  # gone, or someone else's
             continue
     return groups
+
+
+def _read_all(path: str) -> bytes:
+    """The file's bytes, read without a file object (every `resume` reads each process's environment)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def groups_from_psutil(tag: str, variable: str = RUN_TAG_VARIABLE) -> set[int]:

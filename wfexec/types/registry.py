@@ -23,10 +23,13 @@ list of them. A plugin package needs nothing else:
 from __future__ import annotations
 
 from wfexec.records import dataclass, field, fields, replace
-from typing import Any, Callable, Iterable, Mapping
 
 from wfexec.errors import ActionFailed, WfexecError
 from wfexec.language.diagnostics import did_you_mean
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Mapping
 
 PRECONDITION = "precondition"
 CONSEQUENCE = "consequence"

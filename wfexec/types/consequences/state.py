@@ -6,12 +6,11 @@ import copy
 import json
 import re
 
-from typing import TYPE_CHECKING
-
 from wfexec.language.expressions import truthy
 from wfexec.types.registry import ActionFailed, TypeList
 from wfexec.system.digest import sha256
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
 
