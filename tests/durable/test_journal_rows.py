@@ -33,3 +33,14 @@ def test_a_step_is_written_as_the_json_encoder_writes_it(value):
 def test_a_row_reads_back_as_the_steps_were():
     steps = [[*STEP, {"computed.text": "é \"q\"", "count": 2 ** 70, "ratio": 0.1}, 7]]
     assert json.loads(_encode_steps(steps)) == steps
+
+
+def test_a_step_past_what_a_journal_key_holds_is_refused_and_nothing_is_written(tmp_path):
+    from wfexec.durable.store import LAST_STEP, Store, StoreWriteError
+
+    store = Store(tmp_path / "runs.db")
+    run_id = store.create_run(workflow_path="w.yaml", workflow_name="w", workflow_hash="", node_hashes={},
+                              inputs={}, state={}, start_node="a")
+    with pytest.raises(StoreWriteError, match="at most 4,294,967,295 steps"):
+        store.append_steps(run_id, [[LAST_STEP + 1, *STEP[1:], {}, 1]], "a")
+    assert store.journal(run_id) == []

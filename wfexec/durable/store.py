@@ -248,13 +248,13 @@ _row_encoder = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
     if json.encoder.c_make_encoder is not None else None  # type: ignore[attr-defined]
 
 
-_APPEND_STEPS = "INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?, ?)"
-
-
 def _encode_steps(steps: Sequence[Sequence[Any]]) -> str:
     if _row_encoder is None:  # an interpreter without the json module's C part
         return _dumps(steps)
     return "".join(_row_encoder(steps, 0))
+
+
+_APPEND_STEPS = "INSERT OR REPLACE INTO journal VALUES (?, ?, ?, ?, ?)"
 
 
 def _hostname() -> str:
@@ -607,12 +607,11 @@ class Store:
         """One statement, committed on its own (SQLite makes a single statement a transaction): a third of the
         calls of BEGIN … COMMIT around it."""
         with self._lock:
-            if self.db.in_transaction:
-                self.db.execute(sql, values)
-                return
             try:
                 self.db.execute(sql, values)
             except sqlite3.OperationalError as exc:
+                if self.db.in_transaction:  # a transaction around it is open: that transaction reports it
+                    raise
                 raise _Transaction(self.db, self.path).write_error(exc) from None
 
     def mark_in_flight(self, run_id: str, step: int, node: str, started_at: float | None = None) -> None:
@@ -624,16 +623,20 @@ class Store:
     def append_steps(self, run_id: str, steps: Sequence[Sequence[Any]], current_node: str) -> int:
         """Journal steps and nothing else (most commits): one statement, committed on its own. Returns the bytes
         of the row."""
-        row = _encode_steps(steps)
-        self._write(_APPEND_STEPS, (self._row_key(run_id, steps), steps[-1][0], row, current_node, time.time()))
-        return len(row)
+        values = self._journal_row(run_id, steps, current_node)
+        self._write(_APPEND_STEPS, values)
+        return len(values[2])
 
-    def _row_key(self, run_id: str, steps: Sequence[Sequence[Any]]) -> int:
-        if steps[-1][0] > LAST_STEP:
-            raise StoreWriteError(f"run {run_id} reached step {steps[-1][0]:,}; a run's journal holds at most "
-                                  f"{LAST_STEP:,} steps", "start a new run, or lower --max-steps")
-        base = self._key_bases.get(run_id)
-        return (base if base is not None else self._key_range(run_id)[0]) | steps[0][0]
+    def _journal_row(self, run_id: str, steps: Sequence[Sequence[Any]], current_node: str) -> tuple:
+        """The values of the journal row holding `steps` (_APPEND_STEPS)."""
+        last = steps[-1][0]
+        base = self._key_bases.get(run_id) if last <= LAST_STEP else None
+        if base is None:
+            if last > LAST_STEP:
+                raise StoreWriteError(f"run {run_id} reached step {last:,}; a run's journal holds at most "
+                                      f"{LAST_STEP:,} steps", "start a new run, or lower --max-steps")
+            base = self._key_range(run_id)[0]
+        return base | steps[0][0], last, _encode_steps(steps), current_node, time.time()
 
     def commit_steps(self, run_id: str, steps: Sequence[Sequence[Any]], current_node: str, *,
                      snapshot: dict | None = None, cleared_nodes: Sequence[str] = ()) -> tuple[int, int]:
@@ -642,17 +645,16 @@ class Store:
         in one transaction. Returns the bytes written: of the journal row, and of the snapshot (0: none)."""
         if snapshot is None and not cleared_nodes:
             return self.append_steps(run_id, steps, current_node), 0
-        row = _encode_steps(steps)
-        insert = (_APPEND_STEPS, (self._row_key(run_id, steps), steps[-1][0], row, current_node, time.time()))
+        values = self._journal_row(run_id, steps, current_node)
         state = _dumps(snapshot) if snapshot is not None else ""
         with self._lock, self.transaction():
             for node in cleared_nodes:
                 self._clear_node_state(run_id, node)
-            self.db.execute(*insert)
+            self.db.execute(_APPEND_STEPS, values)
             if snapshot is not None:
                 self.db.execute("UPDATE snapshots SET step = ?, state = ? WHERE run_id = ?",
                                 (steps[-1][0], state, run_id))
-        return len(row), len(state)
+        return len(values[2]), len(state)
 
     def set_status(self, run_id: str, status: str, **fields) -> None:
         assert status in STATUSES, status
