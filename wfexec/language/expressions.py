@@ -615,9 +615,12 @@ class Template:
     def render(self, scope: Scope) -> Any:
         if self.whole:
             return self.parts[0].evaluate(scope)  # type: ignore[union-attr]  # `whole`: the one part is an Expression
+        # Added up, not joined: a template has a few parts, and a list comprehension costs a function call more.
         # `__class__ is str`: cheaper than isinstance on this hot path, and mypy cannot narrow by it.
-        return "".join([part if part.__class__ is str else to_text(part.evaluate(scope))  # type: ignore[union-attr]
-                        for part in self.parts])
+        text = ""
+        for part in self.parts:
+            text += part if part.__class__ is str else to_text(part.evaluate(scope))  # type: ignore[union-attr]
+        return text
 
     def __repr__(self) -> str:
         return f"Template({self.source!r})"
@@ -713,6 +716,16 @@ def has_templates(value: Any) -> bool:
     if isinstance(value, list):
         return any(has_templates(v) for v in value)
     return False
+
+
+def renderer(value: Any) -> Callable[[Scope], Any]:
+    """`render_value(value, scope)` as a function of the scope, with what `value` is settled once: a template's own
+    `render`, or the value itself when it holds no template."""
+    if value.__class__ is Template:
+        return value.render
+    if not has_templates(value):
+        return lambda scope: value
+    return lambda scope: render_value(value, scope)
 
 
 def render_value(value: Any, scope: Scope) -> Any:

@@ -21,7 +21,7 @@ from wfexec.errors import Refused, WfexecError
 from wfexec.running.context import CallContext, parse_cached
 from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, render_value,
                                          to_text)
-from wfexec.language.model import Call, Ending, Node, Where, Workflow
+from wfexec.language.model import NO_DIRECT, Call, Ending, Node, Where, Workflow
 from wfexec.running.io import Io
 from wfexec.running.node_context import StepContext
 from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, match_answer
@@ -276,6 +276,17 @@ class Run:
     def apply(self, call: Call, scope: Scope | None = None) -> None:
         scope = scope or self.scope
         if self.dry is not None and self.dry.skip(self, call, scope):
+            return
+        write = call.direct
+        if write is None:
+            write = call.direct_write()
+        if write is not NO_DIRECT and not self.io.tracing:  # a trace shows the call as the handler gets it
+            try:
+                write(self, scope)
+            except ExpressionError as exc:
+                raise ActionFailed(exc.message, exc.hint) from None
+            except PathError as exc:
+                raise ActionFailed(str(exc)) from None
             return
         try:
             params = call.render(scope)
