@@ -225,10 +225,16 @@ class Run:
     def write(self, path: tuple, value: Any) -> None:
         """Set a state path (raises PathError), noting it for the journal. State never shares structure
         with the workflow or with itself, so lists and mappings are copied."""
+        if isinstance(value, (dict, list)):
+            value = copy.deepcopy(value)
+        if len(path) == 1 and path[0].__class__ is str:  # most writes: a top-level name, set without set_path
+            self.state[path[0]] = value
+            self.changed[path] = None
+            return
         key = path if len(path) <= 2 else path[:2]
         if key[-1].__class__ is int and key[-1] < 0:
             key = absolute_path(self.state, key)
-        set_path(self.state, path, copy.deepcopy(value) if isinstance(value, (dict, list)) else value)
+        set_path(self.state, path, value)
         self.changed[key] = None
 
     def append(self, path: tuple, value: Any) -> None:
