@@ -75,6 +75,16 @@ class CallKind(Protocol):
     def writes(self) -> tuple: ...
     @property
     def paths(self) -> tuple: ...
+    @property
+    def direct(self) -> Callable[[Any], Callable[[Any, Any], None] | None] | None: ...
+
+
+class StateWrites(Protocol):
+    """How a type's direct form (`TypeSpec.direct`) writes the run's state (`wfexec.running.engine.Run`): as the
+    handler's `ctx.set` and `ctx.append` do, each raising PathError where the path cannot be written."""
+
+    def write(self, path: tuple, value: Any) -> None: ...
+    def append(self, path: tuple, value: Any) -> None: ...
 
 
 class Output(Protocol):

@@ -122,9 +122,9 @@ def _make(cls: type, frozen: bool, eq: bool, slots: bool, with_repr: bool, unsaf
         namespace.pop("__weakref__", None)
         namespace["__slots__"] = tuple(s.name for s in specs if s.name not in _inherited_slots(cls))
         namespace.update(methods)
-        if frozen:
-            namespace["__getstate__"] = _slots_getstate
-            namespace["__setstate__"] = _slots_setstate
+        if frozen:  # as `dataclasses` does, a class's own pickling stays
+            namespace.setdefault("__getstate__", _slots_getstate)
+            namespace.setdefault("__setstate__", _slots_setstate)
         made = type(cls)(cls.__name__, cls.__bases__, namespace)
         made.__qualname__ = cls.__qualname__
         return made

@@ -312,3 +312,19 @@ def test_a_quoted_string_holding_a_placeholder_is_interpolated_as_hiivmind_does(
     assert Expression("'${HOME}/.claude/skills'").evaluate(SCOPE) == "/home/ada/.claude/skills"
     assert Expression("\"n=${computed.count}, it's \\\"3\\\"\"").evaluate(SCOPE) == 'n=3, it\'s "3"'
     assert Expression("'no placeholder: $ {x}'").evaluate(SCOPE) == "no placeholder: $ {x}"
+
+
+def test_a_template_renders_the_same_after_pickling_and_copying():
+    """The compiled-workflow cache pickles templates; a template that is one `${...}` renders through its
+    expression's own `evaluate`, which must be the unpickled expression's."""
+    import copy
+    import pickle
+
+    scope = Scope({"n": 2, "computed": {}, "flags": {}, "user_responses": {}}, {})
+    for source, expected in (("${n + 1}", 3), ("n is ${n}, twice ${n * 2}", "n is 2, twice 4")):
+        template = Template(source)
+        for again in (pickle.loads(pickle.dumps(template)), copy.deepcopy(template)):
+            assert again.render(scope) == template.render(scope) == expected
+            assert again.whole == template.whole and again.source == source
+            if again.whole:
+                assert again.render.__self__ is again.parts[0]

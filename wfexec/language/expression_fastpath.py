@@ -62,7 +62,12 @@ def fast_source(code: str, builtins: frozenset[str] = frozenset()) -> str | None
     body = "\n".join("    " + line for line in writer.lines)
     if kind in ("bool", "str", "null"):
         ending = f"    return {result}\n"
-    else:  # a number or a value read from the state: as JSON would carry it
+    elif kind == "num":  # an integer here is a safe one already
+        ending = (f"    r = {result}\n"
+                  f"    if r.__class__ is int: return r\n"
+                  f"    if r != r or r in (INF, -INF): return None\n"
+                  f"    return int(r) if r.is_integer() and -SAFE <= r <= SAFE else r\n")
+    else:  # a value read from the state, or either of two kinds: as JSON would carry it
         ending = (f"    r = {result}\n"
                   f"    c = r.__class__\n"
                   f"    if c is int: return r if -SAFE <= r <= SAFE else MISSING\n"
@@ -187,6 +192,11 @@ class _Writer:
         self.emit(f"    if not -SAFE <= {value} <= SAFE: return MISSING")
         self.emit(f"elif c is not float or {value} != {value} or {value} in (INF, -INF): return MISSING")
 
+    @staticmethod
+    def truth(value: str, kind: str) -> str:
+        """JavaScript's truth of a checked value: a boolean is its own."""
+        return value if kind == "bool" else f"truthy({value})"
+
     def safe_result(self, value: str) -> None:
         self.emit(f"if {value}.__class__ is int and not -SAFE <= {value} <= SAFE: return MISSING")
 
@@ -200,7 +210,7 @@ class _Writer:
         self.need_json(test, kind)
         result = self.var()
         outer = self.indent
-        self.emit(f"if truthy({test}):")
+        self.emit(f"if {self.truth(test, kind)}:")
         self.indent += "    "
         chosen, chosen_kind = self.conditional()
         self.emit(f"{result} = {chosen}")
@@ -217,19 +227,20 @@ class _Writer:
         return result, (chosen_kind if chosen_kind == other_kind else "raw")
 
     def or_(self) -> tuple[str, str]:
-        return self.logical("||", self.and_, "not truthy")
+        return self.logical("||", self.and_, "not ")
 
     def and_(self) -> tuple[str, str]:
-        return self.logical("&&", self.equality, "truthy")
+        return self.logical("&&", self.equality, "")
 
     def logical(self, operator: str, operand, keep_going_when: str) -> tuple[str, str]:
+        """`a && b` (keep_going_when "": go on to b when a is true), `a || b` ("not ": when a is false)."""
         left, kind = operand()
         while self.peek() == operator:
             self.take()
             left_kind = self.need_json(left, kind)
             result = self.var()
             self.emit(f"{result} = {left}")
-            self.emit(f"if {keep_going_when}({left}):")
+            self.emit(f"if {keep_going_when}{self.truth(left, left_kind)}:")
             outer = self.indent
             self.indent += "    "
             right, right_kind = operand()
@@ -307,7 +318,7 @@ class _Writer:
             operand, kind = self.unary()
             self.need_json(operand, kind)
             result = self.var()
-            self.emit(f"{result} = not truthy({operand})")
+            self.emit(f"{result} = not {self.truth(operand, kind)}")
             return result, "bool"
         if operator == "-":
             self.take()

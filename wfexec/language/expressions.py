@@ -568,10 +568,12 @@ def _refuse_foreign_idiom(source: str) -> None:
 class Template:
     """A string with `${...}` parts. A string that is one `${...}` yields the value itself."""
 
-    __slots__ = ("source", "parts", "whole")
+    __slots__ = ("source", "parts", "whole", "render")
+    # `render(scope)`: the value; the expression's own `evaluate` for a template that is one `${...}` (a target, a
+    # value that keeps its type), so rendering it costs no call of its own.
+    render: Callable[[Scope], Any]
 
     def __init__(self, source: str):
-        self.source = source
         parts: list[str | Expression] = []
         literal = []
         i = 0
@@ -607,22 +609,37 @@ class Template:
             i += 1
         if literal:
             parts.append("".join(literal))
-        self.parts = tuple(parts)
+        self._settle(source, tuple(parts))
+
+    def _settle(self, source: str, parts: tuple) -> None:
+        self.source = source
+        self.parts = parts
         self.whole = len(parts) == 1 and isinstance(parts[0], Expression)
+        self.render = parts[0].evaluate if self.whole else self._joined
+
+    def __reduce__(self):
+        return _template_again, (self.source, self.parts)  # `render` is bound to these parts, made again
 
     @property
     def expressions(self) -> tuple[Expression, ...]:
         return tuple(p for p in self.parts if isinstance(p, Expression))
 
-    def render(self, scope: Scope) -> Any:
-        if self.whole:
-            return self.parts[0].evaluate(scope)  # type: ignore[union-attr]  # `whole`: the one part is an Expression
-        # `__class__ is str`: cheaper than isinstance on this hot path, and mypy cannot narrow by it.
-        return "".join([part if part.__class__ is str else to_text(part.evaluate(scope))  # type: ignore[union-attr]
-                        for part in self.parts])
+    def _joined(self, scope: Scope) -> str:
+        # Added up, not joined: a template has a few parts, and a list comprehension costs a function call more.
+        # `__class__ is str`: cheaper than isinstance on this hot path.
+        text = ""
+        for part in self.parts:
+            text += part if part.__class__ is str else to_text(part.evaluate(scope))
+        return text
 
     def __repr__(self) -> str:
         return f"Template({self.source!r})"
+
+
+def _template_again(source: str, parts: tuple) -> Template:
+    template = Template.__new__(Template)
+    template._settle(source, parts)
+    return template
 
 
 def _shifted(exc: ExpressionError, template: str, offset: int) -> ExpressionError:
@@ -715,6 +732,16 @@ def has_templates(value: Any) -> bool:
     if isinstance(value, list):
         return any(has_templates(v) for v in value)
     return False
+
+
+def renderer(value: Any) -> Callable[[Scope], Any]:
+    """`render_value(value, scope)` as a function of the scope, with what `value` is settled once: a template's own
+    `render`, or the value itself when it holds no template."""
+    if value.__class__ is Template:
+        return value.render
+    if not has_templates(value):
+        return lambda scope: value
+    return lambda scope: render_value(value, scope)
 
 
 def render_value(value: Any, scope: Scope) -> Any:

@@ -46,18 +46,38 @@ class Where:
         return f"{self.file}:{self.line}:{self.column}"
 
 
+# A call whose type writes no direct form, or whose parameters need the handler (a computed path, prose).
+NO_DIRECT = False
+
+
 @dataclass(frozen=True, slots=True)
 class Call:
     """One precondition or consequence as written in the workflow, compiled."""
-
-    __getstate__ = _slots_state
-    __setstate__ = _restore_slots
 
     spec: TypeSpec
     params: Mapping[str, Any]   # compiled: Templates, Expressions, nested Calls
     raw: Mapping[str, Any]      # as written, for messages and security decisions
     where: Where
     dynamic: tuple              # the parameters holding a Template somewhere (empty: none)
+    # The call's work as direct state writes, `write(run, scope)`, made by its type's `direct` the first time it
+    # runs (NO_DIRECT: the handler does the work). Made on first use, not at load: `validate` never needs it,
+    # and a closure does not go into the compiled-workflow cache.
+    direct: Any = field(default=None, init=False, compare=False, repr=False)
+
+    def __getstate__(self) -> tuple:
+        return _slots_state(self)[:-1]  # without `direct`
+
+    def __setstate__(self, state: tuple) -> None:
+        _restore_slots(self, state + (None,))
+
+    def direct_write(self) -> Any:
+        """`direct`, made now if this is the call's first run."""
+        write = self.direct
+        if write is None:
+            make = self.spec.direct
+            write = (make(self.params) if make is not None else None) or NO_DIRECT
+            object.__setattr__(self, "direct", write)
+        return write
 
     def render(self, scope) -> Mapping[str, Any]:
         """The parameters for one call, templates rendered."""

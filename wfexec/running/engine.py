@@ -20,7 +20,7 @@ from wfexec.errors import Refused, WfexecError
 from wfexec.running.context import CallContext, parse_cached
 from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, render_value,
                                          to_text)
-from wfexec.language.model import Call, Ending, Node, Where, Workflow
+from wfexec.language.model import NO_DIRECT, Call, Ending, Node, Where, Workflow
 from wfexec.running.io import Io
 from wfexec.running.node_context import StepContext
 from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, match_answer
@@ -226,10 +226,16 @@ class Run:
     def write(self, path: tuple, value: Any) -> None:
         """Set a state path (raises PathError), noting it for the journal. State never shares structure
         with the workflow or with itself, so lists and mappings are copied."""
+        if isinstance(value, (dict, list)):
+            value = copy.deepcopy(value)
+        if len(path) == 1 and path[0].__class__ is str:  # most writes: a top-level name, set without set_path
+            self.state[path[0]] = value
+            self.changed[path] = None
+            return
         key = path if len(path) <= 2 else path[:2]
         if key[-1].__class__ is int and key[-1] < 0:
             key = absolute_path(self.state, key)
-        set_path(self.state, path, copy.deepcopy(value) if isinstance(value, (dict, list)) else value)
+        set_path(self.state, path, value)
         self.changed[key] = None
 
     def append(self, path: tuple, value: Any) -> None:
@@ -277,6 +283,17 @@ class Run:
     def apply(self, call: Call, scope: Scope | None = None) -> None:
         scope = scope or self.scope
         if self.dry is not None and self.dry.skip(self, call, scope):
+            return
+        write = call.direct
+        if write is None:
+            write = call.direct_write()
+        if write is not NO_DIRECT and not self.io.tracing:  # a trace shows the call as the handler gets it
+            try:
+                write(self, scope)
+            except ExpressionError as exc:
+                raise ActionFailed(exc.message, exc.hint) from None
+            except PathError as exc:
+                raise ActionFailed(str(exc)) from None
             return
         try:
             params = call.render(scope)

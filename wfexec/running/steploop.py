@@ -191,9 +191,11 @@ def resolve_target(run: Run, node: Node, outcome: Outcome) -> str:
         return target
     if isinstance(target, Template):
         try:
-            target = to_text(target.render(run.scope))
+            target = target.render(run.scope)
         except ExpressionError as exc:
             run.fail(node, f"cannot compute the target of {outcome.label}: {exc.message}", exc.hint)
+    if target.__class__ is not str:
+        target = to_text(target)
     if not target:
         run.fail(node, f"{outcome.label} has no target", f"add `{outcome.label}: <node or ending>`")
     workflow = run.workflow
@@ -202,7 +204,7 @@ def resolve_target(run: Run, node: Node, outcome: Outcome) -> str:
         run.keep_error(f"{node.id}: the target '{target}' of {outcome.label} is neither a node nor an ending",
                        "a computed target must name a node or an ending")
         return workflow.default_error
-    return str(target)
+    return target
 
 
 def record(run: Run, node: Node, outcome: dict, target: str) -> dict:

@@ -113,3 +113,93 @@ def test_a_key_written_as_a_template_is_filled_in(run_yaml):
                          initial_state={"sources": [{"id": "polars"}], "computed": {"scan": {"files": 3}}})
     assert result.ending == "done", result.message
     assert result.state["scan_results"] == {"polars": {"files": 3}, "fixed": 1}
+
+
+# Each state type's direct form (TypeSpec.direct) against its handler: the same calls, the same starting state.
+DIRECT_CASES = [
+    {"type": "set_state", "field": "computed.text", "value": "plain"},
+    {"type": "set_state", "field": "computed.kept", "value": "${items}"},  # one `${...}`: the value, not its text
+    {"type": "set_state", "field": "label", "value": "step ${count + 1} of ${len(items)}"},
+    {"type": "set_state", "field": "computed['a key'].deep", "value": {"n": "${count}", "fixed": [1, 2]}},
+    {"type": "set_state", "field": "items[-1]", "value": "last"},
+    {"type": "set_state", "field": "label.inner", "value": 1},  # `label` holds text: fails
+    {"type": "set_state", "field": "items[9]", "value": 1},  # no such item: fails
+    {"type": "set_state", "field": "computed.bad", "value": "${JSON.parse('{')}"},  # the expression fails
+    {"type": "set_state", "field": "computed.${'na' + 'med'}", "value": 2},  # a computed path: the handler
+    {"type": "append_state", "field": "items", "value": {"at": "${count}"}},
+    {"type": "append_state", "field": "computed.fresh", "value": 1},
+    {"type": "append_state", "field": "label", "value": 1},  # not a list: fails
+    {"type": "clear_state", "field": "computed.text"},
+    {"type": "compute", "expression": "count * 2 + 1", "store_as": "computed.fast"},
+    {"type": "compute", "expression": "items.map(i => i.toUpperCase ? i.toUpperCase() : i)", "store_as": "up"},
+    {"type": "compute", "expression": "nothing.here.at_all", "store_as": "computed.fails"},
+    {"type": "compute", "expression": "1", "store_as": "label.inner"},
+    {"type": "set_flag", "flag": "ready"},
+    {"type": "set_flag", "flag": "nested.off", "value": False},
+    {"type": "set_flag", "flag": "computed_truth", "value": "${count > 100}"},
+    {"type": "evaluate", "expression": "len(items)", "set_flag": "has_items", "store_as": "computed.n"},
+    {"type": "evaluate", "expression": "count > 100", "set_flag": "big"},
+    {"type": "evaluate", "expression": "'x' + count", "store_as": "computed.x"},
+    {"type": "mutate_state", "operation": "set", "field": "computed.m", "value": "${count}"},
+    {"type": "mutate_state", "operation": "append", "field": "computed.ms", "value": 1},
+    {"type": "mutate_state", "operation": "clear", "field": "computed.m"},
+    {"type": "mutate_state", "operation": "increment", "field": "count", "value": 2},  # the handler
+]
+
+
+def apply_each(workflow, calls):
+    """Each call applied in turn to one run: what each did (its failure, or None), and the run's state and the
+    changes its journal would record."""
+    import io
+
+    from wfexec.errors import WfexecError
+    from wfexec.running.console import Console
+    from wfexec.running.steploop import start
+
+    run = start(workflow, io=Console(out=io.StringIO(), err=io.StringIO()))
+    run.current = workflow.nodes["act"]
+    outcomes = []
+    for call in calls:
+        try:
+            run.apply(call)
+            outcomes.append(None)
+        except WfexecError as failure:
+            outcomes.append((type(failure).__name__, failure.message, failure.hint))
+    return outcomes, run.state, list(run.changed), dict(run.appended)
+
+
+def test_each_state_types_direct_form_does_what_its_handler_does(write_workflow):
+    import wfexec
+    from wfexec.language.model import NO_DIRECT
+    from wfexec.records import replace
+
+    workflow = wfexec.load(write_workflow(one_action(*DIRECT_CASES, initial_state={
+        "count": 3, "items": ["a", "b"], "label": "", "computed": {}})))
+    calls = workflow.nodes["act"].spec.actions
+    by_handler = [replace(call, spec=replace(call.spec, direct=None)) for call in calls]
+    direct = [call.raw for call in calls if call.direct_write() is not NO_DIRECT]
+    assert len(direct) == len(DIRECT_CASES) - 2  # all but the computed path and increment
+    assert all(call.direct_write() is NO_DIRECT for call in by_handler)
+
+    outcomes, state, changed, appended = apply_each(workflow, calls)
+    assert (outcomes, state, changed, appended) == apply_each(workflow, by_handler)
+    failed = [case for case, outcome in zip(DIRECT_CASES, outcomes) if outcome is not None]
+    assert len(failed) == 6 and all(outcome is None or outcome[0] == "ActionFailed" for outcome in outcomes)
+    assert state["label"] == "step 4 of 2" and state["computed"]["kept"] == ["a", "b"]
+    assert state["flags"] == {"ready": True, "nested": {"off": False}, "computed_truth": False,
+                              "has_items": True, "big": False}
+
+
+def test_a_call_keeps_its_direct_form_out_of_the_workflow_cache(write_workflow):
+    """The direct form is a closure, made on the call's first run: a pickled call (the compiled-workflow cache)
+    leaves it out, and makes its own again."""
+    import pickle
+
+    import wfexec
+
+    workflow = wfexec.load(write_workflow(one_action({"type": "set_state", "field": "x", "value": "${1 + 1}"})))
+    call = workflow.nodes["act"].spec.actions[0]
+    made = call.direct_write()
+    assert callable(made) and call.direct is made
+    again = pickle.loads(pickle.dumps(call))
+    assert again.direct is None and again.raw == call.raw and callable(again.direct_write())

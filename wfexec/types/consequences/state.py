@@ -6,13 +6,21 @@ import copy
 import json
 import re
 
-from wfexec.language.expressions import truthy
+from wfexec.language.expressions import Expression, renderer, truthy
+from wfexec.language.paths import PathError, parse_path
 from wfexec.types.registry import ActionFailed, TypeList
 from wfexec.system.digest import sha256
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
+    from typing import Any, Callable, Mapping
+
+    from wfexec.language.paths import StatePath
+
+    from wfexec.interfaces import StateWrites
+
+    DirectWrite = Callable[[StateWrites, Any], None]
 
 TYPES = TypeList()
 
@@ -29,25 +37,81 @@ def snapshot_for_checkpoint(state: dict) -> dict:
     return {k: copy.deepcopy(v) for k, v in state.items() if k not in ("checkpoints", "history", MCP_CALLS)}
 
 
-@TYPES.consequence("set_flag", {"flag": {"type": "string"}, "value": {"type": "boolean"}}, ["flag"])
+# Each type below that only writes state has a direct form (TypeSpec.direct) beside its handler: the same writes,
+# made from the compiled parameters once, so a step renders its values and writes them, nothing more. A call whose
+# path is computed (`field: "${...}"`) or whose expression is prose takes the handler.
+
+def _written_path(params: Mapping[str, Any], name: str) -> StatePath | None:
+    """The state path in the parameter `name` when the workflow writes it out; None when it is computed, or
+    malformed (the handler then says so at run time)."""
+    text = params.get(name)
+    if text.__class__ is not str:
+        return None
+    try:
+        return parse_path(text)
+    except PathError:
+        return None
+
+
+def _writing(path: StatePath | None, value_of: Callable[[Any], Any], appending: bool = False) -> DirectWrite | None:
+    """The direct form that sets `path` to `value_of(scope)` (appending: appends it to the list there)."""
+    if path is None:
+        return None
+    if appending:
+        def write(run: StateWrites, scope: Any) -> None:
+            run.append(path, value_of(scope))
+    else:
+        def write(run: StateWrites, scope: Any) -> None:
+            run.write(path, value_of(scope))
+    return write
+
+
+def _evaluated(params: Mapping[str, Any]) -> Callable[[Any], Any] | None:
+    """The value of the `expression` parameter as a function of the scope (None: prose, which the LLM answers)."""
+    expression = params.get("expression")
+    return expression.evaluate if isinstance(expression, Expression) else None
+
+
+def _set_flag_direct(params):
+    flag = _written_path(params, "flag")
+    value_of = renderer(params.get("value", True))
+    return _writing(("flags",) + flag if flag is not None else None, lambda scope: bool(value_of(scope)))
+
+
+@TYPES.consequence("set_flag", {"flag": {"type": "string"}, "value": {"type": "boolean"}}, ["flag"],
+                   direct=_set_flag_direct)
 def set_flag(params, ctx):
     """Set `flags.<flag>` to `value` (default true)."""
     ctx.set(("flags",) + ctx.path(params["flag"]), bool(params.get("value", True)))
 
 
-@TYPES.consequence("set_state", {"field": FIELD, "value": {}}, ["field", "value"], paths=("field",))
+def _set_state_direct(params):
+    return _writing(_written_path(params, "field"), renderer(params["value"]))
+
+
+@TYPES.consequence("set_state", {"field": FIELD, "value": {}}, ["field", "value"], paths=("field",),
+                   direct=_set_state_direct)
 def set_state(params, ctx):
     """Set the value at `field`; a value that is one `${...}` keeps its type."""
     ctx.set(params["field"], params["value"])
 
 
-@TYPES.consequence("append_state", {"field": FIELD, "value": {}}, ["field", "value"], paths=("field",))
+def _append_state_direct(params):
+    return _writing(_written_path(params, "field"), renderer(params["value"]), appending=True)
+
+
+@TYPES.consequence("append_state", {"field": FIELD, "value": {}}, ["field", "value"], paths=("field",),
+                   direct=_append_state_direct)
 def append_state(params, ctx):
     """Append `value` to the list at `field` (created when missing)."""
     ctx.append(params["field"], params["value"])
 
 
-@TYPES.consequence("clear_state", {"field": FIELD}, ["field"], paths=("field",))
+def _clear_state_direct(params):
+    return _writing(_written_path(params, "field"), lambda scope: None)
+
+
+@TYPES.consequence("clear_state", {"field": FIELD}, ["field"], paths=("field",), direct=_clear_state_direct)
 def clear_state(params, ctx):
     """Set the value at `field` to null."""
     ctx.set(params["field"], None)
@@ -81,6 +145,16 @@ def _increment(params, ctx):
 
 _MUTATORS = {"set": set_state, "append": append_state, "clear": clear_state, "merge": merge_state,
              "increment": _increment}
+_DIRECT_MUTATORS = {"set": _set_state_direct, "append": _append_state_direct, "clear": _clear_state_direct}
+
+
+def _mutate_state_direct(params):
+    """set, append and clear written out, with the value the operation needs given; the rest take the handler."""
+    operation = params.get("operation")
+    make = _DIRECT_MUTATORS.get(operation) if operation.__class__ is str else None
+    if make is None or (operation != "clear" and "value" not in params):
+        return None
+    return make(params)
 _VALUE_OPTIONAL = ("clear", "increment")
 
 
@@ -96,7 +170,8 @@ _VALUE_OPTIONAL = ("clear", "increment")
         {"if": {"properties": {"operation": {"const": "increment"}}, "required": ["operation"]},
          "then": {"properties": {"value": {
              "anyOf": [{"type": "number"}, {"type": "string", "pattern": r"^\s*\$\{.*\}\s*$"}],
-             "description": "for increment: the number to add (default 1)"}}}},))
+             "description": "for increment: the number to add (default 1)"}}}},),
+    direct=_mutate_state_direct)
 def mutate_state(params, ctx):
     """v3/v8: set, append, clear, merge or increment at `field`."""
     operation = params["operation"]
@@ -107,9 +182,26 @@ def mutate_state(params, ctx):
     _MUTATORS[operation](params, ctx)
 
 
+def _evaluate_direct(params):
+    value_of = _evaluated(params)
+    flag = _written_path(params, "set_flag") if "set_flag" in params else ()
+    store = _written_path(params, "store_as") if "store_as" in params else ()
+    if value_of is None or flag is None or store is None or not (flag or store):
+        return None
+    flag = ("flags",) + flag if flag else ()
+
+    def write(run: StateWrites, scope: Any) -> None:
+        value = value_of(scope)
+        if flag:
+            run.write(flag, truthy(value))
+        if store:
+            run.write(store, value)
+    return write
+
+
 @TYPES.consequence("evaluate", {"expression": {"type": ["string", "boolean"]}, "set_flag": {"type": "string"},
                                 "store_as": STORE_AS},
-                   ["expression"], expressions=("expression",), paths=("store_as",))
+                   ["expression"], expressions=("expression",), paths=("store_as",), direct=_evaluate_direct)
 def evaluate(params, ctx):
     """Evaluate an expression: its truth into `flags.<set_flag>`, its value as it is at `store_as`.
 
@@ -124,8 +216,14 @@ def evaluate(params, ctx):
         ctx.set(params["store_as"], value)
 
 
+def _compute_direct(params):
+    value_of = _evaluated(params)
+    return _writing(_written_path(params, "store_as"), value_of) if value_of is not None else None
+
+
 @TYPES.consequence("compute", {"expression": {"type": ["string", "boolean", "number"]}, "store_as": STORE_AS},
-                   ["expression", "store_as"], expressions=("expression",), paths=("store_as",))
+                   ["expression", "store_as"], expressions=("expression",), paths=("store_as",),
+                   direct=_compute_direct)
 def compute(params, ctx):
     """Evaluate an expression and store its value (any type) at `store_as`."""
     ctx.set(params["store_as"], ctx.evaluate(params["expression"]))
