@@ -3,6 +3,7 @@ loop, and against wfexec's own in-memory speed; then the cost of one step commit
 own floor, at each durability. Every comparison is like with like, and the output says how.
 
     pip install -e '.[bench]' && python bench/bench_durable.py [--iterations 5000] [--full-iterations 300] [--tiny]
+                                                               [--against OTHER_CHECKOUT]
 
 Part 1, iterations per second of bench_engine's loop (test `count < limit`, then `count = count + 1` and
 `label = "step <count>"`), committing every step (as LangGraph's durability "sync" does; bar >= 20x it) and with
@@ -22,12 +23,19 @@ CPU per committed step <= 2.5x the floor's at `normal`. `commit alone` is wfexec
 step's in memory: what committing it adds; `row alone` is the store journaling a prepared row of that step, no
 step run (SQLite with wfexec's schema and the row's encoding): the part of the commit that is not the journal's
 Python.
+
+With `--against OTHER_CHECKOUT` (another clone of wfexec, main say), part 3 measures part 2's step at `normal` for
+this checkout and that one, each round in a new process per checkout (its `wfexec` imported from that checkout's
+folder), the two alternating: before and after a change, on the same machine in one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
+import os
+import subprocess
 import sqlite3
 import statistics
 import sys
@@ -191,7 +199,49 @@ def per_commit(durability: str, iterations: int, langgraph_iterations: int, repe
     return {name: tuple(statistics.median(s[i] for s in values) for i in (0, 1)) for name, values in samples.items()}
 
 
+SIDES_OF_A_STEP = ("floor", "memory", "rows", "wfexec")  # part 2's sides without LangGraph, for part 3
+
+
+def one_round(iterations: int) -> dict:
+    """CPU µs per commit of each of part 2's wfexec sides and the floor, at `normal`, once (part 3's child)."""
+    workflow = tick_workflow()
+    wfexec_durable(iterations, True, "normal", workflow)  # warm up
+    measured = {"floor": sqlite_floor(iterations, "NORMAL"), "memory": wfexec_memory(iterations, workflow),
+                "rows": journal_rows_alone(iterations, "normal"),
+                "wfexec": wfexec_durable(iterations, True, "normal", workflow)}
+    import wfexec
+
+    return {"wfexec from": wfexec.__file__, **{side: measured[side][1] / iterations * 1e6 for side in SIDES_OF_A_STEP}}
+
+
+def against(checkouts: list[Path], iterations: int, repeat: int) -> None:
+    """Part 3: `one_round` in a process of each checkout's wfexec, alternating; medians."""
+    samples: dict[Path, dict[str, list[float]]] = {c: {side: [] for side in SIDES_OF_A_STEP} for c in checkouts}
+    for _ in range(repeat):
+        for checkout in checkouts:
+            child = subprocess.run([sys.executable, __file__, "--one-round", str(iterations)], check=True,
+                                   capture_output=True, text=True,
+                                   env={**os.environ, "PYTHONPATH": str(checkout)})
+            figures = json.loads(child.stdout)
+            imported = Path(figures.pop("wfexec from")).resolve()
+            if not imported.is_relative_to(checkout):  # else both sides would measure the same code
+                sys.exit(f"the round for {checkout} imported wfexec from {imported}")
+            for side, value in figures.items():
+                samples[checkout][side].append(value)
+    print()
+    print(f"part 3: a state-only step committed on its own, at normal, CPU µs; medians of {repeat} rounds, each "
+          "checkout in its own process, alternating")
+    print(f"{'checkout':<40}{'floor':>8}{'step':>8}{'x floor':>9}{'row alone':>11}{'in memory':>11}")
+    for checkout in checkouts:
+        median = {side: statistics.median(values) for side, values in samples[checkout].items()}
+        print(f"{str(checkout):<40}{median['floor']:8.1f}{median['wfexec']:8.1f}{median['wfexec'] / median['floor']:8.2f}x"
+              f"{median['rows']:11.1f}{median['memory']:11.1f}")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--one-round"]:  # part 3's child, in the checkout it measures
+        print(json.dumps(one_round(int(sys.argv[2]))))
+        return
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--iterations", type=int, default=5_000)
     parser.add_argument("--langgraph-iterations", type=int, default=500,
@@ -199,6 +249,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--full-iterations", type=int, default=300,
                         help="commits per run at --durability full (each waits for the disk)")
+    parser.add_argument("--against", type=Path, default=None,
+                        help="another checkout of wfexec: part 3 compares its durable step with this one's")
     args = parse_sized(parser, iterations=50, langgraph_iterations=20, repeat=1, full_iterations=10)
     n, m = args.iterations, args.langgraph_iterations
     run_langgraph_sqlite(50)
@@ -239,6 +291,8 @@ def main() -> None:
               f"{ours_cpu / floor_cpu:12.2f}x{commit:9.1f} ={commit / floor_cpu:5.2f}x"
               f"{row_cpu:8.1f} ={row_cpu / floor_cpu:5.2f}x{memory_cpu:8.1f} ={memory_cpu / floor_cpu:5.2f}x"
               f"{lg_wall:11.1f} /{lg_cpu:7.1f}{lg_wall / ours_wall:12.1f}x{bar}")
+    if args.against is not None:
+        against([Path(__file__).resolve().parent.parent, args.against.resolve()], n, args.repeat)
 
 
 if __name__ == "__main__":

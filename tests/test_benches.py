@@ -26,3 +26,22 @@ def test_the_bench_runs_at_a_tiny_size(bench, tmp_path):
                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, f"{bench} --tiny exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert done.stdout.strip(), f"{bench} --tiny printed nothing"
+
+
+def _durable_against(other, tmp_path) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k != "WFEXEC_STORE"}
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "bench_durable.py"), "--tiny", "--against",
+                           str(other)], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_bench_durable_compares_a_step_with_another_checkouts(tmp_path):
+    done = _durable_against(ROOT, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "part 3" in done.stdout and done.stdout.count(str(ROOT)) == 2, done.stdout[-2000:]
+
+
+def test_bench_durable_refuses_a_checkout_whose_wfexec_it_did_not_import(tmp_path):
+    """A folder holding no wfexec would silently measure this checkout's code twice."""
+    done = _durable_against(tmp_path, tmp_path)
+    assert done.returncode != 0 and "imported wfexec from" in done.stderr, done.stderr[-2000:]
