@@ -81,6 +81,36 @@ def test_construction_defaults_repr_equality_and_hash():
             Where()  # the field without a default is required
 
 
+CALLS = [  # (class index, args, kwargs): calls that bind and calls that do not
+    (0, ("a.yaml",), {}), (0, ("a.yaml", 3), {"clock": print}), (0, (), {"file": "b", "notes": {"n": 1}}),
+    (0, ("a.yaml", 3, {}, len), {}), (1, (), {}), (1, (5,), {"answers": [1]}), (2, ("t",), {"outcome": {"x": 1}}),
+    (3, (), {"name": "k"}),
+    (0, (), {}), (0, ("a",), {"file": "b"}), (0, ("a", 1, {}, len, "extra"), {}), (0, ("a",), {"nothing": 1}),
+    (1, (), {"checked": True}), (2, (), {"outcome": {}}),
+]
+
+
+def _made(cls, args, kwargs):
+    try:
+        made = cls(*args, **kwargs)
+    except TypeError:
+        return TypeError
+    return repr(made), {name: getattr(made, name) for name in cls.__match_args__}
+
+
+@pytest.mark.parametrize("index, args, kwargs", CALLS)
+def test_the_first_instances_and_the_compiled_constructor_bind_as_dataclasses_does(index, args, kwargs):
+    """A class's first instances are made without compiling its `__init__`, later ones with it: both bind
+    arguments, fill defaults and factories, run `__post_init__` and refuse a wrong call as `dataclasses` does."""
+    ours, theirs = declare(records)[index], THEIRS[index]
+    expected = _made(theirs, args, kwargs)
+    first = _made(ours, args, kwargs)
+    assert ours.__init__.__code__.co_filename.endswith("records.py") == (expected is not TypeError)  # not compiled
+    later = [_made(ours, args, kwargs) for _ in range(records._INTERPRETED_CALLS + 1)]
+    assert ours.__init__.__code__.co_filename == "<string>"  # compiled now
+    assert all(each == expected for each in [first, *later]), ([first, *later], expected)
+
+
 def test_frozen_fields_cannot_change():
     where = OURS[0]("a.yaml")
     with pytest.raises(AttributeError):

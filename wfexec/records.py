@@ -155,8 +155,9 @@ def _put(cls: type, namespace: dict | None, name: str, value: Any) -> None:
 
 
 def _init(cls: type, specs: tuple[Field, ...], frozen: bool, post_init: bool) -> Callable:
-    """`__init__`, compiled when the class is first instantiated: a command's start defines many more record
-    classes than it makes instances of, and compiling is most of what defining one costs."""
+    """`__init__`: interpreted for the class's first instances, compiled when it is made more often (and for a
+    call the interpreted one does not bind). A command's start defines many more record classes than it makes
+    instances of, and compiling is most of what defining one costs."""
     qualname = f"{cls.__qualname__}.__init__"
     defaulted = False
     for spec in specs:
@@ -166,9 +167,14 @@ def _init(cls: type, specs: tuple[Field, ...], frozen: bool, post_init: bool) ->
             raise TypeError(f"non-default argument {spec.name!r} follows default argument")
 
     compiled: list[Callable] = []
+    interpreted = _interpreted_init(specs, frozen, post_init)
+    calls = [0]
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         if not compiled:
+            calls[0] += 1
+            if calls[0] <= _INTERPRETED_CALLS and interpreted(self, args, kwargs):
+                return
             compiled.append(_compiled_init(qualname, specs, frozen, post_init))
             for owner in type(self).__mro__:  # the class this one was set on (a plain subclass inherits it)
                 if owner.__dict__.get("__init__") is __init__:
@@ -178,6 +184,57 @@ def _init(cls: type, specs: tuple[Field, ...], frozen: bool, post_init: bool) ->
 
     __init__.__qualname__ = qualname
     return __init__
+
+
+# A class's first instances are made by `_interpreted_init`, and only a class made more often than this gets its
+# compiled `__init__`: compiling one costs ~0.2 ms of CPU, and a command's start makes one or two instances of
+# most of the record classes it uses (a states run's start compiled 18, ~4 ms: issue 27).
+_INTERPRETED_CALLS = 8
+
+
+def _interpreted_init(specs: tuple[Field, ...], frozen: bool, post_init: bool) -> Callable[[Any, tuple, dict], bool]:
+    """What the compiled `__init__` does, without compiling: for a call whose arguments bind (each init field
+    given once, by position or by name, or declared with a default), it sets the fields in their order, as the
+    compiled one would, and returns True. Any other call returns False before doing anything, and the compiled
+    `__init__` then raises the usual TypeError."""
+    taken = tuple(spec.name for spec in specs if spec.init)
+    position = {name: index for index, name in enumerate(taken)}
+    accepted = frozenset(taken)
+    required = tuple(spec.name for spec in specs
+                     if spec.init and spec.default is _MISSING and spec.default_factory is _MISSING)
+    set_field = object.__setattr__ if frozen else setattr
+
+    def interpreted(self: Any, args: tuple, kwargs: dict) -> bool:
+        given = len(args)
+        if given > len(taken) or not accepted.issuperset(kwargs):
+            return False
+        if any(position[name] < given for name in kwargs):
+            return False  # given twice
+        if any(position[name] >= given and name not in kwargs for name in required):
+            return False  # missing
+        for spec in specs:
+            name = spec.name
+            if spec.init:
+                if position[name] < given:
+                    value = args[position[name]]
+                elif name in kwargs:
+                    value = kwargs[name]
+                elif spec.default is not _MISSING:
+                    value = spec.default
+                else:
+                    value = spec.default_factory()
+            elif spec.default_factory is not _MISSING:
+                value = spec.default_factory()
+            elif spec.default is not _MISSING:
+                value = spec.default
+            else:
+                continue
+            set_field(self, name, value)
+        if post_init:
+            self.__post_init__()
+        return True
+
+    return interpreted
 
 
 def _compiled_init(qualname: str, specs: tuple[Field, ...], frozen: bool, post_init: bool) -> Callable:

@@ -216,6 +216,8 @@ def test_a_states_run_of_an_unchanged_folder_imports_neither_the_compiler_nor_a_
     flow.mkdir()
     (flow / "START.sh").write_text('echo "<result>ok</result>"\n')
     # its script and the watchdog start through posix_spawn (wfexec.system.spawn): not through subprocess
-    watched = ("tomli", *NOT_ON_A_CACHED_START, "subprocess", "threading", "locale")
+    # the folder's lint comes from the cache when its files have not changed (wfexec.protocol.lint_cache)
+    watched = ("tomli", *NOT_ON_A_CACHED_START, "subprocess", "threading", "locale", "wfexec.protocol.lint",
+               "wfexec.protocol.policy", "wfexec.protocol.yamlscope", "heapq")
     done = run_probed(["states", "flow"], watched, tmp_path, env={"WFEXEC_CACHE_DIR": str(tmp_path / "cache")})
     assert (done.returncode, done.stdout.splitlines()) == (0, ["ok", "LOADED []"]), done.stderr

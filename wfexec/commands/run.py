@@ -269,9 +269,13 @@ def _refused_states(path) -> int:
     """0, or exit 2 after printing the errors `wfexec validate` reports for this states folder (Raymond's lint, at
     each state file's line), so that a run never starts on them."""
     from wfexec.commands.states import lint_diagnostics, states_line
+
+    found = lint_diagnostics(path)
+    if not found:
+        return 0
     from wfexec.language.diagnostics import ERROR
 
-    errors = [d for d in lint_diagnostics(path) or () if d.severity == ERROR]
+    errors = [d for d in found if d.severity == ERROR]
     if not errors:
         return 0
     for d in errors:

@@ -239,8 +239,7 @@ def lint_diagnostics(path: str | os.PathLike, edited: dict[str, str] | None = No
     Raymond .yaml), as diagnostics naming each state file at the line of the finding; None when `path` is not
     one. `wfexec validate` reports them, and `wfexec run`/`states` refuse to start on their errors. `edited`
     (state file name → text) is what an editor holds unsaved of a folder's files (`wfexec lsp`)."""
-    from wfexec.language.diagnostics import Diagnostic
-    from wfexec.protocol.lint import lint_scope
+    from wfexec.protocol.lint_cache import lint_findings
 
     p = Path(path)
     if p.is_file() and extension(p.name) in KNOWN:
@@ -257,7 +256,9 @@ def lint_diagnostics(path: str | os.PathLike, edited: dict[str, str] | None = No
         if edited and isinstance(scope, DirectoryScope):
             scope = EditedScope(scope.path, scope.label, edited)
     except ScopeError as exc:
+        from wfexec.language.diagnostics import Diagnostic
+
         return [Diagnostic(str(p), 0, 0, "", "error", "states-scope", exc.message, exc.hint)]
     from wfexec.nodes.states import state_diagnostic
 
-    return [state_diagnostic(finding, scope, str(p)) for finding in lint_scope(scope)]
+    return [state_diagnostic(finding, scope, str(p)) for finding in lint_findings(scope)]

@@ -30,12 +30,16 @@ from pathlib import Path
 from wfexec.nodes.base import TARGET, NodeType, Outcome, Question
 from wfexec.nodes.context import NodeContext
 from wfexec.nodes.parts import Checks, Docs, Drawing, Skill
+from wfexec.system.patterns import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 TYPE = "states"
+# A forked agent's id (wfexec.protocol.agents.MAIN, then `_` and a name per fork), compiled only when an answer
+# is checked against it: every run and resume asks for the keys, few are given one.
+_FORKED_AGENT = lazy(r"main(_\w+)+")
 SCHEMA = {
     "properties": {
         "folder": {"type": "string"},
@@ -186,11 +190,12 @@ def _check_backend(text: str, c) -> None:
 
 
 def open_scope(spec: States):
-    from wfexec.protocol.yamlscope import inline_scope
+    if spec.inline is not None:
+        from wfexec.protocol.yamlscope import inline_scope
+
+        return inline_scope(spec.inline, spec.label, Path(spec.base_dir or "."))
     from wfexec.protocol.scopes import open_scope as open_folder
 
-    if spec.inline is not None:
-        return inline_scope(spec.inline, spec.label, Path(spec.base_dir or "."))
     return open_folder(spec.folder, spec.label)
 
 
@@ -224,7 +229,7 @@ def lint(node) -> list:
     """Raymond's lint findings for the node's states, at the state file's line and column for a folder or a zip,
     at the node for states in a YAML file or inline."""
     from wfexec.protocol.errors import ProtocolError
-    from wfexec.protocol.lint import lint_scope
+    from wfexec.protocol.lint_cache import lint_findings
 
     spec = node.spec
     if spec.folder is None and spec.inline is None:
@@ -235,7 +240,7 @@ def lint(node) -> list:
         return []  # the workflow's own check has said so
     shown = _shown(spec.folder) if spec.folder is not None else ""
     return [state_diagnostic(finding, scope, shown, node.where, f"states node '{node.id}': ")
-            for finding in lint_scope(scope, start=spec.start)]
+            for finding in lint_findings(scope, start=spec.start)]
 
 
 def targets(spec):
@@ -332,11 +337,9 @@ def _question(node, agent) -> Question:
 def answer_keys(node) -> tuple:
     """An `<ask>` is answered by its agent's id: `main`, or a forked agent's, made from its parent's as it forks
     (`main_worker1`, wfexec.protocol.agents.worker_id)."""
-    import re
-
     from wfexec.protocol.agents import MAIN
 
-    return (MAIN, re.compile(re.escape(MAIN) + r"(_\w+)+"))
+    return (MAIN, _FORKED_AGENT)
 
 
 def _answer(node, ctx: NodeContext, outcome):

@@ -10,6 +10,7 @@ from wfexec.language.expressions import Expression, renderer, truthy
 from wfexec.language.paths import PathError, parse_path
 from wfexec.types.registry import ActionFailed, TypeList
 from wfexec.system.digest import sha256
+from wfexec.system.patterns import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -232,7 +233,8 @@ def compute(params, ctx):
 # moment.js tokens, as hiivmind writes formats ("YYYY-MM-DD-HHmmss"), longest first; `[...]` is literal text.
 _MOMENT_TOKENS = {"YYYY": "%Y", "YY": "%y", "MM": "%m", "DD": "%d", "HH": "%H", "hh": "%I", "mm": "%M",
                   "ss": "%S", "SSS": "{ms}", "A": "%p", "Z": "+00:00", "ZZ": "+0000"}
-_MOMENT = re.compile(r"\[[^\]]*\]|YYYY|YY|MM|DD|HH|hh|mm|ss|SSS|ZZ|Z|A")
+# Compiled when a time is first formatted, not at every start of a run that loads these consequences.
+_MOMENT = lazy(r"\[[^\]]*\]|YYYY|YY|MM|DD|HH|hh|mm|ss|SSS|ZZ|Z|A")
 ISO_FORMATS = ("iso", "iso8601", "iso-8601")
 
 
