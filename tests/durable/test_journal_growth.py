@@ -4,6 +4,7 @@ state the run ended with. A store written by the previous schema still opens, sh
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -102,28 +103,42 @@ def test_a_megabyte_of_state_is_not_written_again_by_each_step(tmp_path):
     assert state["records"] == records and state["count"] == 150
 
 
-def test_a_store_of_the_previous_schema_opens_shows_and_resumes(tmp_path):
-    """A person upgrades wfexec with a run parked in their store: it goes on where it stopped."""
-    (tmp_path / "workflow.yaml").write_text("""
+PARKED_AFTER_A_STEP = """
 name: parked
 version: 1
-start_node: ask
+start_node: note
 nodes:
+  note:
+    type: action
+    actions: [{type: set_state, field: computed.before, value: kept}]
+    on_success: ask
   ask:
     type: user_prompt
     prompt: {question: "Which?", header: Pick, options: [{id: a, label: A}, {id: b, label: B}]}
     on_response: {a: {next_node: done}, b: {next_node: done}}
 endings:
   done: {type: success, message: "${computed.before} then ${user_responses.ask.id}"}
-""")
-    store = tmp_path / "runs.db"
-    with sqlite3.connect(store, isolation_level=None) as db:  # what wfexec 0.2 (store schema 2) left
-        for number in (1, 2):
+"""
+
+
+@contextlib.contextmanager
+def _older_store(store: Path, version: int):
+    """A store as a wfexec of store schema `version` made it (its tables, its version), open to fill in."""
+    with sqlite3.connect(store, isolation_level=None) as db:
+        for number in range(1, version + 1):
             for statement in MIGRATIONS[number].split(";"):
                 if statement.strip():
                     db.execute(statement)
         db.execute("CREATE TABLE wfexec_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        db.execute("INSERT INTO wfexec_meta VALUES ('schema_version', '2'), ('app', 'wfexec')")
+        db.execute("INSERT INTO wfexec_meta VALUES ('schema_version', ?), ('app', 'wfexec')", (str(version),))
+        yield db
+
+
+def test_a_store_of_the_previous_schema_opens_shows_and_resumes(tmp_path):
+    """A person upgrades wfexec with a run parked in their store: it goes on where it stopped."""
+    (tmp_path / "workflow.yaml").write_text(PARKED_AFTER_A_STEP)
+    store = tmp_path / "runs.db"
+    with _older_store(store, 2) as db:  # what wfexec 0.2 left
         now = time.time()
         db.execute("INSERT INTO runs (id, workflow_path, workflow_name, workflow_hash, node_hashes, status, "
                    "current_node, pending_question, steps, created_at, updated_at) VALUES "
@@ -144,34 +159,10 @@ endings:
         assert db.execute("SELECT steps, status FROM runs").fetchone() == (1, "completed")
 
 
-PARKED_AFTER_A_STEP = """
-name: parked
-version: 1
-start_node: note
-nodes:
-  note:
-    type: action
-    actions: [{type: set_state, field: computed.before, value: kept}]
-    on_success: ask
-  ask:
-    type: user_prompt
-    prompt: {question: "Which?", header: Pick, options: [{id: a, label: A}, {id: b, label: B}]}
-    on_response: {a: {next_node: done}, b: {next_node: done}}
-endings:
-  done: {type: success, message: "${computed.before} then ${user_responses.ask.id}"}
-"""
-
-
 def _schema_6_store(store: Path, workflow: Path) -> None:
     """What wfexec left before journal rows were keyed by the run's number (store schema 6): a finished run whose
     journal is two rows, and a run waiting at a question after one step."""
-    with sqlite3.connect(store, isolation_level=None) as db:
-        for number in range(1, 7):
-            for statement in MIGRATIONS[number].split(";"):
-                if statement.strip():
-                    db.execute(statement)
-        db.execute("CREATE TABLE wfexec_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        db.execute("INSERT INTO wfexec_meta VALUES ('schema_version', '6'), ('app', 'wfexec')")
+    with _older_store(store, 6) as db:
         now = time.time()
         question = json.dumps({"node": "ask", "question": "Which?", "header": "Pick", "allow_other": False,
                                "options": [{"id": "a", "label": "A", "description": None},
