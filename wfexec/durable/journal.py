@@ -157,13 +157,7 @@ class DurableJournal(Journal):
         # committed with the next one: resume would run it again with the same result.
         if node.id in self.outside or count >= FLUSH_STEPS or (changed_state and run.options.commit_every_step) \
                 or (count % 32 == 0 and time.monotonic() - self.last_flush >= FLUSH_SECONDS):
-            if self.output is None and not self.cleared_nodes and self.since_snapshot < self.snapshot_due:
-                # Most commits: the rows alone, one statement.
-                self.since_snapshot += self.store.append_steps(self.run_id, pending, entry["target"])
-                self.pending = []
-                self.last_flush = time.monotonic()
-            else:
-                self.flush(run, entry["target"])
+            self.flush(run, entry["target"])
 
     def save_node_state(self, node_id: str, data: dict | None) -> None:
         if data is None:
@@ -202,6 +196,12 @@ class DurableJournal(Journal):
             self.output.flush()
         pending = self.pending
         cleared = self.cleared_nodes
+        if pending and not cleared and self.since_snapshot < self.snapshot_due:
+            # Most commits: the rows alone, one statement.
+            self.since_snapshot += self.store.append_steps(self.run_id, pending, current_node)
+            self.pending = []
+            self.last_flush = time.monotonic()
+            return
         if cleared:
             self.cleared_nodes = set()
         if not pending:
@@ -212,7 +212,7 @@ class DurableJournal(Journal):
         if self.since_snapshot >= self.snapshot_due:
             snapshot = state_for_snapshot(run.state)
         row_bytes, snapshot_bytes = self.store.commit_steps(self.run_id, pending, current_node, snapshot=snapshot,
-                                                            cleared_nodes=sorted(cleared) if cleared else ())
+                                                            cleared_nodes=sorted(cleared))
         if snapshot is not None:
             self.snapshot_bytes, self.since_snapshot = snapshot_bytes, 0
             self.snapshot_due = max(SNAPSHOT_MIN_BYTES, snapshot_bytes)

@@ -16,7 +16,7 @@ Tables:
   only change state: a row per step would cost more than the steps). A row's
   key is its run's `number` << 32 | its first step: an integer key, so the
   table is SQLite's own rowid B-tree, the cheapest to append to (a key of run
-  id and step costs a commit a third more), and a run's rows are one range
+  id and step costs a commit about a quarter more), and a run's rows are one range
   of keys (`_key_range`). Each step
   is `[step, node, type, outcome, target, at, changes, duration_us]`, then
   `appended, removed` when it has either (wfexec.durable.changes): what the
@@ -630,11 +630,11 @@ class Store:
     def _journal_row(self, run_id: str, steps: Sequence[Sequence[Any]], current_node: str) -> tuple:
         """The values of the journal row holding `steps` (_APPEND_STEPS)."""
         last = steps[-1][0]
-        base = self._key_bases.get(run_id) if last <= LAST_STEP else None
+        if last > LAST_STEP:
+            raise StoreWriteError(f"run {run_id} reached step {last:,}; a run's journal holds at most "
+                                  f"{LAST_STEP:,} steps", "start a new run, or lower --max-steps")
+        base = self._key_bases.get(run_id)
         if base is None:
-            if last > LAST_STEP:
-                raise StoreWriteError(f"run {run_id} reached step {last:,}; a run's journal holds at most "
-                                      f"{LAST_STEP:,} steps", "start a new run, or lower --max-steps")
             base = self._key_range(run_id)[0]
         return base | steps[0][0], last, _encode_steps(steps), current_node, time.time()
 
