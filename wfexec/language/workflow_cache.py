@@ -63,12 +63,16 @@ def own_code_stamp() -> str:
     return _stamp[0]
 
 
-def _key(path: Path, content: bytes) -> bytes:
+def cache_key(kind: str, *parts: str) -> bytes:
+    """A key in the user's cache for something this wfexec made of `parts`: also what it depends on besides them
+    (wfexec's own code, the installed packages that may add types, the working directory)."""
     from wfexec.system.plugins import installed_fingerprint
 
-    parts = ["workflow 1", own_code_stamp(), installed_fingerprint(), os.getcwd(),
-             os.environ.get("CLAUDE_PLUGIN_ROOT", ""), str(path), sha256(content).hexdigest()]
-    return "\0".join(parts).encode()
+    return "\0".join([kind, own_code_stamp(), installed_fingerprint(), os.getcwd(), *parts]).encode()
+
+
+def _key(path: Path, content: bytes) -> bytes:
+    return cache_key("workflow 1", os.environ.get("CLAUDE_PLUGIN_ROOT", ""), str(path), sha256(content).hexdigest())
 
 
 def digest(place: Path) -> str:

@@ -14,9 +14,8 @@ files are linted each time); a folder without findings is answered without impor
 from __future__ import annotations
 
 import json
-import os
 
-from wfexec.language.workflow_cache import digest, own_code_stamp
+from wfexec.language.workflow_cache import cache_key, digest
 from wfexec.protocol.scopes import DirectoryScope, StateScope
 from wfexec.system import cache
 
@@ -55,11 +54,7 @@ def _lint(scope: StateScope, start: str | None) -> list:
 
 
 def _key(scope: DirectoryScope, start: str | None, folder_digest: str) -> bytes:
-    from wfexec.system.plugins import installed_fingerprint
-
-    parts = ["states lint 1", own_code_stamp(), installed_fingerprint(), os.getcwd(), str(scope.path),
-             scope.label, start or "", folder_digest]
-    return "\0".join(parts).encode()
+    return cache_key("states lint 1", str(scope.path), scope.label, start or "", folder_digest)
 
 
 def _read(key: bytes) -> list | None:
