@@ -156,6 +156,8 @@ def _mutate_state_direct(params):
     if make is None or (operation != "clear" and "value" not in params):
         return None
     return make(params)
+
+
 _VALUE_OPTIONAL = ("clear", "increment")
 
 
