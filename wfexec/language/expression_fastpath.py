@@ -13,7 +13,7 @@ JavaScript meaning Python can match exactly, checked on the values at hand:
 
 Anything else, at compile time or on the values of one evaluation (an
 `undefined`, an integer beyond 2**53 - 1 (a BigInt there), a string compared with `<`, an object as the
-result), gives MISSING and the caller asks the engine. A differential test over
+result), gives MISSING (`FALL()` in the text written) and the engine answers. A differential test over
 generated expressions and states holds this module to the engine's answers.
 """
 
@@ -70,12 +70,12 @@ def fast_source(code: str, builtins: frozenset[str] = frozenset()) -> str | None
     else:  # a value read from the state, or either of two kinds: as JSON would carry it
         ending = (f"    r = {result}\n"
                   f"    c = r.__class__\n"
-                  f"    if c is int: return r if -SAFE <= r <= SAFE else MISSING\n"
+                  f"    if c is int: return r if -SAFE <= r <= SAFE else FALL()\n"
                   f"    if c is float:\n"
                   f"        if r != r or r in (INF, -INF): return None\n"
                   f"        return int(r) if r.is_integer() and -SAFE <= r <= SAFE else r\n"
                   f"    if c is str or c is bool or r is None: return r\n"
-                  f"    return MISSING\n")
+                  f"    return FALL()\n")
     return f"def fast(scope):\n    st = scope.state; loc = scope.locals; ex = scope.extras\n{body}\n{ending}"
 
 
@@ -86,14 +86,49 @@ def js_keywords() -> frozenset:
 
 
 def fast_function(text: str) -> Callable[[Any], Any]:
-    """The function `fast_source` wrote."""
-    from wfexec.language.expressions import MISSING, TOP_LEVEL_FIRST, truthy
+    """The function `fast_source` wrote: the value, or MISSING where the engine must answer."""
+    from wfexec.language.expressions import MISSING
 
-    namespace = {"MISSING": MISSING, "truthy": truthy, "INF": float("inf"), "SAFE": _SAFE_INTEGER, "EMPTY": {},
-                 "LEN": js_len, "TOP_LEVEL_FIRST": TOP_LEVEL_FIRST}
+    namespace = _namespace(lambda: MISSING)
     exec(compile(text, "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
     fast: Callable[[Any], Any] = namespace["fast"]  # type: ignore[assignment]  # defined by the code above
     return fast
+
+
+class _EngineAnswers(Exception):
+    """Raised where the fast path cannot answer (`FALL()` in the text `fast_source` wrote)."""
+
+
+def _engine_answers() -> Any:
+    raise _EngineAnswers
+
+
+def fast_evaluator(text: str, engine: Callable[[Any], Any], switch: list[bool]) -> Callable[[Any], Any]:
+    """The whole evaluation as one function: what `fast_source` wrote, asking `engine` itself where that cannot
+    answer (or reads a state that is not as it assumes: TypeError, KeyError), and always while `switch[0]` is
+    false. An expression is evaluated at every step, and a call less is a good part of its cost."""
+    lines = text.splitlines()
+    assert lines[0] == "def fast(scope):", lines[0]
+    body = "\n".join("        " + line for line in lines[1:] if line)
+    source = ("def made(ENGINE, ON):\n"
+              "    def fast(scope):\n"
+              "        if not ON[0]: return ENGINE(scope)\n"
+              "        try:\n"
+              f"{body}\n"
+              "        except (TypeError, KeyError, EngineAnswers):\n"
+              "            return ENGINE(scope)\n"
+              "    return fast\n")
+    namespace = _namespace(_engine_answers)
+    namespace["EngineAnswers"] = _EngineAnswers
+    exec(compile(source, "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
+    return namespace["made"](engine, switch)  # type: ignore[operator]  # defined by the code above
+
+
+def _namespace(fall: Callable[[], Any]) -> dict[str, Any]:
+    from wfexec.language.expressions import TOP_LEVEL_FIRST, truthy
+
+    return {"FALL": fall, "truthy": truthy, "INF": float("inf"), "SAFE": _SAFE_INTEGER, "EMPTY": {}, "LEN": js_len,
+            "TOP_LEVEL_FIRST": TOP_LEVEL_FIRST}
 
 
 def js_len(value: Any) -> int:
@@ -123,7 +158,8 @@ _SAFE_INTEGER = MAX_SAFE_INTEGER
 
 class _Writer:
     """A recursive-descent reader of the supported grammar that writes Python statements. Every value
-    is in a local `vN` or is a literal; a guard that fails returns MISSING."""
+    is in a local `vN` or is a literal; a guard that fails returns `FALL()`: MISSING, or the
+    engine's answer (`fast_evaluator`)."""
 
     def __init__(self, tokens, builtins):
         self.tokens = tokens
@@ -172,11 +208,11 @@ class _Writer:
             return kind
         self.emit(f"c = {value}.__class__")
         self.emit("if c is int:")
-        self.emit(f"    if not -SAFE <= {value} <= SAFE: return MISSING")
+        self.emit(f"    if not -SAFE <= {value} <= SAFE: return FALL()")
         self.emit("elif c is float:")
-        self.emit(f"    if {value} != {value} or {value} in (INF, -INF): return MISSING")
+        self.emit(f"    if {value} != {value} or {value} in (INF, -INF): return FALL()")
         self.emit(f"elif c is not str and c is not bool and c is not dict and c is not list and {value} is not None:")
-        self.emit("    return MISSING")
+        self.emit("    return FALL()")
         return "json"
 
     def need_number(self, value: str, kind: str) -> None:
@@ -186,11 +222,11 @@ class _Writer:
             raise _Unsupported("a number operator on another type: JavaScript converts")
         self.emit(f"c = {value}.__class__")
         if kind == "json":
-            self.emit("if c is not int and c is not float: return MISSING")
+            self.emit("if c is not int and c is not float: return FALL()")
             return
         self.emit("if c is int:")
-        self.emit(f"    if not -SAFE <= {value} <= SAFE: return MISSING")
-        self.emit(f"elif c is not float or {value} != {value} or {value} in (INF, -INF): return MISSING")
+        self.emit(f"    if not -SAFE <= {value} <= SAFE: return FALL()")
+        self.emit(f"elif c is not float or {value} != {value} or {value} in (INF, -INF): return FALL()")
 
     @staticmethod
     def truth(value: str, kind: str) -> str:
@@ -198,7 +234,7 @@ class _Writer:
         return value if kind == "bool" else f"truthy({value})"
 
     def safe_result(self, value: str) -> None:
-        self.emit(f"if {value}.__class__ is int and not -SAFE <= {value} <= SAFE: return MISSING")
+        self.emit(f"if {value}.__class__ is int and not -SAFE <= {value} <= SAFE: return FALL()")
 
     # -- grammar ------------------------------------------------------------
     def conditional(self) -> tuple[str, str]:
@@ -260,11 +296,11 @@ class _Writer:
             result = self.var()
             # Objects compare by identity: left to the engine. A float and an int are one type (number).
             self.emit(f"c1 = {left}.__class__; c2 = {right}.__class__")
-            self.emit("if c1 is dict or c1 is list or c2 is dict or c2 is list: return MISSING")
+            self.emit("if c1 is dict or c1 is list or c2 is dict or c2 is list: return FALL()")
             self.emit("if c1 is float: c1 = int")
             self.emit("if c2 is float: c2 = int")
             if operator in ("==", "!="):
-                self.emit("if c1 is not c2: return MISSING")  # == between types converts
+                self.emit("if c1 is not c2: return FALL()")  # == between types converts
             equal = f"(c1 is c2 and {left} == {right})"
             self.emit(f"{result} = {equal}" if operator in ("===", "==") else f"{result} = not {equal}")
             left, left_kind = result, "bool"
@@ -299,7 +335,7 @@ class _Writer:
                 right_kind = self.need_json(right, right_kind)
                 self.emit(f"c1 = {left}.__class__; c2 = {right}.__class__")
                 self.emit("if (c1 is not int and c1 is not float or c2 is not int and c2 is not float) and "
-                          "(c1 is not str or c2 is not str): return MISSING")
+                          "(c1 is not str or c2 is not str): return FALL()")
                 self.emit(f"{result} = {left} + {right}")
                 self.safe_result(result)
                 left, left_kind = result, "json"
@@ -373,7 +409,7 @@ class _Writer:
             key = self.take().text
             if self.peek() == "(":
                 raise _Unsupported("call")
-            self.emit(f"if {value}.__class__ is not dict or {key!r} not in {value}: return MISSING")
+            self.emit(f"if {value}.__class__ is not dict or {key!r} not in {value}: return FALL()")
             self.emit(f"{value} = {value}[{key!r}]")
         if self.peek() in ("(", "[", "?.", "`"):
             raise _Unsupported("call or index")

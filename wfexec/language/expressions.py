@@ -232,8 +232,6 @@ def _finite(value: Any) -> Any:
 # --------------------------------------------------------------------------- #
 # Expressions.
 
-_NOT_BUILT = object()  # an expression's fast-path function, before its first evaluation
-
 # Set while a blueprint-lib v8 document compiles: there a read below a missing value is null, not an error.
 _missing_reads_null = False
 
@@ -254,7 +252,7 @@ class Expression:
     `names` are the names it reads (what validation checks something writes); `program` says it is
     several statements whose value is the last one's."""
 
-    __slots__ = ("source", "code", "names", "program", "_reads", "_function_text", "_fast_fn", "_fast_text",
+    __slots__ = ("source", "code", "names", "program", "_reads", "_function_text", "_evaluator", "_fast_text",
                  "_reads_clock")
 
     def __init__(self, source: str):
@@ -321,17 +319,30 @@ class Expression:
 
         self._fast_text = None if self.program else fast_source(code, builtins)
         # Compiled on the first evaluation: `validate` never evaluates, and compiling costs more than writing.
-        self._fast_fn: Any = _NOT_BUILT if self._fast_text is not None else None
+        self._evaluator: Callable[[Scope], Any] | None = None
 
     @property
-    def _fast(self):
-        """The fast path's function (None: the engine answers everything)."""
-        if self._fast_fn is _NOT_BUILT:
-            from wfexec.language.expression_fastpath import fast_function
+    def _fast(self) -> Callable[[Scope], Any] | None:
+        """The fast path alone: the value, or MISSING where the engine must answer (None: it answers
+        everything). For tests; evaluation goes through `evaluator`."""
+        if self._fast_text is None:
+            return None
+        from wfexec.language.expression_fastpath import fast_function
 
-            assert self._fast_text is not None  # _NOT_BUILT only stands for a function there is text for
-            self._fast_fn = fast_function(self._fast_text)
-        return self._fast_fn
+        return fast_function(self._fast_text)
+
+    def evaluator(self) -> Callable[[Scope], Any]:
+        """`evaluate` as one function, made on the first call: a caller that evaluates at every step keeps it."""
+        made = self._evaluator
+        if made is None:
+            if self._fast_text is None:
+                made = self.evaluate_in_engine
+            else:
+                from wfexec.language.expression_fastpath import fast_evaluator
+
+                made = fast_evaluator(self._fast_text, self.evaluate_in_engine, _fast_path_on)
+            self._evaluator = made
+        return made
 
     def __reduce__(self):
         # What was checked and derived at load, without the engine's function (bound per engine on first use):
@@ -366,17 +377,8 @@ class Expression:
         return _dumps(values) if values else ""
 
     def evaluate(self, scope: Scope) -> Any:
-        fast = self._fast_fn
-        if fast is _NOT_BUILT:
-            fast = self._fast
-        if fast is not None and _fast_path_on:
-            try:
-                result = fast(scope)
-            except (TypeError, KeyError):  # a state namespace missing or not a mapping: the engine decides
-                result = MISSING
-            if result is not MISSING:
-                return result
-        return self.evaluate_in_engine(scope)
+        """The value: from the Python fast path where it answers, else from the engine."""
+        return (self._evaluator or self.evaluator())(scope)
 
     def evaluate_in_engine(self, scope: Scope) -> Any:
         from wfexec.language import javascript
@@ -400,20 +402,20 @@ class Expression:
         return f"Expression({self.source!r})"
 
 
-# Whether `Expression.evaluate` tries the Python fast path first; off (`fast_path(False)`), the engine answers
-# everything. Tests run each rule both ways, so a rule the fast path answers still has the engine's side tested.
-_fast_path_on = True
+# Whether evaluation tries the Python fast path first (in a list: every evaluator reads this one); off
+# (`fast_path(False)`), the engine answers everything. Tests run each rule both ways, so a rule the fast path
+# answers still has the engine's side tested.
+_fast_path_on = [True]
 
 
 @contextmanager
 def fast_path(enabled: bool) -> Iterator[None]:
     """Evaluate with the Python fast path on (as runs do) or off, for the time of the block (process-wide)."""
-    global _fast_path_on
-    before, _fast_path_on = _fast_path_on, enabled
+    before, _fast_path_on[0] = _fast_path_on[0], enabled
     try:
         yield
     finally:
-        _fast_path_on = before
+        _fast_path_on[0] = before
 
 
 def _restored_expression(source, code, names, program, reads, function_text, fast_text, reads_clock) -> Expression:
@@ -427,7 +429,7 @@ def _fill(expression: Expression, source, code, names, program, reads, function_
     expression.source, expression.code, expression.names, expression.program = source, code, names, program
     expression._reads, expression._function_text, expression._reads_clock = reads, function_text, reads_clock
     expression._fast_text = fast_text
-    expression._fast_fn = _NOT_BUILT if fast_text is not None else None
+    expression._evaluator = None
 
 
 # What reading an expression's source found (the `_fill` arguments), by (source, missing reads are null): a
@@ -569,8 +571,8 @@ class Template:
     """A string with `${...}` parts. A string that is one `${...}` yields the value itself."""
 
     __slots__ = ("source", "parts", "whole", "render")
-    # `render(scope)`: the value; the expression's own `evaluate` for a template that is one `${...}` (a target, a
-    # value that keeps its type), so rendering it costs no call of its own.
+    # `render(scope)`: the value; for a template that is one `${...}` (a target, a value that keeps its type), the
+    # expression's own evaluator once it has rendered (`_render_first`).
     render: Callable[[Scope], Any]
 
     def __init__(self, source: str):
@@ -615,7 +617,12 @@ class Template:
         self.source = source
         self.parts = parts
         self.whole = len(parts) == 1 and isinstance(parts[0], Expression)
-        self.render = parts[0].evaluate if self.whole else self._joined
+        self.render = self._render_first if self.whole else self._joined
+
+    def _render_first(self, scope: Scope) -> Any:
+        # From now on `render` is the expression's own evaluator: rendering a target costs no call of its own.
+        render = self.render = self.parts[0].evaluator()
+        return render(scope)
 
     def __reduce__(self):
         return _template_again, (self.source, self.parts)  # `render` is bound to these parts, made again

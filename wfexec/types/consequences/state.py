@@ -70,7 +70,7 @@ def _writing(path: StatePath | None, value_of: Callable[[Any], Any], appending: 
 def _evaluated(params: Mapping[str, Any]) -> Callable[[Any], Any] | None:
     """The value of the `expression` parameter as a function of the scope (None: prose, which the LLM answers)."""
     expression = params.get("expression")
-    return expression.evaluate if isinstance(expression, Expression) else None
+    return expression.evaluator() if isinstance(expression, Expression) else None
 
 
 def _set_flag_direct(params):
