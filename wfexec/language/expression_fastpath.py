@@ -42,14 +42,16 @@ def compile_fast(code: str, builtins: frozenset[str] = frozenset()) -> Callable[
     return None if text is None else fast_function(text)
 
 
-def fast_source(code: str, builtins: frozenset[str] = frozenset()) -> str | None:
-    """The Python source of `compile_fast`'s function (kept by the compiled-workflow cache), or None."""
-    from wfexec.language.js_source import TokenError, tokenize  # writing the fast path, not running it
+def fast_source(code: str, builtins: frozenset[str] = frozenset(), tokens: list | None = None) -> str | None:
+    """The Python source of `compile_fast`'s function (kept by the compiled-workflow cache), or None. `tokens`:
+    `code`'s, when the caller has them."""
+    if tokens is None:
+        from wfexec.language.js_source import TokenError, tokenize  # writing the fast path, not running it
 
-    try:
-        tokens = tokenize(code)
-    except TokenError:
-        return None
+        try:
+            tokens = tokenize(code)
+        except TokenError:
+            return None
     if not tokens or len(tokens) > 40:
         return None
     try:

@@ -272,12 +272,13 @@ class Expression:
             raise ExpressionError("the expression is empty" if not source.strip() else
                                   f"`{_short(source)}` holds only `#` comments, no code", LANGUAGE_HINT, source)
         from wfexec.language import javascript
-        from wfexec.language.js_source import KEYWORDS, TokenError, optional_members, usage
+        from wfexec.language.js_source import KEYWORDS, TokenError, optional_members, tokenize, usage
 
         code = _exact_integers(_interpolated_strings(code))
         self.code = code
         try:
-            found = usage(code)
+            tokens = tokenize(code)
+            found = usage(code, tokens)
         except TokenError as exc:
             try:  # the engine's own words, when it agrees the source is broken
                 javascript.compile_source(code, ())
@@ -287,7 +288,8 @@ class Expression:
                                   source, *_line_column(code, exc.offset)) from None
         builtins = javascript.global_names()
         reads = {name: keys for name, keys in found.reads.items() if name not in builtins and name not in KEYWORDS}
-        if "|" in code and _reads_a_jq_filter(code, reads):  # `x | tojson` is JavaScript too: 0, silently
+        if "|" in code and any(t.text == "|" for t in tokens) and _reads_a_jq_filter(code, reads):
+            # `x | tojson` is JavaScript too (0, silently); `||` and `|=` are tokens of their own
             _refuse_foreign_idiom(source)
         self.names = tuple(sorted(name for name in found.free if name in reads))
         unknown_calls = {name: at for name, at in found.calls.items()
@@ -317,7 +319,7 @@ class Expression:
         self._reads_clock = bool(_CLOCK_NAMES & set(found.free)) or "this" in code or "constructor" in code
         from wfexec.language.expression_fastpath import fast_source
 
-        self._fast_text = None if self.program else fast_source(code, builtins)
+        self._fast_text = None if self.program else fast_source(code, builtins, tokens)
         # Compiled on the first evaluation: `validate` never evaluates, and compiling costs more than writing.
         self._evaluator: Callable[[Scope], Any] | None = None
 

@@ -27,17 +27,23 @@ _REGEX_AFTER_WORDS = frozenset("return typeof instanceof in of new delete void t
 _DECLARE_WORDS = frozenset(("const", "let", "var"))
 
 _IDENT_PATTERN = r"[A-Za-z_$\u00c0-\uffff][\w$\u00c0-\uffff]*"
-_compiled_ident: list[re.Pattern] = []  # compiled on the first tokenize: the Unicode ranges take ~5 ms, and a
+_NUMBER_PATTERN = (r"0[xX][0-9a-fA-F_]+n?|0[oO][0-7_]+n?|0[bB][01_]+n?"
+                   r"|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?n?")
+_PUNCT = re.compile(r">>>=|\.\.\.|===|!==|\*\*=|<<=|>>=|>>>|\?\?=|&&=|\|\|=|=>|==|!=|<=|>=|&&|\|\||\?\?|\?\.(?!\d)|"
+                    r"\+\+|--|\+=|-=|\*=|/=|%=|&=|\|=|\^=|\*\*|<<|>>|[{}()\[\];,<>+\-*/%&|^!~?:=.@#]")
+# One match per token for what needs no context: blanks, a line comment, a number, a name, punctuation. What
+# does (a string's, a template literal's or a regular expression's end; `/` and `}`, whose meaning depends on
+# the tokens before) is left to the loop: the group `special`.
+_TOKEN_PATTERN = (r"(?P<blank>[ \t\r\n\u00a0\ufeff\u2028\u2029]+)|(?P<comment>//[^\n]*)|(?P<special>['\"`/}])"
+                  rf"|(?P<number>{_NUMBER_PATTERN})|(?P<name>{_IDENT_PATTERN})|(?P<punct>{_PUNCT.pattern})")
+_compiled_token: list[re.Pattern] = []  # compiled on the first tokenize: the Unicode ranges take ~5 ms, and a
 #                                         cached workflow runs without tokenizing anything
 
 
-def _ident() -> re.Pattern:
-    if not _compiled_ident:
-        _compiled_ident.append(re.compile(_IDENT_PATTERN))
-    return _compiled_ident[0]
-_NUMBER = re.compile(r"0[xX][0-9a-fA-F_]+n?|0[oO][0-7_]+n?|0[bB][01_]+n?|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?n?")
-_PUNCT = re.compile(r">>>=|\.\.\.|===|!==|\*\*=|<<=|>>=|>>>|\?\?=|&&=|\|\|=|=>|==|!=|<=|>=|&&|\|\||\?\?|\?\.(?!\d)|"
-                    r"\+\+|--|\+=|-=|\*=|/=|%=|&=|\|=|\^=|\*\*|<<|>>|[{}()\[\];,<>+\-*/%&|^!~?:=.@#]")
+def _token() -> re.Pattern:
+    if not _compiled_token:
+        _compiled_token.append(re.compile(_TOKEN_PATTERN))
+    return _compiled_token[0]
 
 
 @dataclass
@@ -58,53 +64,58 @@ def tokenize(source: str) -> list[Token]:
     (a template literal becomes a `template` token per literal piece around them)."""
     tokens: list[Token] = []
     braces: list[str] = []  # "{" for a block/object, "`" for a `${` inside a template literal
+    match_token = _token().match
     i, n = 0, len(source)
     while i < n:
-        ch = source[i]
-        if ch in " \t\r\n\u00a0\ufeff\u2028\u2029":
-            i += 1
-        elif source.startswith("//", i):
-            end = source.find("\n", i)
-            i = n if end < 0 else end
-        elif source.startswith("/*", i):
-            end = source.find("*/", i + 2)
-            if end < 0:
-                raise TokenError("unclosed comment `/*`", i)
-            i = end + 2
-        elif ch in "'\"":
-            end = _string_end(source, i)
-            tokens.append(Token("string", source[i:end], i))
-            i = end
-        elif ch == "`" or (ch == "}" and braces and braces[-1] == "`"):
-            if ch == "}":
-                braces.pop()
-            i = _template_piece(source, i, tokens, braces)
-        elif ch == "/" and _regex_allowed(tokens):
-            end = _regex_end(source, i)
-            tokens.append(Token("regex", source[i:end], i))
-            i = end
-        elif ch.isdigit() or (ch == "." and i + 1 < n and source[i + 1].isdigit()):
-            match = _NUMBER.match(source, i)
-            assert match is not None  # a digit, or a dot before one, always starts a number
-            tokens.append(Token("number", match.group(0), i))
+        match = match_token(source, i)
+        if match is None:
+            raise TokenError(f"unexpected character {source[i]!r}", i)
+        kind = match.lastgroup
+        if kind == "name" or kind == "number":
+            tokens.append(Token(kind, match.group(), i))
             i = match.end()
-        else:
-            match = _ident().match(source, i)
-            if match:
-                tokens.append(Token("name", match.group(0), i))
-                i = match.end()
-                continue
-            match = _PUNCT.match(source, i)
-            if not match:
-                raise TokenError(f"unexpected character {ch!r}", i)
-            text = match.group(0)
+        elif kind == "punct":
+            text = match.group()
             if text == "{":
                 braces.append("{")
-            elif text == "}" and braces:
-                braces.pop()
             tokens.append(Token("punct", text, i))
             i = match.end()
+        elif kind == "special":
+            i = _special(source, i, tokens, braces)
+        else:  # blanks, a line comment
+            i = match.end()
     return tokens
+
+
+def _special(source: str, i: int, tokens: list[Token], braces: list[str]) -> int:
+    """The token at `i` that starts with a quote, a backtick, `/` or `}`; where the next one starts."""
+    ch = source[i]
+    if ch in "'\"":
+        end = _string_end(source, i)
+        tokens.append(Token("string", source[i:end], i))
+        return end
+    if ch == "`" or (ch == "}" and braces and braces[-1] == "`"):
+        if ch == "}":
+            braces.pop()
+        return _template_piece(source, i, tokens, braces)
+    if ch == "}":
+        if braces:
+            braces.pop()
+        tokens.append(Token("punct", "}", i))
+        return i + 1
+    if source.startswith("/*", i):
+        end = source.find("*/", i + 2)
+        if end < 0:
+            raise TokenError("unclosed comment `/*`", i)
+        return end + 2
+    if _regex_allowed(tokens):
+        end = _regex_end(source, i)
+        tokens.append(Token("regex", source[i:end], i))
+        return end
+    match = _PUNCT.match(source, i)  # `/` or `/=`
+    assert match is not None
+    tokens.append(Token("punct", match.group(), i))
+    return match.end()
 
 
 def _string_end(source: str, start: int) -> int:
@@ -195,9 +206,11 @@ class Usage:
 _ACCESSOR_WORDS = ("get", "set", "async", "static")
 
 
-def usage(source: str) -> Usage:
-    """Free names, declarations and bare calls of a JavaScript source (raises TokenError)."""
-    tokens = tokenize(source)
+def usage(source: str, tokens: list[Token] | None = None) -> Usage:
+    """Free names, declarations and bare calls of a JavaScript source (raises TokenError); `tokens`: its tokens,
+    when the caller has them."""
+    if tokens is None:
+        tokens = tokenize(source)
     found = Usage()
     brackets: list[str] = []  # the opening bracket of each enclosing (, [, {
     count = len(tokens)

@@ -1,0 +1,49 @@
+"""The JavaScript tokenizer that finds what an expression reads: each kind of token, and where context decides."""
+
+import pytest
+
+from wfexec.language.js_source import TokenError, tokenize, usage
+
+
+def kinds(source: str) -> list[tuple[str, str]]:
+    return [(token.kind, token.text) for token in tokenize(source)]
+
+
+def test_numbers_names_and_punctuation_keep_their_longest_reading():
+    assert kinds("a?.b ?? .5 + 0x1F >>>= x...y") == [
+        ("name", "a"), ("punct", "?."), ("name", "b"), ("punct", "??"), ("number", ".5"), ("punct", "+"),
+        ("number", "0x1F"), ("punct", ">>>="), ("name", "x"), ("punct", "..."), ("name", "y")]
+    assert kinds("c?.5:1") == [("name", "c"), ("punct", "?"), ("number", ".5"), ("punct", ":"), ("number", "1")]
+
+
+def test_a_slash_is_a_regular_expression_or_a_division_by_what_comes_before():
+    assert kinds("a / b / c") == [("name", "a"), ("punct", "/"), ("name", "b"), ("punct", "/"), ("name", "c")]
+    assert kinds("x = /a[/]b/g.test(s)")[2] == ("regex", "/a[/]b/g")
+    assert kinds("return /x/")[1] == ("regex", "/x/")
+    assert kinds("a /= 2 // the rest\n/* and this */ b") == [("name", "a"), ("punct", "/="), ("number", "2"),
+                                                            ("name", "b")]
+
+
+def test_strings_and_template_literals_hide_their_text_but_not_their_expressions():
+    assert kinds("'it\\'s' + \"x\"") == [("string", "'it\\'s'"), ("punct", "+"), ("string", '"x"')]
+    assert kinds("`a ${ {k: v}.k } b ${w}`") == [
+        ("template", "`a ${"), ("punct", "{"), ("name", "k"), ("punct", ":"), ("name", "v"), ("punct", "}"),
+        ("punct", "."), ("name", "k"), ("template", "} b ${"), ("name", "w"), ("template", "}`")]
+    assert usage("`${a.b}` + 'c'").reads == {"a": {"b"}}
+
+
+def test_token_offsets_count_from_the_start_of_the_source():
+    assert [token.start for token in tokenize("  ab\t+ 'c'")] == [2, 5, 7]
+
+
+@pytest.mark.parametrize("source, message, offset", [
+    ("a + 'b", "unterminated string literal", 4),
+    ("`x ${y}", "unterminated template literal", 6),
+    ("/* no end", "unclosed comment `/*`", 0),
+    ("a \u00b2 b", "unexpected character '²'", 2),
+    ("a 😀", "unexpected character '😀'", 2),
+])
+def test_broken_sources_say_what_and_where(source, message, offset):
+    with pytest.raises(TokenError) as raised:
+        tokenize(source)
+    assert str(raised.value) == message and raised.value.offset == offset
