@@ -24,6 +24,7 @@ import os
 import _pickle as pickle
 from pathlib import Path
 
+from wfexec.language.gc_pause import collector_paused
 from wfexec.system import cache
 from wfexec.version import __version__
 from wfexec.system.digest import sha256
@@ -142,6 +143,7 @@ def load(path: Path, memory: dict | None = None) -> Any | None:
     return checked
 
 
+@collector_paused  # pickling makes a tuple for each compiled object: collections would walk the whole workflow
 def keep(path: Path, content: bytes, checked: Any, looked: list[Path]) -> None:
     """Keep a `Checked` result without errors, compiled from `content`, with the places its compile looked at."""
     if cache.cache_dir() is None:
