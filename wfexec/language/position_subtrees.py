@@ -35,15 +35,25 @@ class SubtreePositions:
 
     def copy(self, old: tuple, new: tuple) -> None:
         """Positions under `old` (and of its keys) are now also those of `new` (a later copy wins)."""
+        positions, children = self.positions, self.children
+        if old not in children:
+            return
         found = []
         size = len(old)
-        waiting = [old] if old in self.children else []
-        positions = self.positions
+        waiting = [old]
         while waiting:
             path = waiting.pop()
-            for source, target in ((path, new + path[size:]), (_KEY + path, _KEY + new + path[size:])):
-                if source in positions:
-                    found.append((target, positions[source]))
-            waiting.extend(self.children.get(path, ()))
+            target = new + path[size:]
+            position = positions.get(path)
+            if position is not None:
+                found.append((target, position))
+            position = positions.get(_KEY + path)
+            if position is not None:
+                found.append((_KEY + target, position))
+            below = children.get(path)
+            if below:
+                waiting.extend(below)
         for path, position in reversed(found):
-            self.set(path, position)
+            if path not in positions:
+                self._know(path[1:] if path[:1] == _KEY else path)
+            positions[path] = position
