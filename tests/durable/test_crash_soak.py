@@ -75,6 +75,7 @@ STATEMENTS = {
 }
 KILLS_WANTED = 50
 ATTEMPTS_PER_TRIAL = 25  # a bound, so an endless kill loop fails instead of hanging
+MAX_TRIALS = 10 * KILLS_WANTED  # and runs that no kill reaches fail too
 
 
 def soak_folder(folder: Path) -> Path:
@@ -128,6 +129,9 @@ def test_fifty_kills_before_chosen_statements_lose_nothing_and_repeat_at_most_on
     trial = 0
     while kills < KILLS_WANTED:
         trial += 1
+        if trial > MAX_TRIALS:
+            pytest.fail(f"{kills} kills landed in {trial - 1} runs: the statements targeted "
+                        f"({sorted(STATEMENTS)}) are no longer what the store writes?")
         folder = soak_folder(tmp_path / f"trial{trial}")
         trial_kills = 0
         kill_points = []
