@@ -57,6 +57,17 @@ def c_composer() -> Callable[[str], Any] | None:
     return compose
 
 
+def c_refuses_deep_nesting() -> bool:
+    """Whether PyYAML's C parser is libyaml 0.2.5 or later, which refuses to nest 1,000 levels deep while it reads
+    ("exceeded maximum nesting depth"): its composer, recursive in C, then never goes deeper than that, and the
+    builder measures the depth of what it composed."""
+    try:
+        from yaml._yaml import get_version
+    except ImportError:
+        return False
+    return bool(get_version() >= (0, 2, 5))
+
+
 def c_too_deep_at(text: str, most: int) -> tuple[int, int] | None:
     """The 0-based (line, column) where `text` first nests deeper than `most`, None when it never does, read from
     PyYAML's C parser's flat event stream (nothing recursive). Raises ImportError without PyYAML's C extension."""

@@ -185,6 +185,10 @@ def load_text(text: str, path: str = "<string>") -> Document:
         mark = exc.problem_mark or exc.context_mark
         line, col = _inside(_line_lengths(text), (mark.line + 1, mark.column + 1) if mark else (1, 1))
         doc.positions[()] = (line, col)
+        if "maximum nesting depth" in str(exc.problem):  # libyaml's own limit, far past ours
+            reporter.error((), "yaml-depth", _TOO_DEEP, "flatten the structure")
+            doc.diagnostics = reporter.diagnostics
+            return doc
         problem = _syntax_problem(exc)
         reporter.error((), "yaml-syntax", f"YAML syntax error: {problem}", _syntax_hint(text, mark, problem))
         doc.diagnostics = reporter.diagnostics
@@ -221,12 +225,17 @@ def _too_deep_at(yaml, text: str) -> tuple[int, int] | None:
 
     The C composers recurse on the C stack and crash the process on
     a few thousand levels, so depth is measured on the parser's flat event
-    stream first. Each level needs a `[`, `{`, `-`, `?` or `:`; a text with few
-    of them cannot be deep and skips the scan.
+    stream first, unless the parser is libyaml 0.2.5 or later, which stops at
+    1,000 levels itself (a whole extra parse saved; the builder then refuses
+    what nests deeper than MAX_DEPTH). Each level needs a `[`, `{`, `-`, `?` or
+    `:`; a text with few of them cannot be deep and skips the scan.
     """
     if sum(text.count(c) for c in "[{-?:") <= MAX_DEPTH:
         return None
-    from wfexec.language.fast_composer import c_too_deep_at
+    from wfexec.language.fast_composer import c_refuses_deep_nesting, c_too_deep_at
+
+    if c_refuses_deep_nesting():
+        return None  # its composer is the one used, and nothing deeper than 1,000 levels reaches it
 
     try:
         found = c_too_deep_at(text, MAX_DEPTH + 1)  # PyYAML's events cost a third of ruamel's
