@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import io
 import json
 import socket
 import threading
@@ -150,3 +151,65 @@ def test_evaluate_expression_uses_javascript_truthiness(tmp_path, expression, ex
     assert check({"type": "evaluate_expression", "expression": expression}, tmp_path) is expected
 
 
+
+
+# The checks with a direct form (TypeSpec.direct), true, false, on what is missing, and failing.
+DIRECT_CHECKS = [
+    {"type": "flag_set", "flag": "ready"},
+    {"type": "flag_set", "flag": "off"},
+    {"type": "flag_set", "flag": "absent"},
+    {"type": "flag_not_set", "flag": "off"},
+    {"type": "flag_not_set", "flag": "ready"},
+    {"type": "flag_set", "flag": "${computed.name}"},  # computed: the handler
+    {"type": "state_equals", "field": "computed.name", "value": "docs"},
+    {"type": "state_equals", "field": "computed.name", "value": "${computed.name}"},
+    {"type": "state_equals", "field": "computed.items", "value": [1, 2, 3]},
+    {"type": "state_equals", "field": "computed.page.status", "value": 404},
+    {"type": "state_equals", "field": "computed.nothing.below", "value": None},
+    {"type": "state_equals", "field": "computed.name", "value": "${computed.nothing.below}"},
+    {"type": "state_not_null", "field": "computed.none"},
+    {"type": "state_not_null", "field": "computed.items[0]"},
+    {"type": "state_is_null", "field": "computed.absent"},
+    {"type": "state_is_null", "field": "computed.name"},
+    {"type": "evaluate_expression", "expression": "computed.items.length > 2"},
+    {"type": "evaluate_expression", "expression": "flags.off"},
+    {"type": "evaluate_expression", "expression": "computed.items.map(x => x * 2)"},
+    {"type": "evaluate_expression", "expression": "computed.nothing.below"},
+]
+
+
+def test_each_checks_direct_form_answers_as_its_handler_does(tmp_path):
+    from wfexec.errors import WfexecError
+    from wfexec.language.model import NO_DIRECT
+    from wfexec.records import replace
+    from wfexec.running.console import Console
+    from wfexec.running.steploop import start
+
+    nodes = {f"c{i}": {"type": "conditional", "condition": case, "branches": {"true": "yes", "false": "no"}}
+             for i, case in enumerate(DIRECT_CHECKS)}
+    nodes["throws"] = {"type": "conditional", "condition": {"type": "evaluate_expression",
+                                                            "expression": "computed.name.nope.deeper"},
+                       "branches": {"true": "yes", "false": "no"}}
+    (tmp_path / "workflow.yaml").write_text(json.dumps({
+        "name": "pre", "version": 1, "start_node": "c0", "initial_state": STATE, "nodes": nodes,
+        "endings": {"yes": {"type": "success", "message": "yes"}, "no": {"type": "success", "message": "no"}}}))
+    workflow = wfexec.load(tmp_path / "workflow.yaml")
+    calls = [node.spec.condition for node in workflow.nodes.values()]
+    by_handler = [replace(call, spec=replace(call.spec, direct=None)) for call in calls]
+    assert sum(call.direct_write() is not NO_DIRECT for call in calls) == len(calls) - 1  # all but the computed flag
+
+    def answers(checked):
+        run = start(workflow, io=Console(out=io.StringIO(), err=io.StringIO()))
+        run.current = workflow.nodes["c0"]
+        found = []
+        for call in checked:
+            try:
+                found.append(run.check(call))
+            except WfexecError as failure:
+                found.append((type(failure).__name__, failure.message, failure.hint))
+        return found, run.state
+
+    direct, handled = answers(calls), answers(by_handler)
+    assert direct == handled
+    assert direct[0][:6] == [True, False, False, True, False, False]
+    assert direct[0][-1][0] == "RunError" and direct[0][-1][1].startswith("evaluate_expression: ")

@@ -17,7 +17,7 @@ from wfexec.system.patterns import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Mapping
 
 _SEGMENT = lazy(r"""
     (?P<name>[^.\[\]]+)            # a key
@@ -78,6 +78,18 @@ def _parsed(text: str) -> StatePath:
 # What a name must not hold to be written after a `.` (else it is written quoted in brackets). A set, not a
 # pattern: compiling one cost every run's start half a millisecond of CPU (issue 27).
 _NOT_IN_A_PLAIN_NAME = frozenset(".[]'\"")
+
+
+def written_path(params: Mapping[str, Any], name: str) -> StatePath | None:
+    """The state path in the parameter `name` of a call when the workflow writes it out; None when it is computed,
+    or malformed (the call's handler then says so at run time). What a type's direct form writes or reads."""
+    text = params.get(name)
+    if text.__class__ is not str:
+        return None
+    try:
+        return parse_path(text)
+    except PathError:
+        return None
 
 
 def format_path(parts: StatePath) -> str:

@@ -268,7 +268,12 @@ class Run:
         scope = scope or self.scope
         if self.dry is not None:
             self.dry.check_allowed(self, call)
+        test = call.direct
+        if test is None:
+            test = call.direct_write()
         try:
+            if test is not NO_DIRECT and not self.io.tracing:  # a trace shows the call as the handler gets it
+                return test(self, scope)
             params = call.render(scope)
             result = bool(call.spec.handler(params, CallContext(self, call, scope)))
         except ExpressionError as exc:

@@ -75,10 +75,11 @@ class TypeSpec:
     rules: tuple = ()            # JSON Schema fragments the call must also satisfy (e.g. if/then: a value an
                                  # operator needs), checked at load like the parameters
     example: dict | None = None
-    # A call's compiled parameters -> its whole work as writes to the run's state, `write(run, scope)`, or None
-    # when that call needs the handler (a computed path, prose): what `Run.apply` runs instead of the handler, with
+    # A call's compiled parameters -> its whole work as a function `(run, scope)`, or None when that call needs the
+    # handler (a computed path, prose): for a consequence, its writes to the run's state (what `Run.apply` runs);
+    # for a precondition, its answer, a bool (what `Run.check` returns). Either way instead of the handler, with
     # neither the parameters rendered into a new mapping nor a CallContext. It must do exactly what the handler does.
-    direct: Callable[[Mapping[str, Any]], Callable[[Any, Any], None] | None] | None = None
+    direct: Callable[[Mapping[str, Any]], Callable[[Any, Any], Any] | None] | None = None
     source: str = "builtin"
     package: str = BUILTIN_PACKAGE  # the distribution whose entry point registered it
 

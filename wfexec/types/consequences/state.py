@@ -7,7 +7,7 @@ import json
 import re
 
 from wfexec.language.expressions import Expression, renderer, truthy
-from wfexec.language.paths import PathError, parse_path
+from wfexec.language.paths import written_path
 from wfexec.types.registry import ActionFailed, TypeList
 from wfexec.system.digest import sha256
 from wfexec.system.patterns import lazy
@@ -42,18 +42,6 @@ def snapshot_for_checkpoint(state: dict) -> dict:
 # made from the compiled parameters once, so a step renders its values and writes them, nothing more. A call whose
 # path is computed (`field: "${...}"`) or whose expression is prose takes the handler.
 
-def _written_path(params: Mapping[str, Any], name: str) -> StatePath | None:
-    """The state path in the parameter `name` when the workflow writes it out; None when it is computed, or
-    malformed (the handler then says so at run time)."""
-    text = params.get(name)
-    if text.__class__ is not str:
-        return None
-    try:
-        return parse_path(text)
-    except PathError:
-        return None
-
-
 def _writing(path: StatePath | None, value_of: Callable[[Any], Any], appending: bool = False) -> DirectWrite | None:
     """The direct form that sets `path` to `value_of(scope)` (appending: appends it to the list there)."""
     if path is None:
@@ -74,7 +62,7 @@ def _evaluated(params: Mapping[str, Any]) -> Callable[[Any], Any] | None:
 
 
 def _set_flag_direct(params):
-    flag = _written_path(params, "flag")
+    flag = written_path(params, "flag")
     value_of = renderer(params.get("value", True))
     return _writing(("flags",) + flag if flag is not None else None, lambda scope: bool(value_of(scope)))
 
@@ -87,7 +75,7 @@ def set_flag(params, ctx):
 
 
 def _set_state_direct(params):
-    return _writing(_written_path(params, "field"), renderer(params["value"]))
+    return _writing(written_path(params, "field"), renderer(params["value"]))
 
 
 @TYPES.consequence("set_state", {"field": FIELD, "value": {}}, ["field", "value"], paths=("field",),
@@ -98,7 +86,7 @@ def set_state(params, ctx):
 
 
 def _append_state_direct(params):
-    return _writing(_written_path(params, "field"), renderer(params["value"]), appending=True)
+    return _writing(written_path(params, "field"), renderer(params["value"]), appending=True)
 
 
 @TYPES.consequence("append_state", {"field": FIELD, "value": {}}, ["field", "value"], paths=("field",),
@@ -109,7 +97,7 @@ def append_state(params, ctx):
 
 
 def _clear_state_direct(params):
-    return _writing(_written_path(params, "field"), lambda scope: None)
+    return _writing(written_path(params, "field"), lambda scope: None)
 
 
 @TYPES.consequence("clear_state", {"field": FIELD}, ["field"], paths=("field",), direct=_clear_state_direct)
@@ -187,8 +175,8 @@ def mutate_state(params, ctx):
 
 def _evaluate_direct(params):
     value_of = _evaluated(params)
-    flag = _written_path(params, "set_flag") if "set_flag" in params else ()
-    store = _written_path(params, "store_as") if "store_as" in params else ()
+    flag = written_path(params, "set_flag") if "set_flag" in params else ()
+    store = written_path(params, "store_as") if "store_as" in params else ()
     if value_of is None or flag is None or store is None or not (flag or store):
         return None
     flag = ("flags",) + flag if flag else ()
@@ -221,7 +209,7 @@ def evaluate(params, ctx):
 
 def _compute_direct(params):
     value_of = _evaluated(params)
-    return _writing(_written_path(params, "store_as"), value_of) if value_of is not None else None
+    return _writing(written_path(params, "store_as"), value_of) if value_of is not None else None
 
 
 @TYPES.consequence("compute", {"expression": {"type": ["string", "boolean", "number"]}, "store_as": STORE_AS},
