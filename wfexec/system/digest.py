@@ -4,22 +4,14 @@ of the start of every command that reads the compiled-workflow cache."""
 
 from __future__ import annotations
 
-import importlib
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
-
-
-def _sha256() -> Callable[..., Any]:
-    for module in ("_sha256", "_sha2"):  # CPython 3.11, 3.12 and later
-        try:
-            return importlib.import_module(module).sha256
-        except (ImportError, AttributeError):
-            continue
     from hashlib import sha256
-
-    return sha256
-
-
-sha256 = _sha256()
+else:
+    try:  # CPython 3.12 and later; `importlib.import_module` to try both names cost every start its import
+        from _sha2 import sha256
+    except ImportError:
+        try:  # CPython 3.11
+            from _sha256 import sha256
+        except ImportError:
+            from hashlib import sha256
