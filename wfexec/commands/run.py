@@ -21,10 +21,11 @@ __all__ = ["RunRequest", "execute_resume", "execute_run", "execute_states", "rep
 
 def _gather_inputs(request: RunRequest, workflow) -> dict:
     from wfexec.language.inputs import check_inputs, split_pairs
-    from wfexec.language.loader import load_file
 
     given: dict[str, Any] = {}
     if request.input_file:
+        from wfexec.language.loader import load_file
+
         doc = load_file(request.input_file)
         if doc.diagnostics:
             raise ValueError(doc.diagnostics[0].format())

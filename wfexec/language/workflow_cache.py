@@ -96,7 +96,7 @@ def workflow_bytes(path: Path) -> bytes | None:
     or a huge file: the loader refuses those with a diagnostic)."""
     import stat
 
-    from wfexec.language.loader import max_file_bytes
+    from wfexec.language.limits import max_file_bytes
 
     try:
         status = os.stat(path)
