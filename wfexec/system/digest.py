@@ -4,14 +4,16 @@ of the start of every command that reads the compiled-workflow cache."""
 
 from __future__ import annotations
 
+import sys
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hashlib import sha256
 else:
-    try:  # CPython 3.12 and later; `importlib.import_module` to try both names cost every start its import
-        from _sha2 import sha256
-    except ImportError:
-        try:  # CPython 3.11
+    try:  # CPython's module is _sha2 from 3.12 on; each name tried and missing is a search of the whole path
+        if sys.version_info >= (3, 12):
+            from _sha2 import sha256
+        else:
             from _sha256 import sha256
-        except ImportError:
-            from hashlib import sha256
+    except ImportError:
+        from hashlib import sha256
