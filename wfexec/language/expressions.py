@@ -339,7 +339,7 @@ class Expression:
         everything). For tests; evaluation goes through `evaluator`."""
         if self._fast_text is None:
             return None
-        from wfexec.language.expression_fastpath import fast_function
+        from wfexec.language.fast_evaluation import fast_function
 
         return fast_function(self._fast_text)
 
@@ -350,7 +350,7 @@ class Expression:
             if self._fast_text is None:
                 made = self.evaluate_in_engine
             else:
-                from wfexec.language.expression_fastpath import fast_evaluator
+                from wfexec.language.fast_evaluation import fast_evaluator
 
                 made = fast_evaluator(self._fast_text, self.evaluate_in_engine, _fast_path_on)
             self._evaluator = made
