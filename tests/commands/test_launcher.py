@@ -103,8 +103,11 @@ def test_a_parked_run_resumes_the_same_way_on_both_paths(tmp_path):
 
 def run_probed(argv: list, watched: tuple, cwd, env: dict | None = None, starts: int = 2):
     """`wfexec ARGV` through the launcher in a fresh interpreter, run `starts` times (the later ones find the
-    caches filled); its last stdout line is `LOADED [...]`, the watched modules it imported."""
+    caches filled); its last stdout line is `LOADED [...]`, the watched modules it imported. A watched module the
+    interpreter's own start loaded (this venv's editable-install hooks load contextlib and importlib) is taken out
+    of `sys.modules` first, so that wfexec importing it shows."""
     probe = ("import atexit, sys\n"
+             f"for m in [m for m in {watched!r} if m in sys.modules]: del sys.modules[m]\n"
              f"atexit.register(lambda: print('LOADED', sorted(m for m in {watched!r} if m in sys.modules)))\n"
              f"sys.argv = ['wfexec', *{[str(a) for a in argv]!r}]\n"
              "from wfexec.launcher import main\nmain()\n")
@@ -119,11 +122,14 @@ def run_probed(argv: list, watched: tuple, cwd, env: dict | None = None, starts:
 # What no start of a cached run, resume or states run needs (issue 27: start-up within 6x the bare interpreter):
 # the command line's and the terminal's libraries, the loader, the checks and the JavaScript engine, and the
 # standard modules the start-up path was taken off (typing: its names are imported for mypy only; pickle, sqlite3
-# and signal: their C modules, without the Python around them; datetime).
+# and signal: their C modules, without the Python around them; datetime; contextlib: the few `with` blocks are
+# classes; math). The YAML loader is imported only to read a file, and what writes the expressions' fast path only
+# while compiling (a run uses wfexec.language.fast_evaluation).
 NOT_ON_A_CACHED_START = ("typer", "click", "rich", "quickjs", "jsonschema", "fastjsonschema", "ruamel.yaml", "yaml",
                          "jinja2", "tomllib", "tempfile", "shlex", "dataclasses", "inspect", "importlib.metadata",
                          "wfexec.language.compiler", "wfexec.language.checks", "typing", "pickle", "sqlite3",
-                         "signal", "datetime")
+                         "signal", "datetime", "contextlib", "math", "wfexec.language.loader",
+                         "wfexec.language.expression_fastpath")
 
 
 def test_a_run_through_the_fast_path_imports_neither_typer_nor_what_it_does_not_use(tmp_path):
@@ -217,7 +223,8 @@ def test_a_states_run_of_an_unchanged_folder_imports_neither_the_compiler_nor_a_
     (flow / "START.sh").write_text('echo "<result>ok</result>"\n')
     # its script and the watchdog start through posix_spawn (wfexec.system.spawn): not through subprocess
     # the folder's lint comes from the cache when its files have not changed (wfexec.protocol.lint_cache)
+    # nothing of the run is copied (copy and weakref), no module is looked up by name (importlib)
     watched = ("tomli", *NOT_ON_A_CACHED_START, "subprocess", "threading", "locale", "wfexec.protocol.lint",
-               "wfexec.protocol.policy", "wfexec.protocol.yamlscope", "heapq")
+               "wfexec.protocol.policy", "wfexec.protocol.yamlscope", "heapq", "copy", "weakref", "importlib")
     done = run_probed(["states", "flow"], watched, tmp_path, env={"WFEXEC_CACHE_DIR": str(tmp_path / "cache")})
     assert (done.returncode, done.stdout.splitlines()) == (0, ["ok", "LOADED []"]), done.stderr
