@@ -45,7 +45,7 @@ def _load_or_report(path, document=None) -> Any:
     of the states a `states` node runs included (at the state file's line)."""
     from wfexec.api import check_to_run, resolve_workflow_path
     from wfexec.language.diagnostics import ERROR
-    from wfexec.types.registry import BrokenPlugins
+    from wfexec.errors import BrokenPlugins
 
     try:
         workflow, diagnostics = check_to_run(path, document)

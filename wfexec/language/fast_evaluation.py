@@ -18,7 +18,7 @@ def fast_function(text: str) -> Callable[[Any], Any]:
     """The function `fast_source` wrote: the value, or MISSING where the engine must answer."""
     namespace = _namespace(lambda: MISSING)
     exec(compile(text, "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
-    fast: Callable[[Any], Any] = namespace["fast"]  # type: ignore[assignment]  # defined by the code above
+    fast: Callable[[Any], Any] = namespace["fast"]  # defined by the code above
     return fast
 
 
@@ -48,7 +48,7 @@ def fast_evaluator(text: str, engine: Callable[[Any], Any], switch: list[bool]) 
     namespace = _namespace(_engine_answers)
     namespace["EngineAnswers"] = _EngineAnswers
     exec(compile(source, "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
-    return namespace["made"](engine, switch)  # type: ignore[operator]  # defined by the code above
+    return namespace["made"](engine, switch)  # defined by the code above
 
 
 def _namespace(fall: Callable[[], Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from wfexec.language.expressions import Expression, ExpressionError, Scope, rend
 from wfexec.language.model import Call, Node, Workflow
 from wfexec.language.prose import Prose
 from wfexec.running.io import Io
-from wfexec.types.registry import ActionFailed
+from wfexec.errors import ActionFailed
 from wfexec.language.paths import PathError, StatePath, get_path, parse_path
 
 TYPE_CHECKING = False

@@ -23,7 +23,7 @@ from wfexec.language.model import NO_DIRECT, Call, Ending, Node, Where, Workflow
 from wfexec.running.io import Io
 from wfexec.running.node_context import StepContext
 from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, match_answer
-from wfexec.types.registry import ActionFailed
+from wfexec.errors import ActionFailed
 from wfexec.language.paths import PathError, absolute_path, format_path, get_path, set_path
 from wfexec.running.state import new_state
 from wfexec.running.request import DEFAULT_MAX_STEPS
