@@ -223,8 +223,10 @@ def test_a_states_run_of_an_unchanged_folder_imports_neither_the_compiler_nor_a_
     (flow / "START.sh").write_text('echo "<result>ok</result>"\n')
     # its script and the watchdog start through posix_spawn (wfexec.system.spawn): not through subprocess
     # the folder's lint comes from the cache when its files have not changed (wfexec.protocol.lint_cache)
-    # nothing of the run is copied (copy and weakref), no module is looked up by name (importlib)
+    # nothing of the run is copied (copy and weakref), no module is looked up by name (importlib), and the run
+    # calls no precondition or consequence type (the registry)
     watched = ("tomli", *NOT_ON_A_CACHED_START, "subprocess", "threading", "locale", "wfexec.protocol.lint",
-               "wfexec.protocol.policy", "wfexec.protocol.yamlscope", "heapq", "copy", "weakref", "importlib")
+               "wfexec.protocol.policy", "wfexec.protocol.yamlscope", "heapq", "copy", "weakref", "importlib",
+               "wfexec.types", "wfexec.types.registry")
     done = run_probed(["states", "flow"], watched, tmp_path, env={"WFEXEC_CACHE_DIR": str(tmp_path / "cache")})
     assert (done.returncode, done.stdout.splitlines()) == (0, ["ok", "LOADED []"]), done.stderr
