@@ -29,7 +29,8 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping
+# collections.abc re-exports these ABCs from here: one module fewer for every start to import.
+from _collections_abc import Mapping
 from wfexec.records import dataclass, field
 
 from wfexec.errors import WfexecError

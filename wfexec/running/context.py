@@ -12,7 +12,6 @@ from pathlib import Path
 from wfexec.language.expressions import Expression, ExpressionError, Scope, render_value
 from wfexec.language.model import Call, Node, Workflow
 from wfexec.language.prose import Prose
-from wfexec.running.io import Io
 from wfexec.errors import ActionFailed
 from wfexec.language.paths import PathError, StatePath, get_path, parse_path
 
@@ -20,6 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
     from wfexec.running.engine import Run
+    from wfexec.running.io import Io
 
 
 class CallContext:

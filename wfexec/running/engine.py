@@ -20,7 +20,6 @@ from wfexec.running.context import CallContext, parse_cached
 from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, render_value,
                                          to_text)
 from wfexec.language.model import NO_DIRECT, Call, Ending, Node, Where, Workflow
-from wfexec.running.io import Io
 from wfexec.running.node_context import StepContext
 from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, match_answer
 from wfexec.errors import ActionFailed
@@ -32,6 +31,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, NoReturn
     from wfexec.running.dry_run import DryRun
+    from wfexec.running.io import Io
 
 
 def _copied(value: Any) -> Any:
