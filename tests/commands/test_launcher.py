@@ -214,6 +214,21 @@ def test_the_collector_runs_rarely_while_a_run_starts_and_as_usual_during_it(tmp
     assert done.stdout.splitlines()[-1] == f"GC {gc.get_threshold()} True"
 
 
+def test_a_command_typer_parses_collects_as_usual(tmp_path):
+    """The launcher has the collector run rarely from its first line (json and pathlib load after it); a command
+    line it hands to typer (a server's, a worker's, a mistake) gets the usual thresholds back."""
+    import gc
+
+    probe = ("import atexit, gc, sys\n"
+             "atexit.register(lambda: print('GC', gc.get_threshold()))\n"
+             "sys.argv = ['wfexec', 'validate', 'missing-folder', '--strict']\n"
+             "from wfexec.launcher import main\nmain()\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "WFEXEC_LEAN": "0"})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == f"GC {gc.get_threshold()}"
+
+
 def test_a_states_run_of_an_unchanged_folder_imports_neither_the_compiler_nor_a_toml_parser(tmp_path):
     """`wfexec states` runs a generated one-node workflow: from the second start on it comes from the
     compiled-workflow cache (no YAML parser, no compiler, no JavaScript engine), a project without a
