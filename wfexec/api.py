@@ -39,7 +39,6 @@ def check_with_summary(path: str | os.PathLike, document=None):
     from wfexec.records import replace
 
     from wfexec.language import workflow_cache
-    from wfexec.types.registry import check_plugins
 
     file = resolve_workflow_path(path)
     cached = workflow_cache.load(file)
@@ -47,6 +46,8 @@ def check_with_summary(path: str | os.PathLike, document=None):
         # Kept only when every plugin registered, and keyed by the installed plugins: still true, so the
         # registries need not be loaded (a cached workflow imports just the types it calls).
         return cached
+    from wfexec.types.registry import check_plugins
+
     check_plugins()  # raises BrokenPlugins: a workflow cannot be checked against types that failed to register
     from wfexec.language.compiler import check_document, recording_lookups
     from wfexec.language.loader import load_file

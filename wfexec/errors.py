@@ -92,3 +92,24 @@ class Refused(WfexecError):
     (`wfexec.system.files.guarded_path`); the run loop locates it at the call."""
 
     outcome = "failed"
+
+
+class PluginError(WfexecError):
+    """An installed plugin that cannot be used, named by its distribution and entry point (exit 2)."""
+
+    def __init__(self, dist: str, entry_point: str, message: str, hint: str = ""):
+        super().__init__(f"plugin {dist} (entry point '{entry_point}'): {message}", hint)
+        self.dist = dist
+        self.entry_point = entry_point
+
+
+class BrokenPlugins(WfexecError):
+    """Every unusable plugin, reported together: one line each. (Here, with PluginError, so that a command can
+    catch it without importing the registry (`wfexec.types.registry`) that raises it.)"""
+
+    def __init__(self, errors: list[PluginError]):
+        super().__init__(errors[0].message, errors[0].hint)
+        self.errors = errors
+
+    def format(self) -> str:
+        return "\n".join(error.format() for error in self.errors)

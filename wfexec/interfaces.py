@@ -18,6 +18,12 @@ else:  # protocols speak to mypy only: at run time they are plain classes, and t
     Protocol = object
 
 
+# What a type may touch outside the run state (a type's `effects`). A dry run and a side-effect report are
+# computed from these without running anything. `mcp`: it calls a tool of an MCP server (starts the server's
+# program; the tool may do anything), governed per server by a v8 workflow's `declared_effects`.
+EFFECTS = ("files", "process", "network", "git", "llm", "display", "mcp")
+
+
 class NodeKind(Protocol):
     """A node type as the compiled workflow and its readers see it (`wfexec.nodes.base.NodeType`)."""
 

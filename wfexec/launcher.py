@@ -14,17 +14,23 @@ prints to a pipe, which is printed from there.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 LEAN_VARIABLE = "WFEXEC_LEAN"
-_TABLE = Path(__file__).with_name("lean_table.json")
+_TABLE = os.path.join(os.path.dirname(__file__), "lean_table.json")
+
+
+def _table() -> dict:
+    # json (and pathlib, for path options) are imported once `main` has the collector collect rarely
+    import json
+
+    with open(_TABLE, encoding="utf-8") as file:
+        return json.load(file)
 
 
 class _NotLean(Exception):
@@ -34,7 +40,7 @@ class _NotLean(Exception):
 def parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
     """(command, its parameters) for a command line the table covers exactly, else None."""
     try:
-        return _parse(argv, json.loads(_TABLE.read_text(encoding="utf-8")))
+        return _parse(argv, _table())
     except (_NotLean, OSError, ValueError):
         return None
 
@@ -112,6 +118,8 @@ def _convert(value: str, option: dict) -> Any:
     if kind == "text":
         return value
     if kind == "path":
+        from pathlib import Path
+
         return Path(value)
     if kind == "choice":
         if value not in option["choices"]:
@@ -137,7 +145,7 @@ def piped_help(argv: list[str]) -> str | None:
     if columns and not (columns.isdigit() and int(columns) >= 80):
         return None
     try:
-        return json.loads(_TABLE.read_text(encoding="utf-8"))["--help"].get(" ".join(argv[:-1]))
+        return _table()["--help"].get(" ".join(argv[:-1]))
     except (OSError, ValueError, KeyError):
         return None
 
@@ -145,6 +153,7 @@ def piped_help(argv: list[str]) -> str | None:
 def main() -> None:
     from wfexec.system import collector, signals
 
+    collector.starting()  # from here on: the modules every command imports are not walked again and again
     lean = os.environ.get(LEAN_VARIABLE) != "0"
     text = piped_help(sys.argv[1:]) if lean else None
     if text is not None:
@@ -158,12 +167,12 @@ def main() -> None:
         sys.exit(0)
     parsed = parse(sys.argv[1:]) if lean else None
     if parsed is None:
+        collector.not_starting()  # typer's commands (servers and workers among them) collect as usual
         from wfexec.cli import main as typer_main
 
         typer_main()
         return
     signals.install()
-    collector.starting()
     command, params = parsed
     from wfexec.commands import entrypoints
 

@@ -120,7 +120,8 @@ def _make(cls: type, frozen: bool, eq: bool, slots: bool, with_repr: bool, unsaf
             namespace.pop(spec.name, None)
         namespace.pop("__dict__", None)
         namespace.pop("__weakref__", None)
-        namespace["__slots__"] = tuple(s.name for s in specs if s.name not in _inherited_slots(cls))
+        inherited = _inherited_slots(cls)
+        namespace["__slots__"] = tuple(s.name for s in specs if s.name not in inherited)
         namespace.update(methods)
         if frozen:  # as `dataclasses` does, a class's own pickling stays
             namespace.setdefault("__getstate__", _slots_getstate)

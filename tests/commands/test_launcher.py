@@ -103,8 +103,11 @@ def test_a_parked_run_resumes_the_same_way_on_both_paths(tmp_path):
 
 def run_probed(argv: list, watched: tuple, cwd, env: dict | None = None, starts: int = 2):
     """`wfexec ARGV` through the launcher in a fresh interpreter, run `starts` times (the later ones find the
-    caches filled); its last stdout line is `LOADED [...]`, the watched modules it imported."""
+    caches filled); its last stdout line is `LOADED [...]`, the watched modules it imported. A watched module the
+    interpreter's own start loaded (this venv's editable-install hooks load contextlib and importlib) is taken out
+    of `sys.modules` first, so that wfexec importing it shows."""
     probe = ("import atexit, sys\n"
+             f"for m in [m for m in {watched!r} if m in sys.modules]: del sys.modules[m]\n"
              f"atexit.register(lambda: print('LOADED', sorted(m for m in {watched!r} if m in sys.modules)))\n"
              f"sys.argv = ['wfexec', *{[str(a) for a in argv]!r}]\n"
              "from wfexec.launcher import main\nmain()\n")
@@ -119,11 +122,14 @@ def run_probed(argv: list, watched: tuple, cwd, env: dict | None = None, starts:
 # What no start of a cached run, resume or states run needs (issue 27: start-up within 6x the bare interpreter):
 # the command line's and the terminal's libraries, the loader, the checks and the JavaScript engine, and the
 # standard modules the start-up path was taken off (typing: its names are imported for mypy only; pickle, sqlite3
-# and signal: their C modules, without the Python around them; datetime).
+# and signal: their C modules, without the Python around them; datetime; contextlib: the few `with` blocks are
+# classes; math). The YAML loader is imported only to read a file, and what writes the expressions' fast path only
+# while compiling (a run uses wfexec.language.fast_evaluation).
 NOT_ON_A_CACHED_START = ("typer", "click", "rich", "quickjs", "jsonschema", "fastjsonschema", "ruamel.yaml", "yaml",
                          "jinja2", "tomllib", "tempfile", "shlex", "dataclasses", "inspect", "importlib.metadata",
                          "wfexec.language.compiler", "wfexec.language.checks", "typing", "pickle", "sqlite3",
-                         "signal", "datetime")
+                         "signal", "datetime", "contextlib", "math", "wfexec.language.loader",
+                         "wfexec.language.expression_fastpath")
 
 
 def test_a_run_through_the_fast_path_imports_neither_typer_nor_what_it_does_not_use(tmp_path):
@@ -208,6 +214,21 @@ def test_the_collector_runs_rarely_while_a_run_starts_and_as_usual_during_it(tmp
     assert done.stdout.splitlines()[-1] == f"GC {gc.get_threshold()} True"
 
 
+def test_a_command_typer_parses_collects_as_usual(tmp_path):
+    """The launcher has the collector run rarely from its first line (json and pathlib load after it); a command
+    line it hands to typer (a server's, a worker's, a mistake) gets the usual thresholds back."""
+    import gc
+
+    probe = ("import atexit, gc, sys\n"
+             "atexit.register(lambda: print('GC', gc.get_threshold()))\n"
+             "sys.argv = ['wfexec', 'validate', 'missing-folder', '--strict']\n"
+             "from wfexec.launcher import main\nmain()\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "WFEXEC_LEAN": "0"})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == f"GC {gc.get_threshold()}"
+
+
 def test_a_states_run_of_an_unchanged_folder_imports_neither_the_compiler_nor_a_toml_parser(tmp_path):
     """`wfexec states` runs a generated one-node workflow: from the second start on it comes from the
     compiled-workflow cache (no YAML parser, no compiler, no JavaScript engine), a project without a
@@ -217,7 +238,10 @@ def test_a_states_run_of_an_unchanged_folder_imports_neither_the_compiler_nor_a_
     (flow / "START.sh").write_text('echo "<result>ok</result>"\n')
     # its script and the watchdog start through posix_spawn (wfexec.system.spawn): not through subprocess
     # the folder's lint comes from the cache when its files have not changed (wfexec.protocol.lint_cache)
+    # nothing of the run is copied (copy and weakref), no module is looked up by name (importlib), and the run
+    # calls no precondition or consequence type (the registry)
     watched = ("tomli", *NOT_ON_A_CACHED_START, "subprocess", "threading", "locale", "wfexec.protocol.lint",
-               "wfexec.protocol.policy", "wfexec.protocol.yamlscope", "heapq")
+               "wfexec.protocol.policy", "wfexec.protocol.yamlscope", "heapq", "copy", "weakref", "importlib",
+               "wfexec.types", "wfexec.types.registry")
     done = run_probed(["states", "flow"], watched, tmp_path, env={"WFEXEC_CACHE_DIR": str(tmp_path / "cache")})
     assert (done.returncode, done.stdout.splitlines()) == (0, ["ok", "LOADED []"]), done.stderr

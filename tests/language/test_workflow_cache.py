@@ -259,3 +259,36 @@ def test_compiles_in_two_threads_at_once_each_record_the_places_they_looked_at(t
     assert "error" not in seen, repr(seen.get("error"))
     assert first / "words.yaml" in mine and not any(second in place.parents for place in mine)
     assert second / "words.yaml" in seen["looked"] and not any(first in place.parents for place in seen["looked"])
+
+
+def _digest_by_glob(folder: Path) -> str:
+    """How a folder's digest was made before it was walked with os.walk: the reference it must still equal."""
+    from wfexec.system.digest import sha256
+
+    whole = sha256(b"folder\0")
+    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+        whole.update(str(file.relative_to(folder)).encode() + b"\0" + sha256(file.read_bytes()).digest())
+    return whole.hexdigest()
+
+
+def test_a_folder_digest_is_what_the_glob_made(tmp_path):
+    """Entries made before keep their meaning: the same files (dot files, nested folders, links to files; not what
+    a link to a folder or a broken link leads to) in the same order (part by part: `a/b` before `a-b/x`)."""
+    from wfexec.language.workflow_cache import digest
+
+    folder = tmp_path / "flow"
+    for name, text in (("START.sh", "echo"), (".hidden", "h"), ("a/b", "1"), ("a-b/x", "2"), ("a/c/d.md", "3"),
+                       ("é/ü.txt", "4")):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "far.sh").write_text("far")
+    (folder / "linked-file").symlink_to(folder / "a" / "b")
+    (folder / "linked-folder").symlink_to(tmp_path / "outside")
+    (folder / "broken").symlink_to(tmp_path / "nowhere")
+    before = digest(folder)
+    assert before == _digest_by_glob(folder)
+    (folder / "a" / "c" / "d.md").write_text("changed")
+    assert digest(folder) == _digest_by_glob(folder) != before
+    assert digest(tmp_path / "nowhere") == "missing"
+    assert digest(str(folder / "START.sh")) == digest(folder / "START.sh") != "missing"

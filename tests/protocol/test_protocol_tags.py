@@ -8,9 +8,14 @@ real bash in test_protocol_scripts.py. DESIGN §4 difference tested here: a word
 
 from __future__ import annotations
 
-import pytest
+import re
 
-from wfexec.protocol.tags import PrintScanner, TagError, Transition, extract_prints, parse_transitions
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wfexec.protocol.tags import (TRANSITION_TAGS, PrintScanner, TagError, Transition, _next_opening, extract_prints,
+                                  parse_transitions)
 
 
 def one(text: str) -> Transition:
@@ -139,3 +144,26 @@ def test_target_is_trimmed_and_show_renders_the_tag():
     t = one('<call return="B">  A.md \n</call>')
     assert t.target == "A.md"
     assert t.show() == '<call return="B">A.md</call>'
+
+
+# The tag pattern the scanner in wfexec.protocol.tags stands for: longer names first, so the alternation never
+# stops at a prefix; a name followed by whitespace or `>`; the attribute text up to the first `>`.
+_NAMES = sorted(TRANSITION_TAGS, key=len, reverse=True)
+_TAG_PATTERN = re.compile(r"<(" + "|".join(re.escape(n) for n in _NAMES) + r")(?=[\s>])([^>]*)>")
+_PIECES = st.one_of(st.sampled_from(["<", ">", "</", " ", "\n", "\u00a0", "\u2003", "x", "-", "=", '"', "é", "GOTO"]),
+                    st.sampled_from([f"<{name}" for name in TRANSITION_TAGS]), st.sampled_from(TRANSITION_TAGS))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=12))
+def test_the_tag_scanner_finds_what_the_tag_pattern_finds(pieces):
+    text = "".join(pieces)
+    for position in range(len(text) + 1):
+        match = _TAG_PATTERN.search(text, position)
+        expected = None if match is None else (match.group(1), match.group(2), match.end())
+        assert _next_opening(text, position) == expected, (text, position)
+
+
+def test_tags_without_attributes_and_with_them():
+    assert one("<result>ok</result>").attributes == {}
+    assert one("<fork\u00a0next='A'>B</fork>").attributes == {"next": "A"}

@@ -18,11 +18,12 @@ def workflow_document(path):
         return None
     from wfexec.api import resolve_workflow_path
     from wfexec.language import workflow_cache
-    from wfexec.language.loader import load_file
 
     file = resolve_workflow_path(p)
     if workflow_cache.load(file) is not None:
         return file  # compiled before, so a workflow: `check` takes it from the cache again
+    from wfexec.language.loader import load_file
+
     document = load_file(file)
     data = document.data
     if isinstance(data, dict) and "states" in data and "nodes" not in data:
@@ -37,13 +38,13 @@ def raymond_manifest(folder: Path) -> dict | None:
     """The Raymond manifest (`workflow.yaml` beside the states: name, description, default_budget, backend…) of a
     states folder, or None when `folder/workflow.yaml` is a wfexec workflow (it has `nodes:` or `start_node:`) or
     the folder has no entry state."""
+    manifest = folder / "workflow.yaml"
+    if not manifest.is_file():
+        return None
     from wfexec.language.loader import load_file
     from wfexec.protocol.errors import ScopeError
     from wfexec.protocol.scopes import entry_point, open_scope
 
-    manifest = folder / "workflow.yaml"
-    if not manifest.is_file():
-        return None
     data = load_file(manifest).data
     if not isinstance(data, dict) or "nodes" in data or "start_node" in data:
         return None

@@ -20,11 +20,14 @@ __all__ = ["RunRequest", "execute_resume", "execute_run", "execute_states", "rep
 
 
 def _gather_inputs(request: RunRequest, workflow) -> dict:
+    if not (request.input_file or request.text_inputs or workflow.input_schema):
+        return dict(request.inputs)  # nothing to read, parse or check (`wfexec states`, mostly)
     from wfexec.language.inputs import check_inputs, split_pairs
-    from wfexec.language.loader import load_file
 
     given: dict[str, Any] = {}
     if request.input_file:
+        from wfexec.language.loader import load_file
+
         doc = load_file(request.input_file)
         if doc.diagnostics:
             raise ValueError(doc.diagnostics[0].format())
@@ -44,7 +47,7 @@ def _load_or_report(path, document=None) -> Any:
     of the states a `states` node runs included (at the state file's line)."""
     from wfexec.api import check_to_run, resolve_workflow_path
     from wfexec.language.diagnostics import ERROR
-    from wfexec.types.registry import BrokenPlugins
+    from wfexec.errors import BrokenPlugins
 
     try:
         workflow, diagnostics = check_to_run(path, document)
@@ -71,8 +74,7 @@ def _console(request: RunRequest):
 def execute_run(request: RunRequest) -> int:
     from wfexec.api import backend_of
     from wfexec.commands.documents import workflow_document  # a states folder, or a workflow?
-    from wfexec.language.inputs import InputError
-    from wfexec.running.prompts import AnswerError, Answers
+    from wfexec.running.prompts import Answers
 
     document = workflow_document(request.path)
     if document is None and request.record_case is not None:
@@ -91,7 +93,7 @@ def execute_run(request: RunRequest) -> int:
         inputs = _gather_inputs(request, workflow)
         answers = Answers.given(request.answers, request.answer_files)
         backend = backend_of(request)
-    except (InputError, AnswerError, ValueError) as exc:
+    except ValueError as exc:  # an InputError or AnswerError (both ValueErrors), or what reading a file found
         _error(f"error: {exc}")
         return exit_code_for("invalid")
     if request.record_case is not None:

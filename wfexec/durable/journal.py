@@ -33,7 +33,7 @@ from wfexec.running import steploop
 from wfexec.running.steploop import HISTORY_WINDOW
 from wfexec.durable.changes import record as record_changes
 from wfexec.durable.store import FINISHED, Replayed, Store, StoreError, StoreWriteError, ending_status
-from wfexec.types.registry import EFFECTS
+from wfexec.interfaces import EFFECTS
 from wfexec.system import subprocesses
 from wfexec.system.digest import sha256
 

@@ -87,75 +87,18 @@ def js_keywords() -> frozenset:
     return KEYWORDS
 
 
-def fast_function(text: str) -> Callable[[Any], Any]:
-    """The function `fast_source` wrote: the value, or MISSING where the engine must answer."""
-    from wfexec.language.expressions import MISSING
-
-    namespace = _namespace(lambda: MISSING)
-    exec(compile(text, "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
-    fast: Callable[[Any], Any] = namespace["fast"]  # defined by the code above
-    return fast
-
-
-class _EngineAnswers(Exception):
-    """Raised where the fast path cannot answer (`FALL()` in the text `fast_source` wrote)."""
-
-
-def _engine_answers() -> Any:
-    raise _EngineAnswers
-
-
-def fast_evaluator(text: str, engine: Callable[[Any], Any], switch: list[bool]) -> Callable[[Any], Any]:
-    """The whole evaluation as one function: what `fast_source` wrote, asking `engine` itself where that cannot
-    answer (or reads a state that is not as it assumes: TypeError, KeyError), and always while `switch[0]` is
-    false. An expression is evaluated at every step, and a call less is a good part of its cost."""
-    lines = text.splitlines()
-    assert lines[0] == "def fast(scope):", lines[0]
-    body = "\n".join("        " + line for line in lines[1:] if line)
-    source = ("def made(ENGINE, ON):\n"
-              "    def fast(scope):\n"
-              "        if not ON[0]: return ENGINE(scope)\n"
-              "        try:\n"
-              f"{body}\n"
-              "        except (TypeError, KeyError, EngineAnswers):\n"
-              "            return ENGINE(scope)\n"
-              "    return fast\n")
-    namespace = _namespace(_engine_answers)
-    namespace["EngineAnswers"] = _EngineAnswers
-    exec(compile(source, "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
-    return namespace["made"](engine, switch)  # defined by the code above
-
-
-def _namespace(fall: Callable[[], Any]) -> dict[str, Any]:
-    from wfexec.language.expressions import TOP_LEVEL_FIRST, truthy
-
-    return {"FALL": fall, "truthy": truthy, "INF": float("inf"), "SAFE": _SAFE_INTEGER, "EMPTY": {}, "LEN": js_len,
-            "TOP_LEVEL_FIRST": TOP_LEVEL_FIRST}
-
-
-def js_len(value: Any) -> int:
-    """The prelude's `len(x)`: 0 for null and undefined, the keys of an object, the length of an array, a
-    string's length in UTF-16 code units as JavaScript counts it, and 0 for anything else."""
-    if value.__class__ is dict:
-        return len(value)
-    if value.__class__ is list:
-        return len(value)
-    if value.__class__ is str:  # ASCII (a flag CPython keeps): one code unit each, without looking up a codec
-        return len(value) if value.isascii() else len(value.encode("utf-16-le", "surrogatepass")) // 2
-    return 0
-
-
 # The static kind of a value in generated code: "raw" (read from the state, unchecked: it may be MISSING,
 # NaN or an unsafe integer), "json" (checked: what JSON carries to the engine unchanged), "num" (a safe
 # integer or a float), "str", "bool", "null".
 _CHECKED = ("json", "num", "str", "bool", "null")
 
 
-# Imported below the definitions above: expressions imports this module lazily.
-from wfexec.language.expressions import MAX_SAFE_INTEGER, NAMESPACES_IN_STATE  # noqa: E402
+# Imported below the definitions above: expressions imports this module lazily. What runs the functions written
+# here (fast_evaluation) is a module of its own: a run of a cached workflow imports only that one.
+from wfexec.language.expressions import NAMESPACES_IN_STATE  # noqa: E402
+from wfexec.language.fast_evaluation import fast_evaluator, fast_function, js_len  # noqa: E402
 
-# Beyond Number.MAX_SAFE_INTEGER an integer is a BigInt in the engine (javascript.py): the engine's business.
-_SAFE_INTEGER = MAX_SAFE_INTEGER
+__all__ = ["compile_fast", "fast_evaluator", "fast_function", "fast_source", "js_len"]
 
 
 class _Writer:

@@ -26,12 +26,11 @@ written as a literal, and a result that is not data is an ExpressionError.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import time
-from collections.abc import Mapping
-from contextlib import contextmanager
+# collections.abc re-exports these ABCs from here: one module fewer for every start to import.
+from _collections_abc import Mapping
 from wfexec.records import dataclass, field
 
 from wfexec.errors import WfexecError
@@ -39,7 +38,7 @@ from wfexec.system.patterns import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator
+    from typing import Any, Callable
     # Imported where an expression is compiled or run in the engine: a cached workflow whose expressions all
     # take the fast path, or a run with none (`wfexec states`), never needs them.
     from wfexec.language import javascript
@@ -220,6 +219,8 @@ def _dumps(values: dict) -> str:
 
 
 def _finite(value: Any) -> Any:
+    import math  # a shared library: imported when a state holds NaN or an infinity, not at every start
+
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
@@ -233,17 +234,27 @@ def _finite(value: Any) -> Any:
 # Expressions.
 
 # Set while a blueprint-lib v8 document compiles: there a read below a missing value is null, not an error.
-_missing_reads_null = False
+_missing_reads_null = [False]
 
 
-@contextmanager
-def missing_reads_null(enabled: bool) -> Iterator[None]:
-    global _missing_reads_null
-    before, _missing_reads_null = _missing_reads_null, enabled
-    try:
-        yield
-    finally:
-        _missing_reads_null = before
+class _Switched:
+    """A process-wide setting (the one item of `setting`) changed for the time of a `with` block, and put back
+    after. (Not a `contextlib.contextmanager`: importing contextlib cost every start of a run ~0.7 ms.)"""
+
+    __slots__ = ("_setting", "_value", "_before")
+
+    def __init__(self, setting: list[bool], value: bool) -> None:
+        self._setting, self._value = setting, value
+
+    def __enter__(self) -> None:
+        self._before, self._setting[0] = self._setting[0], self._value
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._setting[0] = self._before
+
+
+def missing_reads_null(enabled: bool) -> _Switched:
+    return _Switched(_missing_reads_null, enabled)
 
 
 class Expression:
@@ -256,14 +267,14 @@ class Expression:
                  "_reads_clock")
 
     def __init__(self, source: str):
-        known = _analysed.get((source, _missing_reads_null))
+        known = _analysed.get((source, _missing_reads_null[0]))
         if known is not None:
             _fill(self, *known)
             return
         self._analyse(source)
         if len(_analysed) >= _ANALYSED_KEPT:
             _analysed.clear()
-        _analysed[(source, _missing_reads_null)] = self.__reduce__()[1]
+        _analysed[(source, _missing_reads_null[0])] = self.__reduce__()[1]
 
     def _analyse(self, source: str) -> None:
         self.source = source
@@ -306,7 +317,7 @@ class Expression:
             raise ExpressionError(f"unknown function '{name}' called in `{_short(source)}`", hint, source,
                                   line, column)
         try:
-            compiled = javascript.compile_source(optional_members(code) if _missing_reads_null else code,
+            compiled = javascript.compile_source(optional_members(code) if _missing_reads_null[0] else code,
                                                  tuple(sorted(reads)))
         except javascript.JavaScriptError as exc:
             raise self._invalid(exc) from None
@@ -329,7 +340,7 @@ class Expression:
         everything). For tests; evaluation goes through `evaluator`."""
         if self._fast_text is None:
             return None
-        from wfexec.language.expression_fastpath import fast_function
+        from wfexec.language.fast_evaluation import fast_function
 
         return fast_function(self._fast_text)
 
@@ -340,7 +351,7 @@ class Expression:
             if self._fast_text is None:
                 made = self.evaluate_in_engine
             else:
-                from wfexec.language.expression_fastpath import fast_evaluator
+                from wfexec.language.fast_evaluation import fast_evaluator
 
                 made = fast_evaluator(self._fast_text, self.evaluate_in_engine, _fast_path_on)
             self._evaluator = made
@@ -410,14 +421,9 @@ class Expression:
 _fast_path_on = [True]
 
 
-@contextmanager
-def fast_path(enabled: bool) -> Iterator[None]:
+def fast_path(enabled: bool) -> _Switched:
     """Evaluate with the Python fast path on (as runs do) or off, for the time of the block (process-wide)."""
-    before, _fast_path_on[0] = _fast_path_on[0], enabled
-    try:
-        yield
-    finally:
-        _fast_path_on[0] = before
+    return _Switched(_fast_path_on, enabled)
 
 
 def _restored_expression(source, code, names, program, reads, function_text, fast_text, reads_clock) -> Expression:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from wfexec.language.diagnostics import Diagnostic, Reporter
 from wfexec.language.gc_pause import collector_paused
+from wfexec.language.limits import FILE_BYTES_VARIABLE, limit, max_file_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,24 +46,9 @@ _TOO_DEEP = f"the document nests deeper than {MAX_DEPTH} levels (a fixed limit: 
 # Aliases let a few hundred bytes stand for billions of values (an "alias
 # bomb"); building more values than this *by repeating what aliases name* is
 # refused. Values written out in the file do not count: their number grows
-# with the file's size, which MAX_FILE_BYTES bounds.
+# with the file's size, which MAX_FILE_BYTES (wfexec.language.limits) bounds.
 MAX_ALIAS_VALUES = 500_000
 ALIAS_VALUES_VARIABLE = "WFEXEC_MAX_ALIAS_VALUES"
-# A workflow file is text a person wrote; anything bigger is refused unread.
-MAX_FILE_BYTES = 16 * 1024 * 1024
-FILE_BYTES_VARIABLE = "WFEXEC_MAX_FILE_BYTES"
-
-
-def limit(variable: str, default: int) -> int:
-    """A size limit, raised (or lowered) by setting `variable` to a whole number; anything else keeps `default`."""
-    try:
-        return max(1, int(os.environ.get(variable, "").replace("_", "")))
-    except ValueError:
-        return default
-
-
-def max_file_bytes() -> int:
-    return limit(FILE_BYTES_VARIABLE, MAX_FILE_BYTES)
 
 
 @dataclass

@@ -76,19 +76,37 @@ def _key(path: Path, content: bytes) -> bytes:
     return cache_key("workflow 1", os.environ.get("CLAUDE_PLUGIN_ROOT", ""), str(path), sha256(content).hexdigest())
 
 
-def digest(place: Path) -> str:
+def digest(place: str | os.PathLike) -> str:
     """What is at `place` now: a file's SHA-256, a folder's files (names and contents), or "missing"."""
     try:
-        if place.is_dir():
-            whole = sha256(b"folder\0")
-            for file in sorted(p for p in place.rglob("*") if p.is_file()):
-                whole.update(str(file.relative_to(place)).encode() + b"\0" + sha256(file.read_bytes()).digest())
-            return whole.hexdigest()
-        return sha256(place.read_bytes()).hexdigest()
+        if os.path.isdir(place):
+            return _folder_digest(os.fspath(place))
+        return sha256(_read(place)).hexdigest()
     except (FileNotFoundError, NotADirectoryError):
         return "missing"
     except (OSError, ValueError):
         return "unreadable"
+
+
+def _folder_digest(folder: str) -> str:
+    """The files under `folder` as `Path(folder).rglob("*")` finds them (symbolic links to files followed, to
+    folders not), by their relative paths in `Path` order (part by part), each path and its content's SHA-256.
+    Walked with `os.walk`: the glob compiled a pattern and made a Path of every file, at every start."""
+    files = []
+    for at, _folders, names in os.walk(folder):
+        inside = os.path.relpath(at, folder)
+        for name in names:
+            if os.path.isfile(os.path.join(at, name)):
+                files.append(name if inside == os.curdir else os.path.join(inside, name))
+    whole = sha256(b"folder\0")
+    for relative in sorted(files, key=lambda relative: relative.split(os.sep)):
+        whole.update(relative.encode() + b"\0" + sha256(_read(os.path.join(folder, relative))).digest())
+    return whole.hexdigest()
+
+
+def _read(path: str | os.PathLike) -> bytes:
+    with open(path, "rb") as file:
+        return file.read()
 
 
 def workflow_bytes(path: Path) -> bytes | None:
@@ -96,7 +114,7 @@ def workflow_bytes(path: Path) -> bytes | None:
     or a huge file: the loader refuses those with a diagnostic)."""
     import stat
 
-    from wfexec.language.loader import max_file_bytes
+    from wfexec.language.limits import max_file_bytes
 
     try:
         status = os.stat(path)
@@ -126,7 +144,7 @@ def load(path: Path, memory: dict | None = None) -> Any | None:
     kept = memory.get(key)
     if kept is not None:
         looked, checked = kept
-        if all(digest(Path(place)) == was for place, was in looked):
+        if all(digest(place) == was for place, was in looked):
             return checked
         memory.pop(key, None)
     payload = cache.load(_KIND, key)
@@ -134,7 +152,7 @@ def load(path: Path, memory: dict | None = None) -> Any | None:
         return None
     try:
         looked, compiled = pickle.loads(payload)
-        if any(digest(Path(place)) != was for place, was in looked):
+        if any(digest(place) != was for place, was in looked):
             return None
         checked = pickle.loads(compiled)
     except Exception:  # noqa: BLE001 - an entry from another build or half a file: compile afresh
@@ -155,7 +173,7 @@ def keep(path: Path, content: bytes, checked: Any, looked: list[Path]) -> None:
     except Exception:  # noqa: BLE001 - unreadable now, or a plugin's object that cannot be pickled: no entry
         return
     places = sorted({str(place) for place in looked})
-    payload = pickle.dumps(([(place, digest(Path(place))) for place in places], compiled),
+    payload = pickle.dumps(([(place, digest(place)) for place in places], compiled),
                            protocol=HIGHEST_PROTOCOL)
     cache.store(_KIND, _key(path, content), payload)
 

@@ -14,7 +14,6 @@ ended.
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from wfexec.records import replace
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from wfexec.system.clock import local_now
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator
+    from typing import Any, Callable
     from wfexec.interfaces import Output as Io
 
 KEEP_OUTPUT = 64 * 1024
@@ -321,23 +320,16 @@ class Orchestrator:
             if len(active) != 1 or self._kind(active[0]) != "script":
                 return
             agent = active[0]
-            with self._attempt(agent):
+            # A failure that allows another try counts, one that pauses the agent pauses it; either way the
+            # agents' state is checkpointed after the state.
+            try:
                 self._start_step(agent)
                 self._advance(agent, run_script_state_blocking(self, agent))
-
-    @contextmanager
-    def _attempt(self, agent: Agent) -> Iterator[None]:
-        """One state of `agent`: a failure that allows another try counts, one that pauses the agent pauses
-        it; either way the agents' state is checkpointed after it."""
-        state = self.state
-        assert state is not None  # run() sets it before any agent starts
-        try:
-            yield
-        except Retryable as exc:
-            self._failed_attempt(agent, exc)
-        except (UsageLimit, PausesAgent) as exc:
-            self._pause(agent, exc.message)
-        self._checkpoint()
+            except Retryable as exc:
+                self._failed_attempt(agent, exc)
+            except (UsageLimit, PausesAgent) as exc:
+                self._pause(agent, exc.message)
+            self._checkpoint()
 
     def _checkpoint(self) -> None:
         state = self.state

@@ -11,15 +11,15 @@ from pathlib import Path
 
 from wfexec.language.expressions import Expression, ExpressionError, Scope, render_value
 from wfexec.language.model import Call, Node, Workflow
-from wfexec.language.prose import Prose
-from wfexec.running.io import Io
-from wfexec.types.registry import ActionFailed
+from wfexec.errors import ActionFailed
 from wfexec.language.paths import PathError, StatePath, get_path, parse_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
+    from wfexec.language.prose import Prose
     from wfexec.running.engine import Run
+    from wfexec.running.io import Io
 
 
 class CallContext:
@@ -97,7 +97,7 @@ class CallContext:
 
     def evaluate(self, expression: Expression | Prose, **local_values: Any) -> Any:
         scope = self.scope.child(**local_values) if local_values else self.scope
-        if isinstance(expression, Prose):
+        if not isinstance(expression, Expression):  # Prose: imported by a workflow that has some, not by every run
             return self.run.judge_prose(expression, scope, self.call)
         try:
             return expression.evaluate(scope)

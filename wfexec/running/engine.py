@@ -10,7 +10,6 @@ calls handlers, nothing more.
 
 from __future__ import annotations
 
-import copy
 import os
 import time
 from wfexec.records import dataclass, field
@@ -21,10 +20,9 @@ from wfexec.running.context import CallContext, parse_cached
 from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, render_value,
                                          to_text)
 from wfexec.language.model import NO_DIRECT, Call, Ending, Node, Where, Workflow
-from wfexec.running.io import Io
 from wfexec.running.node_context import StepContext
 from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, match_answer
-from wfexec.types.registry import ActionFailed
+from wfexec.errors import ActionFailed
 from wfexec.language.paths import PathError, absolute_path, format_path, get_path, set_path
 from wfexec.running.state import new_state
 from wfexec.running.request import DEFAULT_MAX_STEPS
@@ -33,6 +31,18 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, NoReturn
     from wfexec.running.dry_run import DryRun
+    from wfexec.running.io import Io
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy: state never shares structure with the workflow or with itself. `copy` (with weakref, ~1 ms of
+    CPU) is imported by the first run that writes a list or mapping that holds something, not at every start (a
+    `states` node writes its forks' results, most often none)."""
+    if not value and type(value) in (list, dict):
+        return type(value)()
+    from copy import deepcopy
+
+    return deepcopy(value)
 
 
 class RunError(WfexecError):
@@ -220,14 +230,14 @@ class Run:
     def initial_state(self, inputs: dict) -> dict:
         state = new_state(self.workflow.initial_state)
         for key, value in inputs.items():
-            state[key] = copy.deepcopy(value)
+            state[key] = _copied(value)
         return state
 
     def write(self, path: tuple, value: Any) -> None:
         """Set a state path (raises PathError), noting it for the journal. State never shares structure
         with the workflow or with itself, so lists and mappings are copied."""
         if isinstance(value, (dict, list)):
-            value = copy.deepcopy(value)
+            value = _copied(value)
         if len(path) == 1 and path[0].__class__ is str:  # most writes: a top-level name, set without set_path
             self.state[path[0]] = value
             self.changed[path] = None
@@ -247,7 +257,7 @@ class Run:
             return
         if not isinstance(target, list):
             raise PathError(f"`{format_path(path)}` holds {type(target).__name__}, not a list; cannot append")
-        target.append(copy.deepcopy(value) if isinstance(value, (dict, list)) else value)
+        target.append(_copied(value) if isinstance(value, (dict, list)) else value)
         path = absolute_path(self.state, path)
         self.appended[path] = self.appended.get(path, 0) + 1
 

@@ -130,10 +130,10 @@ class Answers:
     def given(cls, answers: dict[str, Any], files: Sequence[Path] = ()) -> "Answers":
         """The answers of a run request (node → an answer, or the answers in turn), after those the answers
         files map their nodes to."""
-        from wfexec.language.loader import load_file
-
         merged: dict[str, Any] = {}
         for file in files:
+            from wfexec.language.loader import load_file
+
             doc = load_file(file)
             if doc.diagnostics:
                 raise AnswerError(doc.diagnostics[0].format())

@@ -8,7 +8,7 @@ from typing import Any
 
 from wfexec.language.prose import Prose
 from wfexec.language.paths import PathError, get_path, parse_path
-from wfexec.types.registry import ActionFailed
+from wfexec.errors import ActionFailed
 
 _MISSING = object()
 _FENCE = re.compile(r"^```[A-Za-z]*\s*\n(.*?)\n?```$", re.S)

@@ -66,16 +66,17 @@ class Option:
     __slots__ = ("name", "default", "help", "flag", "short", "metavar", "envvar", "cli", "api", "mcp", "form",
                  "min", "max", "choices", "secondary")
 
-    _DOORS = ("cli", "api", "mcp")
-
-    def __init__(self, default: Any, help: str, **how: Any):
+    # Each keyword written out (not a loop over the slots): the class body makes forty of these on every start.
+    def __init__(self, default: Any, help: str, *, flag: str | None = None, short: str | None = None,
+                 metavar: str | None = None, envvar: str | None = None, cli: tuple[str, ...] = (),
+                 api: tuple[str, ...] = (), mcp: tuple[str, ...] = (), form: str | None = None,
+                 min: float | None = None, max: float | None = None, choices: tuple[str, ...] | None = None,
+                 secondary: str | None = None):
         self.name = ""  # the attribute's (__set_name__)
-        self.default = default
-        self.help = help
-        for slot in self.__slots__[3:]:
-            setattr(self, slot, how.pop(slot, () if slot in self._DOORS else None))
-        if how:
-            raise TypeError(f"an option has no {', '.join(how)}")
+        self.default, self.help, self.flag, self.short, self.metavar, self.envvar = \
+            default, help, flag, short, metavar, envvar
+        self.cli, self.api, self.mcp, self.form, self.min, self.max = cli, api, mcp, form, min, max
+        self.choices, self.secondary = choices, secondary
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name

@@ -25,6 +25,12 @@ def starting() -> None:
         gc.set_threshold(max(usual[0], _STARTING_THRESHOLD), usual[1], usual[2])
 
 
+def not_starting() -> None:
+    """The command is not one whose start is kept short after all: the usual thresholds, nothing frozen."""
+    if _usual:
+        gc.set_threshold(*_usual.pop())
+
+
 def started() -> None:
     """The run's first step is next: what the start made is kept out of every later collection, and the usual
     thresholds return. Nothing when `starting` was not called (the API, a test)."""

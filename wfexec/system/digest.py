@@ -4,22 +4,16 @@ of the start of every command that reads the compiled-workflow cache."""
 
 from __future__ import annotations
 
-import importlib
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
-
-
-def _sha256() -> Callable[..., Any]:
-    for module in ("_sha256", "_sha2"):  # CPython 3.11, 3.12 and later
-        try:
-            return importlib.import_module(module).sha256
-        except (ImportError, AttributeError):
-            continue
     from hashlib import sha256
-
-    return sha256
-
-
-sha256 = _sha256()
+else:
+    try:  # CPython's module is _sha2 from 3.12 on; each name tried and missing is a search of the whole path
+        if sys.version_info >= (3, 12):
+            from _sha2 import sha256
+        else:
+            from _sha256 import sha256
+    except ImportError:
+        from hashlib import sha256

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from wfexec.records import dataclass, field, fields, replace
 
-from wfexec.errors import ActionFailed, WfexecError
+from wfexec.errors import ActionFailed, BrokenPlugins, PluginError, WfexecError
+from wfexec.interfaces import EFFECTS
 from wfexec.language.diagnostics import did_you_mean
 
 TYPE_CHECKING = False
@@ -36,10 +37,8 @@ CONSEQUENCE = "consequence"
 ENTRY_POINT_GROUPS = {PRECONDITION: "wfexec.preconditions", CONSEQUENCE: "wfexec.consequences"}
 BUILTIN_PACKAGE = "wfexec"
 
-# What a type may touch outside the run state. A dry run and a side-effect
-# report are computed from these without running anything. `mcp`: it calls a tool of an MCP server (starts the
-# server's program; the tool may do anything), governed per server by a v8 workflow's `declared_effects`.
-EFFECTS = ("files", "process", "network", "git", "llm", "display", "mcp")
+# What a type may touch outside the run state (EFFECTS) is declared in wfexec.interfaces, and the plugin errors in
+# wfexec.errors: the journal and the commands use them without importing the registry.
 
 # Parameter slots whose value is a list of calls compiled recursively.
 NESTED_PRECONDITIONS = "preconditions"   # list of precondition objects
@@ -237,26 +236,6 @@ class TypeList(list):
 
     def consequence(self, name: str, params: dict | None = None, required: Iterable[str] = (), **options):
         return self._add(CONSEQUENCE, name, params, required, **options)
-
-
-class PluginError(WfexecError):
-    """An installed plugin that cannot be used, named by its distribution and entry point (exit 2)."""
-
-    def __init__(self, dist: str, entry_point: str, message: str, hint: str = ""):
-        super().__init__(f"plugin {dist} (entry point '{entry_point}'): {message}", hint)
-        self.dist = dist
-        self.entry_point = entry_point
-
-
-class BrokenPlugins(WfexecError):
-    """Every unusable plugin, reported together: one line each."""
-
-    def __init__(self, errors: list[PluginError]):
-        super().__init__(errors[0].message, errors[0].hint)
-        self.errors = errors
-
-    def format(self) -> str:
-        return "\n".join(error.format() for error in self.errors)
 
 
 def spec_problems(spec: TypeSpec) -> list[tuple[str, str]]:
