@@ -196,7 +196,7 @@ def test_each_checks_direct_form_answers_as_its_handler_does(tmp_path):
     workflow = wfexec.load(tmp_path / "workflow.yaml")
     calls = [node.spec.condition for node in workflow.nodes.values()]
     by_handler = [replace(call, spec=replace(call.spec, direct=None)) for call in calls]
-    assert sum(call.direct_write() is not NO_DIRECT for call in calls) == len(calls) - 1  # all but the computed flag
+    assert sum(call.direct_form() is not NO_DIRECT for call in calls) == len(calls) - 1  # all but the computed flag
 
     def answers(checked):
         run = start(workflow, io=Console(out=io.StringIO(), err=io.StringIO()))

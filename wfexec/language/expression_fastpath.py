@@ -96,9 +96,7 @@ _CHECKED = ("json", "num", "str", "bool", "null")
 # Imported below the definitions above: expressions imports this module lazily. What runs the functions written
 # here (fast_evaluation) is a module of its own: a run of a cached workflow imports only that one.
 from wfexec.language.expressions import NAMESPACES_IN_STATE  # noqa: E402
-from wfexec.language.fast_evaluation import fast_evaluator, fast_function, js_len  # noqa: E402
-
-__all__ = ["compile_fast", "fast_evaluator", "fast_function", "fast_source", "js_len"]
+from wfexec.language.fast_evaluation import fast_function  # noqa: E402
 
 
 class _Writer:

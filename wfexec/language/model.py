@@ -59,9 +59,9 @@ class Call:
     raw: Mapping[str, Any]      # as written, for messages and security decisions
     where: Where
     dynamic: tuple              # the parameters holding a Template somewhere (empty: none)
-    # The call's work as direct state writes, `write(run, scope)`, made by its type's `direct` the first time it
-    # runs (NO_DIRECT: the handler does the work). Made on first use, not at load: `validate` never needs it,
-    # and a closure does not go into the compiled-workflow cache.
+    # The call's work as a function `(run, scope)` (a consequence's state writes, a precondition's answer), made by
+    # its type's `direct` the first time it runs (NO_DIRECT: the handler does the work). Made on first use, not at
+    # load: `validate` never needs it, and a closure does not go into the compiled-workflow cache.
     direct: Any = field(default=None, init=False, compare=False, repr=False)
 
     def __getstate__(self) -> tuple:
@@ -70,14 +70,14 @@ class Call:
     def __setstate__(self, state: tuple) -> None:
         _restore_slots(self, state + (None,))
 
-    def direct_write(self) -> Any:
+    def direct_form(self) -> Any:
         """`direct`, made now if this is the call's first run."""
-        write = self.direct
-        if write is None:
+        form = self.direct
+        if form is None:
             make = self.spec.direct
-            write = (make(self.params) if make is not None else None) or NO_DIRECT
-            object.__setattr__(self, "direct", write)
-        return write
+            form = (make(self.params) if make is not None else None) or NO_DIRECT
+            object.__setattr__(self, "direct", form)
+        return form
 
     def render(self, scope) -> Mapping[str, Any]:
         """The parameters for one call, templates rendered."""

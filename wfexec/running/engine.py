@@ -280,7 +280,7 @@ class Run:
             self.dry.check_allowed(self, call)
         test = call.direct
         if test is None:
-            test = call.direct_write()
+            test = call.direct_form()
         try:
             if test is not NO_DIRECT and not self.io.tracing:  # a trace shows the call as the handler gets it
                 return test(self, scope)
@@ -301,7 +301,7 @@ class Run:
             return
         write = call.direct
         if write is None:
-            write = call.direct_write()
+            write = call.direct_form()
         if write is not NO_DIRECT and not self.io.tracing:  # a trace shows the call as the handler gets it
             try:
                 write(self, scope)

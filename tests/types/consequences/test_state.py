@@ -177,9 +177,9 @@ def test_each_state_types_direct_form_does_what_its_handler_does(write_workflow)
         "count": 3, "items": ["a", "b"], "label": "", "computed": {}})))
     calls = workflow.nodes["act"].spec.actions
     by_handler = [replace(call, spec=replace(call.spec, direct=None)) for call in calls]
-    direct = [call.raw for call in calls if call.direct_write() is not NO_DIRECT]
+    direct = [call.raw for call in calls if call.direct_form() is not NO_DIRECT]
     assert len(direct) == len(DIRECT_CASES) - 2  # all but the computed path and increment
-    assert all(call.direct_write() is NO_DIRECT for call in by_handler)
+    assert all(call.direct_form() is NO_DIRECT for call in by_handler)
 
     outcomes, state, changed, appended = apply_each(workflow, calls)
     assert (outcomes, state, changed, appended) == apply_each(workflow, by_handler)
@@ -199,7 +199,7 @@ def test_a_call_keeps_its_direct_form_out_of_the_workflow_cache(write_workflow):
 
     workflow = wfexec.load(write_workflow(one_action({"type": "set_state", "field": "x", "value": "${1 + 1}"})))
     call = workflow.nodes["act"].spec.actions[0]
-    made = call.direct_write()
+    made = call.direct_form()
     assert callable(made) and call.direct is made
     again = pickle.loads(pickle.dumps(call))
-    assert again.direct is None and again.raw == call.raw and callable(again.direct_write())
+    assert again.direct is None and again.raw == call.raw and callable(again.direct_form())
