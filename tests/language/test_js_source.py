@@ -36,6 +36,14 @@ def test_token_offsets_count_from_the_start_of_the_source():
     assert [token.start for token in tokenize("  ab\t+ 'c'")] == [2, 5, 7]
 
 
+@pytest.mark.parametrize("source, expected", [
+    ("", []), (" \t\n\u00a0\u2028", []), ("a \n", [("name", "a")]), ("a // the end", [("name", "a")]),
+    ("// only this\n  ", []), ("\ufeffx\u2029+\u00a0 1 ", [("name", "x"), ("punct", "+"), ("number", "1")]),
+])
+def test_blanks_and_line_comments_anywhere_make_no_token(source, expected):
+    assert kinds(source) == expected
+
+
 @pytest.mark.parametrize("source, message, offset", [
     ("a + 'b", "unterminated string literal", 4),
     ("`x ${y}", "unterminated template literal", 6),

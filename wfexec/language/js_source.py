@@ -26,16 +26,20 @@ void while with yield
 _REGEX_AFTER_WORDS = frozenset("return typeof instanceof in of new delete void throw case do else yield await".split())
 _DECLARE_WORDS = frozenset(("const", "let", "var"))
 
-_IDENT_PATTERN = r"[A-Za-z_$\u00c0-\uffff][\w$\u00c0-\uffff]*"
+# Past ASCII, any character starts or continues a name except the blanks JavaScript knows there (line and
+# paragraph separators, the byte-order mark), which end it.
+_NON_ASCII = r"\u00c0-\u2027\u202a-\ufefe\uff00-\uffff"
+_IDENT_PATTERN = rf"[A-Za-z_${_NON_ASCII}][\w${_NON_ASCII}]*"
 _NUMBER_PATTERN = (r"0[xX][0-9a-fA-F_]+n?|0[oO][0-7_]+n?|0[bB][01_]+n?"
                    r"|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?n?")
 _PUNCT = re.compile(r">>>=|\.\.\.|===|!==|\*\*=|<<=|>>=|>>>|\?\?=|&&=|\|\|=|=>|==|!=|<=|>=|&&|\|\||\?\?|\?\.(?!\d)|"
                     r"\+\+|--|\+=|-=|\*=|/=|%=|&=|\|=|\^=|\*\*|<<|>>|[{}()\[\];,<>+\-*/%&|^!~?:=.@#]")
-# One match per token for what needs no context: blanks, a line comment, a number, a name, punctuation. What
-# does (a string's, a template literal's or a regular expression's end; `/` and `}`, whose meaning depends on
-# the tokens before) is left to the loop: the group `special`.
-_TOKEN_PATTERN = (r"(?P<blank>[ \t\r\n\u00a0\ufeff\u2028\u2029]+)|(?P<comment>//[^\n]*)|(?P<special>['\"`/}])"
-                  rf"|(?P<number>{_NUMBER_PATTERN})|(?P<name>{_IDENT_PATTERN})|(?P<punct>{_PUNCT.pattern})")
+# One match per token for what needs no context, with the blanks before it: a line comment, a number, a name,
+# punctuation. What does (a string's, a template literal's or a regular expression's end; `/` and `}`, whose
+# meaning depends on the tokens before) is left to the loop: the group `special`. A match of blanks alone is the
+# source's end, or a character no token starts with.
+_TOKEN_PATTERN = (r"[ \t\r\n\u00a0\ufeff\u2028\u2029]*(?:(?P<comment>//[^\n]*)|(?P<special>['\"`/}])"
+                  rf"|(?P<number>{_NUMBER_PATTERN})|(?P<name>{_IDENT_PATTERN})|(?P<punct>{_PUNCT.pattern}))?")
 _compiled_token: list[re.Pattern] = []  # compiled on the first tokenize: the Unicode ranges take ~5 ms, and a
 #                                         cached workflow runs without tokenizing anything
 
@@ -46,7 +50,7 @@ def _token() -> re.Pattern:
     return _compiled_token[0]
 
 
-@dataclass
+@dataclass(slots=True)  # an expression makes one per token: without a __dict__ each costs a sixth less
 class Token:
     kind: str      # name, number, string, template, regex, punct
     text: str
@@ -65,25 +69,28 @@ def tokenize(source: str) -> list[Token]:
     tokens: list[Token] = []
     braces: list[str] = []  # "{" for a block/object, "`" for a `${` inside a template literal
     match_token = _token().match
+    append = tokens.append
     i, n = 0, len(source)
     while i < n:
         match = match_token(source, i)
-        if match is None:
-            raise TokenError(f"unexpected character {source[i]!r}", i)
         kind = match.lastgroup
+        end = match.end()
         if kind == "name" or kind == "number":
-            tokens.append(Token(kind, match.group(), i))
-            i = match.end()
+            text = match.group(kind)
+            append(Token(kind, text, end - len(text)))
+            i = end
         elif kind == "punct":
-            text = match.group()
+            text = match.group(kind)
             if text == "{":
                 braces.append("{")
-            tokens.append(Token("punct", text, i))
-            i = match.end()
+            append(Token("punct", text, end - len(text)))
+            i = end
         elif kind == "special":
-            i = _special(source, i, tokens, braces)
-        else:  # blanks, a line comment
-            i = match.end()
+            i = _special(source, end - 1, tokens, braces)
+        elif kind == "comment" or end == n:  # a line comment; blanks that end the source
+            i = end
+        else:
+            raise TokenError(f"unexpected character {source[end]!r}", end)
     return tokens
 
 
