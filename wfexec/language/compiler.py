@@ -263,8 +263,8 @@ class Compiler:
         if spec is None or "store_as" not in spec.params:
             return raw
         self.report.warning(self.full(rel) + ("store_in",), "store-in",
-                            f"`store_in` is read as `store_as` (a blueprint v3 spelling the type definitions "
-                            f"never had)", "rename it to `store_as`", at_key=True)
+                            "`store_in` is read as `store_as` (a blueprint v3 spelling the type definitions "
+                            "never had)", "rename it to `store_as`", at_key=True)
         return {("store_as" if key == "store_in" else key): value for key, value in raw.items()}
 
     def calls(self, raw: Any, rel: tuple, kind: str) -> tuple:

@@ -21,11 +21,6 @@ from __future__ import annotations
 
 from wfexec.system.patterns import lazy
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Callable
-
-
 _DECIMAL = lazy(r"^(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?$")
 _LITERALS = {"true": "True", "false": "False", "null": "None"}
 _RESERVED_NAMES = frozenset(("undefined", "NaN", "Infinity", "this", "arguments", "globalThis"))
@@ -35,16 +30,10 @@ class _Unsupported(Exception):
     pass
 
 
-def compile_fast(code: str, builtins: frozenset[str] = frozenset()) -> Callable[[Any], Any] | None:
-    """A function of a Scope giving the value of `code`, or MISSING when the engine must answer; None when
-    `code` is not a shape handled here."""
-    text = fast_source(code, builtins)
-    return None if text is None else fast_function(text)
-
-
 def fast_source(code: str, builtins: frozenset[str] = frozenset(), tokens: list | None = None) -> str | None:
-    """The Python source of `compile_fast`'s function (kept by the compiled-workflow cache), or None. `tokens`:
-    `code`'s, when the caller has them."""
+    """The Python source of a function of a Scope giving the value of `code`, or MISSING where the engine must
+    answer (wfexec.language.fast_evaluation runs it; the compiled-workflow cache keeps the text); None when `code`
+    is not a shape handled here. `tokens`: `code`'s, when the caller has them."""
     if tokens is None:
         from wfexec.language.js_source import TokenError, tokenize  # writing the fast path, not running it
 
@@ -96,7 +85,6 @@ _CHECKED = ("json", "num", "str", "bool", "null")
 # Imported below the definitions above: expressions imports this module lazily. What runs the functions written
 # here (fast_evaluation) is a module of its own: a run of a cached workflow imports only that one.
 from wfexec.language.expressions import NAMESPACES_IN_STATE  # noqa: E402
-from wfexec.language.fast_evaluation import fast_function  # noqa: E402
 
 
 class _Writer:

@@ -72,7 +72,7 @@ def tokenize(source: str) -> list[Token]:
     append = tokens.append
     i, n = 0, len(source)
     while i < n:
-        match = match_token(source, i)
+        match: re.Match = match_token(source, i)  # type: ignore[assignment]  # all optional: never None
         kind = match.lastgroup
         end = match.end()
         if kind == "name" or kind == "number":

@@ -39,7 +39,6 @@ def run_filters(request: Request) -> dict[str, str | None]:
 
 def routes(server) -> list[Route]:
     """`server` (wfexec.serve.app.Server) holds the config, the processes and the workflows."""
-    config = server.config
     view = server.view
 
     def runs(request: Request):

@@ -27,7 +27,6 @@ Times are UTC with milliseconds (`2025-01-24T10:30:00.123Z`).
 from __future__ import annotations
 
 import copy
-import io
 import json
 import os
 import shlex
