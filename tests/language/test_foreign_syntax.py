@@ -76,6 +76,7 @@ def test_validate_warns_where_a_scripts_dollar_brace_can_be_read_two_ways(tmp_pa
      "`${computed.skills.map(i => i.name + ': ' + i.status).join('; ')}`"),
     ("${computed.files | tojson}", "a jq-style filter", "`${JSON.stringify(computed.files)}`"),
     ("${computed.files | length}", "a jq-style filter", "`${computed.files.length}`"),
+    ("${(computed.files || []) | length}", "a jq-style filter", "`${(computed.files || []).length}`"),
     ("${flags.dry_run:-false}", "`:-` on `flags.dry_run` is shell syntax", "`${flags.dry_run || false}`"),
     ("${input.output_path%.*}", "`%` on `input.output_path` is shell syntax",
      "`${input.output_path.replace(/\\.[^.]*$/, '')}`"),

@@ -299,7 +299,8 @@ class Expression:
                                   source, *_line_column(code, exc.offset)) from None
         builtins = javascript.global_names()
         reads = {name: keys for name, keys in found.reads.items() if name not in builtins and name not in KEYWORDS}
-        if "|" in code and any(t.text == "|" for t in tokens) and _reads_a_jq_filter(code, reads):
+        if "|" in code.replace("||", "").replace("|=", "") and any(t.text == "|" for t in tokens) and \
+                _reads_a_jq_filter(code, reads):
             # `x | tojson` is JavaScript too (0, silently); `||` and `|=` are tokens of their own
             _refuse_foreign_idiom(source)
         self.names = tuple(sorted(name for name in found.free if name in reads))
