@@ -1,6 +1,7 @@
 """The JavaScript tokenizer that finds what an expression reads: each kind of token, and where context decides."""
 
 import pytest
+from hypothesis import given, strategies as st
 
 from wfexec.language.js_source import TokenError, tokenize, usage
 
@@ -34,6 +35,31 @@ def test_strings_and_template_literals_hide_their_text_but_not_their_expressions
 
 def test_token_offsets_count_from_the_start_of_the_source():
     assert [token.start for token in tokenize("  ab\t+ 'c'")] == [2, 5, 7]
+
+
+# Tokens whose reading needs no context (no `/`, whose meaning does), each kind with what it can look like.
+_TOKENS = st.one_of(
+    st.tuples(st.just("name"), st.from_regex(r"[A-Za-z_$][A-Za-z0-9_$]{0,6}", fullmatch=True)
+              | st.sampled_from(["é", "名前", "x٣", "ü_1"])),
+    st.tuples(st.just("number"), st.sampled_from(["0", "12", "1.5", ".5", "1e5", "2E-3", "0x1F", "0b101", "10n",
+                                                  "1_000"])),
+    st.tuples(st.just("punct"), st.sampled_from([">>>=", "...", "===", "!==", "**=", "?.", "??", "??=", "=>", "+",
+                                                 "++", "-", "(", ")", "[", "]", "{", "}", ";", ",", "?", ":", "=",
+                                                 "!", "~", "@", "#", "%", "&&", "||", "|", "^", "<<", ">="])),
+    st.tuples(st.just("string"), st.sampled_from(["'a'", '"b c"', "'it\\'s'", '""', "'${x}'"])),
+)
+_BETWEEN = st.sampled_from([" ", "  ", "\t", "\n", "\r\n", "\u00a0", " // a note\n", "/* c */", " /**/ "])
+
+
+@given(st.lists(st.tuples(_BETWEEN, _TOKENS), max_size=30), _BETWEEN)
+def test_tokens_apart_are_read_back_each_where_it_starts(pieces, last):
+    source, expected = "", []
+    for between, (kind, text) in pieces:
+        source += between
+        expected.append((kind, text, len(source)))
+        source += text
+    source += last
+    assert [(token.kind, token.text, token.start) for token in tokenize(source)] == expected
 
 
 @pytest.mark.parametrize("source, expected", [

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from wfexec.system.patterns import lazy
+
 KEYWORDS = frozenset("""
 await break case catch class const continue debugger default delete do else enum export extends false finally
 for function if import in instanceof let new null of return static super switch this throw true try typeof var
@@ -34,20 +36,28 @@ _NUMBER_PATTERN = (r"0[xX][0-9a-fA-F_]+n?|0[oO][0-7_]+n?|0[bB][01_]+n?"
                    r"|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?n?")
 _PUNCT = re.compile(r">>>=|\.\.\.|===|!==|\*\*=|<<=|>>=|>>>|\?\?=|&&=|\|\|=|=>|==|!=|<=|>=|&&|\|\||\?\?|\?\.(?!\d)|"
                     r"\+\+|--|\+=|-=|\*=|/=|%=|&=|\|=|\^=|\*\*|<<|>>|[{}()\[\];,<>+\-*/%&|^!~?:=.@#]")
-# One match per token for what needs no context, with the blanks before it: a line comment, a number, a name,
-# punctuation. What does (a string's, a template literal's or a regular expression's end; `/` and `}`, whose
-# meaning depends on the tokens before) is left to the loop: the group `special`. A match of blanks alone is the
-# source's end, or a character no token starts with.
-_TOKEN_PATTERN = (r"[ \t\r\n\u00a0\ufeff\u2028\u2029]*(?:(?P<comment>//[^\n]*)|(?P<special>['\"`/}])"
-                  rf"|(?P<number>{_NUMBER_PATTERN})|(?P<name>{_IDENT_PATTERN})|(?P<punct>{_PUNCT.pattern}))?")
-_compiled_token: list[re.Pattern] = []  # compiled on the first tokenize: the Unicode ranges take ~5 ms, and a
-#                                         cached workflow runs without tokenizing anything
+_BLANKS = " \t\r\n\u00a0\ufeff\u2028\u2029"
+# What needs no context is read a stretch at a time, up to the next character whose meaning does: a quote, a
+# backtick, `/` (division, a regular expression or a comment) or `}` (a block's end or a template literal's
+# `${...}`'s). One `findall` reads a stretch's blanks, numbers, names and punctuation (and any other character,
+# alone: a mistake) in C; each piece's first character says what it is.
+# Compiled on the first tokenize: the Unicode ranges take ~5 ms, and a cached workflow runs without tokenizing.
+_SIMPLE = lazy(rf"[{_BLANKS}]+|{_NUMBER_PATTERN}|{_IDENT_PATTERN}|{_PUNCT.pattern}|[^'\"`/}}]")
+_SPECIAL = lazy(r"['\"`/}]")
+_NAME_START = lazy(rf"[A-Za-z_${_NON_ASCII}]")
+_KIND_BY_FIRST = {**dict.fromkeys("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$", "name"),
+                  **dict.fromkeys("0123456789", "number"), **dict.fromkeys("{}()[];,<>+-*%&|^!~?:=@#", "punct"),
+                  **dict.fromkeys(_BLANKS, "")}
 
 
-def _token() -> re.Pattern:
-    if not _compiled_token:
-        _compiled_token.append(re.compile(_TOKEN_PATTERN))
-    return _compiled_token[0]
+def _kind(text: str) -> str | None:
+    """What a piece starting with `.` or a character past ASCII is; None: a character no token starts with."""
+    first = text[0]
+    if first == ".":
+        return "number" if text[1:2].isdecimal() else "punct"
+    if first.isdecimal():  # `\d` reads any script's digits, as it did
+        return "number"
+    return "name" if _NAME_START.match(first) else None
 
 
 @dataclass(slots=True)  # an expression makes one per token: without a __dict__ each costs a sixth less
@@ -68,29 +78,27 @@ def tokenize(source: str) -> list[Token]:
     (a template literal becomes a `template` token per literal piece around them)."""
     tokens: list[Token] = []
     braces: list[str] = []  # "{" for a block/object, "`" for a `${` inside a template literal
-    match_token = _token().match
     append = tokens.append
+    read_stretch = _SIMPLE.findall
+    next_special = _SPECIAL.search
+    kinds = _KIND_BY_FIRST
     i, n = 0, len(source)
     while i < n:
-        match: re.Match = match_token(source, i)  # type: ignore[assignment]  # all optional: never None
-        kind = match.lastgroup
-        end = match.end()
-        if kind == "name" or kind == "number":
-            text = match.group(kind)
-            append(Token(kind, text, end - len(text)))
-            i = end
-        elif kind == "punct":
-            text = match.group(kind)
-            if text == "{":
-                braces.append("{")
-            append(Token("punct", text, end - len(text)))
-            i = end
-        elif kind == "special":
-            i = _special(source, end - 1, tokens, braces)
-        elif kind == "comment" or end == n:  # a line comment; blanks that end the source
-            i = end
-        else:
-            raise TokenError(f"unexpected character {source[end]!r}", end)
+        special = next_special(source, i)
+        stop = special.start() if special is not None else n
+        for text in read_stretch(source, i, stop):
+            kind = kinds.get(text[0])
+            if kind is None:
+                kind = _kind(text)
+                if kind is None:
+                    raise TokenError(f"unexpected character {text[0]!r}", i)
+            if kind:  # not blanks
+                if text == "{":
+                    braces.append("{")
+                append(Token(kind, text, i))
+            i += len(text)
+        if stop < n:
+            i = _special(source, stop, tokens, braces)
     return tokens
 
 
@@ -110,6 +118,9 @@ def _special(source: str, i: int, tokens: list[Token], braces: list[str]) -> int
             braces.pop()
         tokens.append(Token("punct", "}", i))
         return i + 1
+    if source.startswith("//", i):
+        end = source.find("\n", i)
+        return len(source) if end < 0 else end
     if source.startswith("/*", i):
         end = source.find("*/", i + 2)
         if end < 0:
