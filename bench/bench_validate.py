@@ -1,6 +1,6 @@
 """Validate big workflows of several shapes, against PyYAML's C loader reading the same file.
 
-    python bench/bench_validate.py [--sizes 5000,10000,50000] [--repeat 3] [--shapes chain,conditionals,...]
+    python bench/bench_validate.py [--sizes 5000,10000,50000] [--repeat 3] [--shapes chain,conditionals,...] [--fresh]
 
 Shapes (bench/workloads.py VALIDATION_SHAPES): a chain of `action` nodes with one `compute` each, v8 conditionals
 on nested combinators with `gated_action` composites, nodes that read what earlier nodes wrote (`${...}`), and
@@ -19,13 +19,19 @@ runs in a heap that already holds a compiled workflow (its collector then costs 
 fresh `wfexec validate` process against a fresh PyYAML process is the stricter comparison). Medians; ratios are
 within one run. `growth` is a size's cold time over the smallest size's, with the
 node-count ratio beside it (linear: equal). Targets (issue 27): cold < 2x PyYAML, growth 5k→50k < 12x.
+
+`--fresh` adds that stricter comparison: each round, one new process times PyYAML's load of the file and another
+times a cold `wfexec.validate` of it (after a first validate of a 20-node workflow, so imports are not counted on
+either side), the two alternating: what a user's `wfexec validate` does against loading the file alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -92,18 +98,54 @@ def measure(path: Path, repeat: int, scratch: Path) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+# One side of --fresh, in a process of its own: CPU seconds of PyYAML's load, or of a cold validate.
+FRESH = r"""
+import json, os, sys, tempfile, time
+from pathlib import Path
+side, path, small = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+if side == "pyyaml":
+    import yaml
+    text = path.read_text(encoding="utf-8")
+    start = time.process_time()
+    yaml.load(text, Loader=yaml.CSafeLoader)
+else:
+    import wfexec
+    os.environ["WFEXEC_CACHE_DIR"] = tempfile.mkdtemp()
+    wfexec.validate(small)  # the imports a validate makes, and its one-time set-up
+    start = time.process_time()
+    errors = [d for d in wfexec.validate(path) if d.severity == "error"]
+    assert not errors, errors[:3]
+print(json.dumps(time.process_time() - start))
+"""
+
+
+def measure_fresh(path: Path, small: Path, repeat: int) -> dict[str, float]:
+    samples: dict[str, list[float]] = {"pyyaml": [], "cold": []}
+    order = list(samples)
+    for _ in range(repeat):
+        for side in order:
+            done = subprocess.run([sys.executable, "-c", FRESH, side, str(path), str(small)], check=True,
+                                  capture_output=True, text=True)
+            samples[side].append(json.loads(done.stdout))
+        order.reverse()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="5000,10000,50000", help="node counts, comma-separated")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--shapes", default=",".join(VALIDATION_SHAPES))
-    args = parse_sized(parser, sizes="20,40", repeat=1)
+    parser.add_argument("--fresh", action="store_true",
+                        help="also time PyYAML and a cold validate each in a new process, alternating")
+    args = parse_sized(parser, sizes="20,40", repeat=1, fresh=True)
     sizes = [int(size) for size in args.sizes.split(",")]
     shapes = args.shapes.split(",")
     saved = {name: os.environ.get(name) for name in ("WFEXEC_CACHE_DIR", "WFEXEC_NO_CACHE")}
     os.environ.pop("WFEXEC_NO_CACHE", None)
     print(f"{'shape':<17}{'nodes':>7}{'MB':>7}{'PyYAML s':>10}{'cold s':>9}{'cold/Py':>9}"
-          f"{'cached s':>10}{'cached/Py':>11}{'growth':>15}")
+          f"{'cached s':>10}{'cached/Py':>11}{'growth':>15}"
+          + (f"{'new process: PyYAML s':>23}{'cold s':>9}{'cold/Py':>9}" if args.fresh else ""))
     try:
         for shape in shapes:
             first: tuple[int, float] | None = None
@@ -113,11 +155,17 @@ def main() -> None:
                     path.write_text(validation_workflow(shape, size), encoding="utf-8")
                     megabytes = path.stat().st_size / 1e6
                     times = measure(path, args.repeat, Path(folder))
+                    if args.fresh:
+                        small = Path(folder) / "small.yaml"
+                        small.write_text(validation_workflow(shape, 20), encoding="utf-8")
+                        fresh = measure_fresh(path, small, args.repeat)
                 first = first or (size, times["cold"])
                 growth = f"{times['cold'] / first[1]:6.1f}x ({size / first[0]:g}x)"
                 print(f"{shape:<17}{size:>7}{megabytes:>7.1f}{times['pyyaml']:>10.2f}{times['cold']:>9.2f}"
                       f"{times['cold'] / times['pyyaml']:>8.2f}x{times['cached']:>10.2f}"
-                      f"{times['cached'] / times['pyyaml']:>10.2f}x{growth:>15}", flush=True)
+                      f"{times['cached'] / times['pyyaml']:>10.2f}x{growth:>15}"
+                      + (f"{fresh['pyyaml']:>23.2f}{fresh['cold']:>9.2f}{fresh['cold'] / fresh['pyyaml']:>8.2f}x"
+                         if args.fresh else ""), flush=True)
     finally:
         for name, value in saved.items():
             if value is None:
