@@ -35,6 +35,28 @@ def test_a_broken_node_deep_in_a_v8_workflow_keeps_its_line_and_column(tmp_path)
     assert errors[0].column == lines[target].index("nowhere_") + 1, errors
 
 
+def test_checking_expressions_keeps_none_compiled_and_a_run_keeps_a_bounded_number(tmp_path, monkeypatch):
+    """A long-lived process (`wfexec serve`, `lsp`) checks ever new workflows: a compiled expression kept for each
+    would hold memory and Python objects the collector walks, for nothing until it runs."""
+    from wfexec.language import expressions, javascript
+
+    expressions._analysed.clear()  # analysed in an earlier test: nothing would be compiled again
+    engine = javascript.current()
+    kept_before = set(engine.functions)
+    path = tmp_path / "workflow.yaml"
+    path.write_text(validation_workflow("long_expressions", 60))
+    assert wfexec.validate(path) == []
+    assert set(engine.functions) == kept_before
+    with pytest.raises(javascript.JavaScriptError, match="SyntaxError"):  # the check still compiles each one
+        javascript.compile_source("a +* b", ("a", "b"))
+
+    monkeypatch.setattr(javascript, "FUNCTIONS_KEPT", 5)
+    for number in range(12):
+        compiled = javascript.compile_source(f"x + {number}", ("x",))
+        assert engine.call(engine.function(compiled.text, f"x + {number}"), '{"x": 1}', 0) == 1 + number
+        assert len(engine.functions) <= 5
+
+
 def _refusal(result) -> str:
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr

@@ -43,6 +43,9 @@ from typing import Any
 
 TIME_LIMIT_SECONDS = 2.0
 MEMORY_LIMIT_BYTES = 256 * 1024 * 1024
+# The compiled functions an engine keeps; past this many it starts again (a long-lived process, `wfexec serve` or
+# `lsp`, evaluates ever new expressions, and each one kept holds JavaScript memory and a few Python objects).
+FUNCTIONS_KEPT = 10_000
 STACK_LIMIT_BYTES = 512 * 1024
 MAX_SAFE_INTEGER = 2 ** 53 - 1  # Number.MAX_SAFE_INTEGER: beyond it an integer is a BigInt in the engine
 VALUE_DEPTH_LIMIT = 200  # as for YAML: deeper values break Python's recursive copies and JSON writers
@@ -92,7 +95,7 @@ def compile_source(source: str, names: tuple[str, ...]) -> Compiled:
     engine = current()
     as_expression = _AS_EXPRESSION % (declared, source)
     try:
-        engine.function(as_expression, source)
+        engine.check(as_expression, source)
         return Compiled(as_expression, False)
     except JavaScriptError as exc:
         expression_error = exc
@@ -106,7 +109,7 @@ def compile_source(source: str, names: tuple[str, ...]) -> Compiled:
             raise expression_error if "\n" not in source.strip() and ";" not in source else program_error from None
         source = as_object
     as_program = _AS_PROGRAM % (declared, json.dumps(source))
-    engine.function(as_program, source)
+    engine.check(as_program, source)
     return Compiled(as_program, True)
 
 
@@ -188,12 +191,24 @@ class Engine:
         """The function compiled from `text`, which holds `source` from its second line."""
         fn = self.functions.get(text)
         if fn is None:
-            try:
-                fn = self.context.eval(text)
-            except Exception as exc:  # noqa: BLE001
-                raise _syntax_error(exc, source) from None
+            fn = self._compile(text, source)
+            if len(self.functions) >= FUNCTIONS_KEPT:
+                self.functions.clear()
             self.functions[text] = fn
         return fn
+
+    def check(self, text: str, source: str) -> None:
+        """Raise what `function` would for `text`, keeping nothing: checking a workflow compiles every expression
+        in it, and a run evaluates few of them (kept, 50,000 compiled functions held 200,000 Python objects, which
+        made every later collection of the process's garbage walk them)."""
+        if text not in self.functions:
+            self._compile(text, source)
+
+    def _compile(self, text: str, source: str):
+        try:
+            return self.context.eval(text)
+        except Exception as exc:  # noqa: BLE001
+            raise _syntax_error(exc, source) from None
 
     def call(self, fn, arguments: str, now_ms: float) -> Any:
         big = len(arguments) >= 16 and _LONG_DIGITS.search(arguments) is not None
