@@ -31,7 +31,8 @@ _DECLARE_WORDS = frozenset(("const", "let", "var"))
 # Past ASCII, any character starts or continues a name except the blanks JavaScript knows there (line and
 # paragraph separators, the byte-order mark), which end it.
 _NON_ASCII = r"\u00c0-\u2027\u202a-\ufefe\uff00-\uffff"
-_IDENT_PATTERN = rf"[A-Za-z_${_NON_ASCII}][\w${_NON_ASCII}]*"
+_NAME_START_CLASS = rf"[A-Za-z_${_NON_ASCII}]"
+_IDENT_PATTERN = rf"{_NAME_START_CLASS}[\w${_NON_ASCII}]*"
 _NUMBER_PATTERN = (r"0[xX][0-9a-fA-F_]+n?|0[oO][0-7_]+n?|0[bB][01_]+n?"
                    r"|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?n?")
 _PUNCT = re.compile(r">>>=|\.\.\.|===|!==|\*\*=|<<=|>>=|>>>|\?\?=|&&=|\|\|=|=>|==|!=|<=|>=|&&|\|\||\?\?|\?\.(?!\d)|"
@@ -44,7 +45,7 @@ _BLANKS = " \t\r\n\u00a0\ufeff\u2028\u2029"
 # Compiled on the first tokenize: the Unicode ranges take ~5 ms, and a cached workflow runs without tokenizing.
 _SIMPLE = lazy(rf"[{_BLANKS}]+|{_NUMBER_PATTERN}|{_IDENT_PATTERN}|{_PUNCT.pattern}|[^'\"`/}}]")
 _SPECIAL = lazy(r"['\"`/}]")
-_NAME_START = lazy(rf"[A-Za-z_${_NON_ASCII}]")
+_NAME_START = lazy(_NAME_START_CLASS)
 _KIND_BY_FIRST = {**dict.fromkeys("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$", "name"),
                   **dict.fromkeys("0123456789", "number"), **dict.fromkeys("{}()[];,<>+-*%&|^!~?:=@#", "punct"),
                   **dict.fromkeys(_BLANKS, "")}
