@@ -137,6 +137,23 @@ def test_a_mistake_inside_a_composite_is_reported_where_the_author_wrote_it(tmp_
                                                                                             "nodes.ask_delete"}
 
 
+@pytest.mark.parametrize("wrong, right, what", [
+    ("field: computed.big", "field: 7", "must be a string"),   # a field of a consequence the expansion moved twice
+    ("type: mutate_state, operation: set, field: computed.big", "type: mutate_stat, operation: set, "
+                                                                  "field: computed.big", "unknown consequence"),
+])
+def test_a_wrong_field_inside_a_composites_consequence_is_reported_at_that_field(tmp_path, wrong, right, what):
+    # The consequence moves into a generated node's `consequences`, then its `actions`: the diagnostic still
+    # points at the value the author wrote, not at the list around it.
+    text = WORKFLOW.replace(wrong, right, 1)
+    (tmp_path / "workflow.yaml").write_text(text)
+    as_json = json.loads(cli("validate", "workflow.yaml", "--format", "json", cwd=tmp_path).stdout)
+    [found] = [d for d in as_json["diagnostics"] if what in d["message"]]
+    line = next(i for i, written in enumerate(text.splitlines(), 1) if right in written)
+    value = right.split(": ", 1)[1] if what == "must be a string" else "mutate_stat"
+    assert (found["line"], found["column"]) == (line, text.splitlines()[line - 1].index(value) + 1), found
+
+
 GOALS = """\
 name: goals
 version: "1"

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 from wfexec.language.diagnostics import Diagnostic, Reporter
 from wfexec.language.loader import Document
-from wfexec.language.position_subtrees import SubtreePositions
+from wfexec.language.moved_positions import MovedPositions
 
 COMPOSITES = ("confirm", "gated_action", "goal_seek")
 DEFAULT_ERROR = "default_error"  # the literal target of a route to the workflow's default_error
@@ -175,8 +175,7 @@ def _action(consequences: list, on_success: str, run_as: str | None = None) -> d
 class _Expansion:
     def __init__(self, doc: Document):
         self.data = doc.data
-        self.positions = dict(doc.positions)
-        self.subtrees = SubtreePositions(self.positions)
+        self.positions = MovedPositions(doc.positions)
         self.report = Reporter(doc.path, self.positions)
         self.origin: dict[str, str] = {}  # generated node → the composite it came from
 
@@ -187,9 +186,9 @@ class _Expansion:
         self.origin[generated] = composite
         for source, target in ((at, to), (("@key",) + at, ("@key",) + to)):
             if source in self.positions:
-                self.subtrees.set(target, self.positions[source])
+                self.positions[target] = self.positions[source]
         for new, old in (sources or {}).items():
-            self.subtrees.copy(at + old, to + new)
+            self.positions.move(at + old, to + new)
 
     # ------------------------------------------------------------------ #
 

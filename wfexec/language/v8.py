@@ -23,7 +23,7 @@ from typing import Any
 
 from wfexec.language.composites import COMPOSITES, DEFAULT_ERROR, routes, set_route
 from wfexec.language.loader import Document
-from wfexec.language.position_subtrees import SubtreePositions
+from wfexec.language.moved_positions import MovedPositions
 
 # Set on an ending the rewrite made, to the id the author wrote (an `x-` key: the schema lets it through).
 REPORTED_AS = "x-wfexec-reported-as"
@@ -46,13 +46,12 @@ def is_v8(data: Any) -> bool:
 
 class _Rewrite:
     def __init__(self, doc: Document):
-        self.positions = dict(doc.positions)
-        self.subtrees = SubtreePositions(self.positions)
+        self.positions = MovedPositions(doc.positions)
         self.errors: list[tuple[tuple, str, str, str]] = []  # (path, code, message, hint)
 
     def move(self, old: tuple, new: tuple) -> None:
-        """Positions under `old` (and of its keys) are now also those of `new` (a later move wins)."""
-        self.subtrees.copy(old, new)
+        """Positions under `old` (and of its keys) are now also those of `new`."""
+        self.positions.move(old, new)
 
     def condition(self, value: Any, at: tuple) -> Any:
         if isinstance(value, str):
