@@ -38,7 +38,7 @@ import math
 import os
 import re
 import threading
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from typing import Any
 
 

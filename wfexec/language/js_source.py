@@ -14,7 +14,7 @@ finds nothing.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from wfexec.records import dataclass, field
 
 from wfexec.system.patterns import lazy
 

@@ -11,7 +11,7 @@ that failed its checks is classified by what was written.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from typing import Any
 
 from wfexec.language.prose import Prose

@@ -12,7 +12,7 @@ one JSON object keyed by state path, and each is set (`Workflow.reply_paths`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from wfexec.records import dataclass
 from typing import Any
 
 from wfexec.language.documents import extract_section

@@ -3,7 +3,7 @@ messages of the failed ones go to `computed.validation_errors`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from wfexec.records import dataclass
 
 from wfexec.nodes.base import PRECONDITION, TARGET, NodeType, Outcome
 from wfexec.nodes.context import NodeContext
