@@ -97,3 +97,16 @@ def test_a_promise_job_left_queued_does_not_keep_its_memory_for_the_next_evaluat
     assert result.returncode == 0, result.stdout + result.stderr
     assert state["computed"] == {"value": 1, "second": 150 * 1024 * 1024}
 
+
+
+def test_an_engine_is_made_through_the_quickjs_package_when_its_extension_is_named_otherwise(monkeypatch):
+    import sys
+
+    import quickjs  # noqa: F401 - the package as installed, before its extension's name is taken away
+
+    from wfexec.language.javascript import Engine
+
+    monkeypatch.setitem(sys.modules, "_quickjs", None)  # `import _quickjs` now raises ImportError
+    engine = Engine()
+    function = engine.function("(function(args){return JSON.parse(args).n + 1;})", "n + 1")
+    assert engine.call(function, '{"n": 41}', 0) == 42

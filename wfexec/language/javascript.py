@@ -178,8 +178,13 @@ class Engine:
     """One QuickJS context and the functions compiled in it. Used from one thread only."""
 
     def __init__(self):
-        import quickjs
-
+        try:
+            # The extension itself: the `quickjs` package around it re-exports these names and adds a `Function`
+            # helper that runs JavaScript on a thread pool, which wfexec does not use; importing it brings in
+            # concurrent.futures and logging, ~8 ms of each process that makes an engine.
+            import _quickjs as quickjs
+        except ImportError:  # a quickjs-ng that names its extension otherwise
+            import quickjs
         self.context = quickjs.Context()
         self.functions: dict[str, Any] = {}
         self._object = quickjs.Object
