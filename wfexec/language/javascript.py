@@ -38,8 +38,9 @@ import math
 import os
 import re
 import threading
-from wfexec.records import dataclass
 from typing import Any
+
+from wfexec.records import dataclass
 
 
 TIME_LIMIT_SECONDS = 2.0

@@ -14,8 +14,8 @@ finds nothing.
 from __future__ import annotations
 
 import re
-from wfexec.records import dataclass, field
 
+from wfexec.records import dataclass, field
 from wfexec.system.patterns import lazy
 
 KEYWORDS = frozenset("""

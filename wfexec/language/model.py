@@ -7,10 +7,10 @@ expressions are compiled objects, registry types are resolved specs.
 from __future__ import annotations
 
 from operator import attrgetter
-from wfexec.records import dataclass, field
 from pathlib import Path
 
 from wfexec.language.expressions import Template, render_value
+from wfexec.records import dataclass, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the language layer sits below node and registry types: it names their shapes

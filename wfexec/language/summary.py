@@ -11,11 +11,11 @@ that failed its checks is classified by what was written.
 
 from __future__ import annotations
 
-from wfexec.records import dataclass
 from typing import Any
 
 from wfexec.language.prose import Prose
 from wfexec.nodes.base import node_types
+from wfexec.records import dataclass
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ one JSON object keyed by state path, and each is set (`Workflow.reply_paths`).
 
 from __future__ import annotations
 
-from wfexec.records import dataclass
 from typing import Any
 
 from wfexec.language.documents import extract_section
@@ -21,6 +20,7 @@ from wfexec.language.paths import get_path
 from wfexec.nodes.base import TARGET, NodeType, Outcome
 from wfexec.nodes.context import NodeContext
 from wfexec.nodes.parts import Checks, Docs, Drawing
+from wfexec.records import dataclass
 from wfexec.types.registry import ActionFailed
 
 TYPE = "reference"

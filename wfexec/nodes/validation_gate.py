@@ -3,11 +3,10 @@ messages of the failed ones go to `computed.validation_errors`."""
 
 from __future__ import annotations
 
-from wfexec.records import dataclass
-
 from wfexec.nodes.base import PRECONDITION, TARGET, NodeType, Outcome
 from wfexec.nodes.context import NodeContext
 from wfexec.nodes.parts import Docs, Drawing
+from wfexec.records import dataclass
 
 TYPE = "validation_gate"
 SCHEMA = {
