@@ -3,6 +3,8 @@ author wrote it at, through several moves, and a path with no position of its ow
 
 from __future__ import annotations
 
+import pytest
+
 from wfexec.language.moved_positions import MovedPositions
 
 WRITTEN = {
@@ -24,11 +26,13 @@ def test_a_field_moved_twice_keeps_its_place_and_its_keys():
     assert ("nodes", "a__act", "actions") not in again and dict(again) == WRITTEN  # moves are not copies
 
 
-def test_the_nearest_move_decides_and_the_next_answers_what_it_lacks():
+@pytest.mark.parametrize("near_first", [False, True])
+def test_the_nearest_move_decides_and_the_next_answers_what_it_lacks(near_first):
     positions = MovedPositions(WRITTEN)
     positions[("nodes", "b", "when")] = (20, 3)
-    positions.move(("nodes", "a"), ("nodes", "c"))
-    positions.move(("nodes", "b"), ("nodes", "c", "consequences"))
+    moves = [(("nodes", "a"), ("nodes", "c")), (("nodes", "b"), ("nodes", "c", "consequences"))]
+    for old, new in reversed(moves) if near_first else moves:
+        positions.move(old, new)
     assert positions.get(("nodes", "c", "consequences", "when")) == (20, 3)      # the nearer move
     assert positions.get(("nodes", "c", "consequences", 0, "flag")) == (6, 30)   # only the farther one has it
     assert positions.get(("nodes", "c", "elsewhere"), "default") == "default"

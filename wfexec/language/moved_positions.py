@@ -16,13 +16,13 @@ _KEY = ("@key",)  # the prefix of a key's own position (diagnostics.Reporter)
 class MovedPositions(dict):
     """A document's positions (path → (line, column); `("@key",) + path` → its key's) and the moves made since
     it was read: after `move(old, new)`, a path under `new` that has no position of its own has the one of the
-    same path under `old` (or of its key). Where several moves cover a path, the one nearest to it decides, and
-    the next one is asked when it finds nothing.
+    same path under `old` (or of its key). Where several moves cover a path, the one nearest to it decides,
+    whatever the order they were made in (a restart ending's `target_node` moved to a generated node's
+    `on_success` before the ending moved to that node), and the next one answers what it lacks.
 
-    A move's target is new: nothing was written or moved below it before (the rewrites move a field only to a
-    name the author did not write, and a node only to an id no node has; in a v8 file that also keeps an
-    `endings:` block, an error, the author's own positions win). `in` and iteration see only the positions
-    themselves, not what moves give."""
+    A position of the path's own wins over any move. The rewrites move only to names the author did not write,
+    so that matters only in a v8 file that also keeps an `endings:` block (an error) naming an ending node.
+    `in` and iteration see only the positions themselves, not what moves give."""
 
     __slots__ = ("moves",)
 
