@@ -1,6 +1,7 @@
 """Validate big workflows of several shapes, against PyYAML's C loader reading the same file.
 
     python bench/bench_validate.py [--sizes 5000,10000,50000] [--repeat 3] [--shapes chain,conditionals,...] [--fresh]
+                                   [--against OTHER_CHECKOUT]
 
 Shapes (bench/workloads.py VALIDATION_SHAPES): a chain of `action` nodes with one `compute` each, v8 conditionals
 on nested combinators with `gated_action` composites, nodes that read what earlier nodes wrote (`${...}`), and
@@ -23,6 +24,10 @@ node-count ratio beside it (linear: equal). Targets (issue 27): cold < 2x PyYAML
 `--fresh` adds that stricter comparison: each round, one new process times PyYAML's load of the file and another
 times a cold `wfexec.validate` of it (after a first validate of a 20-node workflow, so imports are not counted on
 either side), the two alternating: what a user's `wfexec validate` does against loading the file alone.
+
+`--against OTHER_CHECKOUT` (another clone of wfexec, main say) makes that comparison for this checkout and that one
+in the same rounds, each side's processes importing wfexec from its own folder, all three sides alternating:
+before and after a change, on the same machine in one run.
 """
 
 from __future__ import annotations
@@ -98,11 +103,13 @@ def measure(path: Path, repeat: int, scratch: Path) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-# One side of --fresh, in a process of its own: CPU seconds of PyYAML's load, or of a cold validate.
+# One side of --fresh, in a process of its own: CPU seconds of PyYAML's load, or of a cold validate, and where
+# wfexec was imported from.
 FRESH = r"""
 import json, os, sys, tempfile, time
 from pathlib import Path
 side, path, small = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+imported = ""
 if side == "pyyaml":
     import yaml
     text = path.read_text(encoding="utf-8")
@@ -110,25 +117,40 @@ if side == "pyyaml":
     yaml.load(text, Loader=yaml.CSafeLoader)
 else:
     import wfexec
+    imported = wfexec.__file__
     os.environ["WFEXEC_CACHE_DIR"] = tempfile.mkdtemp()
     wfexec.validate(small)  # the imports a validate makes, and its one-time set-up
     start = time.process_time()
     errors = [d for d in wfexec.validate(path) if d.severity == "error"]
     assert not errors, errors[:3]
-print(json.dumps(time.process_time() - start))
+print(json.dumps([time.process_time() - start, imported]))
 """
 
+ROOT = Path(__file__).resolve().parents[1]
 
-def measure_fresh(path: Path, small: Path, repeat: int) -> dict[str, float]:
-    samples: dict[str, list[float]] = {"pyyaml": [], "cold": []}
-    order = list(samples)
+
+def measure_fresh(path: Path, small: Path, repeat: int, checkouts: list[Path | None]) -> dict:
+    """Median CPU seconds of PyYAML's load ("pyyaml") and of a cold validate by each checkout's wfexec (None: the
+    one this interpreter imports), each in a new process, the sides alternating."""
+    sides: list = ["pyyaml", *checkouts]
+    samples: dict = {side: [] for side in sides}
+    order = list(sides)
     for _ in range(repeat):
         for side in order:
-            done = subprocess.run([sys.executable, "-c", FRESH, side, str(path), str(small)], check=True,
-                                  capture_output=True, text=True)
-            samples[side].append(json.loads(done.stdout))
+            environment = dict(os.environ)
+            if side not in ("pyyaml", None):
+                environment["PYTHONPATH"] = str(side)
+            # Run from the workflow's folder: `-c` puts the working directory first on sys.path, where a checkout
+            # would shadow PYTHONPATH's.
+            done = subprocess.run([sys.executable, "-c", FRESH, "pyyaml" if side == "pyyaml" else "wfexec", str(path),
+                                   str(small)], check=True, capture_output=True, text=True, env=environment,
+                                  cwd=path.parent)
+            seconds, imported = json.loads(done.stdout)
+            if side not in ("pyyaml", None) and not Path(imported).resolve().is_relative_to(side):
+                sys.exit(f"the round for {side} imported wfexec from {imported}")  # else one checkout, twice
+            samples[side].append(seconds)
         order.reverse()
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return {side: statistics.median(values) for side, values in samples.items()}
 
 
 def main() -> None:
@@ -138,14 +160,22 @@ def main() -> None:
     parser.add_argument("--shapes", default=",".join(VALIDATION_SHAPES))
     parser.add_argument("--fresh", action="store_true",
                         help="also time PyYAML and a cold validate each in a new process, alternating")
+    parser.add_argument("--against", type=Path, default=None,
+                        help="another checkout: --fresh's comparison for this checkout and that one, alternating")
     args = parse_sized(parser, sizes="20,40", repeat=1, fresh=True)
+    checkouts: list[Path | None] = [ROOT, args.against.resolve()] if args.against else [None]
+    args.fresh = args.fresh or args.against is not None
     sizes = [int(size) for size in args.sizes.split(",")]
     shapes = args.shapes.split(",")
     saved = {name: os.environ.get(name) for name in ("WFEXEC_CACHE_DIR", "WFEXEC_NO_CACHE")}
     os.environ.pop("WFEXEC_NO_CACHE", None)
+    if args.against:
+        print(f"new process columns: `this` is {ROOT}, `other` {checkouts[1]}")
     print(f"{'shape':<17}{'nodes':>7}{'MB':>7}{'PyYAML s':>10}{'cold s':>9}{'cold/Py':>9}"
           f"{'cached s':>10}{'cached/Py':>11}{'growth':>15}"
-          + (f"{'new process: PyYAML s':>23}{'cold s':>9}{'cold/Py':>9}" if args.fresh else ""))
+          + (f"{'new process: PyYAML s':>23}{'cold s':>9}{'cold/Py':>9}" if args.fresh and not args.against else "")
+          + (f"{'new process: PyYAML s':>23}{'this s':>9}{'this/Py':>9}{'other s':>9}{'other/Py':>9}"
+             if args.against else ""))
     try:
         for shape in shapes:
             first: tuple[int, float] | None = None
@@ -158,13 +188,14 @@ def main() -> None:
                     if args.fresh:
                         small = Path(folder) / "small.yaml"
                         small.write_text(validation_workflow(shape, 20), encoding="utf-8")
-                        fresh = measure_fresh(path, small, args.repeat)
+                        fresh = measure_fresh(path, small, args.repeat, checkouts)
                 first = first or (size, times["cold"])
                 growth = f"{times['cold'] / first[1]:6.1f}x ({size / first[0]:g}x)"
                 print(f"{shape:<17}{size:>7}{megabytes:>7.1f}{times['pyyaml']:>10.2f}{times['cold']:>9.2f}"
                       f"{times['cold'] / times['pyyaml']:>8.2f}x{times['cached']:>10.2f}"
                       f"{times['cached'] / times['pyyaml']:>10.2f}x{growth:>15}"
-                      + (f"{fresh['pyyaml']:>23.2f}{fresh['cold']:>9.2f}{fresh['cold'] / fresh['pyyaml']:>8.2f}x"
+                      + (f"{fresh['pyyaml']:>23.2f}" + "".join(
+                          f"{fresh[side]:>9.2f}{fresh[side] / fresh['pyyaml']:>8.2f}x" for side in checkouts)
                          if args.fresh else ""), flush=True)
     finally:
         for name, value in saved.items():

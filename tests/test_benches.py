@@ -45,3 +45,25 @@ def test_bench_durable_refuses_a_checkout_whose_wfexec_it_did_not_import(tmp_pat
     """A folder holding no wfexec would silently measure this checkout's code twice."""
     done = _durable_against(tmp_path, tmp_path)
     assert done.returncode != 0 and "imported wfexec from" in done.stderr, done.stderr[-2000:]
+
+
+def _validate_against(other, tmp_path) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k != "WFEXEC_STORE"}
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "bench_validate.py"), "--tiny", "--shapes", "chain",
+                           "--against", str(other)], cwd=tmp_path, env=environment, capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL)
+
+
+def test_bench_validate_compares_a_cold_validate_with_another_checkouts(tmp_path):
+    done = _validate_against(ROOT, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "other/Py" in done.stdout and done.stdout.count(str(ROOT)) == 2, done.stdout[-2000:]
+    rows = [row.split() for row in done.stdout.splitlines() if row.startswith("chain")]
+    # ... PyYAML s, this s, this/Py, other s, other/Py: each checkout's own figure and ratio
+    assert rows and all(row[-1].endswith("x") and row[-3].endswith("x") and float(row[-4]) >= 0 for row in rows), \
+        done.stdout
+
+
+def test_bench_validate_refuses_a_checkout_whose_wfexec_it_did_not_import(tmp_path):
+    done = _validate_against(tmp_path, tmp_path)
+    assert done.returncode != 0 and "imported wfexec from" in done.stderr, done.stderr[-2000:]
