@@ -70,12 +70,6 @@ def fast_source(code: str, builtins: frozenset[str] = frozenset(), tokens: list 
     return f"def fast(scope):\n    st = scope.state; loc = scope.locals; ex = scope.extras\n{body}\n{ending}"
 
 
-def js_keywords() -> frozenset:
-    from wfexec.language.js_source import KEYWORDS
-
-    return KEYWORDS
-
-
 # The static kind of a value in generated code: "raw" (read from the state, unchecked: it may be MISSING,
 # NaN or an unsafe integer), "json" (checked: what JSON carries to the engine unchanged), "num" (a safe
 # integer or a float), "str", "bool", "null".
@@ -83,8 +77,10 @@ _CHECKED = ("json", "num", "str", "bool", "null")
 
 
 # Imported below the definitions above: expressions imports this module lazily. What runs the functions written
-# here (fast_evaluation) is a module of its own: a run of a cached workflow imports only that one.
+# here (fast_evaluation) is a module of its own: a run of a cached workflow imports only that one. Writing one
+# follows tokenizing, so js_source is imported already.
 from wfexec.language.expressions import NAMESPACES_IN_STATE  # noqa: E402
+from wfexec.language.js_source import KEYWORDS  # noqa: E402
 
 
 class _Writer:
@@ -96,17 +92,19 @@ class _Writer:
         self.tokens = tokens
         self.builtins = builtins
         self.at = 0
+        # The next token's text (None at the end), kept as an attribute: every level of the grammar looks at it,
+        # about twenty looks per operand, and a method call for each was a third of writing the function.
+        self._texts = [token.text for token in tokens] + [None]
+        self.ahead: str | None = self._texts[0]
         self.lines: list[str] = []
         self.indent = ""
         self.count = 0
 
     # -- tokens -------------------------------------------------------------
-    def peek(self) -> str | None:
-        return self.tokens[self.at].text if self.at < len(self.tokens) else None
-
     def take(self):
         token = self.tokens[self.at]
         self.at += 1
+        self.ahead = self._texts[self.at]
         return token
 
     def var(self) -> str:
@@ -124,13 +122,16 @@ class _Writer:
             return
         # A run's state always has the three namespaces; a scope without one raises KeyError, and the
         # caller asks the engine (as for a namespace that is not a container: TypeError).
-        self.emit(f"if loc and {n} in loc: {value} = loc[{n}]")
-        self.emit(f"elif {n} in ex: {value} = ex[{n}]")
-        self.emit(f"elif TOP_LEVEL_FIRST in ex and {n} in st: {value} = st[{n}]")
-        for namespace in NAMESPACES_IN_STATE:
-            self.emit(f"elif {n} in (s := st[{namespace!r}]) and s.__class__ is dict: {value} = s[{n}]")
-        self.emit(f"elif {n} in st: {value} = st[{n}]")
-        self.emit(f"else: {value} = scope.lookup({n})")  # the environment, or MISSING
+        indent = self.indent
+        self.lines += [
+            f"{indent}if loc and {n} in loc: {value} = loc[{n}]",
+            f"{indent}elif {n} in ex: {value} = ex[{n}]",
+            f"{indent}elif TOP_LEVEL_FIRST in ex and {n} in st: {value} = st[{n}]",
+            *[f"{indent}elif {n} in (s := st[{namespace!r}]) and s.__class__ is dict: {value} = s[{n}]"
+              for namespace in NAMESPACES_IN_STATE],
+            f"{indent}elif {n} in st: {value} = st[{n}]",
+            f"{indent}else: {value} = scope.lookup({n})",  # the environment, or MISSING
+        ]
 
     # -- guards -------------------------------------------------------------
     def need_json(self, value: str, kind: str) -> str:
@@ -171,7 +172,7 @@ class _Writer:
     def conditional(self) -> tuple[str, str]:
         """`test ? a : b` (what routes a step: `on_success: ${n < limit ? 'again' : 'done'}`)."""
         test, kind = self.or_()
-        if self.peek() != "?":
+        if self.ahead != "?":
             return test, kind
         self.take()
         self.need_json(test, kind)
@@ -182,7 +183,7 @@ class _Writer:
         chosen, chosen_kind = self.conditional()
         self.emit(f"{result} = {chosen}")
         self.indent = outer
-        if self.peek() != ":":
+        if self.ahead != ":":
             raise _Unsupported("conditional without `:`")
         self.take()
         self.emit("else:")
@@ -202,7 +203,7 @@ class _Writer:
     def logical(self, operator: str, operand, keep_going_when: str) -> tuple[str, str]:
         """`a && b` (keep_going_when "": go on to b when a is true), `a || b` ("not ": when a is false)."""
         left, kind = operand()
-        while self.peek() == operator:
+        while self.ahead == operator:
             self.take()
             left_kind = self.need_json(left, kind)
             result = self.var()
@@ -219,7 +220,7 @@ class _Writer:
 
     def equality(self) -> tuple[str, str]:
         left, left_kind = self.relational()
-        while self.peek() in ("===", "!==", "==", "!="):
+        while self.ahead in ("===", "!==", "==", "!="):
             operator = self.take().text
             right, right_kind = self.relational()
             left_kind = self.need_json(left, left_kind)
@@ -239,21 +240,21 @@ class _Writer:
 
     def relational(self) -> tuple[str, str]:
         left, left_kind = self.additive()
-        if self.peek() in ("<", "<=", ">", ">="):
+        if self.ahead in ("<", "<=", ">", ">="):
             operator = self.take().text
             right, right_kind = self.additive()
             self.need_number(left, left_kind)
             self.need_number(right, right_kind)
             result = self.var()
             self.emit(f"{result} = {left} {operator} {right}")
-            if self.peek() in ("<", "<=", ">", ">="):
+            if self.ahead in ("<", "<=", ">", ">="):
                 raise _Unsupported("chained comparison")
             return result, "bool"
         return left, left_kind
 
     def additive(self) -> tuple[str, str]:
         left, left_kind = self.unary()
-        while self.peek() in ("+", "-"):
+        while self.ahead in ("+", "-"):
             operator = self.take().text
             right, right_kind = self.unary()
             result = self.var()
@@ -279,7 +280,7 @@ class _Writer:
         return left, left_kind
 
     def unary(self) -> tuple[str, str]:
-        operator = self.peek()
+        operator = self.ahead
         if operator == "!":
             self.take()
             operand, kind = self.unary()
@@ -304,7 +305,7 @@ class _Writer:
         text = token.text
         if text == "(":
             inner = self.conditional()
-            if self.peek() != ")":
+            if self.ahead != ")":
                 raise _Unsupported("bracket")
             self.take()
             return inner
@@ -321,27 +322,27 @@ class _Writer:
             raise _Unsupported(text)
         if text in _LITERALS:
             return f"({_LITERALS[text]})", ("null" if text == "null" else "bool")
-        if text == "len" and self.peek() == "(":  # the prelude's helper: helpers are never state names
+        if text == "len" and self.ahead == "(":  # the prelude's helper: helpers are never state names
             self.take()
             argument, _kind = self.conditional()
-            if self.peek() != ")":
+            if self.ahead != ")":
                 raise _Unsupported("len with more than one argument")
             self.take()
             return f"LEN({argument})", "num"
-        if text in _RESERVED_NAMES or text in self.builtins or text in js_keywords() or not text.isidentifier() \
+        if text in _RESERVED_NAMES or text in self.builtins or text in KEYWORDS or not text.isidentifier() \
                 or not text.isascii():
             raise _Unsupported("a global or keyword")
         value = self.var()
         self.lookup(text, value)
-        while self.peek() == ".":
+        while self.ahead == ".":
             self.take()
             if self.at >= len(self.tokens) or self.tokens[self.at].kind != "name":
                 raise _Unsupported("member")
             key = self.take().text
-            if self.peek() == "(":
+            if self.ahead == "(":
                 raise _Unsupported("call")
             self.emit(f"if {value}.__class__ is not dict or {key!r} not in {value}: return FALL()")
             self.emit(f"{value} = {value}[{key!r}]")
-        if self.peek() in ("(", "[", "?.", "`"):
+        if self.ahead in ("(", "[", "?.", "`"):
             raise _Unsupported("call or index")
         return value, "raw"
