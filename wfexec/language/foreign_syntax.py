@@ -16,20 +16,22 @@ from __future__ import annotations
 
 import re
 
+from wfexec.system.patterns import lazy
+
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _SHELL_OPERATOR = r"(?::[-=+?]|##?|%%?|\^\^?|,,?|:\s*-?[0-9])"
-_SHELL_EXPANSION = re.compile(rf"^(?:{_NAME}{_SHELL_OPERATOR}.*|#{_NAME})$", re.S)
+_SHELL_EXPANSION = lazy(rf"^(?:{_NAME}{_SHELL_OPERATOR}.*|#{_NAME})$", re.S)
 # The names of the shell expansions in a text (`${name:-x}`, `${#name}`), for the check of names read both ways.
-SHELL_EXPANSIONS = re.compile(rf"(?<!\$)\$\{{(?:#({_NAME})\}}|({_NAME}){_SHELL_OPERATOR})")
+SHELL_EXPANSIONS = lazy(rf"(?<!\$)\$\{{(?:#({_NAME})\}}|({_NAME}){_SHELL_OPERATOR})")
 # A state path (dots or indexes) followed by a shell operator: a template meant with the shell's default or trim.
-_PATH_WITH_SHELL_OPERATOR = re.compile(rf"^({_NAME}(?:\.{_NAME}|\[[^\]]*\])+)({_SHELL_OPERATOR})(.*)$", re.S)
-_FILTER = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(\(.*\))?$", re.S)
+_PATH_WITH_SHELL_OPERATOR = lazy(rf"^({_NAME}(?:\.{_NAME}|\[[^\]]*\])+)({_SHELL_OPERATOR})(.*)$", re.S)
+_FILTER = lazy(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(\(.*\))?$", re.S)
 _JQ_FILTERS = {"join", "map", "tojson", "length", "keys", "select", "first", "last", "sort", "unique", "reverse",
                "ascii_downcase", "ascii_upcase", "split", "tostring", "add", "values", "to_entries"}
 _SNAKE_HELPERS = {"starts_with": "startsWith", "ends_with": "endsWith"}
 
 
-_DEFAULT_FORM = re.compile(rf"^{_NAME}:[-=+?]")
+_DEFAULT_FORM = lazy(rf"^{_NAME}:[-=+?]")
 
 
 def is_shell_expansion(inside: str, javascript_failed: bool = True) -> bool:

@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import re
 from wfexec.records import dataclass, field
+from wfexec.system.patterns import lazy
 from functools import lru_cache
 from typing import Any, Mapping
 
 SCALARS = ("string", "integer", "boolean", "object")
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
-_TYPE = re.compile(r"^\s*(string|integer|boolean|object|array<\s*([A-Za-z_][A-Za-z0-9_]*)\s*>|enum\{([^}]*)\})\s*"
+_TYPE = lazy(r"^\s*(string|integer|boolean|object|array<\s*([A-Za-z_][A-Za-z0-9_]*)\s*>|enum\{([^}]*)\})\s*"
                    r"(?:\((.*)\))?\s*$", re.S)
-_CONSTRAINT = re.compile(r"\s*([A-Za-z_]+)\s*(?:=\s*(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^,]*?))?\s*(?:,|$)")
+_CONSTRAINT = lazy(r"\s*([A-Za-z_]+)\s*(?:=\s*(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^,]*?))?\s*(?:,|$)")
 _NUMERIC = ("min", "max", "min_length", "max_length")
 _MAPPING_KEYS = ("type", "required", "default", "min", "max", "min_length", "max_length", "pattern", "enum", "items")
 _NO_DEFAULT = object()

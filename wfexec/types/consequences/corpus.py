@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from wfexec.system.files import guarded_path, write_atomic
+from wfexec.system.patterns import lazy
 from wfexec.types.registry import ActionFailed, TypeList
 
 TYPES = TypeList()
@@ -26,7 +27,7 @@ TYPES = TypeList()
 CONFIG_CANDIDATES = ("data/config.yaml", "config.yaml")
 STATE_CONFIG = "config"
 PLACEHOLDER_MARK = "Run hiivmind-corpus-build"
-SOURCE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+SOURCE_ID = lazy(r"^[A-Za-z0-9_-]+$")
 
 CONFIG_PATH = {"type": "string", "description": "the corpus config file (default: data/config.yaml, else config.yaml)"}
 STORE_AS = {"type": "string", "description": "the state path to store the result at, e.g. config"}
@@ -72,7 +73,7 @@ def _missing_config(ctx, explicit: str | None) -> ActionFailed:
                         "run hiivmind-corpus-init first, or pass path:")
 
 
-_SEQUENCE_UNDER_KEY = re.compile(r"^( *)[^\s#-][^\n]*:[ \t]*(?:#[^\n]*)?\n( *)- ", re.MULTILINE)
+_SEQUENCE_UNDER_KEY = lazy(r"^( *)[^\s#-][^\n]*:[ \t]*(?:#[^\n]*)?\n( *)- ", re.MULTILINE)
 
 
 def _round_trip_yaml(text: str = ""):
@@ -302,7 +303,7 @@ def update_source(params, ctx):
 
 
 # A yq path as the catalogue writes them: name, a.b.c, sources[0].branch, sources[] | select(.id == "x").field
-_PATH_STEP = re.compile(r"""\s*(?:
+_PATH_STEP = lazy(r"""\s*(?:
       (?P<select>\[\]\s*\|\s*select\(\s*\.(?P<skey>[A-Za-z_][\w-]*)\s*==\s*(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)')\s*\))
     | \[(?P<index>\d+)\]
     | \.?(?P<key>[A-Za-z_][\w-]*)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 from wfexec.records import dataclass
+from wfexec.system.patterns import lazy
 from typing import Any, Iterator, Mapping
 
 STDIN = "standard input"
@@ -72,7 +73,7 @@ def _interpreter(code: tuple[str, ...], values: tuple[str, ...] = (), *, stdin: 
 
 # The settings whose value git runs as a command (a `!` alias runs in the shell; any alias is refused, since
 # a value could start with `!`). Git's section and key names are case-insensitive.
-_GIT_COMMAND_SETTINGS = re.compile(
+_GIT_COMMAND_SETTINGS = lazy(
     r"(?i)(alias\.[^=]+|core\.(sshcommand|pager|editor|askpass|fsmonitor|hookspath|gitproxy)|diff\.external|"
     r"(diff|merge|difftool|mergetool|filter)\..+\.(command|textconv|driver|cmd|clean|smudge|process)|"
     r"credential(\..+)?\.helper|gpg(\..+)?\.program|sequence\.editor|pager\.[^=]+|uploadpack\.packobjectshook|"
@@ -163,9 +164,9 @@ PROGRAMS: dict[str, Passes] = {
     "ssh": Passes(value_options=_options("-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-E", "-b", "-c", "-m",
                                          "-O", "-Q", "-S", "-W", "-w", "-B"), remote_command=True, language="shell"),
 }
-_VERSIONED = re.compile(r"^(python|pypy|perl|ruby|node|lua|php)[0-9.]*$")
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_MAKE_ASSIGNMENT = re.compile(r"^\s*(override\s+)?[A-Za-z_][\w.-]*\s*(:{1,3}|\+|\?|!)?=")
+_VERSIONED = lazy(r"^(python|pypy|perl|ruby|node|lua|php)[0-9.]*$")
+_ASSIGNMENT = lazy(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_MAKE_ASSIGNMENT = lazy(r"^\s*(override\s+)?[A-Za-z_][\w.-]*\s*(:{1,3}|\+|\?|!)?=")
 
 
 def is_shell(name: str) -> bool:

@@ -42,6 +42,7 @@ from typing import Any
 
 from wfexec.language.diagnostics import did_you_mean
 from wfexec.language.payloads import payload_type
+from wfexec.system.patterns import lazy
 from wfexec.types.consequences.state import MCP_CALLS
 from wfexec.types.registry import ActionFailed, TypeList
 
@@ -88,7 +89,7 @@ def config_files(workflow_dir: Path, cwd: Path) -> list[Path]:
     return seen
 
 
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_VARIABLE = lazy(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 def _expand(text: Any, config: Path, where: str) -> str:
@@ -146,7 +147,7 @@ def find_server(name: str, workflow_dir: Path, cwd: Path, alias: str) -> Server:
 # -- version ranges --------------------------------------------------------------------------------------------
 
 # A server may report its version short ("2", "2.1"); npm reads only full versions, so those are padded with zeros.
-_SHORT_VERSION = re.compile(r"^v?\d+(?:\.\d+)?$")
+_SHORT_VERSION = lazy(r"^v?\d+(?:\.\d+)?$")
 
 
 def version_in_range(version: str, wanted: str) -> bool | None:
