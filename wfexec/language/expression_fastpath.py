@@ -93,7 +93,7 @@ class _Writer:
         self.builtins = builtins
         self.at = 0
         # The next token's text (None at the end), kept as an attribute: every level of the grammar looks at it,
-        # about twenty looks per operand, and a method call for each was a third of writing the function.
+        # about twenty looks per operand, and a method call for each cost a tenth of writing the function.
         self._texts = [token.text for token in tokens] + [None]
         self.ahead: str | None = self._texts[0]
         self.lines: list[str] = []
