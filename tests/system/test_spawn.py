@@ -17,11 +17,15 @@ pytestmark = pytest.mark.skipif(not spawn.spawnable(["/bin/sh"], None), reason="
 BASH = shutil.which("bash")
 STRAY = 77  # a descriptor number no shell takes for itself
 # What a program reports of how it was started: its session, what it reads, its open descriptors, the signals it
-# ignores and its environment.
+# ignores and its environment. The descriptors are listed into a file before any `$(...)`: while one runs, the
+# shell holds its pipe, and whether the write end is closed yet when `ls` looks is a race (it failed a CI run).
 REPORT = r"""
+listed=$(mktemp)
+ls /proc/$$/fd > "$listed"
 echo "session $(( $(ps -o sid= -p $$) == $$ ))"
 echo "stdin $(cat | wc -c)"
-echo "fds $(ls /proc/$$/fd | sort -n | tr '\n' ' ')"
+echo "fds $(sort -n "$listed" | tr '\n' ' ')"
+rm -f "$listed"
 grep SigIgn /proc/$$/status
 echo "tag $WFEXEC_TEST_TAG"
 echo "to stderr" >&2
