@@ -30,7 +30,7 @@ from typing import Any, Mapping
 SCALARS = ("string", "integer", "boolean", "object")
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
 _TYPE = lazy(r"^\s*(string|integer|boolean|object|array<\s*([A-Za-z_][A-Za-z0-9_]*)\s*>|enum\{([^}]*)\})\s*"
-                   r"(?:\((.*)\))?\s*$", re.S)
+             r"(?:\((.*)\))?\s*$", re.S)
 _CONSTRAINT = lazy(r"\s*([A-Za-z_]+)\s*(?:=\s*(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^,]*?))?\s*(?:,|$)")
 _NUMERIC = ("min", "max", "min_length", "max_length")
 _MAPPING_KEYS = ("type", "required", "default", "min", "max", "min_length", "max_length", "pattern", "enum", "items")
