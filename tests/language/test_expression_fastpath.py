@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from wfexec.language import javascript
 from wfexec.language.expressions import MISSING, Expression, ExpressionError, Scope
 
 NAMES = ("computed.a", "computed.b", "flags.x", "flags.y", "a", "b", "input.n", "computed.o.k", "missing")
@@ -110,6 +111,36 @@ def test_the_fast_path_agrees_with_the_engine(source, scope):
 ])
 def test_common_shapes_take_the_fast_path(source):
     assert Expression(source)._fast is not None
+
+
+# Names and keys at the edges of JavaScript's grammar: reserved only in strict mode, keywords as keys, characters
+# past ASCII that are names (é) and that are not (× and an em space, which the tokenizer reads inside a name).
+EDGE_ATOMS = st.sampled_from(["a.class", "a.null", "a.if", "a.é", "é", "a.b\u2003c", "x\u00d7y", "a.$b", "implements",
+                              "interface", "package", "private", "protected", "public", "async", "of", "get",
+                              "01", "1.", ".5", "0x1f", "--x", "a[0]", "'a\\nb'", "a /* c */", "a\n.b"])
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=st.recursive(st.one_of(atoms, EDGE_ATOMS), combine, max_leaves=6))
+def test_a_source_the_fast_path_reads_is_one_the_engine_compiles(source):
+    """Checking a workflow skips the engine's syntax check where the fast path read the whole source: that is
+    only right while every such source is valid JavaScript."""
+    try:
+        expression = Expression(source)
+    except ExpressionError:
+        event("refused")
+        return
+    if expression._fast_text is None:
+        event("no fast path")
+        return
+    event("fast path")
+    javascript.compile_source(expression.code, tuple(name for name, _keys in expression._reads))  # raises if not
+
+
+@pytest.mark.parametrize("source", ["a.b\u2003c", "computed.x\u00d7y + 1", "-a ** 2", "a.b c"])
+def test_what_javascript_refuses_is_refused_although_the_fast_path_reads_most_of_it(source):
+    with pytest.raises(ExpressionError, match="invalid JavaScript"):
+        Expression(source)
 
 
 def test_the_fast_path_answers_for_ordinary_values():

@@ -15,6 +15,9 @@ Anything else, at compile time or on the values of one evaluation (an
 `undefined`, an integer beyond 2**53 - 1 (a BigInt there), a string compared with `<`, an object as the
 result), gives MISSING (`FALL()` in the text written) and the engine answers. A differential test over
 generated expressions and states holds this module to the engine's answers.
+
+The grammar read here is a subset of JavaScript's, so a source it reads whole is valid JavaScript: checking a
+workflow does not ask the engine to compile it too (its names are identifiers to Python, and so to JavaScript).
 """
 
 from __future__ import annotations
@@ -339,6 +342,8 @@ class _Writer:
             if self.at >= len(self.tokens) or self.tokens[self.at].kind != "name":
                 raise _Unsupported("member")
             key = self.take().text
+            if not (key.isascii() or key.isidentifier()):  # the tokenizer's names take in characters (a space
+                raise _Unsupported("not a name to JavaScript")  # past ASCII) that JavaScript's do not
             if self.ahead == "(":
                 raise _Unsupported("call")
             self.emit(f"if {value}.__class__ is not dict or {key!r} not in {value}: return FALL()")

@@ -317,11 +317,19 @@ class Expression:
                 f"and the helpers {', '.join(HELPERS)}; call methods on values: `s.trim()`, `items.map(...)`"
             raise ExpressionError(f"unknown function '{name}' called in `{_short(source)}`", hint, source,
                                   line, column)
-        try:
-            compiled = javascript.compile_source(optional_members(code) if _missing_reads_null[0] else code,
-                                                 tuple(sorted(reads)))
-        except javascript.JavaScriptError as exc:
-            raise self._invalid(exc) from None
+        from wfexec.language.expression_fastpath import fast_source
+
+        fast_text = fast_source(code, builtins, tokens)
+        engine_code, names = optional_members(code) if _missing_reads_null[0] else code, tuple(sorted(reads))
+        if fast_text is not None:
+            # The fast path's reader took the whole source in a subset of JavaScript's grammar: it is one valid
+            # expression, which the engine's syntax check would only confirm (a third of checking a short one).
+            compiled = javascript.expression_function(engine_code, names)
+        else:
+            try:
+                compiled = javascript.compile_source(engine_code, names)
+            except javascript.JavaScriptError as exc:
+                raise self._invalid(exc) from None
         # Kept as text, so a cached workflow unpickles without the JavaScript modules.
         self._function_text = compiled.text
         self.program = compiled.program
@@ -329,9 +337,7 @@ class Expression:
         # Only an expression that can reach the clock asks the run for it, so a run records (and a replay
         # serves) a time only for the steps that read one. Reaching `Date` sideways counts too.
         self._reads_clock = bool(_CLOCK_NAMES & set(found.free)) or "this" in code or "constructor" in code
-        from wfexec.language.expression_fastpath import fast_source
-
-        self._fast_text = None if self.program else fast_source(code, builtins, tokens)
+        self._fast_text = fast_text
         # Compiled on the first evaluation: `validate` never evaluates, and compiling costs more than writing.
         self._evaluator: Callable[[Scope], Any] | None = None
 

@@ -56,6 +56,10 @@ VALUE_DEPTH_LIMIT = 200  # as for YAML: deeper values break Python's recursive c
 _HEAD = ("(function(__wfexec_args, __wfexec_now, __wfexec_big){__wfexec_clock(__wfexec_now);"
          "var {%s}=__wfexec_args?JSON.parse(__wfexec_args,__wfexec_big?__wfexec_revive:undefined):{};")
 _AS_EXPRESSION = _HEAD + "return __wfexec_out((\n%s\n));})"
+# What checking an expression compiles: _AS_EXPRESSION around the source, token for token, with the names as
+# parameters instead of destructured from JSON (a name the source declares with `let` clashes with either alike):
+# destructuring and the clock's call cost the engine's compile over half its time on a short expression.
+_CHECK_EXPRESSION = "(function(__wfexec_args, __wfexec_now, __wfexec_big%s){return __wfexec_out((\n%s\n));})"
 _AS_PROGRAM = _HEAD + "return __wfexec_out(eval(%s));})"
 # Every integer beyond Number.MAX_SAFE_INTEGER has 16 digits or more; a string holding such a run only costs
 # the slower parse.
@@ -89,6 +93,11 @@ class Compiled:
     program: bool
 
 
+def expression_function(source: str, names: tuple[str, ...]) -> Compiled:
+    """The function text of `source`, one expression known to be valid JavaScript, not compiled to check it."""
+    return Compiled(_AS_EXPRESSION % (",".join(names), source), False)
+
+
 def compile_source(source: str, names: tuple[str, ...]) -> Compiled:
     """Check `source` and build its function text. A source that is one expression returns its value;
     otherwise it is a program whose value is its completion value (as `eval` gives it).
@@ -97,7 +106,7 @@ def compile_source(source: str, names: tuple[str, ...]) -> Compiled:
     engine = current()
     as_expression = _AS_EXPRESSION % (declared, source)
     try:
-        engine.check(as_expression, source)
+        engine.check(as_expression, source, _CHECK_EXPRESSION % ("".join(f", {name}" for name in names), source))
         return Compiled(as_expression, False)
     except JavaScriptError as exc:
         expression_error = exc
@@ -208,12 +217,13 @@ class Engine:
             self.functions[text] = fn
         return fn
 
-    def check(self, text: str, source: str) -> None:
+    def check(self, text: str, source: str, lighter: str | None = None) -> None:
         """Raise what `function` would for `text`, keeping nothing: checking a workflow compiles every expression
         in it, and a run evaluates few of them (kept, 50,000 compiled functions held 200,000 Python objects, which
-        made every later collection of the process's garbage walk them)."""
+        made every later collection of the process's garbage walk them). `lighter`: a text the engine compiles
+        faster that holds `source` where `text` does, with the same syntax around it."""
         if text not in self.functions:
-            self._compile(text, source)
+            self._compile(lighter or text, source)
 
     def _compile(self, text: str, source: str):
         try:
