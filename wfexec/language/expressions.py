@@ -88,7 +88,9 @@ def _short(source: str, limit: int = 60) -> str:
 # Comments and prose.
 
 _COMMENT_LINE = lazy(r"^[ \t]*#(?!!).*$", re.MULTILINE)
-_WORD = lazy(r"^[A-Za-z][A-Za-z'\-]*[.,;:!?]?$")
+# Three or more words of letters (with ' and -), each perhaps ending in punctuation: what prose is made of, read in
+# one match (most fields an expression is asked of fail at their first operator).
+_WORDS = lazy(r"\s*[A-Za-z][A-Za-z'\-]*[.,;:!?]?(?:\s+[A-Za-z][A-Za-z'\-]*[.,;:!?]?){2,}\s*")
 # Words of English sentences that no expression uses as an operator.
 _FUNCTION_WORDS = {"the", "a", "an", "of", "to", "for", "with", "from", "each", "every", "this", "that", "it", "its",
                    "into", "then", "all", "any", "by", "on", "at", "whether", "which", "when", "should", "must",
@@ -118,9 +120,8 @@ def is_prose(source: object) -> bool:
 
 
 def _reads_as_words(code: str) -> bool:
-    words = code.split()
-    return len(words) >= 3 and all(_WORD.match(w) for w in words) and \
-        any(w.lower().strip(".,;:!?") in _FUNCTION_WORDS for w in words)
+    return _WORDS.fullmatch(code) is not None and \
+        any(w.lower().strip(".,;:!?") in _FUNCTION_WORDS for w in code.split())
 
 
 # --------------------------------------------------------------------------- #

@@ -30,13 +30,25 @@ def c_composer() -> Callable[[str], Any] | None:
     table = {first: [(str(tag), regexp) for tag, regexp in entries] + any_first
              for first, entries in by_first.items() if first is not None}
 
+    def _plain_tag(value: str) -> str:
+        for tag, regexp in table.get(value[:1], any_first):
+            if regexp.match(value):
+                return tag
+        return _STR
+
     class Composer(CParser):
+        def __init__(self, text: str):
+            super().__init__(text)
+            # Each plain scalar's tag, by its text: keys and the words of a workflow repeat on every node.
+            self.plain_tags: dict[str, str] = {}
+
         def resolve(self, kind, value, implicit):
             if kind is ScalarNode:
                 if implicit[0]:
-                    for tag, regexp in table.get(value[:1], any_first):
-                        if regexp.match(value):
-                            return tag
+                    tag = self.plain_tags.get(value)
+                    if tag is None:
+                        tag = self.plain_tags[value] = _plain_tag(value)
+                    return tag
                 return _STR
             return _SEQ if kind is SequenceNode else _MAP
 

@@ -334,6 +334,7 @@ class _Builder:
     def __init__(self, constructor, positions: dict, reporter: Reporter, line_lengths: list[int]):
         self.constructor = constructor
         self.line_lengths = line_lengths
+        self.lines = len(line_lengths)
         self.positions = positions
         self.reporter = reporter
         self.active: set[int] = set()
@@ -372,7 +373,10 @@ class _Builder:
     def where(self, node) -> tuple[int, int]:
         """1-based (line, column) of a node; an empty value at the very end of the file sits on the last line."""
         mark = node.start_mark
-        return _inside(self.line_lengths, (mark.line + 1, mark.column + 1))
+        line = mark.line + 1
+        if line <= self.lines:  # _inside's test, written out: this runs for every key and value of the file
+            return line, mark.column + 1
+        return _inside(self.line_lengths, (line, mark.column + 1))
 
     def scalar(self, node, path: tuple) -> Any:
         tag = node.tag
