@@ -24,6 +24,10 @@ from __future__ import annotations
 
 from wfexec.system.patterns import lazy
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from wfexec.language.js_source import Scanned
+
 _DECIMAL = lazy(r"^(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?$")
 _LITERALS = {"true": "True", "false": "False", "null": "None"}
 _RESERVED_NAMES = frozenset(("undefined", "NaN", "Infinity", "this", "arguments", "globalThis"))
@@ -33,15 +37,15 @@ class _Unsupported(Exception):
     pass
 
 
-def fast_source(code: str, builtins: frozenset[str] = frozenset(), tokens: list | None = None) -> str | None:
+def fast_source(code: str, builtins: frozenset[str] = frozenset(), tokens: Scanned | None = None) -> str | None:
     """The Python source of a function of a Scope giving the value of `code`, or MISSING where the engine must
     answer (wfexec.language.fast_evaluation runs it; the compiled-workflow cache keeps the text); None when `code`
     is not a shape handled here. `tokens`: `code`'s, when the caller has them."""
     if tokens is None:
-        from wfexec.language.js_source import TokenError, tokenize  # writing the fast path, not running it
+        from wfexec.language.js_source import TokenError, scan  # writing the fast path, not running it
 
         try:
-            tokens = tokenize(code)
+            tokens = scan(code)
         except TokenError:
             return None
     if not tokens or len(tokens) > 40:
@@ -91,24 +95,26 @@ class _Writer:
     is in a local `vN` or is a literal; a guard that fails returns `FALL()`: MISSING, or the
     engine's answer (`fast_evaluator`)."""
 
-    def __init__(self, tokens, builtins):
-        self.tokens = tokens
+    def __init__(self, tokens: Scanned, builtins):
+        self.kinds = tokens.kinds
+        self.size = len(tokens)
         self.builtins = builtins
         self.at = 0
         # The next token's text (None at the end), kept as an attribute: every level of the grammar looks at it,
         # about twenty looks per operand, and a method call for each cost a tenth of writing the function.
-        self._texts = [token.text for token in tokens] + [None]
+        self._texts = [*tokens.texts, None]
         self.ahead: str | None = self._texts[0]
         self.lines: list[str] = []
         self.indent = ""
         self.count = 0
 
     # -- tokens -------------------------------------------------------------
-    def take(self):
-        token = self.tokens[self.at]
+    def take(self) -> str:
+        """The next token's text, moving past it."""
+        text = self._texts[self.at]
         self.at += 1
         self.ahead = self._texts[self.at]
-        return token
+        return text  # type: ignore[return-value]  # never past the end: callers look ahead first
 
     def var(self) -> str:
         self.count += 1
@@ -224,7 +230,7 @@ class _Writer:
     def equality(self) -> tuple[str, str]:
         left, left_kind = self.relational()
         while self.ahead in ("===", "!==", "==", "!="):
-            operator = self.take().text
+            operator = self.take()
             right, right_kind = self.relational()
             left_kind = self.need_json(left, left_kind)
             right_kind = self.need_json(right, right_kind)
@@ -244,7 +250,7 @@ class _Writer:
     def relational(self) -> tuple[str, str]:
         left, left_kind = self.additive()
         if self.ahead in ("<", "<=", ">", ">="):
-            operator = self.take().text
+            operator = self.take()
             right, right_kind = self.additive()
             self.need_number(left, left_kind)
             self.need_number(right, right_kind)
@@ -258,7 +264,7 @@ class _Writer:
     def additive(self) -> tuple[str, str]:
         left, left_kind = self.unary()
         while self.ahead in ("+", "-"):
-            operator = self.take().text
+            operator = self.take()
             right, right_kind = self.unary()
             result = self.var()
             if operator == "+" and left_kind == right_kind == "str":
@@ -302,26 +308,26 @@ class _Writer:
         return self.primary()
 
     def primary(self) -> tuple[str, str]:
-        if self.at >= len(self.tokens):
+        if self.at >= self.size:
             raise _Unsupported("end")
-        token = self.take()
-        text = token.text
+        kind = self.kinds[self.at]
+        text = self.take()
         if text == "(":
             inner = self.conditional()
             if self.ahead != ")":
                 raise _Unsupported("bracket")
             self.take()
             return inner
-        if token.kind == "number":
+        if kind == "number":
             if not _DECIMAL.match(text):
                 raise _Unsupported("number form")
             return (f"({float(text)!r})" if "." in text else f"({text})"), "num"
-        if token.kind == "string":
+        if kind == "string":
             body = text[1:-1]
             if "\\" in body or not body.isprintable():
                 raise _Unsupported("escape")
             return f"({body!r})", "str"
-        if token.kind != "name":
+        if kind != "name":
             raise _Unsupported(text)
         if text in _LITERALS:
             return f"({_LITERALS[text]})", ("null" if text == "null" else "bool")
@@ -339,9 +345,9 @@ class _Writer:
         self.lookup(text, value)
         while self.ahead == ".":
             self.take()
-            if self.at >= len(self.tokens) or self.tokens[self.at].kind != "name":
+            if self.at >= self.size or self.kinds[self.at] != "name":
                 raise _Unsupported("member")
-            key = self.take().text
+            key = self.take()
             if not (key.isascii() or key.isidentifier()):  # the tokenizer's names take in characters (a space
                 raise _Unsupported("not a name to JavaScript")  # past ASCII) that JavaScript's do not
             if self.ahead == "(":

@@ -284,12 +284,12 @@ class Expression:
             raise ExpressionError("the expression is empty" if not source.strip() else
                                   f"`{_short(source)}` holds only `#` comments, no code", LANGUAGE_HINT, source)
         from wfexec.language import javascript
-        from wfexec.language.js_source import KEYWORDS, TokenError, optional_members, tokenize, usage
+        from wfexec.language.js_source import KEYWORDS, TokenError, optional_members, scan, usage
 
         code = _exact_integers(_interpolated_strings(code))
         self.code = code
         try:
-            tokens = tokenize(code)
+            tokens = scan(code)
             found = usage(code, tokens)
         except TokenError as exc:
             try:  # the engine's own words, when it agrees the source is broken
@@ -300,7 +300,7 @@ class Expression:
                                   source, *_line_column(code, exc.offset)) from None
         builtins = javascript.global_names()
         reads = {name: keys for name, keys in found.reads.items() if name not in builtins and name not in KEYWORDS}
-        if "|" in code.replace("||", "").replace("|=", "") and any(t.text == "|" for t in tokens) and \
+        if "|" in code.replace("||", "").replace("|=", "") and "|" in tokens.texts and \
                 _reads_a_jq_filter(code, reads):
             # `x | tojson` is JavaScript too (0, silently); `||` and `|=` are tokens of their own
             _refuse_foreign_idiom(source)

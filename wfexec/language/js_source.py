@@ -74,12 +74,39 @@ class TokenError(ValueError):
         self.offset = offset
 
 
+class Scanned:
+    """The tokens of a source as three lists (kind, text and offset of each): what `usage` and the fast path read.
+    Making a Token object per token cost a third of tokenizing a long expression."""
+
+    __slots__ = ("kinds", "texts", "starts")
+
+    def __init__(self) -> None:
+        self.kinds: list[str] = []
+        self.texts: list[str] = []
+        self.starts: list[int] = []
+
+    def add(self, kind: str, text: str, start: int) -> None:
+        self.kinds.append(kind)
+        self.texts.append(text)
+        self.starts.append(start)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
 def tokenize(source: str) -> list[Token]:
     """The tokens of `source`; the expressions inside template literals are tokenized in place
     (a template literal becomes a `template` token per literal piece around them)."""
-    tokens: list[Token] = []
+    scanned = scan(source)
+    return list(map(Token, scanned.kinds, scanned.texts, scanned.starts))
+
+
+def scan(source: str) -> Scanned:
+    """`tokenize`'s tokens, as lists."""
+    scanned = Scanned()
+    kinds_of, texts, starts = scanned.kinds, scanned.texts, scanned.starts
+    add_kind, add_text, add_start = kinds_of.append, texts.append, starts.append
     braces: list[str] = []  # "{" for a block/object, "`" for a `${` inside a template literal
-    append = tokens.append
     read_stretch = _SIMPLE.findall
     next_special = _SPECIAL.search
     kinds = _KIND_BY_FIRST
@@ -96,19 +123,21 @@ def tokenize(source: str) -> list[Token]:
             if kind:  # not blanks
                 if text == "{":
                     braces.append("{")
-                append(Token(kind, text, i))
+                add_kind(kind)
+                add_text(text)
+                add_start(i)
             i += len(text)
         if stop < n:
-            i = _special(source, stop, tokens, braces)
-    return tokens
+            i = _special(source, stop, scanned, braces)
+    return scanned
 
 
-def _special(source: str, i: int, tokens: list[Token], braces: list[str]) -> int:
+def _special(source: str, i: int, tokens: Scanned, braces: list[str]) -> int:
     """The token at `i` that starts with a quote, a backtick, `/` or `}`; where the next one starts."""
     ch = source[i]
     if ch in "'\"":
         end = _string_end(source, i)
-        tokens.append(Token("string", source[i:end], i))
+        tokens.add("string", source[i:end], i)
         return end
     if ch == "`" or (ch == "}" and braces and braces[-1] == "`"):
         if ch == "}":
@@ -117,7 +146,7 @@ def _special(source: str, i: int, tokens: list[Token], braces: list[str]) -> int
     if ch == "}":
         if braces:
             braces.pop()
-        tokens.append(Token("punct", "}", i))
+        tokens.add("punct", "}", i)
         return i + 1
     if source.startswith("//", i):
         end = source.find("\n", i)
@@ -129,11 +158,11 @@ def _special(source: str, i: int, tokens: list[Token], braces: list[str]) -> int
         return end + 2
     if _regex_allowed(tokens):
         end = _regex_end(source, i)
-        tokens.append(Token("regex", source[i:end], i))
+        tokens.add("regex", source[i:end], i)
         return end
     match = _PUNCT.match(source, i)  # `/` or `/=`
     assert match is not None
-    tokens.append(Token("punct", match.group(), i))
+    tokens.add("punct", match.group(), i)
     return match.end()
 
 
@@ -153,7 +182,7 @@ def _string_end(source: str, start: int) -> int:
     raise TokenError("unterminated string literal", start)
 
 
-def _template_piece(source: str, start: int, tokens: list[Token], braces: list[str]) -> int:
+def _template_piece(source: str, start: int, tokens: Scanned, braces: list[str]) -> int:
     """From a backtick (or the `}` ending a `${...}`) to the next `${` or the closing backtick."""
     i = start + 1
     while i < len(source):
@@ -162,27 +191,27 @@ def _template_piece(source: str, start: int, tokens: list[Token], braces: list[s
             i += 2
             continue
         if ch == "`":
-            tokens.append(Token("template", source[start:i + 1], start))
+            tokens.add("template", source[start:i + 1], start)
             return i + 1
         if source.startswith("${", i):
-            tokens.append(Token("template", source[start:i + 2], start))
+            tokens.add("template", source[start:i + 2], start)
             braces.append("`")
             return i + 2
         i += 1
     raise TokenError("unterminated template literal", start)
 
 
-def _regex_allowed(tokens: list[Token]) -> bool:
-    if not tokens:
+def _regex_allowed(tokens: Scanned) -> bool:
+    if not tokens.texts:
         return True
-    last = tokens[-1]
-    if last.kind in ("number", "string", "regex"):
+    kind, text = tokens.kinds[-1], tokens.texts[-1]
+    if kind in ("number", "string", "regex"):
         return False
-    if last.kind == "template":
-        return last.text.endswith("${")
-    if last.kind == "name":
-        return last.text in _REGEX_AFTER_WORDS
-    return last.text not in (")", "]", "}", "++", "--")
+    if kind == "template":
+        return text.endswith("${")
+    if kind == "name":
+        return text in _REGEX_AFTER_WORDS
+    return text not in (")", "]", "}", "++", "--")
 
 
 def _regex_end(source: str, start: int) -> int:
@@ -225,161 +254,165 @@ class Usage:
 _ACCESSOR_WORDS = ("get", "set", "async", "static")
 
 
-def usage(source: str, tokens: list[Token] | None = None) -> Usage:
+def usage(source: str, tokens: Scanned | None = None) -> Usage:
     """Free names, declarations and bare calls of a JavaScript source (raises TokenError); `tokens`: its tokens,
     when the caller has them."""
     if tokens is None:
-        tokens = tokenize(source)
+        tokens = scan(source)
+    kinds, texts = tokens.kinds, tokens.texts
     found = Usage()
+    declared, reads = found.declared, found.reads
     brackets: list[str] = []  # the opening bracket of each enclosing (, [, {
-    count = len(tokens)
-    for index, token in enumerate(tokens):
-        text = token.text
-        if token.kind == "punct":
+    count = len(texts)
+    for index, kind in enumerate(kinds):
+        text = texts[index]
+        if kind == "punct":
             if text in "([{":
                 brackets.append(text)
             elif text in ")]}" and brackets:
                 brackets.pop()
             elif text == "=>":
-                _arrow_params(tokens, index, found.declared)
+                _arrow_params(tokens, index, declared)
             continue
-        if token.kind == "template":
+        if kind == "template":
             if text.endswith("${"):
                 brackets.append("{")
             if not text.startswith("`") and brackets:
                 brackets.pop()
             continue
-        if token.kind != "name":
+        if kind != "name":
             continue
-        before = tokens[index - 1] if index else None
-        after = tokens[index + 1] if index + 1 < count else None
-        if before is not None and before.kind == "punct" and before.text in (".", "?.", "#"):
+        before = texts[index - 1] if index else None
+        before_kind = kinds[index - 1] if index else None
+        after = texts[index + 1] if index + 1 < count else None
+        if before_kind == "punct" and before in (".", "?.", "#"):
             continue
-        if before is not None and before.kind == "name" and before.text in ("function", "class"):
-            found.declared.add(text)
-            _function_params(tokens, index + 1, found.declared)
+        if before_kind == "name" and before in ("function", "class"):
+            declared.add(text)
+            _function_params(tokens, index + 1, declared)
             continue
-        if text == "function" and after is not None and after.text == "(":
-            _function_params(tokens, index + 1, found.declared)
+        if text == "function" and after == "(":
+            _function_params(tokens, index + 1, declared)
             continue
         if text in _DECLARE_WORDS:
-            _declaration(tokens, index + 1, found.declared)
+            _declaration(tokens, index + 1, declared)
             continue
-        if text == "catch" and after is not None and after.text == "(":
-            _function_params(tokens, index + 1, found.declared)
+        if text == "catch" and after == "(":
+            _function_params(tokens, index + 1, declared)
             continue
         if text in KEYWORDS:
             continue
-        if after is not None and after.text == ":" and brackets and brackets[-1] == "{" and \
-                before is not None and before.text in ("{", ","):
+        if after == ":" and brackets and brackets[-1] == "{" and before in ("{", ","):
             continue  # an object key (or a label)
         in_object = bool(brackets) and brackets[-1] == "{"
-        if in_object and text in _ACCESSOR_WORDS and after is not None and after.kind == "name" and \
-                index + 2 < count and tokens[index + 2].text == "(" and before is not None and before.text in ("{", ","):
+        if in_object and text in _ACCESSOR_WORDS and index + 1 < count and kinds[index + 1] == "name" and \
+                index + 2 < count and texts[index + 2] == "(" and before in ("{", ","):
             continue  # `get`/`set`/`async` before a method's name: `{ get a() { ... } }`
-        if after is not None and after.text == "(" and in_object and before is not None and (
-                before.text in ("{", ",", "*") or (before.text in _ACCESSOR_WORDS and index >= 2
-                                                    and tokens[index - 2].text in ("{", ","))):
-            _function_params(tokens, index + 1, found.declared)
+        if after == "(" and in_object and before is not None and (
+                before in ("{", ",", "*") or (before in _ACCESSOR_WORDS and index >= 2
+                                               and texts[index - 2] in ("{", ","))):
+            _function_params(tokens, index + 1, declared)
             continue  # a method in an object literal: `{ f() { ... } }`, `{ get f() { ... } }`
-        keys = found.reads.get(text, set())
+        keys = reads.get(text, set())
         if keys is not None:
-            if after is not None and after.text == "." and index + 2 < count and tokens[index + 2].kind == "name":
-                keys.add(tokens[index + 2].text)
+            if after == "." and index + 2 < count and kinds[index + 2] == "name":
+                keys.add(texts[index + 2])
             else:
                 keys = None
-        found.reads[text] = keys
-        if after is not None and after.text == "(":
-            found.calls.setdefault(text, token.start)
+        reads[text] = keys
+        if after == "(":
+            found.calls.setdefault(text, tokens.starts[index])
     return found
 
 
-def _arrow_params(tokens: list[Token], arrow: int, declared: set[str]) -> None:
-    before = tokens[arrow - 1] if arrow else None
-    if before is None:
+def _arrow_params(tokens: Scanned, arrow: int, declared: set[str]) -> None:
+    if not arrow:
         return
-    if before.kind == "name":
-        declared.add(before.text)
+    texts = tokens.texts
+    if tokens.kinds[arrow - 1] == "name":
+        declared.add(texts[arrow - 1])
         return
-    if before.text != ")":
+    if texts[arrow - 1] != ")":
         return
     depth = 0
     for j in range(arrow - 1, -1, -1):
-        t = tokens[j]
-        if t.text in (")", "]", "}"):
+        text = texts[j]
+        if text in (")", "]", "}"):
             depth += 1
-        elif t.text in ("(", "[", "{"):
+        elif text in ("(", "[", "{"):
             depth -= 1
             if depth == 0:
-                _pattern_names(tokens[j + 1:arrow - 1], declared)
+                _pattern_names(tokens, j + 1, arrow - 1, declared)
                 return
 
 
-def _function_params(tokens: list[Token], start: int, declared: set[str]) -> None:
-    if start >= len(tokens) or tokens[start].text != "(":
+def _function_params(tokens: Scanned, start: int, declared: set[str]) -> None:
+    texts = tokens.texts
+    if start >= len(texts) or texts[start] != "(":
         return
     depth = 0
-    for j in range(start, len(tokens)):
-        t = tokens[j]
-        if t.text in ("(", "[", "{"):
+    for j in range(start, len(texts)):
+        text = texts[j]
+        if text in ("(", "[", "{"):
             depth += 1
-        elif t.text in (")", "]", "}"):
+        elif text in (")", "]", "}"):
             depth -= 1
             if depth == 0:
-                _pattern_names(tokens[start + 1:j], declared)
+                _pattern_names(tokens, start + 1, j, declared)
                 return
 
 
-def _declaration(tokens: list[Token], start: int, declared: set[str]) -> None:
+def _declaration(tokens: Scanned, start: int, declared: set[str]) -> None:
     """`const a = ..., {b, c: d} = ..., [e] = ...`: the names bound, up to the end of the statement."""
+    kinds, texts = tokens.kinds, tokens.texts
     depth = 0
     expecting_name = True
-    for j in range(start, len(tokens)):
-        t = tokens[j]
+    for j in range(start, len(texts)):
+        kind, text = kinds[j], texts[j]
         if expecting_name:
-            if t.kind == "name":
-                declared.add(t.text)
+            if kind == "name":
+                declared.add(text)
                 expecting_name = False
                 continue
-            if t.text in ("{", "["):
-                end = _matching(tokens, j)
-                _pattern_names(tokens[j + 1:end], declared)
+            if text in ("{", "["):
+                end = _matching(texts, j)
+                _pattern_names(tokens, j + 1, end, declared)
                 expecting_name = False
                 continue
-        if t.text in ("(", "[", "{"):
+        if text in ("(", "[", "{"):
             depth += 1
-        elif t.text in (")", "]", "}"):
+        elif text in (")", "]", "}"):
             depth -= 1
             if depth < 0:
                 return
-        elif depth == 0 and t.text == ",":
+        elif depth == 0 and text == ",":
             expecting_name = True
-        elif depth == 0 and t.text in (";",) or (depth == 0 and t.kind == "name" and t.text in ("of", "in")):
+        elif depth == 0 and text in (";",) or (depth == 0 and kind == "name" and text in ("of", "in")):
             return
 
 
-def _matching(tokens: list[Token], start: int) -> int:
+def _matching(texts: list[str], start: int) -> int:
     depth = 0
-    for j in range(start, len(tokens)):
-        if tokens[j].text in ("(", "[", "{"):
+    for j in range(start, len(texts)):
+        if texts[j] in ("(", "[", "{"):
             depth += 1
-        elif tokens[j].text in (")", "]", "}"):
+        elif texts[j] in (")", "]", "}"):
             depth -= 1
             if depth == 0:
                 return j
-    return len(tokens)
+    return len(texts)
 
 
-def _pattern_names(tokens: list[Token], declared: set[str]) -> None:
-    """The names a parameter list or destructuring pattern binds (defaults are skipped over roughly:
-    a name after `=` is a read, and counting it as bound only hides a warning)."""
-    for j, t in enumerate(tokens):
-        if t.kind != "name" or t.text in KEYWORDS:
+def _pattern_names(tokens: Scanned, start: int, end: int, declared: set[str]) -> None:
+    """The names a parameter list or destructuring pattern (the tokens from `start` up to `end`) binds (defaults
+    are skipped over roughly: a name after `=` is a read, and counting it as bound only hides a warning)."""
+    kinds, texts = tokens.kinds, tokens.texts
+    for j in range(start, end):
+        if kinds[j] != "name" or texts[j] in KEYWORDS:
             continue
-        after = tokens[j + 1].text if j + 1 < len(tokens) else ""
-        if after == ":":
+        if j + 1 < end and texts[j + 1] == ":":
             continue  # `{ key: name }`: the key is not bound
-        declared.add(t.text)
+        declared.add(texts[j])
 
 
 _ASSIGNING = frozenset(("=", "+=", "-=", "*=", "/=", "%=", "**=", "<<=", ">>=", ">>>=", "&=", "|=", "^=", "&&=",
@@ -390,28 +423,32 @@ def optional_members(source: str) -> str:
     """`source` with each property read `a.b` written `a?.b`, so a read below a missing value gives `undefined`
     (`== null` is true) instead of throwing: blueprint-lib v8 reads a missing path as null. A source that
     assigns or uses `new` is returned as it is (`a?.b = 1` and `new a?.B()` are not JavaScript)."""
-    tokens = tokenize(source)
-    if any(t.kind == "punct" and t.text in _ASSIGNING for t in tokens) or \
-            any(t.kind == "name" and t.text == "new" for t in tokens):
+    tokens = scan(source)
+    kinds, texts, starts = tokens.kinds, tokens.texts, tokens.starts
+    if any(kind == "punct" and text in _ASSIGNING for kind, text in zip(kinds, texts)) or \
+            any(kind == "name" and text == "new" for kind, text in zip(kinds, texts)):
         return source
     pieces, last = [], 0
-    for index, token in enumerate(tokens):
-        if token.kind != "punct" or token.text not in (".", "[") or index == 0 or index + 1 == len(tokens):
+    count = len(texts)
+    for index, kind in enumerate(kinds):
+        text = texts[index]
+        if kind != "punct" or text not in (".", "[") or index == 0 or index + 1 == count:
             continue
-        before, after = tokens[index - 1], tokens[index + 1]
-        if not (before.text in (")", "]") or (before.kind == "name" and before.text not in KEYWORDS - {"this"})):
+        before = texts[index - 1]
+        if not (before in (")", "]") or (kinds[index - 1] == "name" and before not in KEYWORDS - {"this"})):
             continue  # `[` there starts an array, `.` follows a number or a string
-        if token.text == "[":
-            pieces.append(source[last:token.start])
+        start = starts[index]
+        if text == "[":
+            pieces.append(source[last:start])
             pieces.append("?.[")
-            last = token.start + 1
+            last = start + 1
             continue
-        if after.kind != "name":
+        if kinds[index + 1] != "name":
             continue
-        if index + 2 < len(tokens) and tokens[index + 2].kind == "template" and tokens[index + 2].text[0] == "`":
+        if index + 2 < count and kinds[index + 2] == "template" and texts[index + 2][0] == "`":
             continue  # a tagged template `a.b`…``: `a?.b`…`` is not JavaScript
-        pieces.append(source[last:token.start])
+        pieces.append(source[last:start])
         pieces.append("?.")
-        last = token.start + 1
+        last = start + 1
     pieces.append(source[last:])
     return "".join(pieces)
