@@ -348,8 +348,9 @@ class _Writer:
             if self.at >= self.size or self.kinds[self.at] != "name":
                 raise _Unsupported("member")
             key = self.take()
-            if not (key.isascii() or key.isidentifier()):  # the tokenizer's names take in characters (a space
-                raise _Unsupported("not a name to JavaScript")  # past ASCII) that JavaScript's do not
+            # The tokenizer's names take in characters past ASCII that JavaScript's do not (an em space, `×`).
+            if not (key.isascii() or key.isidentifier()):
+                raise _Unsupported("not a name to JavaScript")
             if self.ahead == "(":
                 raise _Unsupported("call")
             self.emit(f"if {value}.__class__ is not dict or {key!r} not in {value}: return FALL()")
