@@ -84,16 +84,24 @@ def _same(fast, engine) -> bool:
     return fast == engine
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(source=expressions, scope=states())
-def test_the_fast_path_agrees_with_the_engine(source, scope):
+def _with_a_fast_path(source: str, refused: str) -> Expression | None:
+    """The expression, when the fast path reads it; else None, and why as a hypothesis event."""
     try:
         expression = Expression(source)
     except ExpressionError:
-        event("not JavaScript (e.g. `- -x`)")
-        return
-    if expression._fast is None:
+        event(refused)
+        return None
+    if expression._fast_text is None:
         event("no fast path")
+        return None
+    return expression
+
+
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=expressions, scope=states())
+def test_the_fast_path_agrees_with_the_engine(source, scope):
+    expression = _with_a_fast_path(source, refused="not JavaScript (e.g. `--1`)")
+    if expression is None:
         return
     fast = expression._fast(scope)
     if fast is MISSING:
@@ -125,13 +133,8 @@ EDGE_ATOMS = st.sampled_from(["a.class", "a.null", "a.if", "a.é", "é", "a.b\u2
 def test_a_source_the_fast_path_reads_is_one_the_engine_compiles(source):
     """Checking a workflow skips the engine's syntax check where the fast path read the whole source: that is
     only right while every such source is valid JavaScript."""
-    try:
-        expression = Expression(source)
-    except ExpressionError:
-        event("refused")
-        return
-    if expression._fast_text is None:
-        event("no fast path")
+    expression = _with_a_fast_path(source, refused="refused")
+    if expression is None:
         return
     event("fast path")
     javascript.compile_source(expression.code, tuple(name for name, _keys in expression._reads))  # raises if not
