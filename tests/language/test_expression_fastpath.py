@@ -137,7 +137,31 @@ def test_a_source_the_fast_path_reads_is_one_the_engine_compiles(source):
     if expression is None:
         return
     event("fast path")
-    javascript.compile_source(expression.code, tuple(name for name, _keys in expression._reads))  # raises if not
+    javascript.current().function(expression._function_text, expression.code)  # what a run compiles; raises if not
+
+
+# Sources that break out of the wrapper around them: a `let` of a name read (a parameter, or destructured).
+BREAKING_OUT = st.sampled_from(["1)); let a = 2; ((a", "1)); let __wfexec_args = 1; ((2", "a)); var b; ((b",
+                                "1))}); (function(){ ((2", "a)) /* ((", "`${a}`", "a => { let a; }", "x×y"])
+
+
+def _compiles(text: str, source: str) -> bool:
+    try:
+        javascript.current()._compile(text, source)
+    except javascript.JavaScriptError:
+        return False
+    return True
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=st.recursive(st.one_of(atoms, EDGE_ATOMS, BREAKING_OUT), combine, max_leaves=4),
+       names=st.lists(st.sampled_from(["a", "b", "computed", "x×y", "__wfexec_args"]), unique=True, max_size=3))
+def test_the_lighter_wrapper_a_check_compiles_accepts_what_the_run_compiles(source, names):
+    """Checking compiles a source the fast path cannot read in a wrapper lighter than the function a run compiles:
+    the two must accept and refuse the same sources."""
+    run_text = javascript._AS_EXPRESSION % (",".join(names), source)
+    check_text = javascript._CHECK_EXPRESSION % ("".join(f", {name}" for name in names), source)
+    assert _compiles(check_text, source) == _compiles(run_text, source)
 
 
 @pytest.mark.parametrize("source", ["a.b\u2003c", "computed.x\u00d7y + 1", "-a ** 2", "a.b c"])
