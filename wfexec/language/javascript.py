@@ -104,10 +104,11 @@ def compile_source(source: str, names: tuple[str, ...]) -> Compiled:
     Raises JavaScriptError with the position of a syntax error inside `source`."""
     declared = ",".join(names)
     engine = current()
-    as_expression = _AS_EXPRESSION % (declared, source)
+    as_expression = expression_function(source, names)
     try:
-        engine.check(as_expression, source, _CHECK_EXPRESSION % ("".join(f", {name}" for name in names), source))
-        return Compiled(as_expression, False)
+        engine.check(as_expression.text, source,
+                     _CHECK_EXPRESSION % ("".join(f", {name}" for name in names), source))
+        return as_expression
     except JavaScriptError as exc:
         expression_error = exc
     try:
