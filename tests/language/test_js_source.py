@@ -33,6 +33,19 @@ def test_strings_and_template_literals_hide_their_text_but_not_their_expressions
     assert usage("`${a.b}` + 'c'").reads == {"a": {"b"}}
 
 
+@pytest.mark.parametrize("source, expected", [
+    ("'a\\\\' + b", [("string", "'a\\\\'"), ("punct", "+"), ("name", "b")]),  # an escaped backslash ends no string
+    ("\"x\\\"y\" z", [("string", '"x\\"y"'), ("name", "z")]),
+    ("'one \\\ntwo'", [("string", "'one \\\ntwo'")]),  # a line continued by `\` inside a string
+    ("'\"' + \"'\"", [("string", "'\"'"), ("punct", "+"), ("string", '"\'"')]),  # the other quote is text
+    ("`$ \\` $${a}`", [("template", "`$ \\` $${"), ("name", "a"), ("template", "}`")]),  # `$` alone, escaped backtick
+    ("`\\${a}`", [("template", "`\\${a}`")]),  # an escaped `${` opens nothing
+    ("`line\nnext`", [("template", "`line\nnext`")]),
+])
+def test_escapes_inside_strings_and_template_literals_are_text(source, expected):
+    assert kinds(source) == expected
+
+
 def test_token_offsets_count_from_the_start_of_the_source():
     assert [token.start for token in tokenize("  ab\t+ 'c'")] == [2, 5, 7]
 
@@ -72,6 +85,9 @@ def test_blanks_and_line_comments_anywhere_make_no_token(source, expected):
 
 @pytest.mark.parametrize("source, message, offset", [
     ("a + 'b", "unterminated string literal", 4),
+    ("'line\nbreak'", "unterminated string literal", 0),  # only a `\` continues a string past its line
+    ("'ends in \\", "unterminated string literal", 0),
+    ("`x \\", "unterminated template literal", 0),
     ("`x ${y}", "unterminated template literal", 6),
     ("/* no end", "unclosed comment `/*`", 0),
     ("a \u00b2 b", "unexpected character '²'", 2),
