@@ -149,10 +149,21 @@ class _Inherited(_OneField):
     tags: tuple = ()
 
 
-@pytest.mark.parametrize("record", [_OneField("a"), _NoField(), _Inherited("b", 2, ("x",)), Where("w", 4)])
+@records.dataclass(frozen=True)
+class _PlainBase:
+    name: str
+
+
+@records.dataclass(frozen=True, slots=True)
+class _SlotsOverPlain(_PlainBase):
+    count: int = 0
+
+
+@pytest.mark.parametrize("record", [_OneField("a"), _NoField(), _Inherited("b", 2, ("x",)), _SlotsOverPlain("c", 5),
+                                    Where("w", 4)])
 def test_frozen_records_with_slots_pickle_back_every_field(record):
-    # Their state is read by one getter per class (a compiled workflow pickles several per node): a class of one
-    # field, of none, and one whose fields come partly from its base read all of theirs.
+    # Their state is read by one getter per class and set again through each field's slot (a compiled workflow
+    # pickles several per node): a class of one field, of none, and ones whose fields come partly from a base.
     again = pickle.loads(pickle.dumps(record))
     assert again == record and type(again) is type(record)
     assert [getattr(again, f.name) for f in records.fields(again)] == \

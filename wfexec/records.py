@@ -16,11 +16,13 @@ class unhashable unless it defines `__hash__`.
 
 from __future__ import annotations
 
+import functools
 from operator import attrgetter
+from types import MemberDescriptorType
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # how type checkers learn that `dataclass` makes data classes (PEP 681), on every Python
-    from typing import Any, Callable, TypeVar, overload
+    from typing import Any, Callable, Iterable, TypeVar, overload
 
     from typing_extensions import dataclass_transform
 
@@ -317,9 +319,34 @@ def _state_reader(names: tuple[str, ...]) -> Callable[[Any], tuple]:
     return __getstate__
 
 
+_SETTERS: dict[type, tuple] = {}
+
+
 def _slots_setstate(self: Any, state: tuple) -> None:
-    for name, value in zip(getattr(self, _FIELDS), state):
-        object.__setattr__(self, name, value)
+    kind = type(self)
+    setters = _SETTERS.get(kind)
+    if setters is None:
+        setters = _SETTERS[kind] = field_setters(kind, getattr(kind, _FIELDS))
+    for set_field, value in zip(setters, state):
+        set_field(self, value)
+
+
+def field_setters(kind: type, names: Iterable[str]) -> tuple[Callable[[Any, Any], None], ...]:
+    """A setter `(instance, value)` for each field of a class, past a frozen class's `__setattr__`: the slot's own
+    where the field is a slot (unpickling a compiled workflow sets every field of a few objects per node, and
+    `object.__setattr__`, which looks the name up in the class first, costs half as much again)."""
+    setters: list[Callable[[Any, Any], None]] = []
+    for name in names:
+        slot = next((base.__dict__[name] for base in kind.__mro__ if name in base.__dict__), None)
+        if isinstance(slot, MemberDescriptorType):
+            setters.append(slot.__set__)
+        else:
+            setters.append(functools.partial(_set_by_name, name))
+    return tuple(setters)
+
+
+def _set_by_name(name: str, instance: Any, value: Any) -> None:
+    object.__setattr__(instance, name, value)
 
 
 def is_record(value: Any) -> bool:

@@ -10,7 +10,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from wfexec.language.expressions import Template, render_value
-from wfexec.records import dataclass, field
+from wfexec.records import dataclass, field, field_setters
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the language layer sits below node and registry types: it names their shapes
@@ -35,9 +35,16 @@ def _slots_state(self) -> tuple:
     return read(self)
 
 
+_SET_FIELDS: dict[type, tuple] = {}
+
+
 def _restore_slots(self, state: tuple) -> None:
-    for name, value in zip(type(self).__slots__, state):
-        object.__setattr__(self, name, value)
+    kind = type(self)
+    setters = _SET_FIELDS.get(kind)
+    if setters is None:
+        setters = _SET_FIELDS[kind] = field_setters(kind, kind.__slots__)
+    for set_field, value in zip(setters, state):
+        set_field(self, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,28 @@ class Where:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
+
+
+# A node and each of its calls hold a Where, kept inside their pickled state as a plain tuple: pickle writes and
+# reads a tuple in C, and an object of a class through __reduce_ex__ and __setstate__, about 10,000 instructions
+# each way.
+def _where_state(where: Where | None) -> tuple | None:
+    return None if where is None else _slots_state(where)
+
+
+_set_file, _set_line, _set_column, _set_yaml_path = field_setters(Where, Where.__slots__)
+
+
+def _where_again(state: tuple | None) -> Where | None:
+    if state is None:
+        return None
+    where = Where.__new__(Where)
+    file, line, column, yaml_path = state  # written out: there are two per node
+    _set_file(where, file)
+    _set_line(where, line)
+    _set_column(where, column)
+    _set_yaml_path(where, yaml_path)
+    return where
 
 
 # A call whose type writes no direct form, or whose parameters need the handler (a computed path, prose).
@@ -75,10 +104,12 @@ class Call:
     direct: Any = field(default=None, init=False, compare=False, repr=False)
 
     def __getstate__(self) -> tuple:
-        return _slots_state(self)[:-1]  # without `direct`
+        spec, params, raw, where, dynamic, _direct = _slots_state(self)
+        return spec, params, raw, _where_state(where), dynamic  # without `direct`
 
     def __setstate__(self, state: tuple) -> None:
-        _restore_slots(self, state + (None,))
+        spec, params, raw, where, dynamic = state
+        _restore_slots(self, (spec, params, raw, _where_again(where), dynamic, None))
 
     def direct_form(self) -> Any:
         """`direct`, made now if this is the call's first run."""
@@ -129,8 +160,13 @@ def _brief(value: Any, limit: int = 40) -> str:
 class Node:
     """Fields every node has; each node type's module adds its own compiled fields in `spec`."""
 
-    __getstate__ = _slots_state
-    __setstate__ = _restore_slots
+    def __getstate__(self) -> tuple:
+        node_id, node_type, description, where, *rest = _slots_state(self)
+        return node_id, node_type, description, _where_state(where), *rest
+
+    def __setstate__(self, state: tuple) -> None:
+        node_id, node_type, description, where, *rest = state
+        _restore_slots(self, (node_id, node_type, description, _where_again(where), *rest))
 
     id: str
     type: str
