@@ -22,7 +22,7 @@ from types import MemberDescriptorType
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # how type checkers learn that `dataclass` makes data classes (PEP 681), on every Python
-    from typing import Any, Callable, Iterable, TypeVar, overload
+    from typing import Any, Callable, TypeVar, overload
 
     from typing_extensions import dataclass_transform
 
@@ -128,8 +128,8 @@ def _make(cls: type, frozen: bool, eq: bool, slots: bool, with_repr: bool, unsaf
         namespace["__slots__"] = tuple(s.name for s in specs if s.name not in inherited)
         namespace.update(methods)
         if frozen:  # as `dataclasses` does, a class's own pickling stays
-            namespace.setdefault("__getstate__", _state_reader(tuple(found)))
-            namespace.setdefault("__setstate__", _slots_setstate)
+            namespace.setdefault("__getstate__", record_state)
+            namespace.setdefault("__setstate__", set_record_state)
         made = type(cls)(cls.__name__, cls.__bases__, namespace)
         made.__qualname__ = cls.__qualname__
         return made
@@ -305,38 +305,40 @@ def _frozen_delattr(self: Any, name: str) -> None:
     raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 
-def _state_reader(names: tuple[str, ...]) -> Callable[[Any], tuple]:
-    """`__getstate__` of a frozen record with slots: its fields' values, read by one attrgetter (in C). Keeping a
-    compiled workflow pickles a few such records per node; a lookup and a `getattr` per field cost three times more."""
-    if len(names) < 2:  # attrgetter of one name gives its value, not a tuple; of none, an error
-        def __getstate__(self: Any) -> tuple:
-            return tuple(getattr(self, name) for name in names)
-    else:
-        read = attrgetter(*names)
-
-        def __getstate__(self: Any) -> tuple:
-            return read(self)
-    return __getstate__
-
-
+_READERS: dict[type, Callable[[Any], tuple]] = {}
 _SETTERS: dict[type, tuple] = {}
 
 
-def _slots_setstate(self: Any, state: tuple) -> None:
-    kind = type(self)
+def record_state(record: Any) -> tuple:
+    """The values of a record's fields, in order: a frozen record's pickled state (`__getstate__`). Keeping a
+    compiled workflow pickles a few records per node; one attrgetter per class (in C) reads them all, at a third
+    of the cost of a `getattr` per field."""
+    kind = type(record)
+    read = _READERS.get(kind)
+    if read is None:
+        names = tuple(getattr(kind, _FIELDS))
+        # attrgetter of one name gives its value, not a tuple; of none, an error
+        read = _READERS[kind] = attrgetter(*names) if len(names) > 1 else \
+            (lambda value: tuple(getattr(value, name) for name in names))
+    return read(record)
+
+
+def set_record_state(record: Any, state: tuple) -> None:
+    """Set a record's fields from `record_state`'s tuple (`__setstate__`), past a frozen class's `__setattr__`."""
+    kind = type(record)
     setters = _SETTERS.get(kind)
     if setters is None:
-        setters = _SETTERS[kind] = field_setters(kind, getattr(kind, _FIELDS))
+        setters = _SETTERS[kind] = field_setters(kind)
     for set_field, value in zip(setters, state):
-        set_field(self, value)
+        set_field(record, value)
 
 
-def field_setters(kind: type, names: Iterable[str]) -> tuple[Callable[[Any, Any], None], ...]:
-    """A setter `(instance, value)` for each field of a class, past a frozen class's `__setattr__`: the slot's own
-    where the field is a slot (unpickling a compiled workflow sets every field of a few objects per node, and
-    `object.__setattr__`, which looks the name up in the class first, costs half as much again)."""
+def field_setters(kind: type) -> tuple[Callable[[Any, Any], None], ...]:
+    """A setter `(instance, value)` for each field of a record class, in order, past a frozen class's
+    `__setattr__`: the slot's own where the field is a slot (`object.__setattr__`, which looks the name up in the
+    class first, costs half as much again)."""
     setters: list[Callable[[Any, Any], None]] = []
-    for name in names:
+    for name in getattr(kind, _FIELDS):
         slot = next((base.__dict__[name] for base in kind.__mro__ if name in base.__dict__), None)
         if isinstance(slot, MemberDescriptorType):
             setters.append(slot.__set__)

@@ -6,11 +6,10 @@ expressions are compiled objects, registry types are resolved specs.
 
 from __future__ import annotations
 
-from operator import attrgetter
 from pathlib import Path
 
 from wfexec.language.expressions import Template, render_value
-from wfexec.records import dataclass, field, field_setters
+from wfexec.records import dataclass, field, field_setters, record_state, set_record_state
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the language layer sits below node and registry types: it names their shapes
@@ -20,39 +19,9 @@ if TYPE_CHECKING:  # the language layer sits below node and registry types: it n
 ENDING_TYPES = ("success", "failure", "error", "cancelled")
 
 
-# The compiled classes below pickle (for the compiled-workflow cache) with these instead of dataclasses' own,
-# which look the fields up again for every object: a third of keeping a big workflow. Each class's fields are
-# read by one attrgetter (in C), a fifth of the cost of reading them one by one.
-_READ_FIELDS: dict[type, Any] = {}
-
-
-def _slots_state(self) -> tuple:
-    kind = type(self)
-    read = _READ_FIELDS.get(kind)
-    if read is None:
-        # Each class here has several fields: attrgetter of one name would give the value, not a tuple.
-        read = _READ_FIELDS[kind] = attrgetter(*kind.__slots__)
-    return read(self)
-
-
-_SET_FIELDS: dict[type, tuple] = {}
-
-
-def _restore_slots(self, state: tuple) -> None:
-    kind = type(self)
-    setters = _SET_FIELDS.get(kind)
-    if setters is None:
-        setters = _SET_FIELDS[kind] = field_setters(kind, kind.__slots__)
-    for set_field, value in zip(setters, state):
-        set_field(self, value)
-
-
 @dataclass(frozen=True, slots=True)
 class Where:
     """Where a piece of a workflow was written."""
-
-    __getstate__ = _slots_state
-    __setstate__ = _restore_slots
 
     file: str
     line: int
@@ -67,17 +36,17 @@ class Where:
 # reads a tuple in C, and an object of a class through __reduce_ex__ and __setstate__, about 10,000 instructions
 # each way.
 def _where_state(where: Where | None) -> tuple | None:
-    return None if where is None else _slots_state(where)
+    return None if where is None else record_state(where)
 
 
-_set_file, _set_line, _set_column, _set_yaml_path = field_setters(Where, Where.__slots__)
+_set_file, _set_line, _set_column, _set_yaml_path = field_setters(Where)
 
 
 def _where_again(state: tuple | None) -> Where | None:
     if state is None:
         return None
     where = Where.__new__(Where)
-    file, line, column, yaml_path = state  # written out: there are two per node
+    file, line, column, yaml_path = state  # set_record_state written out: there are two per node
     _set_file(where, file)
     _set_line(where, line)
     _set_column(where, column)
@@ -104,12 +73,12 @@ class Call:
     direct: Any = field(default=None, init=False, compare=False, repr=False)
 
     def __getstate__(self) -> tuple:
-        spec, params, raw, where, dynamic, _direct = _slots_state(self)
+        spec, params, raw, where, dynamic, _direct = record_state(self)
         return spec, params, raw, _where_state(where), dynamic  # without `direct`
 
     def __setstate__(self, state: tuple) -> None:
         spec, params, raw, where, dynamic = state
-        _restore_slots(self, (spec, params, raw, _where_again(where), dynamic, None))
+        set_record_state(self, (spec, params, raw, _where_again(where), dynamic, None))
 
     def direct_form(self) -> Any:
         """`direct`, made now if this is the call's first run."""
@@ -161,12 +130,12 @@ class Node:
     """Fields every node has; each node type's module adds its own compiled fields in `spec`."""
 
     def __getstate__(self) -> tuple:
-        node_id, node_type, description, where, *rest = _slots_state(self)
+        node_id, node_type, description, where, *rest = record_state(self)
         return node_id, node_type, description, _where_state(where), *rest
 
     def __setstate__(self, state: tuple) -> None:
         node_id, node_type, description, where, *rest = state
-        _restore_slots(self, (node_id, node_type, description, _where_again(where), *rest))
+        set_record_state(self, (node_id, node_type, description, _where_again(where), *rest))
 
     id: str
     type: str
@@ -182,8 +151,6 @@ class Node:
 class Ending:
     id: str
 
-    __getstate__ = _slots_state
-    __setstate__ = _restore_slots
     type: str
     message: Any                    # str | Template
     details: Any = None
@@ -202,8 +169,6 @@ class Ending:
 class Workflow:
     name: str
 
-    __getstate__ = _slots_state
-    __setstate__ = _restore_slots
     version: str
     description: str
     start_node: str
