@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,6 +127,17 @@ def waiting_run(workflow: Path, *inputs: str) -> str:
     done = wfexec_cli("run", workflow, "--non-interactive", "--format", "json", *args)
     assert done.returncode == 3, done.stderr
     return json.loads(done.stdout)["run_id"]
+
+
+def once_waiting(api, run_id: str) -> dict:
+    """The run as the server shows it once it has stopped running (waiting for an answer, say): a launch returns
+    when its process has taken the run, before the run reaches its question."""
+    deadline = time.monotonic() + 60
+    while True:
+        shown = api.get(f"/api/runs/{run_id}").json()
+        if shown["status"] != "running" or time.monotonic() > deadline:
+            return shown
+        time.sleep(0.05)
 
 
 def config(store: Path, roots=(), read_only=False, port=8765):

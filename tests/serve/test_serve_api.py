@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("starlette")
 
 from conftest import wfexec_cli  # noqa: E402
-from serve_support import api, client, config, root, waiting_run, workflows  # noqa: E402,F401  (api, root: fixtures)
+# api, root: fixtures
+from serve_support import api, client, config, once_waiting, root, waiting_run, workflows  # noqa: E402,F401
 
 
 def _sse(text: str) -> list[dict]:
@@ -122,7 +123,7 @@ def test_launch_starts_the_run_the_command_line_would(api, root, tmp_path):
     launched = api.post("/api/launch", json={"workflow": listed["greeter"]["id"], "inputs": {"who": "Grace"}})
     assert launched.status_code == 200, launched.text
     run_id = launched.json()["run_id"]
-    by_server = api.get(f"/api/runs/{run_id}").json()
+    by_server = once_waiting(api, run_id)
     by_terminal = api.get(f"/api/runs/{waiting_run(root / 'greeter', 'who=Grace')}").json()
     for key in ("workflow_path", "workflow_hash", "status", "current_node", "pending_question", "inputs"):
         assert by_server[key] == by_terminal[key], key

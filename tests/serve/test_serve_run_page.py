@@ -16,7 +16,8 @@ import pytest
 pytest.importorskip("starlette")
 
 from conftest import wfexec_in_process as cli  # noqa: E402
-from serve_support import api, client, config, root, waiting_run, workflows  # noqa: E402,F401  (api, root: fixtures)
+# api, root: fixtures
+from serve_support import api, client, config, once_waiting, root, waiting_run, workflows  # noqa: E402,F401
 
 # Marks its step in flight, says so with a file, then takes long enough to be killed in the middle.
 SLOW = """\
@@ -247,8 +248,8 @@ def test_run_again_starts_a_new_run_with_the_same_inputs(api, root, private_run_
     run_id = waiting_run(root / "greeter", "who=true")  # an input declared as text: taken as it is
     again = api.post(f"/api/runs/{run_id}/again", json={})
     assert again.status_code == 200, again.text
-    fresh = api.get(f"/api/runs/{again.json()['run_id']}").json()
-    assert fresh["id"] != run_id and fresh["inputs"] == {"who": "true"}
+    fresh = once_waiting(api, again.json()["run_id"])
+    assert fresh["id"] != run_id and fresh["inputs"] == {"who": "true"} and fresh["status"] == "waiting"
     assert fresh["pending_question"]["question"] == "Greet true how?"
     page = api.get(f"/runs/{run_id}").text
     assert 'data-action="again"' in page and "--input who=true --store" in page
