@@ -16,9 +16,7 @@ class unhashable unless it defines `__hash__`.
 
 from __future__ import annotations
 
-import functools
 from operator import attrgetter
-from types import MemberDescriptorType
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # how type checkers learn that `dataclass` makes data classes (PEP 681), on every Python
@@ -334,21 +332,10 @@ def set_record_state(record: Any, state: tuple) -> None:
 
 
 def field_setters(kind: type) -> tuple[Callable[[Any, Any], None], ...]:
-    """A setter `(instance, value)` for each field of a record class, in order, past a frozen class's
-    `__setattr__`: the slot's own where the field is a slot (`object.__setattr__`, which looks the name up in the
-    class first, costs half as much again)."""
-    setters: list[Callable[[Any, Any], None]] = []
-    for name in getattr(kind, _FIELDS):
-        slot = next((base.__dict__[name] for base in kind.__mro__ if name in base.__dict__), None)
-        if isinstance(slot, MemberDescriptorType):
-            setters.append(slot.__set__)
-        else:
-            setters.append(functools.partial(_set_by_name, name))
-    return tuple(setters)
-
-
-def _set_by_name(name: str, instance: Any, value: Any) -> None:
-    object.__setattr__(instance, name, value)
+    """A setter `(instance, value)` for each field of a record class with slots, in order: each slot's own, which a
+    frozen class's `__setattr__` does not stand in front of (`object.__setattr__`, which looks the name up in the
+    class first, costs half as much again). Every field of such a class is a slot of it or of a base."""
+    return tuple(getattr(kind, name).__set__ for name in getattr(kind, _FIELDS))
 
 
 def is_record(value: Any) -> bool:
