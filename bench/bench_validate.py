@@ -15,10 +15,11 @@ on nested combinators with `gated_action` composites, nodes that read what earli
            emptied first, so each round reads and unpickles the entry, as a new process would).
 
 Times are CPU seconds of this process (`time.process_time`): the machine is shared, and wall time measures the
-neighbours. Both sides run in one process after a first validate, so imports are not counted and PyYAML
-runs in a heap that already holds a compiled workflow (its collector then costs more than in a fresh process: a
-fresh `wfexec validate` process against a fresh PyYAML process is the stricter comparison). Medians; ratios are
-within one run. `growth` is a size's cold time over the smallest size's, with the
+neighbours. Both sides run in one process after a first validate, so imports are not counted. Before each timed
+side, what the process holds is frozen out of the collector's walks (`gc.freeze`): PyYAML's load runs its
+collector over and over (half its time, even alone), and in a heap that still held the earlier rounds' workflows
+each of those walks would cover them too, making PyYAML ~1.6x slower than in a process of its own and the ratios
+look better than they are. Medians; ratios are within one run. `growth` is a size's cold time over the smallest size's, with the
 node-count ratio beside it (linear: equal). Targets (issue 27): cold < 2x PyYAML, growth 5k→50k < 12x.
 
 `--fresh` adds that stricter comparison: each round, one new process times PyYAML's load of the file and another
@@ -33,6 +34,7 @@ before and after a change, on the same machine in one run.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -49,9 +51,16 @@ from workloads import VALIDATION_SHAPES, validation_workflow  # noqa: E402
 
 
 def cpu_seconds(fn) -> float:
-    start = time.process_time()
-    fn()
-    return time.process_time() - start
+    """CPU seconds of `fn` with everything the process already holds frozen out of the collector's walks: what
+    `fn` would cost in a process of its own, whatever earlier rounds left."""
+    gc.collect()
+    gc.freeze()
+    try:
+        start = time.process_time()
+        fn()
+        return time.process_time() - start
+    finally:
+        gc.unfreeze()
 
 
 def forget_what_this_process_learned() -> None:
