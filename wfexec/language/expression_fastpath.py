@@ -22,6 +22,8 @@ workflow does not ask the engine to compile it too (its names are identifiers to
 
 from __future__ import annotations
 
+import functools
+
 from wfexec.system.patterns import lazy
 
 TYPE_CHECKING = False
@@ -77,6 +79,24 @@ def fast_source(code: str, builtins: frozenset[str] = frozenset(), tokens: Scann
     return f"def fast(scope):\n    st = scope.state; loc = scope.locals; ex = scope.extras\n{body}\n{ending}"
 
 
+# The lines that look a name up, by (the name's repr, the variable given it, the indent): the same few names are read
+# by many expressions of a workflow, at the same place in each, and writing the eight lines anew cost a tenth of
+# writing an expression's function.
+@functools.lru_cache(maxsize=4096)
+def _lookup_lines(n: str, value: str, indent: str) -> tuple[str, ...]:
+    # A run's state always has the three namespaces; a scope without one raises KeyError, and the
+    # caller asks the engine (as for a namespace that is not a container: TypeError).
+    return (
+        f"{indent}if loc and {n} in loc: {value} = loc[{n}]",
+        f"{indent}elif {n} in ex: {value} = ex[{n}]",
+        f"{indent}elif TOP_LEVEL_FIRST in ex and {n} in st: {value} = st[{n}]",
+        *[f"{indent}elif {n} in (s := st[{namespace!r}]) and s.__class__ is dict: {value} = s[{n}]"
+          for namespace in NAMESPACES_IN_STATE],
+        f"{indent}elif {n} in st: {value} = st[{n}]",
+        f"{indent}else: {value} = scope.lookup({n})",  # the environment, or MISSING
+    )
+
+
 # The static kind of a value in generated code: "raw" (read from the state, unchecked: it may be MISSING,
 # NaN or an unsafe integer), "json" (checked: what JSON carries to the engine unchanged), "num" (a safe
 # integer or a float), "str", "bool", "null".
@@ -125,22 +145,11 @@ class _Writer:
 
     def lookup(self, name: str, value: str) -> None:
         """Scope.lookup written out for one name (a call costs more than the rest of most expressions)."""
-        n = repr(name)
         if name in NAMESPACES_IN_STATE:
+            n = repr(name)
             self.emit(f"{value} = loc[{n}] if loc and {n} in loc else st.get({n}, EMPTY)")
             return
-        # A run's state always has the three namespaces; a scope without one raises KeyError, and the
-        # caller asks the engine (as for a namespace that is not a container: TypeError).
-        indent = self.indent
-        self.lines += [
-            f"{indent}if loc and {n} in loc: {value} = loc[{n}]",
-            f"{indent}elif {n} in ex: {value} = ex[{n}]",
-            f"{indent}elif TOP_LEVEL_FIRST in ex and {n} in st: {value} = st[{n}]",
-            *[f"{indent}elif {n} in (s := st[{namespace!r}]) and s.__class__ is dict: {value} = s[{n}]"
-              for namespace in NAMESPACES_IN_STATE],
-            f"{indent}elif {n} in st: {value} = st[{n}]",
-            f"{indent}else: {value} = scope.lookup({n})",  # the environment, or MISSING
-        ]
+        self.lines += _lookup_lines(repr(name), value, self.indent)
 
     # -- guards -------------------------------------------------------------
     def need_json(self, value: str, kind: str) -> str:
