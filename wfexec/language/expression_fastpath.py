@@ -59,7 +59,7 @@ def fast_source(code: str, builtins: frozenset[str] = frozenset(), tokens: Scann
             raise _Unsupported("text after the expression")
     except _Unsupported:
         return None
-    body = "\n".join("    " + line for line in writer.lines)
+    body = "\n".join(writer.lines)
     if kind in ("bool", "str", "null"):
         ending = f"    return {result}\n"
     elif kind == "num":  # an integer here is a safe one already
@@ -125,7 +125,7 @@ class _Writer:
         self._texts = [*tokens.texts, None]
         self.ahead: str | None = self._texts[0]
         self.lines: list[str] = []
-        self.indent = ""
+        self.indent = "    "  # the function's body
         self.count = 0
 
     # -- tokens -------------------------------------------------------------
