@@ -1204,3 +1204,17 @@ def test_store_in_is_read_as_store_as_with_a_warning_to_rename_it(validate, tmp_
     assert errors(diagnostics) == []
     result = wfexec.run(tmp_path / "workflow.yaml", cwd=tmp_path)
     assert result.message.strip() == "hello"
+
+
+@pytest.mark.parametrize("path, written", [
+    (("nodes", "ask", "actions", 0, "store_as"), "nodes.ask.actions[0].store_as"),
+    ((0, "type"), "[0].type"),                  # a top-level list
+    (("nodes", "a", True), "nodes.a[True]"),    # a `true:` key: YAML reads it as a bool, and a bool is an int
+    (("x", 1.5, "y"), "x.1.5.y"),               # a float key, as str() writes it
+    (("cases", 2, 0), "cases[2][0]"),
+    ((), ""),
+])
+def test_a_diagnostic_names_its_place_as_a_dotted_yaml_path(path, written):
+    from wfexec.language.diagnostics import format_yaml_path
+
+    assert format_yaml_path(path) == written
