@@ -158,6 +158,30 @@ def test_cancel_a_waiting_run_from_its_page(page, server, root):
     assert '"cancelled"' in wfexec_cli("show", run_id, "--format", "json").stdout
 
 
+def test_a_card_that_did_not_change_is_not_swapped_under_the_pointer(page, server, root):
+    # The inbox's stream first tells of every run that changed lately, this one too, though the page already shows
+    # it as it is. The page swapped its card for an identical one, and a click whose press hit the old link and
+    # release the new one was lost (the cancel test above failed so once, the page staying on the inbox).
+    from playwright.sync_api import expect
+
+    run_id = waiting_run(root / "greeter")
+    page.add_init_script("""
+        window.removedCards = [];
+        new MutationObserver(function (records) {
+          records.forEach(function (r) { r.removedNodes.forEach(function (n) {
+            if (n.classList && n.classList.contains("card")) window.removedCards.push(n.dataset.run);
+          }); });
+        }).observe(document, { childList: true, subtree: true });
+    """)
+    with page.expect_response(lambda response: f"/runs/{run_id}/card" in response.url):
+        page.goto(server.start_url)
+    # Another run's card coming in afterwards says the page has done with the first one's fragment.
+    later = waiting_run(root / "greeter")
+    expect(page.locator(f'.card[data-run="{later}"]')).to_have_count(1)
+    assert page.evaluate("window.removedCards") == []
+    expect(page.locator(f'.card[data-run="{run_id}"]')).to_have_count(1)
+
+
 def test_read_only_shows_runs_without_a_button(page, root, private_run_store):
     from playwright.sync_api import expect
 

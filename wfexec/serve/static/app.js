@@ -67,7 +67,9 @@
     const section = status === "waiting" ? "waiting" : finished.has(status) ? "recent" : "running";
     const old = document.querySelector('.card[data-run="' + CSS.escape(run) + '"]');
     const target = document.querySelector('[data-section="' + section + '"]');
-    if (old && old.parentElement === target) { old.replaceWith(card); return; }
+    // A card the server renders as it was stays the element it was: swapping it in the middle of a click (the
+    // press on the old link, the release on the new one) would lose the click.
+    if (old && old.parentElement === target) { if (!old.isEqualNode(card)) old.replaceWith(card); return; }
     if (old) old.remove();
     if (target) target.prepend(card);
   }
@@ -85,7 +87,7 @@
           const same = fresh.querySelector('details[data-agent="' + CSS.escape(d.dataset.agent) + '"]');
           if (same) same.open = true;
         });
-        old.replaceWith(fresh);
+        if (!old.isEqualNode(fresh)) old.replaceWith(fresh);  // as for a card: a click is not lost
       }
     }
   }
