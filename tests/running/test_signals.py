@@ -26,7 +26,7 @@ nodes:
     type: action
     actions:
       - type: run_command
-        command: [bash, -c, "touch started; sleep 2; touch late"]
+        command: [bash, -c, "echo $$ > started; sleep 2; touch late"]
     on_success: done
 endings:
   done: {type: success, message: worked}
@@ -54,15 +54,33 @@ def _start(folder: Path, kind: str = "command") -> subprocess.Popen:
     else:
         (folder / "workflow.yaml").write_text(SLOW_STATE)
         (folder / "flow").mkdir()
-        (folder / "flow" / "START.sh").write_text("touch started; sleep 2; touch late; echo '<result>x</result>'\n")
-    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml"], cwd=folder,
+        (folder / "flow" / "START.sh").write_text("echo $$ > started; sleep 2; touch late; echo '<result>x</result>'\n")
+    process = subprocess.Popen([sys.executable, "-m", "wfexec", "run", "workflow.yaml"], cwd=folder,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
-    while not (folder / "started").exists():
+    while not (folder / "started").exists() or not (folder / "started").read_text().endswith("\n"):
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline, "the step never started"
         time.sleep(0.02)
     return process
+
+
+def _group_of_the_step(folder: Path) -> int:
+    """The process group of the step's shell, read while it runs."""
+    pid = int((folder / "started").read_text())
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+
+
+def _alive_in(group: int) -> list[int]:
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _parent, in_group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except OSError:  # gone while we looked
+            continue
+        if int(in_group) == group and state != "Z":  # a zombie runs nothing
+            alive.append(int(stat.parent.name))
+    return alive
 
 
 def _runs(store) -> list[dict]:
@@ -71,8 +89,16 @@ def _runs(store) -> list[dict]:
     return json.loads(done.stdout)
 
 
-def _no_late_write(folder: Path) -> bool:
-    time.sleep(3)  # the child would have written `late` 2 s after it started
+def _no_late_write(folder: Path, group: int) -> bool:
+    """Nothing of the step is left to write `late` (2 s after it started), and nothing wrote it. Without /proc,
+    waited out instead."""
+    if not Path("/proc/self/stat").exists():
+        time.sleep(3)
+        return not (folder / "late").exists()
+    deadline = time.monotonic() + 10  # a SIGKILLed wfexec's children are stopped by its watchdog, a moment later
+    while _alive_in(group) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive_in(group), f"processes of the step are left: {_alive_in(group)}"
     return not (folder / "late").exists()
 
 
@@ -80,6 +106,7 @@ def _no_late_write(folder: Path) -> bool:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_signal_stops_the_run_and_its_children_and_says_how_to_resume(tmp_path, private_run_store, signum, kind):
     process = _start(tmp_path, kind)
+    group = _group_of_the_step(tmp_path)
     process.send_signal(signum)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 4, err
@@ -88,15 +115,16 @@ def test_a_signal_stops_the_run_and_its_children_and_says_how_to_resume(tmp_path
     assert f"wfexec resume {record['id']}" in err
     if signum != signal.SIGINT:
         assert f"interrupted ({signum.name})" in err
-    assert _no_late_write(tmp_path)
+    assert _no_late_write(tmp_path, group)
 
 
 @pytest.mark.parametrize("kind", ["command", "state script"])
 def test_children_die_with_a_sigkilled_wfexec_and_the_run_shows_interrupted(tmp_path, private_run_store, kind):
     process = _start(tmp_path, kind)
+    group = _group_of_the_step(tmp_path)
     process.kill()
     process.communicate()
-    assert _no_late_write(tmp_path)
+    assert _no_late_write(tmp_path, group)
     [record] = _runs(private_run_store)
     assert record["status"] == "interrupted"
     shown = cli("show", record["id"])
