@@ -170,7 +170,7 @@ def wfexec_cli(*args, cwd=None, input_text=None, env=None, timeout=60):
     """Run the real `wfexec` command in a subprocess."""
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "wfexec.cli", *map(str, args)], cwd=cwd, input=input_text,
+    return subprocess.run([sys.executable, "-m", "wfexec", *map(str, args)], cwd=cwd, input=input_text,
                           capture_output=True, text=True, env=full_env, timeout=timeout)
 
 

@@ -109,7 +109,7 @@ def main() -> None:
     else:
         install(point, int(where[0]))
     sys.argv = ["wfexec", *args]
-    from wfexec.cli import main as wfexec_main
+    from wfexec.launcher import main as wfexec_main  # what the `wfexec` command runs
 
     wfexec_main()
 

@@ -118,7 +118,7 @@ class Workers:
     def start(self, env: dict | None = None) -> subprocess.Popen:
         log = self.folder / f"worker-{self.queue}-{len(self.processes)}.log"
         with open(log, "wb") as out:
-            process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "worker", "--task-queue", self.queue],
+            process = subprocess.Popen([sys.executable, "-m", "wfexec", "worker", "--task-queue", self.queue],
                                        env=env or environment(self.server), stdout=out, stderr=subprocess.STDOUT,
                                        cwd=self.folder)
         process.log = log  # type: ignore[attr-defined]
@@ -151,7 +151,7 @@ def workers(server, tmp_path_factory):
 
 def wfexec(server: DevServer, *args, cwd: Path, check_code: int | None = None, timeout: float = 60,
            env: dict | None = None):
-    done = subprocess.run([sys.executable, "-m", "wfexec.cli", *map(str, args)], env=env or environment(server), cwd=cwd,
+    done = subprocess.run([sys.executable, "-m", "wfexec", *map(str, args)], env=env or environment(server), cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
     if check_code is not None:
         assert done.returncode == check_code, (done.returncode, done.stdout, done.stderr)

@@ -60,7 +60,7 @@ def _run(command: str, tmp_path) -> subprocess.CompletedProcess:
     argv = shlex.split(command)
     env = with_coverage({"PATH": "/usr/bin:/bin", "WFEXEC_STORE": str(tmp_path / "runs.db"), "NO_COLOR": "1",
                          "HOME": str(tmp_path), "COLUMNS": "200"})
-    return subprocess.run([sys.executable, "-m", "wfexec.cli", *argv[1:]], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "wfexec", *argv[1:]], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
@@ -119,7 +119,7 @@ def test_the_readme_example_workflow_prints_what_the_readme_shows(tmp_path):
     workflow, command, printed = (body for _, body in _blocks(example)[:3])
     (tmp_path / "workflow.yaml").write_text(workflow, encoding="utf-8")
     assert command.startswith("wfexec run workflow.yaml "), command
-    done = subprocess.run([sys.executable, "-m", "wfexec.cli", *shlex.split(command)[1:]], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "wfexec", *shlex.split(command)[1:]], cwd=tmp_path,
                           env=with_coverage({"PATH": "/usr/bin:/bin", "WFEXEC_STORE": str(tmp_path / "runs.db"),
                                              "NO_COLOR": "1", "HOME": str(tmp_path)}),
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)

@@ -94,7 +94,7 @@ def test_each_step_runs_as_the_page_says(page, tmp_path):
     folder.mkdir()
     bin_folder.mkdir()
     launcher = bin_folder / "wfexec"
-    launcher.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m wfexec.cli \"$@\"\n", encoding="utf-8")
+    launcher.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m wfexec \"$@\"\n", encoding="utf-8")
     launcher.chmod(0o755)
     env = with_coverage({**{k: v for k, v in os.environ.items() if not k.startswith("WFEXEC_")},
                          "PATH": f"{bin_folder}:{os.path.dirname(sys.executable)}:/usr/bin:/bin",

@@ -70,7 +70,7 @@ def test_the_servers_it_declares_are_wfexec_commands():
     assert {".yaml", ".yml", ".md", ".sh"} <= set(lsp["extensionToLanguage"])
     for server in (mcp, lsp):
         assert server["command"] == "wfexec"
-        done = subprocess.run([sys.executable, "-m", "wfexec.cli", server["args"][0], "--help"], capture_output=True,
+        done = subprocess.run([sys.executable, "-m", "wfexec", server["args"][0], "--help"], capture_output=True,
                               text=True)
         assert done.returncode == 0, done.stderr
 

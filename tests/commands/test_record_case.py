@@ -30,7 +30,7 @@ def quickstart_copy(tmp_path):
 
 def test_answers_typed_at_a_terminal_become_a_case_that_wfexec_test_passes(tmp_path):
     skill = quickstart_copy(tmp_path)
-    child = pexpect.spawn(sys.executable, ["-m", "wfexec.cli", "run", "quickstart", "--input", "name=Ada",
+    child = pexpect.spawn(sys.executable, ["-m", "wfexec", "run", "quickstart", "--input", "name=Ada",
                                            "--record-case", "quickstart/tests/typed.yaml"],
                           cwd=str(tmp_path), encoding="utf-8", timeout=30, dimensions=(40, 120),
                           env=with_coverage({"TERM": "xterm", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path),

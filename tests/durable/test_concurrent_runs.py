@@ -45,7 +45,7 @@ def test_a_second_resume_of_a_run_being_resumed_is_refused_and_the_step_runs_onc
     parked = wfexec_cli("run", "workflow.yaml", "--store", store, "--non-interactive", "--format", "json",
                         cwd=tmp_path)
     run_id = json.loads(parked.stdout)["run_id"]
-    first = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "resume", run_id, "--answer", "ask=go", "--store",
+    first = subprocess.Popen([sys.executable, "-m", "wfexec", "resume", run_id, "--answer", "ask=go", "--store",
                               str(store)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(tmp_path / "started")  # the first resume holds the run, inside its step
@@ -64,7 +64,7 @@ def test_a_second_resume_of_a_run_being_resumed_is_refused_and_the_step_runs_onc
 def test_many_runs_started_together_into_one_store_all_end(tmp_path):
     store = tmp_path / "runs.db"
     quickstart = ROOT / "skills" / "quickstart"
-    runs = [subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(quickstart), "--answer",
+    runs = [subprocess.Popen([sys.executable, "-m", "wfexec", "run", str(quickstart), "--answer",
                               "ask_mood=plain", "--input", f"name=run{index}", "--store", str(store), "--format",
                               "json"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for index in range(12)]

@@ -180,7 +180,7 @@ endings:
 
 def run_until_killed(folder: Path, workflow: str, marker: str) -> None:
     """Start `wfexec run workflow.yaml` in `folder` and SIGKILL it once the file `marker` appears."""
-    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", workflow], cwd=folder,
+    process = subprocess.Popen([sys.executable, "-m", "wfexec", "run", workflow], cwd=folder,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 20
     while not (folder / marker).exists() and time.time() < deadline:
@@ -364,7 +364,7 @@ def test_killed_while_an_effect_is_in_flight_a_run_resumes_to_the_same_result(tm
         with contextlib.suppress(ProcessLookupError):
             os.kill(effect, signal.SIGKILL)  # the machine went down: its program too
 
-    outcome = _killed_then_resumed(folder, [sys.executable, "-m", "wfexec.cli"], when_the_effect_holds)
+    outcome = _killed_then_resumed(folder, [sys.executable, "-m", "wfexec"], when_the_effect_holds)
     _assert_same_as_uninterrupted(outcome, uninterrupted, ran_twice="2")
 
 
@@ -384,7 +384,7 @@ def _start_run(folder: Path) -> subprocess.Popen:
     """`wfexec run` in a subprocess, returned once it opened its store: kills are timed from then, not from the
     interpreter's start."""
     store = folder / "runs.db"
-    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml", "--store", str(store)],
+    process = subprocess.Popen([sys.executable, "-m", "wfexec", "run", "workflow.yaml", "--store", str(store)],
                                cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while not store.exists() and process.poll() is None:
         time.sleep(0.002)
@@ -435,7 +435,7 @@ def test_at_a_terminal_resume_asks_whether_to_rerun_the_step_in_flight(tmp_path,
     path.write_text(ONCE_SLOW.format(python=sys.executable))
     run_until_killed(tmp_path, str(path), "started")
     [record] = runs(private_run_store)
-    child = pexpect.spawn(sys.executable, ["-m", "wfexec.cli", "resume", record["id"]], cwd=str(tmp_path),
+    child = pexpect.spawn(sys.executable, ["-m", "wfexec", "resume", record["id"]], cwd=str(tmp_path),
                           encoding="utf-8", timeout=20, dimensions=(40, 120),
                           env=with_coverage({"TERM": "xterm", "PATH": "/usr/bin:/bin",
                                              "WFEXEC_STORE": str(private_run_store)}))

@@ -76,7 +76,7 @@ def test_a_file_size_limit_stops_the_run_with_a_position_and_resume_finishes_it_
     store = tmp_path / "runs.db"
     # No coverage in this process: its own data file would meet the limit too.
     env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_")}
-    limited = subprocess.run([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml", "--store", str(store)],
+    limited = subprocess.run([sys.executable, "-m", "wfexec", "run", "workflow.yaml", "--store", str(store)],
                              cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env,
                              preexec_fn=_file_size_limit(200_000))
     assert limited.returncode == 4, limited.stderr
@@ -151,7 +151,7 @@ endings:
 def test_a_refused_resume_keeps_the_change_report_for_the_next_attempt(tmp_path, private_run_store):
     workflow = tmp_path / "workflow.yaml"
     workflow.write_text(IN_FLIGHT_THEN_MORE.format(python=sys.executable))
-    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml"], cwd=tmp_path,
+    process = subprocess.Popen([sys.executable, "-m", "wfexec", "run", "workflow.yaml"], cwd=tmp_path,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while not (tmp_path / "started").exists():
         assert process.poll() is None
@@ -193,7 +193,7 @@ def test_runs_and_show_read_a_store_that_cannot_be_written(tmp_path, private_run
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     assert sorted(before) == ["runs.db"]
     command = (f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && "
-               f"{sys.executable} -m wfexec.cli runs && {sys.executable} -m wfexec.cli show {record['id']}")
+               f"{sys.executable} -m wfexec runs && {sys.executable} -m wfexec show {record['id']}")
     shown = subprocess.run(["unshare", "-m", "sh", "-c", command], capture_output=True, text=True, timeout=60,
                            env=with_coverage({**os.environ}))
     assert shown.returncode == 0, shown.stderr

@@ -167,7 +167,7 @@ def test_a_step_rerun_after_a_crash_reads_the_time_it_first_started(tmp_path, pr
 
     (tmp_path / "workflow.yaml").write_text(STAMP_THEN_SLOW.format(python=sys.executable))
     before = time.time_ns() // 1_000_000
-    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml"], cwd=tmp_path,
+    process = subprocess.Popen([sys.executable, "-m", "wfexec", "run", "workflow.yaml"], cwd=tmp_path,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 20
     while not (tmp_path / "started").exists() and time.time() < deadline:

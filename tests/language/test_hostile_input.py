@@ -26,7 +26,7 @@ def _limited():
 
 
 def wfexec_limited(*args, cwd, timeout=30):
-    return subprocess.run([sys.executable, "-m", "wfexec.cli", *map(str, args)], cwd=cwd, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "wfexec", *map(str, args)], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout, preexec_fn=_limited)
 
 
@@ -79,7 +79,7 @@ def test_ordinary_files_keep_validating(tmp_path):
 def test_files_written_by_a_run_honour_the_umask(tmp_path, umask):
     """write_atomic's temporary file is 0600; the file it leaves must have what a plain write gives."""
     (tmp_path / "workflow.yaml").write_text(one_action({"type": "write_file", "path": "out.txt", "content": "x"}))
-    result = subprocess.run([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml"], cwd=tmp_path,
+    result = subprocess.run([sys.executable, "-m", "wfexec", "run", "workflow.yaml"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=60, preexec_fn=lambda: os.umask(umask))
     assert result.returncode == 0, result.stdout + result.stderr
     plain = tmp_path / "plain.txt"
@@ -115,7 +115,7 @@ def test_a_file_size_limit_while_writing_is_a_run_error(tmp_path):
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (10_000, 10_000))
 
-    result = subprocess.run([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml", "--ephemeral"],
+    result = subprocess.run([sys.executable, "-m", "wfexec", "run", "workflow.yaml", "--ephemeral"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=60, preexec_fn=small_files)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "cannot write 'big.txt': File too large" in result.stdout

@@ -63,7 +63,7 @@ def wfexec(folder: Path, cache: Path | None, *args: str, **env: str):
     if cache is not None:
         environment["WFEXEC_CACHE_DIR"] = str(cache)
     environment.update(env)
-    return subprocess.run([sys.executable, "-m", "wfexec.cli", *args], cwd=folder, env=environment,
+    return subprocess.run([sys.executable, "-m", "wfexec", *args], cwd=folder, env=environment,
                           capture_output=True, text=True, timeout=120)
 
 

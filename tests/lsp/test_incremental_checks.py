@@ -66,7 +66,7 @@ EDITS = [
 ]
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "wfexec.cli", "lsp"]))
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "wfexec", "lsp"]))
 async def client(lsp_client: LanguageClient):
     await lsp_client.initialize_session(lsp.InitializeParams(capabilities=lsp.ClientCapabilities()))
     yield
@@ -89,7 +89,7 @@ def _validated(folder: Path, text: str) -> list[tuple]:
     """`wfexec validate --format json` of `text`, as the server shows it: (line, column, code, severity, message)."""
     path = folder / "validated.yaml"
     path.write_text(text)
-    done = subprocess.run([sys.executable, "-m", "wfexec.cli", "validate", "--format", "json", str(path)],
+    done = subprocess.run([sys.executable, "-m", "wfexec", "validate", "--format", "json", str(path)],
                           capture_output=True, text=True, cwd=folder)
     return [(d["line"], d["column"], d["code"], SEVERITY[d["severity"]],
              f"{d['message']} — {d['hint']}" if d["hint"] else d["message"])

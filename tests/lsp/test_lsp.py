@@ -59,7 +59,7 @@ GREETING_READ = (24, 20)  # message: "${computed.greeting}"
 DIAGNOSTICS = "textDocument/publishDiagnostics"
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "wfexec.cli", "lsp"]))
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "wfexec", "lsp"]))
 async def client(lsp_client: LanguageClient):
     await lsp_client.initialize_session(lsp.InitializeParams(capabilities=lsp.ClientCapabilities()))
     yield
@@ -80,7 +80,7 @@ async def _open(client: LanguageClient, path: Path, text: str | None = None) -> 
 
 
 def _validate_json(path: Path) -> list[dict]:
-    done = subprocess.run([sys.executable, "-m", "wfexec.cli", "validate", "--format", "json", str(path)],
+    done = subprocess.run([sys.executable, "-m", "wfexec", "validate", "--format", "json", str(path)],
                           capture_output=True, text=True, cwd=path.parent)
     return json.loads(done.stdout)["diagnostics"]
 

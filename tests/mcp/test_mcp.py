@@ -28,7 +28,7 @@ def with_server(tmp_path, body, roots=("tmp", *ROOTS)):
     environment = with_coverage({k: v for k, v in os.environ.items() if k != "WFEXEC_STORE"})
     given = [] if roots is None else [part for root in roots
                                       for part in ("--root", str(tmp_path if root == "tmp" else root))]
-    params = StdioServerParameters(command=sys.executable, args=["-m", "wfexec.cli", "mcp", *given],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "wfexec", "mcp", *given],
                                    cwd=str(tmp_path), env=environment)
 
     async def main():
@@ -138,7 +138,7 @@ def test_without_the_sdk_the_command_says_what_to_install(tmp_path):
     environment = {**os.environ, "PYTHONPATH": str(tmp_path)}
     import subprocess
 
-    done = subprocess.run([sys.executable, "-m", "wfexec.cli", "mcp"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "wfexec", "mcp"], capture_output=True, text=True,
                           env=environment, stdin=subprocess.DEVNULL, timeout=60)
     assert done.returncode == 2
     assert "pip install 'wfexec[mcp]'" in done.stderr

@@ -571,7 +571,7 @@ def test_a_servers_huge_message_ends_the_step_at_the_limit_without_the_memory(tm
     assert done.returncode == 1 and result["ending"] == "failed", done.stderr
     error = result["state"]["computed"]["last_error"]
     assert "evil.dump" in error and "more than 8,388,608 bytes, the most one may have" in error, error
-    measured = subprocess.run([sys.executable, "-c", MEASURED, sys.executable, "-m", "wfexec.cli", "run", str(path),
+    measured = subprocess.run([sys.executable, "-c", MEASURED, sys.executable, "-m", "wfexec", "run", str(path),
                                "--store", str(tmp_path / "measured.db")], cwd=tmp_path, capture_output=True,
                               text=True, timeout=300)
     assert int(measured.stdout) < 250, f"{measured.stdout.strip()} MB"
@@ -600,7 +600,7 @@ def test_a_servers_stderr_is_kept_only_at_its_end(tmp_path):
     path = hostile(tmp_path, "chatty")
     done, result = run(tmp_path, path)
     assert done.returncode == 0 and result["state"]["computed"]["answer"] == "ok", done.stderr
-    measured = subprocess.run([sys.executable, "-c", MEASURED, sys.executable, "-m", "wfexec.cli", "run", str(path),
+    measured = subprocess.run([sys.executable, "-c", MEASURED, sys.executable, "-m", "wfexec", "run", str(path),
                                "--store", str(tmp_path / "measured.db")], cwd=tmp_path, capture_output=True,
                               text=True, timeout=300)
     assert int(measured.stdout) < 250, f"{measured.stdout.strip()} MB"

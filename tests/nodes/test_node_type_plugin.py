@@ -114,7 +114,7 @@ def test_a_run_killed_inside_the_node_type_resumes_as_its_declared_effects_say(s
     store = tmp_path / "runs.db"
     # Opening a FIFO to write blocks until someone reads it: the first visit hangs inside the node.
     os.mkfifo(tmp_path / "ticks.log")
-    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", ".", "--store", str(store)],
+    process = subprocess.Popen([sys.executable, "-m", "wfexec", "run", ".", "--store", str(store)],
                                cwd=tmp_path, env={**os.environ, **with_plugins(site)},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -28,7 +28,7 @@ from wfexec.protocol.scopes import open_scope
 def wfexec(*args, cwd, env=None, timeout=60):
     environment = with_coverage({**os.environ, **(env or {})})
     environment.pop("WFEXEC_STORE", None)
-    return subprocess.run([sys.executable, "-m", "wfexec.cli", *map(str, args)], cwd=cwd, env=environment,
+    return subprocess.run([sys.executable, "-m", "wfexec", *map(str, args)], cwd=cwd, env=environment,
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
@@ -200,7 +200,7 @@ def test_while_an_agent_asks_the_others_start_no_new_state(tmp_path):
 def test_an_ask_at_a_terminal_is_answered_there(tmp_path):
     write_states(tmp_path / "flow", {"START.sh": "echo '<ask next=\"AFTER\">What is your name?</ask>'\n",
                                      "AFTER.sh": 'echo "<result>hello $RAYMOND_INPUT</result>"\n'})
-    child = pexpect.spawn(sys.executable, ["-m", "wfexec.cli", "states", "flow"], cwd=str(tmp_path),
+    child = pexpect.spawn(sys.executable, ["-m", "wfexec", "states", "flow"], cwd=str(tmp_path),
                           encoding="utf-8", timeout=20, dimensions=(40, 120),
                           env=with_coverage({"TERM": "xterm", "PATH": os.environ["PATH"]}))
     child.expect("What is your name")
@@ -217,7 +217,7 @@ def states_process(cwd) -> subprocess.Popen:
     """`wfexec states flow` running in `cwd`, to be killed."""
     environment = with_coverage({**os.environ})
     environment.pop("WFEXEC_STORE", None)
-    return subprocess.Popen([sys.executable, "-m", "wfexec.cli", "states", "flow"], cwd=cwd, env=environment,
+    return subprocess.Popen([sys.executable, "-m", "wfexec", "states", "flow"], cwd=cwd, env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
 
 

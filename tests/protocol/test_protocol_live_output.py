@@ -22,7 +22,7 @@ def test_a_print_in_an_llm_reply_shows_while_the_turn_still_runs(tmp_path, fake_
     write_states(tmp_path / "flow", {"START.md": "Go."})
     env = with_coverage({**os.environ, "PYTHONUNBUFFERED": "1"})
     env.pop("WFEXEC_STORE", None)
-    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "states", "flow", "--backend", "claude",
+    process = subprocess.Popen([sys.executable, "-m", "wfexec", "states", "flow", "--backend", "claude",
                                 "--no-debug"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                stdin=subprocess.DEVNULL, text=True)
     try:

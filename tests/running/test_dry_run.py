@@ -43,7 +43,7 @@ def logging_path(tmp_path):
 
 def _dry(args, cwd, fake, store):
     env = with_coverage({"PATH": str(fake), "HOME": str(cwd.parent), "WFEXEC_STORE": str(store), "NO_COLOR": "1"})
-    return subprocess.run([sys.executable, "-m", "wfexec.cli", "run", *args, "--dry-run"], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "wfexec", "run", *args, "--dry-run"], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -35,7 +35,7 @@ endings:
 
 
 def spawn(*args, cwd=ROOT):
-    child = pexpect.spawn(sys.executable, ["-m", "wfexec.cli", *map(str, args)], cwd=str(cwd), encoding="utf-8",
+    child = pexpect.spawn(sys.executable, ["-m", "wfexec", *map(str, args)], cwd=str(cwd), encoding="utf-8",
                           timeout=20, dimensions=(40, 120),
                           env=with_coverage({"TERM": "xterm", "PATH": "/usr/bin:/bin",
                                              "WFEXEC_STORE": os.environ["WFEXEC_STORE"]}))

@@ -108,7 +108,7 @@ def _mcp_run_waiting(tmp_path) -> dict:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     environment = with_coverage({k: v for k, v in os.environ.items() if k != "WFEXEC_STORE"})
-    params = StdioServerParameters(command=sys.executable, args=["-m", "wfexec.cli", "mcp", "--root",
+    params = StdioServerParameters(command=sys.executable, args=["-m", "wfexec", "mcp", "--root",
                                                                  str(ROOT / "skills")],
                                    cwd=str(tmp_path), env=environment)
 

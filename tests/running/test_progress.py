@@ -48,7 +48,7 @@ def test_trace_streams_command_and_script_output_while_they_still_run(tmp_path):
     (tmp_path / "flow").mkdir()
     (tmp_path / "flow" / "START.sh").write_text(
         "echo 'script says hello' >&2\nwhile [ ! -e go2 ]; do sleep 0.05; done\necho '<result>ok</result>'\n")
-    process = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml", "--ephemeral",
+    process = subprocess.Popen([sys.executable, "-m", "wfexec", "run", "workflow.yaml", "--ephemeral",
                                 "--trace"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         seen = _read_until(process.stderr, "stdout| first", "stderr| warming")
@@ -96,7 +96,7 @@ def _terminal_run(folder: Path, **env):
 
     environment = {k: v for k, v in os.environ.items() if k not in ("WFEXEC_STATUS", "CI", "NO_COLOR")}
     environment.update(TERM="xterm-256color", **env)
-    return pexpect.spawn(sys.executable, ["-m", "wfexec.cli", "run", "workflow.yaml", "--ephemeral"], cwd=folder,
+    return pexpect.spawn(sys.executable, ["-m", "wfexec", "run", "workflow.yaml", "--ephemeral"], cwd=folder,
                          env=environment, encoding="utf-8", timeout=30, dimensions=(24, 160))
 
 
@@ -126,7 +126,7 @@ def test_at_a_terminal_wfexec_states_shows_the_agent_its_state_and_the_running_s
     (flow / "START.sh").write_text("echo '<goto>BUILD.sh</goto>'\n")
     (flow / "BUILD.sh").write_text("while [ ! -e go ]; do sleep 0.05; done\necho '<result>built</result>'\n")
     environment = {k: v for k, v in os.environ.items() if k not in ("WFEXEC_STATUS", "CI", "NO_COLOR")}
-    child = pexpect.spawn(sys.executable, ["-m", "wfexec.cli", "states", "flow"], cwd=tmp_path,
+    child = pexpect.spawn(sys.executable, ["-m", "wfexec", "states", "flow"], cwd=tmp_path,
                           env={**environment, "TERM": "xterm-256color"}, encoding="utf-8", timeout=30,
                           dimensions=(24, 160))
     try:
@@ -159,7 +159,7 @@ def test_no_colour_with_no_color_set_and_no_status_line_in_a_pipe(tmp_path):
     assert not COLOUR.search(shown)  # bold and dim may stay: NO_COLOR is about colour
     import os
 
-    piped = subprocess.run([sys.executable, "-m", "wfexec.cli", "run", "workflow.yaml", "--ephemeral"],
+    piped = subprocess.run([sys.executable, "-m", "wfexec", "run", "workflow.yaml", "--ephemeral"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=60,
                            env={k: v for k, v in os.environ.items() if k != "WFEXEC_STATUS"})
     assert piped.stdout.strip() == "Failure: broke"

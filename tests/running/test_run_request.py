@@ -40,7 +40,7 @@ def cli_help() -> dict[str, tuple[dict, str]]:
     environment = with_coverage({**os.environ, "WFEXEC_LEAN": "0", "COLUMNS": "200"})
     shown = {}
     for command in CLI_COMMANDS:
-        printed = subprocess.run([sys.executable, "-m", "wfexec.cli", command, "--help"], capture_output=True,
+        printed = subprocess.run([sys.executable, "-m", "wfexec", command, "--help"], capture_output=True,
                                  text=True, env=environment, timeout=120, check=True).stdout
         params = {param.name: param for param in group.commands[command].params}  # type: ignore[attr-defined]
         shown[command] = (params, printed)
@@ -54,7 +54,7 @@ def mcp_schemas(tmp_path_factory) -> dict[str, dict]:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     folder = tmp_path_factory.mktemp("mcp")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "wfexec.cli", "mcp", "--root", str(folder)],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "wfexec", "mcp", "--root", str(folder)],
                                    cwd=str(folder), env=with_coverage(dict(os.environ)))
 
     async def listed():

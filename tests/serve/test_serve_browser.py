@@ -275,7 +275,7 @@ def test_the_output_of_a_run_started_at_a_terminal_follows_its_end_and_pauses_wh
 
     gates = tmp_path / "gates"
     gates.mkdir()
-    terminal = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(root / "gated"), "--non-interactive",
+    terminal = subprocess.Popen([sys.executable, "-m", "wfexec", "run", str(root / "gated"), "--non-interactive",
                                  "--input", f"gates={gates}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         run_id = _first_run(server)

@@ -161,7 +161,7 @@ def test_the_output_of_a_run_started_at_a_terminal_is_followed_live_as_its_comma
 
     gates = tmp_path / "gates"
     gates.mkdir()
-    terminal = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(root / "gated"), "--non-interactive",
+    terminal = subprocess.Popen([sys.executable, "-m", "wfexec", "run", str(root / "gated"), "--non-interactive",
                                  "--input", f"gates={gates}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True, env={**os.environ, "WFEXEC_STORE": str(private_run_store)})
     live = start_server(private_run_store)
@@ -212,7 +212,7 @@ def test_an_interrupted_run_resumes_once_told_what_becomes_of_its_step_in_flight
     (root / "slow" / "workflow.yaml").write_text(SLOW)
     marks = tmp_path / "marks"
     marks.mkdir()
-    run = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(root / "slow"), "--non-interactive",
+    run = subprocess.Popen([sys.executable, "-m", "wfexec", "run", str(root / "slow"), "--non-interactive",
                             "--input", f"where={marks}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            start_new_session=True)
     try:

@@ -33,7 +33,7 @@ def cluster(tmp_path_factory):
 
 
 def _on_cluster(cluster, *args, cwd):
-    return subprocess.run([sys.executable, "-m", "wfexec.cli", *map(str, args)], env=environment(cluster), cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "wfexec", *map(str, args)], env=environment(cluster), cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -76,7 +76,7 @@ def test_the_pages_over_a_cluster_list_answer_launch_and_cancel_its_runs(cluster
 
 
 def test_an_unreachable_cluster_is_said_before_listening(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "wfexec.cli", "serve", "--temporal", "127.0.0.1:1", "--port", "0"],
+    done = subprocess.run([sys.executable, "-m", "wfexec", "serve", "--temporal", "127.0.0.1:1", "--port", "0"],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 5 and "cannot reach the Temporal server at 127.0.0.1:1" in done.stderr
     assert done.stdout == "" and "Traceback" not in done.stderr

@@ -201,7 +201,7 @@ def test_the_s3_store_keeps_a_runs_state_in_the_bucket_and_gc_removes_it(server,
 
 
 def test_blob_retention_is_refused_when_it_is_not_a_duration(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "wfexec.cli", "worker", "--temporal", "127.0.0.1:1",
+    done = subprocess.run([sys.executable, "-m", "wfexec", "worker", "--temporal", "127.0.0.1:1",
                            "--blob-retention", "a week"], capture_output=True, text=True, cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2 and "'a week' is not a duration" in done.stderr, done.stderr

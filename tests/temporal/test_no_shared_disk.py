@@ -67,7 +67,7 @@ class Apart:
         self.hidden = _namespaces_work()
 
     def start_worker(self, place: Place, env: dict | None = None, args: tuple[str, ...] | list[str] = ()) -> subprocess.Popen:
-        command = [sys.executable, "-m", "wfexec.cli", "worker", "--workdir", str(place.work), *args]
+        command = [sys.executable, "-m", "wfexec", "worker", "--workdir", str(place.work), *args]
         if self.hidden:  # the other machines' folders are empty here
             others = [self.client.folder] + [w.folder for w in self.workers if w is not place]
             mounts = " && ".join(f"mount -t tmpfs none {shlex.quote(str(folder))}" for folder in others)
@@ -95,7 +95,7 @@ class Apart:
 
     def wfexec(self, *args, place: Place | None = None, env: dict | None = None, timeout: float = 120):
         place = place or self.client
-        done = subprocess.run([sys.executable, "-m", "wfexec.cli", *map(str, args)], cwd=place.cwd,
+        done = subprocess.run([sys.executable, "-m", "wfexec", *map(str, args)], cwd=place.cwd,
                               env=env or place.env(), capture_output=True, text=True, timeout=timeout)
         assert "Traceback" not in done.stderr, done.stderr
         return done
@@ -131,7 +131,7 @@ def _in_client(apart: Apart, source: Path, name: str) -> Path:
 def _on_sqlite(apart: Apart, folder: Path, *args) -> subprocess.CompletedProcess:
     env = {k: v for k, v in apart.client.env().items() if k != "WFEXEC_TEMPORAL"}
     folder.mkdir(parents=True, exist_ok=True)
-    return subprocess.run([sys.executable, "-m", "wfexec.cli", *map(str, args), "--store", str(folder / "runs.db")],
+    return subprocess.run([sys.executable, "-m", "wfexec", *map(str, args), "--store", str(folder / "runs.db")],
                           cwd=folder, env=env, capture_output=True, text=True, timeout=120)
 
 

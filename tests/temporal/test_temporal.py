@@ -205,7 +205,7 @@ def test_a_run_waiting_for_an_answer_survives_a_server_restart(server, workers, 
 def test_unreachable_server_and_missing_option_are_one_line(tmp_path):
     port = free_port()  # nothing listens there
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "wfexec.cli", "run", str(QUICKSTART), "--temporal",
+    done = subprocess.run([sys.executable, "-m", "wfexec", "run", str(QUICKSTART), "--temporal",
                            f"127.0.0.1:{port}"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 5, done
     assert done.stderr.startswith(f"error: cannot reach the Temporal server at 127.0.0.1:{port} (connection refused)")

@@ -48,7 +48,7 @@ def _kill_the_worker_mid_step(server, tmp_path, workflow: Path, queue: str, prep
     folder.mkdir()
     if prepare is not None:
         prepare(folder)
-    follower = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(workflow), "--task-queue", queue,
+    follower = subprocess.Popen([sys.executable, "-m", "wfexec", "run", str(workflow), "--task-queue", queue,
                                  "--set", f"computed.dir={folder}"], env=environment(server), cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     started = folder / "started"
@@ -82,7 +82,7 @@ def test_a_killed_workers_non_idempotent_step_asks_rerun_or_skip(server, tmp_pat
         assert (folder / "started").read_text().count("attempt") == 1  # not run again without asking
         run_id = err.split("when run ", 1)[1].split()[0]
         (folder / "started").unlink()
-        resumed = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "resume", run_id, "--rerun"],
+        resumed = subprocess.Popen([sys.executable, "-m", "wfexec", "resume", run_id, "--rerun"],
                                    env=environment(server), cwd=tmp_path, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
         wait_until(lambda: (folder / "started").exists(), 30, "the step to run again on the second worker")
@@ -142,7 +142,7 @@ def test_a_killed_workers_short_step_that_is_not_idempotent_asks_rerun_or_skip(s
         assert "error: node 'read_pipe' was running when run " in err and "not safe to run twice (files)" in err
         assert (folder / "started").read_text().count("attempt") == 1  # not run again without asking
         run_id = err.split("when run ", 1)[1].split()[0]
-        resumed = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "resume", run_id, "--rerun"],
+        resumed = subprocess.Popen([sys.executable, "-m", "wfexec", "resume", run_id, "--rerun"],
                                    env=environment(server), cwd=tmp_path, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
         wait_until(lambda: (folder / "started").read_text().count("attempt") == 2, 60,
@@ -188,7 +188,7 @@ def test_a_killed_workers_step_children_die_with_it_and_the_run_asks_rerun_or_sk
     for where in (sqlite, cluster):
         (where / "step").mkdir(parents=True)
     store = sqlite / "runs.db"
-    local = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(CHILD_WRITES_LATER), "--store", str(store),
+    local = subprocess.Popen([sys.executable, "-m", "wfexec", "run", str(CHILD_WRITES_LATER), "--store", str(store),
                               "--set", f"computed.dir={sqlite / 'step'}"], env=without_cluster, cwd=sqlite,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _kill_mid_step(local, sqlite / "step")
@@ -199,7 +199,7 @@ def test_a_killed_workers_step_children_die_with_it_and_the_run_asks_rerun_or_sk
     pool = Workers(server, "orphans", cluster)
     first = pool.start()
     try:
-        follower = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(CHILD_WRITES_LATER),
+        follower = subprocess.Popen([sys.executable, "-m", "wfexec", "run", str(CHILD_WRITES_LATER),
                                      "--task-queue", "orphans", "--set", f"computed.dir={cluster / 'step'}"],
                                     env=environment(server), cwd=cluster, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True)
@@ -225,7 +225,7 @@ def test_a_worker_stops_on_sigterm_even_in_the_middle_of_a_step(server, tmp_path
     worker = pool.start()
     folder = tmp_path / "step"
     folder.mkdir()
-    follower = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(WAIT_FOR_FILE), "--task-queue",
+    follower = subprocess.Popen([sys.executable, "-m", "wfexec", "run", str(WAIT_FOR_FILE), "--task-queue",
                                  "stopping", "--set", f"computed.dir={folder}"], env=environment(server), cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

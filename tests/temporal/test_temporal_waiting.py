@@ -25,7 +25,7 @@ def _follow(server, tmp_path, queue: str, env: dict | None = None) -> tuple[subp
     """`wfexec run` of WAIT_FOR_FILE on this queue, its stderr in a file the test can read while it runs."""
     (tmp_path / "step").mkdir()
     err = open(tmp_path / "stderr", "w+")
-    follower = subprocess.Popen([sys.executable, "-m", "wfexec.cli", "run", str(WAIT_FOR_FILE), "--task-queue", queue,
+    follower = subprocess.Popen([sys.executable, "-m", "wfexec", "run", str(WAIT_FOR_FILE), "--task-queue", queue,
                                  "--set", f"computed.dir={tmp_path / 'step'}"], env=env or environment(server),
                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=err, text=True)
     return follower, err
