@@ -25,6 +25,11 @@ if "WFEXEC_CACHE_DIR" not in os.environ or (os.environ.get("PYTEST_XDIST_WORKER"
     os.environ["WFEXEC_TEST_CACHE_OF"] = os.environ.get("PYTEST_XDIST_WORKER", "")
 
 
+# LangSmith's pytest plugin (langsmith comes with langgraph, the benches' peer) costs every pytest process about
+# 3 s of CPU and is of no use here: pyproject's addopts leave it out of this run, and this of the pytest runs the
+# tests start (a skill's own tests, the CI probe).
+os.environ.setdefault("PYTEST_ADDOPTS", "-p no:langsmith_plugin")
+
 # In CI every package `[test]` installs and every tool `.ci/run` installs is there: a test that skips for want of
 # one hides a broken install, so there it fails instead. Only what a machine may lack whatever CI installs skips.
 SKIPS_CI_ALLOWS = ("needs `unshare -m`",)
