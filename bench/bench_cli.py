@@ -24,6 +24,7 @@ set against it (an editable install's hooks cost about as much as the interprete
   information, the same with nothing cached at all, as on a fresh install (skipped without ../shared/compat)
 - `states` on a one-script folder <= 4x plus the script's own time (bash running it)
 - `runs` with 10,000 runs in the store <= 4x
+- `graph` of quickstart, no goal: a command the launcher leaves to typer
 """
 
 from __future__ import annotations
@@ -159,6 +160,9 @@ class Install:
             ("refresh, nothing cached", self.fresh_install_refresh, None, None),
             ("states one script", lambda: [wfexec, "states", str(self.flow)], 4, ["bash", str(self.flow / "START.sh")]),
             (f"runs ({runs:,} in store)", lambda: [wfexec, "runs", "--store", str(self.many)], 4, None),
+            # No goal: what a command the launcher leaves to typer costs (typer 0.29 builds each option's converter
+            # with pydantic, about 0.25 s more than 0.28 did).
+            ("graph quickstart (typer)", lambda: [wfexec, "graph", str(QUICKSTART)], None, None),
         ]
 
 
