@@ -65,20 +65,25 @@ def _start(folder: Path, kind: str = "command") -> subprocess.Popen:
     return process
 
 
+def _state_and_group(stat: Path) -> tuple[str, int]:
+    """A process's state letter and process group, from its /proc/PID/stat (the fields after the command's ")")."""
+    state, _parent, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+    return state, int(group)
+
+
 def _group_of_the_step(folder: Path) -> int:
     """The process group of the step's shell, read while it runs."""
-    pid = int((folder / "started").read_text())
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+    return _state_and_group(Path(f"/proc/{int((folder / 'started').read_text())}/stat"))[1]
 
 
 def _alive_in(group: int) -> list[int]:
     alive = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            state, _parent, in_group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+            state, in_group = _state_and_group(stat)
         except OSError:  # gone while we looked
             continue
-        if int(in_group) == group and state != "Z":  # a zombie runs nothing
+        if in_group == group and state != "Z":  # a zombie runs nothing
             alive.append(int(stat.parent.name))
     return alive
 
@@ -96,9 +101,9 @@ def _no_late_write(folder: Path, group: int) -> bool:
         time.sleep(3)
         return not (folder / "late").exists()
     deadline = time.monotonic() + 10  # a SIGKILLed wfexec's children are stopped by its watchdog, a moment later
-    while _alive_in(group) and time.monotonic() < deadline:
+    while (left := _alive_in(group)) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not _alive_in(group), f"processes of the step are left: {_alive_in(group)}"
+    assert not left, f"processes of the step are left: {left}"
     return not (folder / "late").exists()
 
 
