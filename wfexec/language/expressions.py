@@ -314,7 +314,7 @@ class Expression:
             name, at = min(unknown_calls.items(), key=lambda item: item[1])
             from wfexec.language.diagnostics import did_you_mean
 
-            line, column = _line_column(code, at)
+            line, column = _line_column(code, tokens.starts[at])
             _refuse_foreign_idiom(source)
             hint = did_you_mean(name, [*HELPERS, *sorted(n for n in builtins if not n.startswith("__"))]) or \
                 f"the functions are JavaScript's own ({', '.join(('Math.max', 'JSON.stringify', 'String'))}, …) " \

@@ -14,6 +14,8 @@ finds nothing.
 from __future__ import annotations
 
 import re
+from itertools import accumulate, compress
+from operator import itemgetter
 
 from wfexec.records import dataclass, field
 from wfexec.system.patterns import lazy
@@ -38,12 +40,16 @@ _NUMBER_PATTERN = (r"0[xX][0-9a-fA-F_]+n?|0[oO][0-7_]+n?|0[bB][01_]+n?"
 _PUNCT = re.compile(r">>>=|\.\.\.|===|!==|\*\*=|<<=|>>=|>>>|\?\?=|&&=|\|\|=|=>|==|!=|<=|>=|&&|\|\||\?\?|\?\.(?!\d)|"
                     r"\+\+|--|\+=|-=|\*=|/=|%=|&=|\|=|\^=|\*\*|<<|>>|[{}()\[\];,<>+\-*/%&|^!~?:=.@#]")
 _BLANKS = " \t\r\n\u00a0\ufeff\u2028\u2029"
+# _PUNCT but `/` (never in a stretch), branching on the first character: one branch tried where _PUNCT's
+# alternatives are tried in turn, which made punctuation the dearest piece to read.
+_PUNCT_BY_FIRST = (r"[{}()\[\];,~@#:]|=(?:==?|>)?|\.\.\.|\.(?!\d)|!=?=?|<<?=?|>>?>?=?|\*\*?=?|\+[+=]?|-[-=]?|%=?"
+                   r"|&&?=?|\|\|?=?|\^=?|\?(?:\?=?|\.(?!\d))?")
 # What needs no context is read a stretch at a time, up to the next character whose meaning does: a quote, a
 # backtick, `/` (division, a regular expression or a comment) or `}` (a block's end or a template literal's
-# `${...}`'s). One `findall` reads a stretch's blanks, numbers, names and punctuation (and any other character,
-# alone: a mistake) in C; each piece's first character says what it is.
+# `${...}`'s). One `findall` reads a stretch's numbers, names and punctuation (and any other character, alone: a
+# mistake) in C, past the blanks before each; each piece's first character says what it is.
 # Compiled on the first tokenize: the Unicode ranges take ~5 ms, and a cached workflow runs without tokenizing.
-_SIMPLE = lazy(rf"[{_BLANKS}]+|{_NUMBER_PATTERN}|{_IDENT_PATTERN}|{_PUNCT.pattern}|[^'\"`/}}]")
+_SIMPLE = lazy(rf"[{_BLANKS}]*({_IDENT_PATTERN}|{_PUNCT_BY_FIRST}|{_NUMBER_PATTERN}|[^'\"`/}}{_BLANKS}])")
 _SPECIAL = lazy(r"['\"`/}]")
 _NAME_START = lazy(_NAME_START_CLASS)
 # A string literal from its quote, and a template literal's piece after its backtick or `}` up to the next `${` or
@@ -52,8 +58,7 @@ _SINGLE_QUOTED = lazy(r"'[^'\\\n]*(?:\\[\s\S][^'\\\n]*)*'")
 _DOUBLE_QUOTED = lazy(r'"[^"\\\n]*(?:\\[\s\S][^"\\\n]*)*"')
 _TEMPLATE_PIECE = lazy(r"[^`\\$]*(?:(?:\\[\s\S]|\$(?!\{))[^`\\$]*)*(?:`|\$\{)")
 _KIND_BY_FIRST = {**dict.fromkeys("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$", "name"),
-                  **dict.fromkeys("0123456789", "number"), **dict.fromkeys("{}()[];,<>+-*%&|^!~?:=@#", "punct"),
-                  **dict.fromkeys(_BLANKS, "")}
+                  **dict.fromkeys("0123456789", "number"), **dict.fromkeys("{}()[];,<>+-*%&|^!~?:=@#.", "punct")}
 
 
 def _kind(text: str) -> str | None:
@@ -80,20 +85,29 @@ class TokenError(ValueError):
 
 
 class Scanned:
-    """The tokens of a source as three lists (kind, text and offset of each): what `usage` and the fast path read.
+    """The tokens of a source as lists (kind, text and offset of each): what `usage` and the fast path read.
     Making a Token object per token cost about a quarter of tokenizing a long expression."""
 
-    __slots__ = ("kinds", "texts", "starts")
+    __slots__ = ("kinds", "texts", "_starts", "_source")
 
-    def __init__(self) -> None:
+    def __init__(self, source: str = "", with_starts: bool = True) -> None:
         self.kinds: list[str] = []
         self.texts: list[str] = []
-        self.starts: list[int] = []
+        self._starts: list[int] | None = [] if with_starts else None
+        self._source = source
 
     def add(self, kind: str, text: str, start: int) -> None:
         self.kinds.append(kind)
         self.texts.append(text)
-        self.starts.append(start)
+        if self._starts is not None:
+            self._starts.append(start)
+
+    @property
+    def starts(self) -> list[int]:
+        """Where each token starts in the source (scanned again the first time, when the first scan left it)."""
+        if self._starts is None:
+            self._starts = scan(self._source, with_starts=True)._starts
+        return self._starts  # type: ignore[return-value]
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -102,38 +116,72 @@ class Scanned:
 def tokenize(source: str) -> list[Token]:
     """The tokens of `source`; the expressions inside template literals are tokenized in place
     (a template literal becomes a `template` token per literal piece around them)."""
-    scanned = scan(source)
+    scanned = scan(source, with_starts=True)
     return list(map(Token, scanned.kinds, scanned.texts, scanned.starts))
 
 
-def scan(source: str) -> Scanned:
-    """`tokenize`'s tokens, as lists."""
-    scanned = Scanned()
-    add_kind, add_text, add_start = scanned.kinds.append, scanned.texts.append, scanned.starts.append
+def scan(source: str, with_starts: bool = False) -> Scanned:
+    """`tokenize`'s tokens, as lists. Where each token starts is found when `starts` is first read: most
+    sources are only read for their names (`with_starts`: found now)."""
+    scanned = Scanned(source, with_starts)
+    kinds, texts = scanned.kinds, scanned.texts
     braces: list[str] = []  # "{" for a block/object, "`" for a `${` inside a template literal
-    read_stretch = _SIMPLE.findall
     next_special = _SPECIAL.search
-    kind_by_first = _KIND_BY_FIRST
     i, n = 0, len(source)
     while i < n:
         special = next_special(source, i)
         stop = special.start() if special is not None else n
-        for text in read_stretch(source, i, stop):
-            kind = kind_by_first.get(text[0])
-            if kind is None:
-                kind = _kind(text)
-                if kind is None:
-                    raise TokenError(f"unexpected character {text[0]!r}", i)
-            if kind:  # not blanks
-                if text == "{":
-                    braces.append("{")
-                add_kind(kind)
-                add_text(text)
-                add_start(i)
-            i += len(text)
+        if with_starts:
+            _read_stretch_with_starts(source, i, stop, scanned, braces)
+        else:
+            # Each piece's kind from its first character, by list operations in C: a Python step a token was
+            # most of tokenizing a long expression.
+            pieces = _SIMPLE.findall(source, i, stop)
+            piece_kinds: list = list(map(_KIND_BY_FIRST.get, map(_first, pieces)))  # no None left once classified
+            if None in piece_kinds and not _classified(pieces, piece_kinds):
+                return scan(source, with_starts=True)  # which raises the TokenError, saying where
+            if _DOT_DIGIT(source, i, stop):
+                piece_kinds = [_kind(piece) if piece[0] == "." else kind for piece, kind in zip(pieces, piece_kinds)]
+            kinds += piece_kinds
+            texts += pieces
+            braces += "{" * pieces.count("{")
         if stop < n:
             i = _special(source, stop, scanned, braces)
+        else:
+            i = n
     return scanned
+
+
+_first = itemgetter(0)
+# `.` starts punctuation, and a number only before a digit (`.5`): looked for in the stretch, not at each `.`.
+_DOT_DIGIT = re.compile(r"\.\d").search
+
+
+def _classified(pieces: list[str], kinds: list) -> bool:
+    """Fill in the kinds the first character did not tell (`.`, a character past ASCII); False at a character
+    no token starts with."""
+    at = kinds.index(None)
+    while True:
+        kind = kinds[at] = _kind(pieces[at])
+        if kind is None:
+            return False
+        try:
+            at = kinds.index(None, at + 1)
+        except ValueError:
+            return True
+
+
+def _read_stretch_with_starts(source: str, start: int, stop: int, scanned: Scanned, braces: list[str]) -> None:
+    add = scanned.add
+    for match in _SIMPLE.finditer(source, start, stop):
+        text = match.group(1)
+        at = match.start(1)
+        kind = _kind(text) if text[0] == "." else _KIND_BY_FIRST.get(text[0]) or _kind(text)
+        if kind is None:
+            raise TokenError(f"unexpected character {text[0]!r}", at)
+        if text == "{":
+            braces.append("{")
+        add(kind, text, at)
 
 
 def _special(source: str, i: int, tokens: Scanned, braces: list[str]) -> int:
@@ -233,7 +281,7 @@ class Usage:
 
     reads: dict[str, set[str] | None] = field(default_factory=dict)  # free name -> keys read below it (None: any)
     declared: set[str] = field(default_factory=set)                   # const/let/var/function/class/params/catch
-    calls: dict[str, int] = field(default_factory=dict)               # bare name called `f(...)` -> offset
+    calls: dict[str, int] = field(default_factory=dict)               # bare name called `f(...)` -> its token's index
 
     @property
     def free(self) -> set[str]:
@@ -242,6 +290,9 @@ class Usage:
 
 
 _ACCESSOR_WORDS = ("get", "set", "async", "static")
+_OPENING = frozenset("([{")
+_CLOSING = frozenset(")]}")
+_MEMBER_MARKS = frozenset((".", "?.", "#"))
 
 
 def usage(source: str, tokens: Scanned | None = None) -> Usage:
@@ -254,64 +305,68 @@ def usage(source: str, tokens: Scanned | None = None) -> Usage:
     declared, reads = found.declared, found.reads
     brackets: list[str] = []  # the opening bracket of each enclosing (, [, {
     count = len(texts)
+    calls = found.calls
+    last = len(texts) - 1
     for index, kind in enumerate(kinds):
-        text = texts[index]
-        if kind == "punct":
-            if text in "([{":
-                brackets.append(text)
-            elif text in ")]}" and brackets:
-                brackets.pop()
-            elif text == "=>":
-                _arrow_params(tokens, index, declared)
-            continue
-        if kind == "template":
-            if text.endswith("${"):
-                brackets.append("{")
-            if not text.startswith("`") and brackets:
-                brackets.pop()
-            continue
         if kind != "name":
+            if kind == "punct":
+                text = texts[index]
+                if text in _OPENING:
+                    brackets.append(text)
+                elif text in _CLOSING:
+                    if brackets:
+                        brackets.pop()
+                elif text == "=>":
+                    _arrow_params(tokens, index, declared)
+            elif kind == "template":
+                text = texts[index]
+                if text.endswith("${"):
+                    brackets.append("{")
+                if not text.startswith("`") and brackets:
+                    brackets.pop()
             continue
+        # Only punctuation reads `.`, `?.` or `#`, and only a name reads `function` or `class`: the texts say
+        # the kinds.
+        text = texts[index]
         before = texts[index - 1] if index else None
-        before_kind = kinds[index - 1] if index else None
-        after = texts[index + 1] if index + 1 < count else None
-        if before_kind == "punct" and before in (".", "?.", "#"):
+        if before in _MEMBER_MARKS:
             continue
-        if before_kind == "name" and before in ("function", "class"):
+        after = texts[index + 1] if index < last else None
+        if before == "function" or before == "class":
             declared.add(text)
             _function_params(tokens, index + 1, declared)
             continue
-        if text == "function" and after == "(":
-            _function_params(tokens, index + 1, declared)
-            continue
-        if text in _DECLARE_WORDS:
-            _declaration(tokens, index + 1, declared)
-            continue
-        if text == "catch" and after == "(":
-            _function_params(tokens, index + 1, declared)
-            continue
         if text in KEYWORDS:
+            if text in _DECLARE_WORDS:
+                _declaration(tokens, index + 1, declared)
+            elif (text == "function" or text == "catch") and after == "(":
+                _function_params(tokens, index + 1, declared)
             continue
-        if after == ":" and brackets and brackets[-1] == "{" and before in ("{", ","):
-            continue  # an object key (or a label)
         in_object = bool(brackets) and brackets[-1] == "{"
-        if in_object and text in _ACCESSOR_WORDS and index + 1 < count and kinds[index + 1] == "name" and \
-                index + 2 < count and texts[index + 2] == "(" and before in ("{", ","):
-            continue  # `get`/`set`/`async` before a method's name: `{ get a() { ... } }`
-        if after == "(" and in_object and before is not None and (
-                before in ("{", ",", "*") or (before in _ACCESSOR_WORDS and index >= 2
-                                               and texts[index - 2] in ("{", ","))):
-            _function_params(tokens, index + 1, declared)
-            continue  # a method in an object literal: `{ f() { ... } }`, `{ get f() { ... } }`
-        keys = reads.get(text, set())
-        if keys is not None:
-            if after == "." and index + 2 < count and kinds[index + 2] == "name":
-                keys.add(texts[index + 2])
-            else:
-                keys = None
-        reads[text] = keys
-        if after == "(":
-            found.calls.setdefault(text, tokens.starts[index])
+        if in_object:
+            if after == ":" and (before == "{" or before == ","):
+                continue  # an object key (or a label)
+            if text in _ACCESSOR_WORDS and index + 2 <= last and kinds[index + 1] == "name" and \
+                    texts[index + 2] == "(" and (before == "{" or before == ","):
+                continue  # `get`/`set`/`async` before a method's name: `{ get a() { ... } }`
+            if after == "(" and before is not None and (
+                    before in ("{", ",", "*") or (before in _ACCESSOR_WORDS and index >= 2
+                                                   and texts[index - 2] in ("{", ","))):
+                _function_params(tokens, index + 1, declared)
+                continue  # a method in an object literal: `{ f() { ... } }`, `{ get f() { ... } }`
+        if text in reads:
+            keys = reads[text]
+            if keys is not None:
+                if after == "." and index + 2 <= last and kinds[index + 2] == "name":
+                    keys.add(texts[index + 2])
+                else:
+                    reads[text] = None
+        elif after == "." and index + 2 <= last and kinds[index + 2] == "name":
+            reads[text] = {texts[index + 2]}
+        else:
+            reads[text] = None
+        if after == "(" and text not in calls:
+            calls[text] = index
     return found
 
 
