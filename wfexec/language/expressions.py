@@ -307,7 +307,8 @@ class Expression:
                 _reads_a_jq_filter(code, reads):
             # `x | tojson` is JavaScript too (0, silently); `||` and `|=` are tokens of their own
             _refuse_foreign_idiom(source)
-        self.names = tuple(sorted(name for name in found.free if name in reads))
+        free = found.free
+        self.names = tuple(sorted(name for name in free if name in reads))
         unknown_calls = {name: at for name, at in found.calls.items()
                          if name not in builtins and name not in found.declared and name not in keywords}
         if unknown_calls:
@@ -341,7 +342,7 @@ class Expression:
         self._reads = tuple((name, tuple(sorted(keys)) if keys is not None else None) for name, keys in reads.items())
         # Only an expression that can reach the clock asks the run for it, so a run records (and a replay
         # serves) a time only for the steps that read one. Reaching `Date` sideways counts too.
-        self._reads_clock = bool(_CLOCK_NAMES & set(found.free)) or "this" in code or "constructor" in code
+        self._reads_clock = not _CLOCK_NAMES.isdisjoint(free) or "this" in code or "constructor" in code
         self._fast_text = fast_text
         # Compiled on the first evaluation: `validate` never evaluates, and compiling costs more than writing.
         self._evaluator: Callable[[Scope], Any] | None = None
