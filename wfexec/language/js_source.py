@@ -14,7 +14,6 @@ finds nothing.
 from __future__ import annotations
 
 import re
-from itertools import accumulate, compress
 from operator import itemgetter
 
 from wfexec.records import dataclass, field
@@ -281,7 +280,7 @@ class Usage:
 
     reads: dict[str, set[str] | None] = field(default_factory=dict)  # free name -> keys read below it (None: any)
     declared: set[str] = field(default_factory=set)                   # const/let/var/function/class/params/catch
-    calls: dict[str, int] = field(default_factory=dict)               # bare name called `f(...)` -> its token's index
+    calls: dict[str, int] = field(default_factory=dict)               # bare name called `f(...)` -> its token
 
     @property
     def free(self) -> set[str]:
@@ -304,7 +303,6 @@ def usage(source: str, tokens: Scanned | None = None) -> Usage:
     found = Usage()
     declared, reads = found.declared, found.reads
     brackets: list[str] = []  # the opening bracket of each enclosing (, [, {
-    count = len(texts)
     calls = found.calls
     last = len(texts) - 1
     for index, kind in enumerate(kinds):
