@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from wfexec.language.js_source import TokenError, tokenize, usage
+from wfexec.language.js_source import TokenError, scan, tokenize, usage
 
 
 def kinds(source: str) -> list[tuple[str, str]]:
@@ -73,6 +73,28 @@ def test_tokens_apart_are_read_back_each_where_it_starts(pieces, last):
         source += text
     source += last
     assert [(token.kind, token.text, token.start) for token in tokenize(source)] == expected
+
+
+# Any text: the pieces of JavaScript where reading differs, in any order, with anything between them.
+_PIECES = st.sampled_from(["a", "é", "x٣", "0", ".5", "1.5", "1e5", "10n", "'s'", '"d"', "`t${", "}", "`", "{", "/",
+                           "/=", "//c\n", "/*c*/", "/re/g", " ", "\n", "\u2028", ".", "...", "?.", "??=", "=>", "===",
+                           ">>>=", "(", ")", "[", ";", ",", "#", ":", "+", "²", "😀", "\\", "'open"])
+
+
+@given(st.lists(_PIECES, max_size=25).map("".join))
+def test_reading_names_only_finds_the_tokens_and_errors_a_full_tokenize_finds(source):
+    """`scan` leaves out where tokens start (most sources are read for their names alone): the same tokens
+    come back, the starts when asked for, and the same error, at the same place."""
+    try:
+        expected = tokenize(source)
+    except TokenError as error:
+        with pytest.raises(TokenError) as raised:
+            scan(source)
+        assert (str(raised.value), raised.value.offset) == (str(error), error.offset)
+        return
+    scanned = scan(source)
+    assert list(zip(scanned.kinds, scanned.texts)) == [(token.kind, token.text) for token in expected]
+    assert scanned.starts == [token.start for token in expected]
 
 
 @pytest.mark.parametrize("source, expected", [
