@@ -152,7 +152,7 @@ def test_an_ephemeral_run_may_not_touch_an_existing_wfexec_folder(work):
 def test_a_store_chosen_with_store_is_guarded_with_its_companions_and_its_neighbours_are_not(tmp_path, monkeypatch):
     monkeypatch.delenv("WFEXEC_STORE")
     (tmp_path / "workflow.yaml").write_text(action_workflow(WRITE))
-    for target in ("data/my.db", "data/my.db-wal", "./data/../data/my.db-journal"):
+    for target in ("data/my.db", "data/my.db-wal", "./data/../data/my.db-journal", "data/my.db-states/x.yaml"):
         result = wfexec_cli("run", "workflow.yaml", "--store", "data/my.db", "--set", f"target={target}",
                             cwd=tmp_path)
         assert_refused(result)
@@ -160,7 +160,7 @@ def test_a_store_chosen_with_store_is_guarded_with_its_companions_and_its_neighb
                          cwd=tmp_path)
     assert written.returncode == 0, written.stderr
     assert (tmp_path / "data" / "report.txt").read_text() == "not a database"
-    assert len(store_still_works(tmp_path, "data/my.db")) == 4
+    assert len(store_still_works(tmp_path, "data/my.db")) == 5
 
 
 def test_state_out_over_the_store_is_a_command_line_error(work):

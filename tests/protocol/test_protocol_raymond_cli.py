@@ -244,3 +244,18 @@ def test_the_permission_flag_beats_the_config_file(project, fake_claude):
     assert "--dangerously-skip-permissions" in skipping and "--permission-mode" not in skipping
     assert argv_value(asking, "--permission-mode") == "acceptEdits"
     assert argv_value(own, "--permission-mode") == "plan"
+
+
+@pytest.mark.parametrize("command", ["states", "run"])
+def test_the_workflow_a_states_folder_runs_as_is_written_beside_the_store_never_into_the_user_s_folders(
+        project, command):
+    """A store the user keeps in their own folder (`./runs.db`) must not have wfexec write a `states/` beside it:
+    that may be the user's folder of states, as here."""
+    write_states(project / "states", {"START.sh": "echo '<result>done</result>'\n"})
+    done = cli(command, "states", "--store", "runs.db", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (project / "states").iterdir()) == ["START.sh"]
+    [written] = (project / "runs.db-states").iterdir()
+    assert written.suffix == ".yaml" and "Written by wfexec" in written.read_text()
+    [record] = json.loads(cli("runs", "--format", "json", "--store", "runs.db", cwd=project).stdout)
+    assert record["status"] == "completed"

@@ -340,7 +340,7 @@ def execute_states(request: RunRequest) -> int:
 
     from wfexec.commands.raymond_config import ConfigError, load_config, merge
     from wfexec.commands.states import states_workflow
-    from wfexec.durable.store import store_location
+    from wfexec.system.run_store import states_workflows_folder
     from wfexec.protocol.errors import ScopeError
 
     for name, value in (("a budget", request.budget_usd), ("a timeout", request.timeout)):
@@ -381,7 +381,7 @@ def execute_states(request: RunRequest) -> int:
         scratch = None
     # On a cluster the written workflow names the folder from where it is written: the run's bundle holds both.
     into = Path(scratch.name) if scratch else Path(".wfexec", "states") if request.temporal else \
-        store_location(request.store).parent / "states"
+        states_workflows_folder(request.store)
     refused = _refused_states(path)
     if refused:
         return refused

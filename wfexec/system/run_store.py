@@ -2,8 +2,9 @@
 
 The store (default `.wfexec/runs.db`, `--store FILE` or $WFEXEC_STORE to choose
 another) belongs to wfexec: a workflow that wrote, moved or deleted it, its
-SQLite companions (`-wal`, `-shm`, `-journal`) or anything in `.wfexec/` would
-leave every later command with "not a wfexec run store". `store_conflict` says
+companions (SQLite's `-wal`, `-shm`, `-journal`, and `-states/`, the workflows
+`wfexec states` writes) or anything in `.wfexec/` would leave every later
+command with "not a wfexec run store" or a run that cannot resume. `store_conflict` says
 whether a path a file consequence is about to change is one of those; every
 file consequence asks it through `wfexec.system.files.guarded_path`.
 """
@@ -20,6 +21,15 @@ DEFAULT_STORE = Path(STORE_FOLDER) / "runs.db"
 def store_location(path: str | os.PathLike | None = None) -> Path:
     """Where the store is: `path`, else $WFEXEC_STORE, else .wfexec/runs.db under the current directory."""
     return Path(path or os.environ.get("WFEXEC_STORE") or DEFAULT_STORE).expanduser()
+
+
+def states_workflows_folder(store: str | os.PathLike | None = None) -> Path:
+    """Where `wfexec states FOLDER` (and `wfexec run FOLDER`) writes the one-node workflow it runs: beside the
+    store, named after it as SQLite names its companions (`.wfexec/runs.db-states/`), so a store the user put in
+    a folder of their own never has wfexec write into a folder of theirs (a `states/` beside `./runs.db` may
+    well be one)."""
+    store = store_location(store)
+    return store.with_name(store.name + "-states")
 
 
 def _fold(path: str) -> str:
@@ -64,8 +74,9 @@ def store_conflict(real: str | os.PathLike, cwd: str | os.PathLike,
     stores, folders = protected(cwd, store)
     for location in sorted(stores):
         name = _fold(os.path.basename(location))
-        same_folder = _fold(os.path.dirname(real)) == _fold(os.path.dirname(location))
-        companion = same_folder and _fold(os.path.basename(real)).startswith(name + "-")  # -wal, -shm, -journal
+        # -wal, -shm, -journal beside it, or anything in its -states folder
+        beside = os.path.relpath(folded, _fold(os.path.dirname(location)))
+        companion = not beside.startswith(os.pardir) and beside.split(os.sep, 1)[0].startswith(name + "-")
         if folded == _fold(location) or companion or _same_file(real, location):
             return f"is {'a file of ' if companion else ''}wfexec's run store ({location})"
     for folder in sorted(folders):
