@@ -323,6 +323,12 @@ def test_the_release_checklist_tags_on_the_cluster_as_on_sqlite(server, workers,
     for key in ("ending", "type", "message", "summary", "steps"):
         assert cluster[key] == sqlite[key], key
     assert cluster["state"]["computed"] == sqlite["state"]["computed"]
+    # `show --state` prints the state as YAML on both (the cluster leaves out the history it printed above it)
+    for where, env in (("sqlite", without_cluster), ("cluster", None)):
+        shown = wfexec(server, "show", results[where]["run_id"], "--state", cwd=tmp_path / where, env=env,
+                       check_code=0).stdout
+        state_text = shown[shown.index("\nstate:\n"):]
+        assert "\n  computed:\n" in state_text and "\n    sha: " in state_text, shown
 
 
 def test_state_over_the_payload_limit_is_passed_by_reference(server, workers, tmp_path):

@@ -15,6 +15,20 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+def state_as_yaml(state: Any) -> str:
+    """`show --state`'s text of a run's state, whichever driver ran it: `state:` and the state as YAML under it."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    yaml = YAML()
+    yaml.default_flow_style = False
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    buffer = io.StringIO()
+    yaml.dump(json.loads(json.dumps(state, default=str)), buffer)  # plain JSON values: no YAML tags
+    return "state:\n" + "".join("  " + line + "\n" for line in buffer.getvalue().splitlines())
+
+
 def error_line(text: str) -> None:
     sys.stderr.write(text.rstrip("\n") + "\n")
 

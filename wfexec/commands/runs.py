@@ -178,17 +178,9 @@ def show_run(path, run_id: str, *, with_state: bool, as_json: bool, out=None) ->
                          f"  {row['duration_ms']:.1f} ms" + (f"  [{changed}]" if changed else ""))
     out.write("\n".join(lines) + "\n")
     if with_state:
-        from ruamel.yaml import YAML
+        from wfexec.commands.reporting import state_as_yaml
 
-        out.write("state:\n")
-        yaml = YAML()
-        yaml.default_flow_style = False
-        yaml.indent(mapping=2, sequence=4, offset=2)
-        import io
-
-        buffer = io.StringIO()
-        yaml.dump(json.loads(json.dumps(state, default=str)), buffer)
-        out.write("".join("  " + line + "\n" for line in buffer.getvalue().splitlines()))
+        out.write(state_as_yaml(state))
     return 0
 
 

@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any, Callable, Coroutine
 
-from wfexec.commands.reporting import report_error, report_result, report_waiting
+from wfexec.commands.reporting import report_error, report_result, report_waiting, state_as_yaml
 from wfexec.exit_codes import exit_code_for
 
 TEMPORAL_VARIABLE = "WFEXEC_TEMPORAL"
@@ -200,7 +200,7 @@ def show_on_cluster(address: str, run_id: str, with_state: bool, as_json: bool, 
         for entry in (state or {}).get("history", [])[-20:]:
             print(f"  {entry.get('at', '')}  {entry['node']} → {entry['target']}")
         if with_state and state is not None:
-            print(json.dumps({k: v for k, v in state.items() if k != "history"}, indent=2, default=str))
+            sys.stdout.write(state_as_yaml({k: v for k, v in state.items() if k != "history"}))
         return 0
 
     return _guarded(address, body, debug)
