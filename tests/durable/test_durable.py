@@ -564,8 +564,9 @@ def test_runs_lists_the_newest_fifty_and_says_how_many_more_there_are(tmp_path):
     assert "the newest 50 of 60 runs; --limit N lists more (0: all)" in listed.stderr
     every = cli("runs", "--store", tmp_path / "runs.db", "--limit", "0")
     assert len(every.stdout.splitlines()) == 61 and every.stderr == ""
-    few = json.loads(cli("runs", "--store", tmp_path / "runs.db", "--limit", "5", "--format", "json").stdout)
-    assert [r["id"] for r in few] == sorted(ids, reverse=True)[:5]
+    few = cli("runs", "--store", tmp_path / "runs.db", "--limit", "5", "--format", "json")
+    assert [r["id"] for r in json.loads(few.stdout)] == sorted(ids, reverse=True)[:5]
+    assert few.stderr == ""  # JSON is read by a program (`$(wfexec runs --format json ...)`): no hint for people
 
 
 # -- run ids are exact (issue #24) -------------------------------------------------------------------------------

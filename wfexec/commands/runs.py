@@ -31,7 +31,7 @@ def _duration(record) -> str:
 
 
 def list_runs(path, status: str | None, as_json: bool, out=None, limit: int = 50) -> int:
-    """The newest `limit` runs (0: all), and on stderr how many more there are."""
+    """The newest `limit` runs (0: all), and, for people reading the table, on stderr how many more there are."""
     out = out or sys.stdout  # not a default argument: that would be the sys.stdout of import time, not the caller's
     store = _existing_store(path)
     total = 0
@@ -43,7 +43,7 @@ def list_runs(path, status: str | None, as_json: bool, out=None, limit: int = 50
             total = store.count(status) if limit and len(records) == limit else len(records)
         finally:
             store.close()
-    if total > len(records):
+    if total > len(records) and not as_json:
         sys.stderr.write(f"the newest {len(records):,} of {total:,} runs" + (f" with status {status}" if status else "")
                          + "; --limit N lists more (0: all)\n")
     if as_json:
