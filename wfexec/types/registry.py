@@ -202,20 +202,20 @@ def _allow_template(schema: dict) -> dict:
             **({"description": schema["description"]} if "description" in schema else {})}
 
 
-def _first_line(text: str | None) -> str:
-    """The first line of `inspect.cleandoc(text)`, worked out here: types register at start-up, where importing
-    `inspect` costs more than the rest of a registry."""
+def _summary(text: str | None) -> str:
+    """The first paragraph of `inspect.cleandoc(text)`, on one line (a sentence may run over the docstring's first
+    line), worked out here: types register at start-up, where importing `inspect` costs more than the rest of a
+    registry."""
     if not text:
         return ""
-    lines = text.expandtabs().split("\n")
-    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.lstrip()]
-    margin = min(indents) if indents else 0
-    cleaned = [lines[0].lstrip()] + [line[margin:] for line in lines[1:]]
-    while cleaned and not cleaned[0]:
-        cleaned.pop(0)
-    while cleaned and not cleaned[-1]:
-        cleaned.pop()
-    return ("\n".join(cleaned).splitlines() or [""])[0]
+    paragraph: list[str] = []
+    for line in text.expandtabs().split("\n"):
+        words = line.strip()
+        if words:
+            paragraph.append(words)
+        elif paragraph:
+            break
+    return " ".join(paragraph)
 
 
 class TypeList(list):
@@ -224,7 +224,7 @@ class TypeList(list):
     def _add(self, kind: str, name: str, params: dict | None, required: Iterable[str], **options):
         def decorate(fn):
             spec = TypeSpec(kind=kind, name=name, handler=fn, params=dict(params or {}),
-                            required=tuple(required), doc=options.pop("doc", None) or _first_line(fn.__doc__),
+                            required=tuple(required), doc=options.pop("doc", None) or _summary(fn.__doc__),
                             source=fn.__module__, **options)
             self.append(spec)
             return fn
