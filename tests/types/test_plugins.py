@@ -73,3 +73,13 @@ def test_without_the_plugin_its_types_are_unknown(tmp_path):
     done = wfexec_cli("validate", ".", cwd=tmp_path)
     assert done.returncode == 2
     assert "unknown consequence type 'greet'" in done.stdout
+
+
+def test_every_type_s_one_line_doc_is_a_whole_sentence():
+    """The doc `wfexec types`, the schemas and lib/ show is the docstring's first paragraph: a sentence that runs
+    over the docstring's first line is shown whole."""
+    from wfexec.types.registry import consequences, preconditions
+
+    cut = [f"{spec.kind} {spec.name}: {spec.doc}" for registry in (preconditions(), consequences())
+           for spec in registry.specs() if not spec.doc.rstrip().endswith((".", ")", "`", "!", "?"))]
+    assert cut == []

@@ -202,29 +202,13 @@ def _allow_template(schema: dict) -> dict:
             **({"description": schema["description"]} if "description" in schema else {})}
 
 
-def _summary(text: str | None) -> str:
-    """The first paragraph of `inspect.cleandoc(text)`, on one line (a sentence may run over the docstring's first
-    line), worked out here: types register at start-up, where importing `inspect` costs more than the rest of a
-    registry."""
-    if not text:
-        return ""
-    paragraph: list[str] = []
-    for line in text.expandtabs().split("\n"):
-        words = line.strip()
-        if words:
-            paragraph.append(words)
-        elif paragraph:
-            break
-    return " ".join(paragraph)
-
-
 class TypeList(list):
     """A module's list of types, filled by the decorators below."""
 
     def _add(self, kind: str, name: str, params: dict | None, required: Iterable[str], **options):
         def decorate(fn):
             spec = TypeSpec(kind=kind, name=name, handler=fn, params=dict(params or {}),
-                            required=tuple(required), doc=options.pop("doc", None) or _summary(fn.__doc__),
+                            required=tuple(required), doc=options.pop("doc", None) or one_line(fn.__doc__),
                             source=fn.__module__, **options)
             self.append(spec)
             return fn
