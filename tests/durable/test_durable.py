@@ -48,12 +48,23 @@ def test_a_question_parks_the_run_and_resume_answers_it(private_run_store):
     assert "has already finished (completed, ending 'done')" in again.stderr
 
 
+def test_show_counts_one_step_as_one_step(private_run_store, tmp_path):
+    (tmp_path / "one.yaml").write_text(
+        "name: one\nversion: 1\nstart_node: set\nnodes:\n  set:\n    type: action\n    actions:\n"
+        "      - {type: set_state, field: computed.x, value: 1}\n    on_success: done\n"
+        "endings:\n  done: {type: success, message: ok}\n")
+    assert cli("run", tmp_path / "one.yaml").returncode == 0
+    [record] = runs(private_run_store)
+    assert ", 1 step, " in cli("show", record["id"]).stdout
+
+
 def test_show_lists_history_with_changes_and_state(private_run_store):
     cli("run", QUICKSTART, "--answer", "ask_mood=plain")
     [record] = runs(private_run_store)
     shown = cli("show", record["id"], "--state").stdout
     assert "count_letters (action) → pick_style" in shown and "[computed.letters, computed.greeting]" in shown
     assert "greeting: Hello, world" in shown
+    assert ", 3 steps, " in shown
     data = json.loads(cli("show", record["id"], "--format", "json", "--state").stdout)
     assert [row["node"] for row in data["journal"]] == ["ask_mood", "count_letters", "pick_style"]
     assert data["journal"][1]["changes"] == {"computed.letters": 5, "computed.greeting": "Hello, world"}

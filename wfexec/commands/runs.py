@@ -152,7 +152,8 @@ def show_run(path, run_id: str, *, with_state: bool, as_json: bool, out=None) ->
         return 0
     lines = [f"run {record.id}: {record.workflow_name} ({record.workflow_path})",
              f"  status: {record.shown_status}" + (f", ending '{record.ending}' ({record.ending_type})" if record.ending else ""),
-             f"  started {_when(record.created_at)}, {record.steps} steps, {_duration(record)}"]
+             f"  started {_when(record.created_at)}, {record.steps} step{'' if record.steps == 1 else 's'}, "
+             f"{_duration(record)}"]
     if record.current_node and record.status not in FINISHED:
         lines.append(f"  current node: {record.current_node}")
     if record.shown_status == "interrupted":
