@@ -41,7 +41,8 @@ def test_new_skill_validates_runs_and_has_its_skill_md(tmp_path):
 def test_the_schema_comment_points_at_the_nearest_schema(cli, tmp_path):
     (tmp_path / "schemas").mkdir()
     (tmp_path / "schemas" / "workflow.schema.json").write_text("{}", encoding="utf-8")
-    assert cli("new", "skill", "near", cwd=tmp_path).returncode == 0  # --dir defaults to skills/
+    made = cli("new", "skill", "near", cwd=tmp_path)  # --dir defaults to skills/
+    assert made.returncode == 0 and "schemas/workflow.schema.json: written" not in made.stderr
     first = (tmp_path / "skills" / "near" / "workflow.yaml").read_text(encoding="utf-8").splitlines()[0]
     assert first == "# yaml-language-server: $schema=../../schemas/workflow.schema.json"
 
@@ -50,7 +51,8 @@ def test_without_a_schema_file_one_is_written_and_the_comment_points_at_it(cli, 
     """A URL would need a server: editors and check-jsonschema read the file the comment names."""
     project = tmp_path / "project"
     project.mkdir()
-    assert cli("new", "skill", "far", "--dir", tmp_path / "elsewhere", cwd=project).returncode == 0
+    made = cli("new", "skill", "far", "--dir", tmp_path / "elsewhere", cwd=project)
+    assert made.returncode == 0 and "schemas/workflow.schema.json: written" in made.stderr  # said, as every file
     first = (tmp_path / "elsewhere" / "far" / "workflow.yaml").read_text(encoding="utf-8").splitlines()[0]
     assert first == "# yaml-language-server: $schema=../../project/schemas/workflow.schema.json"
     written = (tmp_path / "elsewhere" / "far" / first.split("=", 1)[1]).resolve()

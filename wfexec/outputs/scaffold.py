@@ -38,27 +38,28 @@ def published_schema_text(plugins: bool = False, v8: bool = False) -> str:
                       ensure_ascii=False) + "\n"
 
 
-def schema_reference(folder: Path, v8: bool = False) -> str:
+def schema_reference(folder: Path, v8: bool = False) -> tuple[str, Path | None]:
     """The schema for the editor comment, as a path relative to the folder: the nearest
     `schemas/workflow.schema.json` (`workflow-v8.schema.json` for a v8 file) above it, else one written into
     `schemas/` of the current directory (a URL would need a server, and editors and check-jsonschema read a
-    file)."""
+    file); and the schema file written, if one was."""
     from wfexec.system.files import write_atomic
 
     name = V8_SCHEMA_FILE if v8 else SCHEMA_FILE
     here = folder.resolve()
     for parent in here.parents:
         if (parent / name).is_file():
-            return Path(os.path.relpath(parent / name, here)).as_posix()
+            return Path(os.path.relpath(parent / name, here)).as_posix(), None
     written = Path.cwd() / name
     written.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(written, published_schema_text(v8=v8))
-    return Path(os.path.relpath(written, here)).as_posix()
+    return Path(os.path.relpath(written, here)).as_posix(), name
 
 
 def new_skill(name: str, directory: str | os.PathLike = "skills", v8: bool = False) -> list[Path]:
     """Create `directory/name/` with workflow.yaml (in blueprint-lib's v8 form with `v8`), answers.yaml,
-    tests/NAME.yaml and SKILL.md; the files written."""
+    tests/NAME.yaml and SKILL.md; the files written (the workflow first, and last the schema its editor comment
+    names, when there was none to name and one was written)."""
     from wfexec.outputs import skillgen
     from wfexec.outputs.docgen import render
     from wfexec.system.files import write_atomic
@@ -79,7 +80,8 @@ def new_skill(name: str, directory: str | os.PathLike = "skills", v8: bool = Fal
         workflow = folder / "workflow.yaml"
         answers = folder / "answers.yaml"
         template = "workflow-v8.yaml.j2" if v8 else "workflow.yaml.j2"
-        write_atomic(workflow, render(template, name=name, schema=schema_reference(folder, v8)))
+        schema, schema_written = schema_reference(folder, v8)
+        write_atomic(workflow, render(template, name=name, schema=schema))
         write_atomic(answers, render("answers.yaml.j2", run_path=shown, answers_path=f"{shown}/answers.yaml"))
         tests = folder / "tests" / f"{name}.yaml"
         tests.parent.mkdir()
@@ -88,7 +90,7 @@ def new_skill(name: str, directory: str | os.PathLike = "skills", v8: bool = Fal
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # made by us a moment ago: leave nothing half-done
         raise
-    return [workflow, answers, tests, skill, folder / skillgen.FALLBACK_FILE]
+    return [workflow, answers, tests, skill, folder / skillgen.FALLBACK_FILE, *filter(None, [schema_written])]
 
 
 def _exists(folder: Path) -> SkillError:
