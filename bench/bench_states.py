@@ -51,11 +51,18 @@ def run_wfexec(folder: Path, states: int) -> float:
     os.environ["LIMIT"] = str(states - 1)
     with tempfile.TemporaryDirectory() as scratch:
         printed = io.StringIO()
-        start = time.perf_counter()
-        with redirect_stdout(printed):
-            code = execute_states(RunRequest(path=str(folder), max_steps=states + 10, format="json",
-                                             store=str(Path(scratch) / "runs.db")))
-        elapsed = time.perf_counter() - start
+        # From the scratch folder: the debug files (`.raymond/debug/`, on as in `ray`) go with it, not into the
+        # checkout the bench is started from.
+        started_in = os.getcwd()
+        os.chdir(scratch)
+        try:
+            start = time.perf_counter()
+            with redirect_stdout(printed):
+                code = execute_states(RunRequest(path=str(folder.resolve()), max_steps=states + 10, format="json",
+                                                 store=str(Path(scratch) / "runs.db")))
+            elapsed = time.perf_counter() - start
+        finally:
+            os.chdir(started_in)
     ending = json.loads(printed.getvalue())
     assert code == 0 and ending["message"] == str(states - 1), printed.getvalue()[-2000:]
     [step] = ending["state"]["history"]
