@@ -15,6 +15,8 @@ def test_numbers_names_and_punctuation_keep_their_longest_reading():
         ("name", "a"), ("punct", "?."), ("name", "b"), ("punct", "??"), ("number", ".5"), ("punct", "+"),
         ("number", "0x1F"), ("punct", ">>>="), ("name", "x"), ("punct", "..."), ("name", "y")]
     assert kinds("c?.5:1") == [("name", "c"), ("punct", "?"), ("number", ".5"), ("punct", ":"), ("number", "1")]
+    # any script's digits start a number, not a name (`\d`): `٣x` is a number and a name, as JavaScript reads it
+    assert kinds("٣x + x٣") == [("number", "٣"), ("name", "x"), ("punct", "+"), ("name", "x٣")]
 
 
 def test_a_slash_is_a_regular_expression_or_a_division_by_what_comes_before():

@@ -230,8 +230,10 @@ class Engine:
         faster that holds `source` where `text` does, with the same syntax around it."""
         if text not in self.functions:
             # `void`: the function is made and dropped in the engine; handing it to Python and back was a fifth of
-            # checking a long expression. Both texts start `(function`, so `void` takes that function alone and the
-            # rest reads as before: the same sources compile.
+            # checking a long expression. Both texts start `(function`, so `void` takes that function alone: a
+            # source within its wrapper compiles or fails as before (at the same place). One that closes the wrapper
+            # early may read otherwise (`0));}).x = (function(){return((0` is refused now): a failure at check time
+            # rather than at run time.
             self._compile("void " + (lighter or text), source)
 
     def _compile(self, text: str, source: str):

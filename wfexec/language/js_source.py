@@ -39,8 +39,8 @@ _NUMBER_PATTERN = (r"0[xX][0-9a-fA-F_]+n?|0[oO][0-7_]+n?|0[bB][01_]+n?"
 _PUNCT = re.compile(r">>>=|\.\.\.|===|!==|\*\*=|<<=|>>=|>>>|\?\?=|&&=|\|\|=|=>|==|!=|<=|>=|&&|\|\||\?\?|\?\.(?!\d)|"
                     r"\+\+|--|\+=|-=|\*=|/=|%=|&=|\|=|\^=|\*\*|<<|>>|[{}()\[\];,<>+\-*/%&|^!~?:=.@#]")
 _BLANKS = " \t\r\n\u00a0\ufeff\u2028\u2029"
-# _PUNCT but `/` (never in a stretch), branching on the first character: one branch tried where _PUNCT's
-# alternatives are tried in turn, which made punctuation the dearest piece to read.
+# _PUNCT less `/` (which, like `}`, ends a stretch), branching on the first character: one branch tried where
+# _PUNCT's alternatives are tried in turn, which made punctuation the dearest piece to read.
 _PUNCT_BY_FIRST = (r"[{}()\[\];,~@#:]|=(?:==?|>)?|\.\.\.|\.(?!\d)|!=?=?|<<?=?|>>?>?=?|\*\*?=?|\+[+=]?|-[-=]?|%=?"
                    r"|&&?=?|\|\|?=?|\^=?|\?(?:\?=?|\.(?!\d))?")
 # What needs no context is read a stretch at a time, up to the next character whose meaning does: a quote, a
@@ -48,7 +48,10 @@ _PUNCT_BY_FIRST = (r"[{}()\[\];,~@#:]|=(?:==?|>)?|\.\.\.|\.(?!\d)|!=?=?|<<?=?|>>
 # `${...}`'s). One `findall` reads a stretch's numbers, names and punctuation (and any other character, alone: a
 # mistake) in C, past the blanks before each; each piece's first character says what it is.
 # Compiled on the first tokenize: the Unicode ranges take ~5 ms, and a cached workflow runs without tokenizing.
-_SIMPLE = lazy(rf"[{_BLANKS}]*({_IDENT_PATTERN}|{_PUNCT_BY_FIRST}|{_NUMBER_PATTERN}|[^'\"`/}}{_BLANKS}])")
+# Names of ASCII letters first (most pieces); a name past ASCII only after numbers, whose `\d` reads any script's
+# digits: `٣x` is the number `٣` and the name `x`, as it was read before names came first.
+_SIMPLE = lazy(rf"[{_BLANKS}]*([A-Za-z_$][\w${_NON_ASCII}]*|{_PUNCT_BY_FIRST}|{_NUMBER_PATTERN}|{_IDENT_PATTERN}"
+               rf"|[^'\"`/}}{_BLANKS}])")
 _SPECIAL = lazy(r"['\"`/}]")
 _NAME_START = lazy(_NAME_START_CLASS)
 # A string literal from its quote, and a template literal's piece after its backtick or `}` up to the next `${` or
@@ -89,7 +92,7 @@ class Scanned:
 
     __slots__ = ("kinds", "texts", "_starts", "_source")
 
-    def __init__(self, source: str = "", with_starts: bool = True) -> None:
+    def __init__(self, source: str = "", with_starts: bool = False) -> None:
         self.kinds: list[str] = []
         self.texts: list[str] = []
         self._starts: list[int] | None = [] if with_starts else None
@@ -296,7 +299,7 @@ _MEMBER_MARKS = frozenset((".", "?.", "#"))
 
 def usage(source: str, tokens: Scanned | None = None) -> Usage:
     """Free names, declarations and bare calls of a JavaScript source (raises TokenError); `tokens`: its tokens,
-    when the caller has them."""
+    when the caller has them (a call is named by its index in them: pass them to say where a call is)."""
     if tokens is None:
         tokens = scan(source)
     kinds, texts = tokens.kinds, tokens.texts
@@ -466,7 +469,7 @@ def optional_members(source: str) -> str:
     """`source` with each property read `a.b` written `a?.b`, so a read below a missing value gives `undefined`
     (`== null` is true) instead of throwing: blueprint-lib v8 reads a missing path as null. A source that
     assigns or uses `new` is returned as it is (`a?.b = 1` and `new a?.B()` are not JavaScript)."""
-    tokens = scan(source)
+    tokens = scan(source, with_starts=True)
     kinds, texts, starts = tokens.kinds, tokens.texts, tokens.starts
     if any(kind == "punct" and text in _ASSIGNING for kind, text in zip(kinds, texts)) or \
             any(kind == "name" and text == "new" for kind, text in zip(kinds, texts)):
