@@ -170,3 +170,14 @@ def test_state_out_over_the_store_is_a_command_line_error(work):
     assert result.stderr.startswith("error: --state-out .wfexec/runs.db is wfexec's run store"), result.stderr
     assert len(store_still_works(work)) == 1  # refused before the run started
 
+
+
+@pytest.mark.parametrize("store", ["/d/runs.db", "/d/..s.db", "/runs.db"], ids=["plain", "dot-dot-name", "at-root"])
+def test_a_store_s_companions_are_its_files_and_only_those_beside_it(store):
+    from wfexec.system.run_store import store_conflict
+
+    folder = store.rsplit("/", 1)[0]
+    for companion in (f"{store}-wal", f"{store}-states/agents-1.yaml"):
+        assert store_conflict(companion, "/elsewhere", store) == f"is a file of wfexec's run store ({store})"
+    for neighbour in (f"{store}2", f"{folder}/sub/{store.rsplit('/', 1)[1]}-wal", f"{folder}x/runs.db-wal"):
+        assert store_conflict(neighbour, "/elsewhere", store) is None, neighbour

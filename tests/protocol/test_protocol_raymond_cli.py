@@ -259,3 +259,13 @@ def test_the_workflow_a_states_folder_runs_as_is_written_beside_the_store_never_
     assert written.suffix == ".yaml" and "Written by wfexec" in written.read_text()
     [record] = json.loads(cli("runs", "--format", "json", "--store", "runs.db", cwd=project).stdout)
     assert record["status"] == "completed"
+
+
+@pytest.mark.parametrize("store", [".", "/"])
+def test_a_folder_given_as_the_store_is_refused_before_anything_is_written(project, store):
+    write_states(project / "flow", {"START.sh": "echo '<result>done</result>'\n"})
+    before = sorted(p.name for p in project.parent.iterdir())
+    refused = cli("states", "flow", "--store", store, cwd=project)
+    assert refused.returncode == 2 and f"the run store {store} is a folder, not a file" in refused.stderr
+    assert sorted(p.name for p in project.iterdir()) == [".git", "flow"]
+    assert sorted(p.name for p in project.parent.iterdir()) == before

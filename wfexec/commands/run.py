@@ -379,6 +379,14 @@ def execute_states(request: RunRequest) -> int:
         scratch: Any = tempfile.TemporaryDirectory(prefix="wfexec-states-")
     else:
         scratch = None
+    if scratch is None and not request.temporal:
+        from wfexec.durable.store import StoreError, refuse_a_folder, store_location
+
+        try:  # before the workflow is written beside it
+            refuse_a_folder(store_location(request.store))
+        except StoreError as exc:
+            _error(exc.format())
+            return exit_code_for(exc)
     # On a cluster the written workflow names the folder from where it is written: the run's bundle holds both.
     into = Path(scratch.name) if scratch else Path(".wfexec", "states") if request.temporal else \
         states_workflows_folder(request.store)

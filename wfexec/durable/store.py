@@ -341,6 +341,12 @@ class RunRecord:
         return out
 
 
+def refuse_a_folder(path: Path) -> None:
+    """Raise StoreError when `path`, given as the store, is a folder (`--store .`)."""
+    if path.is_dir():
+        raise StoreError(f"the run store {path} is a folder, not a file", "pass --store FILE")
+
+
 class Store:
     def __init__(self, path: str | os.PathLike, *, readonly: bool = False, durability: str | None = None):
         self.path = Path(path)
@@ -361,8 +367,7 @@ class Store:
         """For commands that only read (`runs`, `show`): no write at all, so a user who may not write the
         store can still list its runs, and a full disk does not stop them."""
         path = self.path
-        if path.is_dir():
-            raise StoreError(f"the run store {path} is a folder, not a file", "pass --store FILE")
+        refuse_a_folder(path)
         try:
             try:
                 db, row = self._connect_readonly("mode=ro")
@@ -387,8 +392,7 @@ class Store:
     # -- opening ------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
         path = self.path
-        if path.exists() and path.is_dir():
-            raise StoreError(f"the run store {path} is a folder, not a file", "pass --store FILE")
+        refuse_a_folder(path)
         if path.exists() and path.stat().st_size > 0:
             with open(path, "rb") as handle:
                 if handle.read(16) != b"SQLite format 3\x00":

@@ -75,8 +75,9 @@ def store_conflict(real: str | os.PathLike, cwd: str | os.PathLike,
     for location in sorted(stores):
         name = _fold(os.path.basename(location))
         # -wal, -shm, -journal beside it, or anything in its -states folder
-        beside = os.path.relpath(folded, _fold(os.path.dirname(location)))
-        companion = not beside.startswith(os.pardir) and beside.split(os.sep, 1)[0].startswith(name + "-")
+        folder = _fold(os.path.dirname(location)).rstrip(os.sep)
+        beside = folded[len(folder) + 1:] if folded.startswith(folder + os.sep) else ""
+        companion = beside.split(os.sep, 1)[0].startswith(name + "-")
         if folded == _fold(location) or companion or _same_file(real, location):
             return f"is {'a file of ' if companion else ''}wfexec's run store ({location})"
     for folder in sorted(folders):
