@@ -83,3 +83,10 @@ def test_every_type_s_one_line_doc_is_a_whole_sentence():
     cut = [f"{spec.kind} {spec.name}: {spec.doc}" for registry in (preconditions(), consequences())
            for spec in registry.specs() if not spec.doc.rstrip().endswith((".", ")", "`", "!", "?"))]
     assert cut == []
+
+
+def test_a_plugin_type_s_doc_ends_at_its_docstring_s_first_blank_line_even_one_of_spaces():
+    from wfexec.types.registry import one_line
+
+    assert one_line("Greet someone by name,\n    twice.\n    \n    Details only `types greet` shows.") == \
+        "Greet someone by name, twice."

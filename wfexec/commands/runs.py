@@ -40,7 +40,7 @@ def list_runs(path, status: str | None, as_json: bool, out=None, limit: int = 50
     else:
         try:
             records = store.list(status, limit=limit or -1)
-            total = store.count(status) if limit and len(records) == limit else len(records)
+            total = store.count(status) if limit and len(records) == limit and not as_json else len(records)
         finally:
             store.close()
     if total > len(records) and not as_json:

@@ -131,8 +131,16 @@ class TypeSpec:
         return schema
 
 
-def one_line(doc: str) -> str:
-    return " ".join((doc or "").split("\n\n")[0].split())
+def one_line(doc: str | None) -> str:
+    """A docstring's first paragraph on one line (its first blank line ends it, spaces on that line or not)."""
+    paragraph: list[str] = []
+    for line in (doc or "").split("\n"):
+        words = line.split()
+        if words:
+            paragraph += words
+        elif paragraph:
+            break
+    return " ".join(paragraph)
 
 
 # What a parameter means where its type does not say (editors show it on hover): by name, or by (type, name).
