@@ -4,8 +4,8 @@ The store (default `.wfexec/runs.db`, `--store FILE` or $WFEXEC_STORE to choose
 another) belongs to wfexec: a workflow that wrote, moved or deleted it, its
 companions (SQLite's `-wal`, `-shm`, `-journal`, and `-states/`, the workflows
 `wfexec states` writes) or anything in `.wfexec/` would leave every later
-command with "not a wfexec run store" or a run that cannot resume. `store_conflict` says
-whether a path a file consequence is about to change is one of those; every
+command with "not a wfexec run store" or a run that cannot resume.
+`store_conflict` says whether a path a file consequence is about to change is one of those; every
 file consequence asks it through `wfexec.system.files.guarded_path`.
 """
 
@@ -75,8 +75,8 @@ def store_conflict(real: str | os.PathLike, cwd: str | os.PathLike,
     for location in sorted(stores):
         name = _fold(os.path.basename(location))
         # -wal, -shm, -journal beside it, or anything in its -states folder
-        folder = _fold(os.path.dirname(location)).rstrip(os.sep)
-        beside = folded[len(folder) + 1:] if folded.startswith(folder + os.sep) else ""
+        home = _fold(os.path.dirname(location)).rstrip(os.sep)
+        beside = folded[len(home) + 1:] if folded.startswith(home + os.sep) else ""
         companion = beside.split(os.sep, 1)[0].startswith(name + "-")
         if folded == _fold(location) or companion or _same_file(real, location):
             return f"is {'a file of ' if companion else ''}wfexec's run store ({location})"
