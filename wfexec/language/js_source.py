@@ -161,8 +161,8 @@ _DOT_DIGIT = re.compile(r"\.\d").search
 
 
 def _classified(pieces: list[str], kinds: list) -> bool:
-    """Fill in the kinds the first character did not tell (`.`, a character past ASCII); False at a character
-    no token starts with."""
+    """Fill in the kinds the first character did not tell (one past ASCII); False at a character no token starts
+    with."""
     at = kinds.index(None)
     while True:
         kind = kinds[at] = _kind(pieces[at])
