@@ -127,7 +127,7 @@ def scan(source: str, with_starts: bool = False) -> Scanned:
     """`tokenize`'s tokens, as lists. Where each token starts is found when `starts` is first read: most
     sources are only read for their names (`with_starts`: found now)."""
     scanned = Scanned(source, with_starts)
-    kinds, texts = scanned.kinds, scanned.texts
+    kinds, texts, starts = scanned.kinds, scanned.texts, scanned._starts
     braces: list[str] = []  # "{" for a block/object, "`" for a `${` inside a template literal
     next_special = _SPECIAL.search
     i, n = 0, len(source)
@@ -135,19 +135,21 @@ def scan(source: str, with_starts: bool = False) -> Scanned:
         special = next_special(source, i)
         stop = special.start() if special is not None else n
         if with_starts:
-            _read_stretch_with_starts(source, i, stop, scanned, braces)
+            matches = list(_SIMPLE.finditer(source, i, stop))
+            pieces = [match.group(1) for match in matches]
         else:
-            # Each piece's kind from its first character, by list operations in C: a Python step a token was
-            # most of tokenizing a long expression.
             pieces = _SIMPLE.findall(source, i, stop)
-            piece_kinds: list = list(map(_KIND_BY_FIRST.get, map(_first, pieces)))  # no None left once classified
-            if None in piece_kinds and not _classified(pieces, piece_kinds):
-                return scan(source, with_starts=True)  # which raises the TokenError, saying where
-            if _DOT_DIGIT(source, i, stop):
-                piece_kinds = [_kind(piece) if piece[0] == "." else kind for piece, kind in zip(pieces, piece_kinds)]
-            kinds += piece_kinds
-            texts += pieces
-            braces += "{" * pieces.count("{")
+        piece_kinds, unread = _kinds_of(pieces, source, i, stop)
+        if unread is not None:  # a character no token starts with
+            if not with_starts:
+                return scan(source, with_starts=True)  # which says where
+            bad = matches[unread]
+            raise TokenError(f"unexpected character {bad.group(1)[0]!r}", bad.start(1))
+        kinds += piece_kinds
+        texts += pieces
+        if starts is not None:
+            starts += [match.start(1) for match in matches]
+        braces += "{" * pieces.count("{")
         if stop < n:
             i = _special(source, stop, scanned, braces)
         else:
@@ -160,31 +162,23 @@ _first = itemgetter(0)
 _DOT_DIGIT = re.compile(r"\.\d").search
 
 
-def _classified(pieces: list[str], kinds: list) -> bool:
-    """Fill in the kinds the first character did not tell (one past ASCII); False at a character no token starts
-    with."""
-    at = kinds.index(None)
-    while True:
-        kind = kinds[at] = _kind(pieces[at])
-        if kind is None:
-            return False
-        try:
-            at = kinds.index(None, at + 1)
-        except ValueError:
-            return True
-
-
-def _read_stretch_with_starts(source: str, start: int, stop: int, scanned: Scanned, braces: list[str]) -> None:
-    add = scanned.add
-    for match in _SIMPLE.finditer(source, start, stop):
-        text = match.group(1)
-        at = match.start(1)
-        kind = _kind(text) if text[0] == "." else _KIND_BY_FIRST.get(text[0]) or _kind(text)
-        if kind is None:
-            raise TokenError(f"unexpected character {text[0]!r}", at)
-        if text == "{":
-            braces.append("{")
-        add(kind, text, at)
+def _kinds_of(pieces: list[str], source: str, start: int, stop: int) -> tuple[list, int | None]:
+    """Each piece's kind, from its first character by list operations in C (a Python step a piece was most of
+    tokenizing a long expression); and the index of the first piece no token starts with (None: there is none)."""
+    kinds = list(map(_KIND_BY_FIRST.get, map(_first, pieces)))
+    if None in kinds:  # a character past ASCII, or one no token starts with
+        at = kinds.index(None)
+        while True:
+            kind = kinds[at] = _kind(pieces[at])
+            if kind is None:
+                return kinds, at
+            try:
+                at = kinds.index(None, at + 1)
+            except ValueError:
+                break
+    if _DOT_DIGIT(source, start, stop):
+        kinds = [_kind(piece) if piece[0] == "." else kind for piece, kind in zip(pieces, kinds)]
+    return kinds, None
 
 
 def _special(source: str, i: int, tokens: Scanned, braces: list[str]) -> int:
