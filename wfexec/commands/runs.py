@@ -40,10 +40,11 @@ def list_runs(path, status: str | None, as_json: bool, out=None, limit: int = 50
     else:
         try:
             records = store.list(status, limit=limit or -1)
+            # JSON is read by programs: the hint, and the count it needs, are for the table
             total = store.count(status) if limit and len(records) == limit and not as_json else len(records)
         finally:
             store.close()
-    if total > len(records) and not as_json:
+    if total > len(records):
         sys.stderr.write(f"the newest {len(records):,} of {total:,} runs" + (f" with status {status}" if status else "")
                          + "; --limit N lists more (0: all)\n")
     if as_json:
