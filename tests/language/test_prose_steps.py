@@ -185,3 +185,47 @@ def test_a_prose_effect_is_a_judgement_step_whose_reply_sets_what_the_next_nodes
 
     result = wfexec.run(path, backend=Unhelpful())
     assert result.ending == "failed" and "the LLM's reply is not a JSON value" in result.message
+
+
+def test_a_run_stopped_for_want_of_a_backend_resumes_with_one_as_it_says(cli, tmp_path):
+    (tmp_path / "fake_llm.py").write_text(FAKE_LLM)
+    store = tmp_path / "runs.db"
+    stopped = cli("run", PROSE, "--store", store, cwd=tmp_path)
+    assert stopped.returncode == 4 and "resume it with --backend" in stopped.stderr, stopped.stderr
+    run_id = json.loads(cli("runs", "--store", store, "--format", "json").stdout)[0]["id"]
+    # Nothing was sent and nothing before it in the step touched the world: the step simply runs, no --rerun.
+    resumed = cli("resume", run_id, "--store", store, "--backend", f"command:{sys.executable} fake_llm.py",
+                  cwd=tmp_path)
+    assert (resumed.returncode, resumed.stdout.strip()) == (0, "polars: refreshed=true"), resumed.stderr
+
+
+WRITES_THEN_ASKS_THE_LLM = """\
+name: writes-then-asks
+version: "1"
+start_node: work
+nodes:
+  work:
+    type: action
+    actions:
+      - {type: run_command, command: [bash, -c, "echo once >> note.txt"]}
+      - type: compute
+        expression: "# Summarise the note"
+        store_as: computed.summary
+    on_success: done
+endings:
+  done: {type: success, message: "${computed.summary}"}
+"""
+
+
+def test_a_step_that_ran_a_command_before_the_llm_was_missing_still_asks_before_it_runs_again(cli, tmp_path):
+    (tmp_path / "workflow.yaml").write_text(WRITES_THEN_ASKS_THE_LLM)
+    (tmp_path / "fake_llm.py").write_text("print('\"short\"')")
+    store = tmp_path / "runs.db"
+    assert cli("run", "workflow.yaml", "--store", store, cwd=tmp_path).returncode == 4
+    run_id = json.loads(cli("runs", "--store", store, "--format", "json").stdout)[0]["id"]
+    backend = f"command:{sys.executable} fake_llm.py"
+    refused = cli("resume", run_id, "--store", store, "--backend", backend, cwd=tmp_path)
+    assert refused.returncode == 3 and "not safe to run twice" in refused.stderr, refused.stderr
+    rerun = cli("resume", run_id, "--store", store, "--backend", backend, "--rerun", cwd=tmp_path)
+    assert (rerun.returncode, rerun.stdout.strip()) == (0, "short"), rerun.stderr
+    assert (tmp_path / "note.txt").read_text() == "once\nonce\n"  # run again, as the person chose

@@ -259,7 +259,8 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start_a
         store.set_status(run_id, "failed", last_error=exc.message)
         return _left(run, Driven(run_id, "failed", error=exc))
     except RunStopped as exc:
-        store.set_status(run_id, "stopped", last_error=exc.format())
+        # A step that can run again as it is (nothing was sent or done) is no longer in flight: resume runs it.
+        store.set_status(run_id, "stopped", last_error=exc.format(), **({"in_flight": None} if exc.repeatable else {}))
         return _left(run, Driven(run_id, "stopped", error=exc))
     except RunError as exc:
         store.set_status(run_id, "failed", last_error=exc.format())

@@ -52,9 +52,14 @@ class RunError(WfexecError):
 
 
 class RunStopped(RunError):
-    """The run was stopped before an ending: step budget, a loop guard, no backend (exit 4)."""
+    """The run was stopped before an ending: step budget, a loop guard, no backend (exit 4).
+
+    `repeatable`: the step it stopped in did nothing that running it again could repeat (no LLM backend: the
+    prompt was never sent, and no call before it in the step touched the world), so resume runs that step
+    again without asking whether it is safe to."""
 
     outcome = "stopped"
+    repeatable = False
 
 
 class InternalError(RunError):
@@ -206,6 +211,8 @@ class Run:
         self.step_ms: int | None = None
         self.resumed_step_ms: int | None = None
         self.clock_served = False  # an expression of this step has read the clock (recorded, or replayed)
+        # A call of this step that is not safe to repeat has run (RunStopped.repeatable).
+        self.repeat_unsafe = False
         self.scope = Scope(self.state, self.extras, clock=self.step_clock)
         self.journal = journal
         # State paths (first two segments) written since the journal last looked, and how many items were
@@ -285,7 +292,7 @@ class Run:
             if test is not NO_DIRECT and not self.io.tracing:  # a trace shows the call as the handler gets it
                 return test(self, scope)
             params = call.render(scope)
-            result = bool(call.spec.handler(params, CallContext(self, call, scope)))
+            result = bool(self._handled(call, params, scope))
         except ExpressionError as exc:
             raise RunError(exc.message, exc.hint, call.where, self.current.id if self.current else None) from None
         except ActionFailed as exc:
@@ -317,10 +324,23 @@ class Run:
         if self.io.tracing:
             self.io.trace(f"Action: {call.describe()}")
         try:
-            call.spec.handler(params, CallContext(self, call, scope))
+            self._handled(call, params, scope)
         except Refused as exc:  # a rule no workflow may break: a run error at the call, whatever on_failure says
             raise RunError(f"{call.type}: {exc.message}", exc.hint, call.where,
                            self.current.id if self.current else None) from None
+
+    def _handled(self, call: Call, params: dict, scope: Scope) -> Any:
+        """The call's handler run; a call not safe to repeat marks the step so, unless it stopped the run before
+        doing its work (an LLM call with no backend)."""
+        stopped_first = False
+        try:
+            return call.spec.handler(params, CallContext(self, call, scope))
+        except RunStopped:
+            stopped_first = True
+            raise
+        finally:
+            if not stopped_first and not call.spec.idempotent:
+                self.repeat_unsafe = True
 
     def keep_error(self, message: str, hint: str = "") -> None:
         """Put a failure where endings and later nodes read it: `computed.last_error` (and
@@ -404,7 +424,8 @@ class Run:
             return ""
         if backend is None:
             self.stop(self.current, f"{purpose} needs an LLM backend, and none is configured",
-                      "run with --dry-run to see the prompt it would send")
+                      "resume it with --backend, or run with --dry-run to see the prompt it would send",
+                      repeatable=not self.repeat_unsafe)
         try:
             reply = backend.complete(prompt)
         except RunError:
@@ -469,8 +490,10 @@ class Run:
     def fail(self, node: Node | None, message: str, hint: str = "", where: Where | None = None) -> NoReturn:
         raise RunError(message, hint, where or (node.where if node else None), node.id if node else None)
 
-    def stop(self, node: Node | None, message: str, hint: str = "") -> NoReturn:
-        raise RunStopped(message, hint, node.where if node else None, node.id if node else None)
+    def stop(self, node: Node | None, message: str, hint: str = "", repeatable: bool = False) -> NoReturn:
+        stopped = RunStopped(message, hint, node.where if node else None, node.id if node else None)
+        stopped.repeatable = repeatable
+        raise stopped
 
     # -- the loop -----------------------------------------------------------
     def check_entry(self) -> None:

@@ -162,6 +162,7 @@ def enter(run: Run, node_id: str) -> Node:
                            f"({node.max_visits})", "fix the loop that returns to it")
     # The step's clock: read the first time an expression asks (a resumed step reads when it first started).
     run.step_ms, run.resumed_step_ms, run.clock_served = run.resumed_step_ms, None, False
+    run.repeat_unsafe = False
     return node
 
 
