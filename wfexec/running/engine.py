@@ -29,7 +29,7 @@ from wfexec.running.request import DEFAULT_MAX_STEPS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, NoReturn
+    from typing import Any, Callable, Mapping, NoReturn
     from wfexec.running.dry_run import DryRun
     from wfexec.running.io import Io
 
@@ -329,7 +329,7 @@ class Run:
             raise RunError(f"{call.type}: {exc.message}", exc.hint, call.where,
                            self.current.id if self.current else None) from None
 
-    def _handled(self, call: Call, params: dict, scope: Scope) -> Any:
+    def _handled(self, call: Call, params: Mapping[str, Any], scope: Scope) -> Any:
         """The call's handler run; a call not safe to repeat marks the step so, unless it stopped the run before
         doing its work (an LLM call with no backend)."""
         stopped_first = False
