@@ -521,3 +521,33 @@ def test_effects_include_sub_workflows(tmp_path):
           done: {type: success, message: ok}
     """))
     assert wfexec.load(tmp_path / "workflow.yaml").effects() == {"process": {"run_command"}}
+
+
+def test_an_older_files_delegate_on_an_ending_hands_over_as_v8s_behavior_does(tmp_path):
+    # hiivmind-corpus init's `success_with_source` ending: `delegate: {skill, context}` beside its message.
+    (tmp_path / "workflow.yaml").write_text(dedent("""\
+        name: init
+        version: "1"
+        start_node: scaffold
+        initial_state: {source_url: "https://example.com/docs"}
+        nodes:
+          scaffold:
+            type: action
+            actions: [{type: set_state, field: computed.skill_root, value: "corpus"}]
+            on_success: success_with_source
+        endings:
+          success_with_source:
+            type: success
+            message: "Delegating to add-source with ${source_url}"
+            delegate:
+              skill: hiivmind-corpus-add-source
+              context: {source_url: "${source_url}", working_directory: "${computed.skill_root}"}
+        """))
+    assert wfexec.validate(tmp_path / "workflow.yaml") == []
+    result = wfexec.run(tmp_path / "workflow.yaml")
+    assert result.delegate == {"skill": "hiivmind-corpus-add-source",
+                               "context": {"source_url": "https://example.com/docs", "working_directory": "corpus"}}
+    from conftest import wfexec_in_process as cli
+
+    shown = cli("run", "workflow.yaml", "--ephemeral", cwd=tmp_path)
+    assert shown.stdout == "Delegating to add-source with https://example.com/docs\nNext: /hiivmind-corpus-add-source\n"

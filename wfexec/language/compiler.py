@@ -398,7 +398,7 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             consequences=tuple(c.calls(raw.get("consequences"), ("consequences",), CONSEQUENCE))
             if raw.get("consequences") else (),
             silent=isinstance(raw.get("behavior"), dict) and raw["behavior"].get("type") == "silent",
-            delegate=_delegate(raw.get("behavior"), c), where=c.where(), reported_as=str(raw.get(v8.REPORTED_AS, "")),
+            delegate=_delegate(raw, c), where=c.where(), reported_as=str(raw.get(v8.REPORTED_AS, "")),
             code=raw.get("code"))
     c.prefix = ()
 
@@ -522,10 +522,15 @@ def _at_composite(diagnostic: Diagnostic, composite_of: dict) -> Diagnostic:
                    message=f"{diagnostic.message} (in {kind} '{composite}', as its node '{parts[1]}')")
 
 
-def _delegate(behavior: Any, c: Compiler) -> Any:
+def _delegate(ending: dict, c: Compiler) -> Any:
+    """The skill an ending hands over to: v8's `behavior: {type: delegate, skill, args, context}`, or the
+    `delegate: {skill, context}` of the older files (hiivmind-corpus init), which mean the same."""
+    behavior, field = ending.get("behavior"), "behavior"
     if not (isinstance(behavior, dict) and behavior.get("type") == "delegate"):
-        return None
-    return {key: c.value(behavior[key], ("behavior", key)) for key in ("skill", "args", "context") if key in behavior}
+        behavior, field = ending.get("delegate"), "delegate"
+        if not (isinstance(behavior, dict) and behavior.get("skill")):
+            return None
+    return {key: c.value(behavior[key], (field, key)) for key in ("skill", "args", "context") if key in behavior}
 
 
 LAUNCHER_DATA = "intent-mapping.yaml"

@@ -108,7 +108,11 @@ ENDING = {
              "patternProperties": _X_KEYS, "additionalProperties": False},
         ]},
         "output": {"description": "values returned to a calling workflow and printed by `--format json`"},
-        "delegate": {"type": "object", "description": "accepted for blueprint-lib v3 workflows; not acted on"},
+        "delegate": {"type": "object", "description": "the skill to hand over to, `{skill, context}` (older files' "
+                                                  "form of v8's `behavior: {type: delegate}`)",
+                     "properties": {"skill": {"type": "string", "description": "the skill to continue with"},
+                                    "args": {"type": "string", "description": "its arguments"},
+                                    "context": {"type": "object", "description": "values handed over with it"}}},
         "consequences": {"type": "array", "items": {"$ref": "#/$defs/consequence"},
                          "description": "v8: run when the run reaches this ending (a failure is reported, and the run "
                                         "ends all the same)"},

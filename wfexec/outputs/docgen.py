@@ -40,7 +40,8 @@ FIELD_NOTES = {
     ("ending", "summary"): "label → value, shown one per line under the message",
     ("ending", "recovery"): "what to do next: a sentence, a skill name, or `{suggestion, related_skill, retry_node}`",
     ("ending", "output"): "values returned to a calling workflow and printed by `--format json`",
-    ("ending", "delegate"): "accepted for blueprint-lib v3 workflows; not acted on",
+    ("ending", "delegate"): "the skill to hand over to, `{skill, context}` (older files' form of v8's "
+                            "`behavior: {type: delegate}`)",
     ("ending", "description"): "what the ending means (documentation only)",
 }
 
