@@ -200,3 +200,57 @@ def test_runs_and_show_read_a_store_that_cannot_be_written(tmp_path, private_run
     assert [record["id"], "agents", "completed"] in [line.split()[:3] for line in shown.stdout.splitlines()]
     assert "status: completed, ending 'done'" in shown.stdout
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+ALTERNATING = """\
+name: alternating
+version: "1"
+start_node: a
+initial_state: {log: []}
+nodes:
+  a: {type: action, actions: [{type: append_state, field: log, value: a}], on_success: b}
+  b: {type: action, actions: [{type: append_state, field: log, value: b}], on_success: check}
+  check:
+    type: conditional
+    condition: {type: evaluate_expression, expression: "log.length >= 1600"}
+    branches: {on_true: done, on_false: a}
+endings:
+  done: {type: success, message: "${log.join('')}"}
+"""
+
+# A Ctrl-C that lands just after a commit, before the step loop takes the next node: the commit's own SIGINT,
+# sent by the process to itself once the journal row of step N is in the store (a real signal, so Python raises
+# KeyboardInterrupt where it would for a person's Ctrl-C).
+INTERRUPTED_AFTER_A_COMMIT = """\
+import os, signal, sys
+from wfexec.durable import store
+
+commits, interrupted_at = [0], int(sys.argv[2])
+append_steps = store.Store.append_steps
+
+
+def append_then_interrupt(self, *args, **kwargs):
+    written = append_steps(self, *args, **kwargs)
+    commits[0] += 1
+    if commits[0] == interrupted_at:
+        os.kill(os.getpid(), signal.SIGINT)
+    return written
+
+
+store.Store.append_steps = append_then_interrupt
+from wfexec.launcher import main
+sys.argv = ["wfexec", "run", sys.argv[1], "--store", "runs.db"]
+main()
+"""
+
+
+@pytest.mark.parametrize("commit", [1, 2])  # a commit every 1,024 steps: 2,400 steps make two before the end
+def test_a_ctrl_c_just_after_a_commit_runs_no_finished_step_again(tmp_path, commit):
+    (tmp_path / "workflow.yaml").write_text(ALTERNATING)
+    (tmp_path / "interrupted.py").write_text(INTERRUPTED_AFTER_A_COMMIT)
+    stopped = subprocess.run([sys.executable, "interrupted.py", "workflow.yaml", str(commit)], cwd=tmp_path,
+                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (stopped.returncode, stopped.stderr.splitlines()[0]) == (4, "interrupted"), stopped.stderr
+    run_id = json.loads(cli("runs", "--store", "runs.db", "--format", "json", cwd=tmp_path).stdout)[0]["id"]
+    resumed = cli("resume", run_id, "--store", "runs.db", cwd=tmp_path)
+    assert (resumed.returncode, resumed.stdout.strip()) == (0, "ab" * 800), resumed.stderr

@@ -242,10 +242,12 @@ def _drive(store: Store, run_id: str, run: Run, journal: DurableJournal, start_a
         try:
             result = steploop.run_to_end(run, start_at, check_entry=check_entry)
         finally:
-            # Past an ending run.current is None: the run stands at the ending its last step went to. Journaled
-            # as "", a kill before the final status would make resume start over from the start node.
+            # The run stands where its last finished step went: between that step's record and the next node's
+            # start (where a Ctrl-C may land), `run.current` is still the finished node, and resume would run it
+            # again. Before any step, at the node it started at. Journaled as "" past an ending, a kill before
+            # the final status would make resume start over from the start node.
             history = run.state["history"]
-            current = run.current.id if run.current is not None else (history[-1]["target"] if history else "")
+            current = history[-1]["target"] if history else run.current.id if run.current is not None else ""
             journal.flush(run, current)
     except NeedsAnswer as waiting:
         question = waiting.question
