@@ -256,7 +256,8 @@ class Server:
         if driven.refused is not None:
             raise driven.refused
         result = driven_json(driven)
-        result["output"] = out.getvalue()
+        # What the run printed, beside (never over) `output`, the values its ending returns.
+        result["printed"] = out.getvalue()
         if err.getvalue():
             result["notes"] = err.getvalue()
         if getattr(driven, "notes", None):

@@ -63,6 +63,23 @@ def test_a_workflow_is_driven_to_its_question_answered_and_ended(tmp_path):
     assert [(r["id"], r["status"]) for r in listed] == [(waiting["run_id"], "completed")]
 
 
+def test_a_run_returns_its_endings_output_values_as_the_cli_and_the_api_do(tmp_path):
+    (tmp_path / "workflow.yaml").write_text(
+        'name: sums\nversion: "1"\nstart_node: add\nnodes:\n  add:\n    type: action\n'
+        '    actions: [{type: compute, expression: "40 + 2", store_as: computed.total}, '
+        '{type: display_message, message: "Adding up"}]\n    on_success: done\n'
+        'endings:\n  done: {type: success, message: "Total ${computed.total}", '
+        'output: {total: "${computed.total}", label: abc}}\n')
+
+    async def body(session):
+        return (await session.call_tool("run", {"path": str(tmp_path / "workflow.yaml")})).structured_content
+
+    ended = with_server(tmp_path, body)
+    cli_result = json.loads(cli("run", "workflow.yaml", "--ephemeral", "--format", "json", cwd=tmp_path).stdout)
+    assert ended["output"] == cli_result["output"] == {"total": 42, "label": "abc"}
+    assert "Adding up" in ended["printed"]
+
+
 def test_validate_runs_show_and_cancel_answer_with_data(tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: broken\nversion: 1\nstart_node: nowhere\nnodes: {}\n")
