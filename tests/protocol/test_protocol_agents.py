@@ -1,8 +1,8 @@
 """Transitions on agents: checklist items 59–67, 85 and 86 of reference/raymond-state-protocol.md §4.
 
 Skipped, with the reason:
-- 61 (`task="new"`), 66 (`task` on fork): Raymond's task folders are not part of wfexec; an agent's
-  working directory (`cd`) plays that role. The `cd` half of 61 is tested.
+- 61 (`task="new"`), 66 (`task` on fork): task folders are tested end to end in test_protocol_scripts.py
+  (test_task_folders_…); the `cd` half of 61 is tested here.
 - 68 (`<ask>`): wfexec asks people through `user_prompt` nodes; `<ask>` is refused (test_protocol_tags.py,
   test_protocol_scripts.py).
 - 69 (cross-workflow tags): wfexec composes workflows through `reference` nodes; those tags are refused.
@@ -11,7 +11,8 @@ Skipped, with the reason:
 
 Deliberate differences from Raymond (DESIGN §4), tested here: one fork counter per parent; a `<call>`
 leaves the agent without a session and a `branch_from` marker that lasts until an LLM turn uses it
-(Raymond's transient ForkSessionID, item 63); `result` always restores the frame's cwd.
+(Raymond's transient ForkSessionID, item 63); `result` always restores the frame's cwd (Raymond only a
+non-empty one). Its task folder is always restored too, as Raymond does (its frames never hold an empty one).
 """
 
 from __future__ import annotations
@@ -125,6 +126,17 @@ def test_item67_result_ends_or_pops_one_frame():
         ("INNER.md", "sess2", "", 1, "active")
     assert moved.cwd == ""  # the frame's cwd, even when it is the node's directory
     assert step(moved, Transition("result", payload="x"))[0].cwd == "/a"
+
+
+def test_item67_result_restores_the_callers_task_folder_even_its_default_one():
+    caller = Agent(id="main", state="START.md")  # in its own default folder: task ""
+    called, _ = step(caller, Transition("call", "C1.md", {"return": "RET.md"}))
+    moved, _ = step(called, Transition("reset", "C2.md", {"task": "new", "cd": "/tmp"}))
+    assert (moved.task_name, moved.cwd) == ("main_task1", "/tmp")
+    back, _ = step(moved, Transition("result", payload="r"))
+    assert (back.state, back.task, back.task_name, back.cwd, back.stack) == ("RET.md", "", "main", "", [])
+    assert back.task_count == 1  # a later <reset task="new"> still gets a folder of its own
+    assert step(back, Transition("reset", "X.md", {"task": "new"}))[0].task_name == "main_task2"
 
 
 def test_cd_is_refused_where_a_session_is_resumed():

@@ -205,6 +205,22 @@ def test_task_folders_new_on_reset_inherited_on_fork_and_restored_on_return(tmp_
                     "sub": f"{root}/main_task2", "back": f"{root}/main_task1"}
 
 
+def test_item67_a_return_gives_the_caller_its_default_task_folder_and_directory_back(tmp_path):
+    folder = write_states(tmp_path / "s", {
+        "START.sh": 'echo "<call return=\\"RET\\">C1</call>"\n',
+        "C1.sh": f'echo "<reset task=\\"new\\" cd=\\"{tmp_path.resolve()}\\">C2</reset>"\n',
+        "C2.sh": 'echo "<result>task=${RAYMOND_TASK_FOLDER##*/} pwd=$PWD</result>"\n',
+        "RET.sh": 'echo "<result>$RAYMOND_INPUT; task=${RAYMOND_TASK_FOLDER##*/} pwd=$PWD</result>"\n',
+    })
+    work = tmp_path.resolve() / "work"
+    work.mkdir()
+    result, _ = run_folder(folder, cwd=work)
+    assert result.exit_code == 0, result.error
+    # The callee ran in its new folder and directory; the caller is back in its own (ray keeps the callee's
+    # directory when the caller had none: a deliberate difference, docs/guide/states.md).
+    assert result.result == f"task=main_task1 pwd={tmp_path.resolve()}; task=main pwd={work}"
+
+
 def test_item49_scripts_run_in_the_agent_directory_never_the_scope(tmp_path):
     work = tmp_path / "work"
     (work / "wt").mkdir(parents=True)

@@ -11,7 +11,8 @@
 | ask N (question) | kept, the agent `asking`; once answered: N | kept | kept | kept | the answer |
 
 Each agent also has a task folder (`{{task_folder}}`, `RAYMOND_TASK_FOLDER`): its own id's, a new one after
-`<reset task="new">`, its parent's after `<fork task="inherit">`; a frame keeps the caller's.
+`<reset task="new">`, its parent's after `<fork task="inherit">`; a frame keeps the caller's, restored by the
+callee's `<result>` (its own default folder included).
 
 Everything here is plain data (dataclasses with `to_dict`/`from_dict`) so that a
 durable run can store the agents, their stacks, sessions and fork counters and
@@ -330,8 +331,10 @@ def apply_one(agent: Agent, t: Transition, counters: dict, base_cwd: str) -> tup
         if not agent.stack:
             return _moved(agent, agent.state, status="ended", result=t.payload, branch_from=None), []
         frame = agent.stack[-1]
+        # The caller's cwd and task folder come back whatever the callee did with them, its own default ones
+        # ("") included: a callee's <reset task="new" cd=...> stays the callee's.
         moved = _moved(agent, frame.state, input=t.payload, session_id=frame.session_id, branch_from=None,
-                       cwd=frame.cwd, task=frame.task or agent.task, scope=frame.scope, depth=frame.depth)
+                       cwd=frame.cwd, task=frame.task, scope=frame.scope, depth=frame.depth)
         moved.stack.pop()
         return moved, []
     raise ProtocolError(f"<{tag}> is not a transition wfexec knows")
