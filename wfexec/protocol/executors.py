@@ -43,7 +43,8 @@ class OutputProblem(Exception):
 
 
 class ForkGroupProblem(OutputProblem):
-    """Forks that do not make one multi-fork: a prompt's agent is paused for it (Raymond's item 77)."""
+    """A multi-fork (two forks, or a fork and a <goto>) that breaks a group rule: a prompt's agent is paused for
+    it (Raymond's item 77)."""
 
 
 # -- checking transitions -------------------------------------------------------------
@@ -67,9 +68,14 @@ def _check_fork_group(transitions: list[Transition], verb: str, script: bool) ->
     tags = {t.tag for t in transitions}
     forks = [t for t in transitions if t.tag in FORK_TAGS]
     gotos = [t for t in transitions if t.tag == "goto"]
-    if not forks or not tags <= {*FORK_TAGS, "goto"}:
-        raise (ForkGroupProblem if forks else OutputProblem)(f"{verb} {len(transitions)} transition tags ({_tag_list(transitions)}); {rule} "
-                            "(several tags are allowed only as <fork>s, with at most one <goto>)")
+    several = (f"{verb} {len(transitions)} transition tags ({_tag_list(transitions)}); {rule} "
+               "(several tags are allowed only as <fork>s, with at most one <goto>)")
+    # Raymond's test of a multi-fork: two forks, or a fork and a <goto>. Anything else is checked as one
+    # transition: too many tags, which a reminder can fix (one <fork> beside a <result> is no group to pause).
+    if not (len(forks) >= 2 or (forks and gotos)):
+        raise OutputProblem(several)
+    if not tags <= {*FORK_TAGS, "goto"}:  # a multi-fork with another tag mixed in: the agent is paused
+        raise ForkGroupProblem(several)
     if len(gotos) > 1:
         raise ForkGroupProblem(f"{verb} {len(gotos)} <goto> tags beside its forks; at most one <goto> may say where "
                             "to continue")
