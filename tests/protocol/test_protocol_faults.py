@@ -293,14 +293,14 @@ def test_a_forked_run_killed_midway_resumes_without_losing_or_repeating_an_ended
 def test_item77_a_multi_fork_that_breaks_a_group_rule_pauses_the_prompts_agent(tmp_path):
     folder = write_states(tmp_path / "s", {"START.md": "Split the work.", "A.md": "a", "B.md": "b",
                                            "C1.md": "c1", "C2.md": "c2"})
-    for reply, problem in (('<fork next="C1">A</fork><fork next="C2">B</fork>', "different `next` values"),
-                           ("<fork>A</fork><fork>B</fork>", "no `next` and no <goto>"),
+    for reply, problem in (('<fork next="C1">A</fork><fork next="C2">B</fork>', "forks with different `next` values"),
+                           ("<fork>A</fork><fork>B</fork>", "forks with no `next` and no <goto>"),
                            # Raymond's multi-fork path too (two forks, or a fork and a goto), then paused
                            ('<fork next="C1">A</fork><fork next="C1">B</fork><result>x</result>',
                             "3 transition tags"),
                            ('<fork>A</fork><goto>C1</goto><result>x</result>', "3 transition tags")):
         result, _ = run_folder(folder, backend=ScriptedBackend(reply))
-        assert result.status == "stopped" and problem in result.error, result.error
+        assert result.status == "stopped" and f"START.md: the reply holds {problem}" in result.error, result.error
         assert result.outcome.state.agent("main").status == "paused"
 
 
@@ -311,8 +311,8 @@ def test_item77_one_fork_beside_a_non_goto_tag_is_one_transition_too_many(tmp_pa
     folder = write_states(tmp_path / "s", {"START.md": "Split the work.", "W.md": "w", "NEXT.md": "n"})
     result, _ = run_folder(folder, backend=ScriptedBackend(reply))
     assert (result.status, result.exit_code) == ("failed", 1), result.error  # not "stopped" with main paused
-    assert result.error.startswith("main: START.md: the reply") and \
-        "2 transition tags (<fork>, <result>); a state must emit exactly one" in result.error, result.error
+    assert result.error.startswith("main: START.md: the reply holds 2 transition tags (<fork>, <result>); a state "
+                                   "must emit exactly one"), result.error
     policy = "---\nallowed_transitions:\n  - {tag: result}\n---\n"
     folder = write_states(tmp_path / "p", {"START.md": policy + "Split the work.", "W.md": "w", "NEXT.md": "n"})
     backend = ScriptedBackend(reply, "<result>fine</result>")

@@ -169,10 +169,11 @@ def test_parse_errors_are_never_re_prompted(tmp_path):
 
 def test_without_a_policy_mistakes_are_fatal(tmp_path):
     folder = folder_of(tmp_path, START_md="Go.", NEXT_sh="echo '<result>n</result>'")
-    for reply, message in (("no tag", "has no transition tag"), ("<goto>NOPE</goto>", "state 'NOPE' not found"),
-                           ("<goto>NEXT</goto><result>x</result>", "2 transition tags")):
+    for reply, message in (("no tag", "has no transition tag"),
+                           ("<goto>NOPE</goto>", "holds <goto>NOPE</goto>: state 'NOPE' not found"),
+                           ("<goto>NEXT</goto><result>x</result>", "holds 2 transition tags")):
         result, _ = run_folder(folder, backend=ScriptedBackend(reply))
-        assert result.error.startswith("main: START.md: the reply") and message in result.error, result.error
+        assert result.error.startswith(f"main: START.md: the reply {message}"), result.error
         assert "allowed_transitions" in result.hint
 
 

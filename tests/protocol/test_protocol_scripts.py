@@ -102,7 +102,7 @@ def test_item44_script_goto_keeps_the_session_and_costs_nothing(tmp_path):
     ("echo 'no tag here'", "main: START.sh printed no transition tag; a script must print exactly one"),
     ("echo '<goto>A</goto>'; echo '<result>x</result>'",
      "main: START.sh printed 2 transition tags (<goto>, <result>); a script must print exactly one"),
-    ("echo '<goto>MISSING</goto>'", "main: START.sh <goto>MISSING</goto>: state 'MISSING' not found"),
+    ("echo '<goto>MISSING</goto>'", "main: START.sh printed <goto>MISSING</goto>: state 'MISSING' not found"),
     ("echo '<goto>../etc/passwd</goto>'", "main: START.sh: <goto> target '../etc/passwd' contains a path separator"),
     ("echo '<call>A</call>'", "main: START.sh: <call> needs a `return` attribute"),
     ("echo '<ask>Why?</ask>'", "main: START.sh: <ask> needs a non-empty `next` attribute"),

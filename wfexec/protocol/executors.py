@@ -57,10 +57,15 @@ def check_transitions(orch: "Orchestrator", agent: "Agent", transitions: list[Tr
                       script: bool) -> list[Transition]:
     """Resolve targets in the agent's scope; enforce 'exactly one' (or one valid multi-fork group). Raises
     OutputProblem, or WorkflowUnreachable for a cross-workflow tag whose workflow cannot be used."""
-    verb = "printed" if script else "replied with"
+    # Each problem reads on from "main: START.sh " (a script) or "main: START.md: the reply " (a prompt).
+    verb = "printed" if script else "holds"
     if len(transitions) > 1:
         _check_fork_group(transitions, verb, script)
-    return [_resolved(orch.scope_for(agent), t) for t in transitions]
+    scope = orch.scope_for(agent)
+    try:
+        return [_resolved(scope, t) for t in transitions]
+    except OutputProblem as exc:
+        raise OutputProblem(f"{verb} {exc}") from None
 
 
 def _check_fork_group(transitions: list[Transition], verb: str, script: bool) -> None:

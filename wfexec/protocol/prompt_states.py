@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from wfexec.protocol.errors import (BackendMissing, ForkGroupInvalid, ProtocolError, Retryable, StopRun,
                                     UsageLimit)
-from wfexec.protocol.executors import (ForkGroupProblem, OutputProblem, StepResult, _group_consistent,
+from wfexec.protocol.executors import (ForkGroupProblem, OutputProblem, StepResult, _group_consistent, _resolved,
                                        check_transitions, state_timeout)
 from wfexec.protocol.policy import (MAX_INVOCATIONS, Policy, PolicyError, check_transition, implicit_entry,
                                     implicit_transition, parse_frontmatter, reminder)
@@ -150,7 +150,7 @@ def decide(orch: "Orchestrator", agent: "Agent", policy: Policy | None, text: st
             return [_implicit(orch, agent, entry, values)]
         raise OutputProblem("has no transition tag; a state must emit exactly one")
     resolved = check_transitions(orch, agent, transitions, script=False)
-    _group_consistent(resolved, "replied with")
+    _group_consistent(resolved, "holds")
     for written, transition in zip(transitions, resolved):
         # A cross-workflow tag's policy target is the path as written, not the state it resolves to.
         problem = check_transition(policy, written if written.tag in WORKFLOW_TAGS else transition)
@@ -165,7 +165,7 @@ def _implicit(orch: "Orchestrator", agent: "Agent", entry: dict, values: dict) -
         transition = replace(transition, attributes={**transition.attributes,
                                                      "input": render(transition.attributes["input"], values)})
     try:
-        (resolved,) = check_transitions(orch, agent, [transition], script=False)
+        resolved = _resolved(orch.scope_for(agent), transition)
     except OutputProblem as exc:
         raise ProtocolError(f"{agent.id}: {agent.state}: its implicit transition {exc}",
                             "fix the target in allowed_transitions") from None
