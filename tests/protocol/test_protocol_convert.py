@@ -69,3 +69,18 @@ def test_what_convert_refuses_or_drops(tmp_path):
     assert (tmp_path / "timed" / "START.sh").is_file()
     again = cli("convert", "timed.yaml", cwd=tmp_path)
     assert again.returncode == 2 and "exists and is not an empty folder" in again.stderr
+
+
+def test_a_prompt_that_starts_with_dashes_stays_text_both_ways(tmp_path):
+    """A `.yaml` prompt beginning with a `---` line (blanks after it included) gets an empty frontmatter in its
+    file, `---`/`{}`/`---`, which Raymond's frontmatter pattern reads as no policy too."""
+    from wfexec.protocol.policy import parse_frontmatter
+
+    prompt = "--- \nnot frontmatter\n---\nWork, then <result>x</result>\n"
+    (tmp_path / "dashes.yaml").write_text(yaml.safe_dump({"states": {"START": {"prompt": prompt}}}))
+    made = cli("convert", "dashes.yaml", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert parse_frontmatter((tmp_path / "dashes" / "START.md").read_text()) == (None, prompt)
+    back = cli("convert", "dashes", cwd=tmp_path)
+    assert back.returncode == 0, back.stderr
+    assert yaml.safe_load(back.stdout)["states"]["START"]["prompt"] == prompt

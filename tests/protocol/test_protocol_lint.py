@@ -60,6 +60,7 @@ FIXTURES = {
     "invalid_model": ({"START.md": "---\nmodel: gpt-9\n---\n<result>x</result>"}, {"invalid-model"}),
     "invalid_effort": ({"START.md": "---\neffort: maximal\n---\n<result>x</result>"}, {"invalid-effort"}),
     "unknown_field": ({"START.md": "---\ncolour: blue\n---\n<result>x</result>"}, {"unknown-field"}),
+    "frontmatter_trailing_blanks": ({"START.md": "--- \nmodel: gpt-9\n---\t\n<result>x</result>"}, {"invalid-model"}),
     "mixed_errors_warnings": ({"START.md": "<goto>GONE</goto>", "LOST.md": "<result>x</result>"},
                               {"missing-target", "unreachable-state"}),
     "task_values": ({"START.sh": "echo '<reset task=\"inherit\">A</reset>'", "A.sh": "echo '<goto task=\"new\">B</goto>'",

@@ -46,6 +46,20 @@ def test_item33_no_tag_then_a_tag_after_one_reminder(tmp_path):
     assert "re-prompting with a reminder (1/3)" in quiet.errors
 
 
+def test_item21_frontmatter_whose_delimiters_end_in_blanks_is_the_policy_for_the_run_and_for_lint(tmp_path):
+    from conftest import wfexec_in_process as cli
+
+    front = "---  \nallowed_transitions:\n  - {tag: goto, target: NEXT}\n---\t\n"
+    folder = folder_of(tmp_path, START_md=front + "Work.", NEXT_sh="echo '<result>n</result>'")
+    backend = ScriptedBackend("Done, no tag.")
+    result, _ = run_folder(folder, backend=backend)
+    assert result.result == "n", result.error  # the implicit transition: the policy was read
+    assert backend.requests[0].prompt == "Work."  # and the YAML was not sent as prompt text
+    linted = cli("validate", "states", cwd=tmp_path)
+    assert linted.returncode == 0 and linted.stdout == "", linted.stdout  # NEXT is reached, START no dead end
+    assert "states: valid states" in linted.stderr
+
+
 def test_item34_never_a_tag_fails_after_three_invocations(tmp_path):
     folder = folder_of(tmp_path, START_md=POLICY_GOTO_NEXT + "Go.", NEXT_sh="echo '<result>n</result>'")
     backend = ScriptedBackend("no", "still no", "nope", "never asked")

@@ -36,6 +36,19 @@ def test_item21_flow_and_block_forms_agree_and_no_frontmatter_is_no_policy():
     assert parse_frontmatter("---\nmodel: opus\n---")[0] is None
 
 
+def test_item21_delimiter_lines_may_end_in_blanks_as_in_raymonds_pattern():
+    """policy.go: `(?s)^---[ \\t]*\\n(.+?)\\n---[ \\t]*\\n`, else `^---[ \\t]*\\n---[ \\t]*\\n`."""
+    policy, body = parse_frontmatter("--- \t\nmodel: opus\n---  \nbody\n")
+    assert (policy.model, body) == ("opus", "body\n")
+    assert parse_frontmatter("---\t\r\nmodel: opus\r\n--- \r\nbody")[0].model == "opus"
+    assert parse_frontmatter("--- \n---\t\nafter") == (None, "after")
+    for text in ("---\nmodel: opus\n--- x\nbody", "----\nmodel: opus\n---\nbody", " ---\nmodel: opus\n---\nb",
+                 "---\n\n---\nbody"):  # the YAML is one character at least: a blank line is not empty frontmatter
+        assert parse_frontmatter(text) == (None, text)
+    # `---` right after `---` with a later `---` line: the YAML starts with a document marker, as Raymond reads it
+    assert parse_frontmatter("---\n---\nmodel: opus\n---\nbody")[0].model == "opus"
+
+
 def test_item22_malformed_yaml_is_an_error_and_entries_without_tag_are_dropped():
     with pytest.raises(PolicyError, match="invalid YAML frontmatter"):
         parse_frontmatter("---\nallowed_transitions: [unclosed\n---\nbody")

@@ -128,6 +128,7 @@ def _by_distance(scope: StateScope, stems: list[str]) -> list[str]:
 def yaml_to_folder(path: Path, into: Path) -> list[str]:
     """Write the states of the Raymond `.yaml` at `path` as files in the new folder `into`; return warnings."""
     from wfexec.language.loader import load_file
+    from wfexec.protocol.policy import EMPTY_FRONTMATTER
     from wfexec.protocol.scopes import open_scope
 
     open_scope(path, str(path))  # a malformed file is refused as `wfexec states` would refuse it
@@ -149,7 +150,7 @@ def yaml_to_folder(path: Path, into: Path) -> list[str]:
         if front:
             files[f"{name}{MARKDOWN}"] = "---\n" + dump_yaml(front) + "---\n" + prompt
         else:
-            files[f"{name}{MARKDOWN}"] = ("---\n---\n" if prompt.startswith("---\n") else "") + prompt
+            files[f"{name}{MARKDOWN}"] = (EMPTY_FRONTMATTER if prompt.startswith("---") else "") + prompt
     manifest = {k: v for k, v in data.items() if k != "states"}
     if manifest:
         files["workflow.yaml"] = dump_yaml(manifest)

@@ -13,27 +13,36 @@ prompt body…
 ```
 
 The frontmatter starts at byte 0 and ends with a `---` line followed by a
-newline. No frontmatter, an empty one, or `null`/`{}` means no policy: every
-tag is allowed and a missing tag is fatal. With `allowed_transitions`, a
-wrong, missing or extra tag earns a reminder re-prompt instead, and a policy of
-exactly one entry with a target (or one `result` with a fixed payload) is
-*implicit*: the model may emit no tag at all.
+newline; spaces or tabs may end either `---` line. No frontmatter, an empty
+one, or `null`/`{}` means no policy: every tag is allowed and a missing tag
+is fatal. With `allowed_transitions`, a wrong, missing or extra tag earns a
+reminder re-prompt instead, and a policy of exactly one entry with a target
+(or one `result` with a fixed payload) is *implicit*: the model may emit no
+tag at all.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 from wfexec.records import dataclass
 
 from wfexec.errors import WfexecError
 from wfexec.protocol.tags import Transition
+from wfexec.system.patterns import lazy
 
 FIELDS = ("allowed_transitions", "model", "effort", "force_implicit")
 # Keys compared against an emitted tag; other keys only feed implicit dispatch and the reminder.
 MATCH_KEYS = ("target", "return", "next", "timeout_next")
 STATE_EXTENSIONS = (".md", ".sh", ".bat", ".ps1")
 MAX_INVOCATIONS = 3
+# Raymond's two patterns (policy.go): a `---` line may end in blanks, and the YAML between has one character at
+# least (else only the empty form matches: `---` right after `---`).
+_FRONTMATTER = lazy(r"---[ \t]*\n(.+?)\n---[ \t]*\n", re.DOTALL)
+_EMPTY_FRONTMATTER = lazy(r"---[ \t]*\n---[ \t]*\n")
+# What goes before a prompt that starts with `---` of its own, so that it stays text (for wfexec and Raymond).
+EMPTY_FRONTMATTER = "---\n{}\n---\n"
 
 
 class PolicyError(WfexecError, ValueError):
@@ -62,12 +71,15 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
     """(frontmatter YAML or None, body)."""
     if "\r" in text:
         text = text.replace("\r\n", "\n")
-    if not text.startswith("---\n"):
+    if not text.startswith("---"):
         return None, text
-    end = text.find("\n---\n", 3)
-    if end < 0:
-        return None, text
-    return text[4:end + 1], text[end + 5:]
+    found = _FRONTMATTER.match(text)
+    if found is not None:
+        return found.group(1) + "\n", text[found.end():]  # its lines whole, as YAML's errors count them
+    found = _EMPTY_FRONTMATTER.match(text)
+    if found is not None:
+        return "", text[found.end():]
+    return None, text
 
 
 @functools.lru_cache(maxsize=256)

@@ -119,8 +119,12 @@ def _state_object(name: str, value: dict, label: str, warnings: list) -> list[tu
     if front:
         # JSON is YAML: the frontmatter is built exactly as a prompt file would hold it.
         return [(f"{name}.md", f"---\n{json.dumps(front, ensure_ascii=False, default=str)}\n---\n{prompt}")]
-    if prompt.startswith("---\n"):
-        prompt = "---\n---\n" + prompt  # an empty frontmatter, so the prompt's own `---` stays text
+    if prompt.startswith("---"):
+        from wfexec.protocol.policy import EMPTY_FRONTMATTER
+
+        # An empty frontmatter, so the prompt's own `---` stays text. `{}`, not nothing: `---` right after `---`
+        # would be read with the prompt's first line as YAML (`---\n---\n---\n`), here as by Raymond.
+        prompt = EMPTY_FRONTMATTER + prompt
     return [(f"{name}.md", prompt)]
 
 
