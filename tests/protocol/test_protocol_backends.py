@@ -110,6 +110,47 @@ def test_claude_accepts_a_verbose_message_list(fake_claude):
     assert (reply.text, reply.session_id, reply.cost_usd) == ("listed", "S", 0.5)
 
 
+MAX_TURNS = (  # a turn that ran out of turns after the model wrote its tag; the result has no `result` text
+    '{"type":"assistant","message":{"content":[{"type":"text","text":"<result>partial</result>"}]},"session_id":"s1"}\n'
+    '{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"s1","total_cost_usd":0.5}\n')
+
+
+def test_item36_a_claude_turn_marked_is_error_is_a_reply_and_costs_what_it_says(tmp_path, fake_claude):
+    """As Raymond's RunTurn: only a usage limit makes a result an error; any other counts its cost toward the
+    budget, and its text (the assistant messages' when the result has none) is the reply."""
+    from conftest import wfexec_in_process as cli
+
+    set_replies, calls = fake_claude
+    set_replies([{"raw": MAX_TURNS}, {"result": "<result>second</result>", "cost": 0.01}])
+    (tmp_path / ".git").mkdir()
+    write_states(tmp_path / "f", {"START.md": "Do it."})
+    ran = cli("states", "f", "--no-debug", "--backend", "claude", "--budget-usd", "0.3", "--format", "json",
+              cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    outcome = json.loads(ran.stdout)["state"]["history"][-1]["outcome"]
+    assert (outcome["result"], outcome["cost_usd"], len(calls())) == ("partial", 0.5, 1)
+    # The backend keeps the error with the reply; a judgement step (`complete`) still fails on it.
+    set_replies([{"raw": MAX_TURNS}] * 2)
+    (tmp_path / "claude-replies.json.count").unlink()
+    reply = run_sync(ClaudeBackend().invoke(LLMRequest(prompt="hi")))
+    assert (reply.text, reply.session_id, reply.cost_usd) == ("<result>partial</result>", "s1", 0.5)
+    assert reply.error == "claude reported an error (error_max_turns)"
+    with pytest.raises(BackendError, match=r"claude reported an error \(error_max_turns\)"):
+        ClaudeBackend().complete("hi")
+
+
+def test_item36_a_failed_claude_turn_is_tried_again_and_its_cost_counts_toward_the_budget(tmp_path, fake_claude):
+    """A claude that exits non-zero is tried again (Raymond too), and what the failed turn cost is spent: here
+    it uses up the budget, so the second try never starts."""
+    set_replies, calls = fake_claude
+    set_replies([{"result": "", "is_error": True, "subtype": "error_max_turns", "exit": 1, "cost": 0.5},
+                 {"result": "<result>second</result>", "cost": 0.01}])
+    folder = write_states(tmp_path / "f", {"START.md": "Do it."})
+    result, _ = run_folder(folder, backend=ClaudeBackend(), budget_usd=0.3)
+    assert (result.status, result.cost_usd, len(calls())) == ("stopped", 0.5, 1), result.error
+    assert "cost budget exceeded before the LLM call for START.md: spent $0.5000 of a $0.3000 budget" in result.error
+
+
 def test_claude_missing_executable_stops_the_run(tmp_path):
     folder = write_states(tmp_path / "s", {"START.md": "Go."})
     result, _ = run_folder(folder, backend=create_backend("claude:executable=/nonexistent/claude"))

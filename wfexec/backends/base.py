@@ -23,6 +23,8 @@ from wfexec.errors import WfexecError
 class BackendError(WfexecError):
     """One call failed: the program exited non-zero, the reply was malformed, a usage limit was hit."""
 
+    cost_usd = 0.0  # what the failed call cost all the same, when the backend says (it counts toward a budget)
+
 
 class UsageLimitReached(BackendError):
     """The backend refused the call because the account's usage limit is reached (it says until when)."""
@@ -66,6 +68,9 @@ class LLMReply:
     text: str
     session_id: str | None = None
     cost_usd: float = 0.0
+    # The backend marked the turn as failed, though it ended with this text (Claude's `is_error` result that is
+    # no usage limit): a state takes the text as Raymond does; `complete` raises BackendError(error).
+    error: str | None = None
 
 
 class Backend:
@@ -78,7 +83,10 @@ class Backend:
 
     def complete(self, prompt: str) -> str:
         """A judgement step: one fresh-session call, the reply's text."""
-        return run_sync(self.invoke(LLMRequest(prompt=prompt))).text
+        reply = run_sync(self.invoke(LLMRequest(prompt=prompt)))
+        if reply.error:
+            raise BackendError(reply.error)
+        return reply.text
 
     def describe(self) -> str:
         return self.name

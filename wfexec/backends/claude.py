@@ -11,10 +11,14 @@ The output is one JSON object a line as the turn goes on (`system` init,
 `assistant` messages with text and tool calls, `user` tool results), ending
 with `{"type": "result", "subtype": "success", "result": TEXT, "session_id":
 ID, "total_cost_usd": COST, ...}`; a single JSON object (`--output-format
-json`) is accepted too. Streaming is what makes a long turn visible (the
-status line shows the tool in use) and gives `timeout` its meaning: seconds
-without output, not seconds in all. A `goto`
-resumes the agent's session; a `call` resumes the caller's with
+json`) is accepted too. As in Raymond, a result with `"is_error": true` is a
+failed call only when it says a usage limit is reached; any other (e.g.
+`error_max_turns`) is the turn's reply, its text the `result` or else the
+assistant messages' text, and its cost counts. A claude that exits non-zero
+fails the call (tried again), its cost counted all the same. Streaming is
+what makes a long turn visible (the status line shows the tool in use) and
+gives `timeout` its meaning: seconds without output, not seconds in all. A
+`goto` resumes the agent's session; a `call` resumes the caller's with
 `--fork-session`, so the callee works on a branch and the caller's history
 stays clean. Prompts larger than argv comfortably holds go on stdin.
 """
@@ -144,12 +148,16 @@ def _says_usage_limit(text: str) -> bool:
 
 
 def parse_reply(stdout: str, stderr: str, returncode: int) -> LLMReply:
-    result = _result_object(stdout)
-    text_seen = str((result.get("result") if isinstance(result, dict) else "") or "")
+    objects = _objects(stdout)
+    results = [item for item in objects if item.get("type") == "result" or len(objects) == 1 and "type" not in item]
+    result = results[-1] if results else None  # the last `result` object wins
+    text_seen = str((result.get("result") if result is not None else "") or "")
+    # Every turn's cost counts toward the budget, a failed one's too: the money is spent whatever it says.
+    cost = _cost(result)
     # A limit only when Claude says it failed: a reply that merely mentions "hit your limit" is a reply.
-    errored = isinstance(result, dict) and bool(result.get("is_error"))
+    errored = result is not None and bool(result.get("is_error"))
     if (errored and _says_usage_limit(text_seen)) or (returncode != 0 and _says_usage_limit(text_seen + stderr)):
-        raise UsageLimitReached(f"claude hit a usage limit: {(text_seen or stderr).strip()[:300]}")
+        raise _costing(UsageLimitReached(f"claude hit a usage limit: {(text_seen or stderr).strip()[:300]}"), cost)
     if returncode != 0 and ROOT_REFUSAL in stderr:
         # Every call would fail the same way: say why, once, instead of failing each .md state.
         raise BackendUnavailable(
@@ -157,41 +165,52 @@ def parse_reply(stdout: str, stderr: str, returncode: int) -> LLMReply:
             "is a sandbox (IS_SANDBOX=1)",
             "in a container or VM, set IS_SANDBOX=1; otherwise run wfexec as a normal user, or use "
             "--backend claude:permission_mode=acceptEdits")
-    if returncode != 0:
+    if returncode != 0:  # tried again, as Raymond does with a claude that exits non-zero
         detail = (stderr.strip() or str(text_seen).strip() or stdout.strip())[-1000:]
-        raise BackendError(f"claude exited with status {returncode}: {detail}")
-    if not isinstance(result, dict):
+        raise _costing(BackendError(f"claude exited with status {returncode}: {detail}"), cost)
+    if result is None:
         raise BackendError(f"claude printed no JSON result object: {stdout.strip()[:300]!r}")
-    if result.get("is_error") or result.get("subtype", "success") != "success":
-        raise BackendError(f"claude reported an error ({result.get('subtype', 'error')}): "
-                           f"{str(result.get('result') or '')[:500]}")
+    # As Raymond's RunTurn: a result that is no usage limit is the turn's reply, `is_error` or not (e.g.
+    # error_max_turns, once the model may have written its tag); its text is the `result`, else the assistant
+    # messages' text. The error is kept with it (`complete` raises it; a state says it when tracing).
+    error = None
+    if errored or result.get("subtype", "success") != "success":
+        error = f"claude reported an error ({result.get('subtype', 'error')})" + (f": {text_seen[:500]}"
+                                                                                    if text_seen else "")
     text = result.get("result")
     if not isinstance(text, str):
-        raise BackendError("claude's JSON result has no `result` text")
-    cost = result.get("total_cost_usd") or 0.0
-    try:
-        cost = float(cost)
-    except (TypeError, ValueError):
-        cost = 0.0
+        text = "".join(block["text"] for item in objects for block in _content(item)
+                       if block.get("type") == "text" and isinstance(block.get("text"), str))
     session = result.get("session_id") or (result.get("metadata") or {}).get("session_id")
-    return LLMReply(text=text, session_id=session, cost_usd=cost)
+    return LLMReply(text=text, session_id=session, cost_usd=cost, error=error)
 
 
-def _result_object(stdout: str):
+def _cost(result) -> float:
+    try:
+        return float((result or {}).get("total_cost_usd") or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _costing(error: BackendError, cost: float) -> BackendError:
+    error.cost_usd = cost
+    return error
+
+
+def _objects(stdout: str) -> list[dict]:
+    """The JSON objects claude printed: one a line (stream-json), or one object or list (json)."""
     text = stdout.strip()
     if not text:
-        return None
+        return []
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
-        # One JSON object per line (stream-json): the last `result` object wins.
         data = []
         for line in text.splitlines():
             try:
                 data.append(json.loads(line))
             except json.JSONDecodeError:
                 continue
-    if isinstance(data, list):
-        results = [item for item in data if isinstance(item, dict) and item.get("type") == "result"]
-        return results[-1] if results else None
-    return data if isinstance(data, dict) else None
+    if isinstance(data, dict):
+        data = [data]
+    return [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []

@@ -172,7 +172,8 @@ class ReplayBackend(Backend):
             queue.popleft()
             self._served[key] = served + 1
         cost = item.get("cost_usd") or 0.0
-        return LLMReply(text=item["reply"], session_id=item.get("reply_session_id"), cost_usd=float(cost))
+        return LLMReply(text=item["reply"], session_id=item.get("reply_session_id"), cost_usd=float(cost),
+                        error=item.get("error"))
 
 
 def _first_difference(recorded: str, now: str) -> str:
@@ -216,6 +217,8 @@ class RecordingBackend(Backend):
             item["model"] = request.model
         item.update({"prompt": request.prompt, "reply": reply.text, "reply_session_id": reply.session_id,
                      "cost_usd": reply.cost_usd})
+        if reply.error:  # the backend marked the turn as failed (LLMReply.error)
+            item["error"] = reply.error
         self._append(item)
         return reply
 

@@ -120,8 +120,8 @@ class AgentsRunner:
     """Where and how the loop's work happens."""
 
     # (agent, spent so far) → one state of it, wherever it runs: {kind, session_id, cost_usd, transitions} (each a
-    # Transition or its dict), {retry, hint}, {pause} (Orchestrator.step_one), or {fatal: {message, hint, stop,
-    # routable}}. Called as the state is launched; a fatal error may also be raised.
+    # Transition or its dict), {retry, hint, cost_usd}, {pause, cost_usd} (Orchestrator.step_one), or {fatal:
+    # {message, hint, stop, routable}}. Called as the state is launched; a fatal error may also be raised.
     run_state: Callable[[Agent, float], Awaitable[dict]]
     sleep: Callable[[float], Awaitable[Any]]            # wait this many seconds for a usage limit to reset
     say: Callable[[str], None]                          # a warning for the person following the run
@@ -222,12 +222,12 @@ def _settle(runner: AgentsRunner, state: AgentsState, agent: Agent, done: dict, 
     moved: Agent | None = None
     workers: list[Agent] = []
     asks = False
+    spent += float(done.get("cost_usd") or 0.0)  # a state tried again or paused may have cost money too
     if "retry" in done:
         runner.say(failed_attempt(state, agent, Retryable(done["retry"], done.get("hint") or ""))[1])
     elif "pause" in done:
         runner.say(pause(state, agent, done["pause"])[1])
     else:
-        spent += float(done.get("cost_usd") or 0.0)
         transitions = [t if isinstance(t, Transition) else Transition(**t) for t in done["transitions"]]
         try:
             moved, workers = advance(state, agent, done["kind"], done.get("session_id"), transitions, base_cwd)

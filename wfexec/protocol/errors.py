@@ -8,6 +8,10 @@ from wfexec.errors import WfexecError
 class ProtocolError(WfexecError):
     """A state broke a rule of the protocol, or a script failed: the node routes `on_failure`."""
 
+    # What the LLM turns of the state that failed cost (a failed turn's included): already in the run's budget
+    # here, and told to a runner that keeps the agents elsewhere with a state that is tried again or paused.
+    cost_usd = 0.0
+
     def __str__(self) -> str:
         return self.message + (f" — {self.hint}" if self.hint else "")
 

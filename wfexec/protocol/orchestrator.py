@@ -220,9 +220,9 @@ class Orchestrator:
 
                 step = run_sync(run_markdown_state(self, agent))
         except Retryable as exc:
-            return {"retry": exc.message, "hint": exc.hint}
+            return {"retry": exc.message, "hint": exc.hint, "cost_usd": exc.cost_usd}
         except (UsageLimit, PausesAgent) as exc:
-            return {"pause": exc.message}
+            return {"pause": exc.message, "cost_usd": exc.cost_usd}
         finally:
             self.files.cleanup()
         done = self._as_data(agent, step)
@@ -291,9 +291,9 @@ class Orchestrator:
         try:
             step = await self._step(agent)
         except Retryable as exc:
-            return {"retry": exc.message, "hint": exc.hint}
+            return {"retry": exc.message, "hint": exc.hint, "cost_usd": exc.cost_usd}
         except (UsageLimit, PausesAgent) as exc:
-            return {"pause": exc.message}
+            return {"pause": exc.message, "cost_usd": exc.cost_usd}
         finally:
             self._running -= 1
         return self._as_data(agent, step)

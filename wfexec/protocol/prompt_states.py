@@ -68,9 +68,16 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
         request = LLMRequest(prompt=turn_prompt, session_id=None if latest else resume, fork_session=branch,
                              model=model, effort=effort, cwd=orch.agent_cwd(agent), agent_id=agent.id, state=name,
                              timeout=timeout, attempt=attempt, continue_latest=latest, stream=stream)
-        reply = await _invoke(backend, request, where, timeout_source)
+        try:
+            reply = await _invoke(backend, request, where, timeout_source)
+        except ProtocolError as failure:  # a failed turn may have cost money all the same
+            orch.budget.add(failure.cost_usd)
+            failure.cost_usd += cost
+            raise
         cost += reply.cost_usd
         orch.budget.add(reply.cost_usd)
+        if reply.error:  # e.g. Claude's error_max_turns: its text is the reply, as in Raymond
+            orch.trace(f"{where}: {reply.error}; the turn's text is taken as its reply")
         if reply.session_id:
             session = reply.session_id
         resume, branch = session, False  # reminders continue the session the failed turn produced
@@ -119,24 +126,32 @@ class _TurnStream:
 
 
 async def _invoke(backend, request: "LLMRequest", where: str, timeout_source: str):
-    from wfexec.backends.base import BackendError, BackendTimeout, BackendUnavailable, UsageLimitReached, invoke_backend
+    """The backend's reply, or the ProtocolError its failure is (with what the failed call cost)."""
+    from wfexec.backends.base import BackendError, invoke_backend
 
     try:
         return await invoke_backend(backend, request)
-    except BackendUnavailable as exc:
-        raise StopRun(f"{where}: the LLM backend cannot be used: {exc.message}", exc.hint) from None
-    except UsageLimitReached as exc:
-        raise UsageLimit(f"{where}: {exc.message}", "the run waits for the limit's reset time when it says one; "
-                         "otherwise resume once it has passed") from None
-    except BackendTimeout as exc:
-        raise Retryable(f"{where}: {exc} (timeout from {timeout_source})",
-                        "raise the timeout, or 0 for none") from None
-    except BackendError as exc:  # tried again, then the agent is paused
-        raise Retryable(f"{where}: the LLM backend failed: {exc}") from None
+    except BackendError as exc:
+        failure = _backend_failure(exc, where, timeout_source)
+        failure.cost_usd = exc.cost_usd
+        raise failure from None
     except ProtocolError:
         raise
     except Exception as exc:  # a backend is a program or a service: it can fail in many ways
         raise Retryable(f"{where}: the LLM backend failed: {type(exc).__name__}: {exc}") from None
+
+
+def _backend_failure(exc, where: str, timeout_source: str) -> ProtocolError:
+    from wfexec.backends.base import BackendTimeout, BackendUnavailable, UsageLimitReached
+
+    if isinstance(exc, BackendUnavailable):
+        return StopRun(f"{where}: the LLM backend cannot be used: {exc.message}", exc.hint)
+    if isinstance(exc, UsageLimitReached):
+        return UsageLimit(f"{where}: {exc.message}", "the run waits for the limit's reset time when it says one; "
+                          "otherwise resume once it has passed")
+    if isinstance(exc, BackendTimeout):
+        return Retryable(f"{where}: {exc} (timeout from {timeout_source})", "raise the timeout, or 0 for none")
+    return Retryable(f"{where}: the LLM backend failed: {exc}")  # tried again, then the agent is paused
 
 
 def decide(orch: "Orchestrator", agent: "Agent", policy: Policy | None, text: str, values: dict) -> list[Transition]:
