@@ -112,10 +112,28 @@ endings:
 URL = re.compile(r"^http://127\.0\.0\.1:(\d+)/\?token=(\S+)$")
 
 
+# Its inputs written as hiivmind files write them: name → schema, `required: true` beside the type.
+NAMED_INPUTS = """\
+name: named
+version: "1"
+start_node: greet
+input_schema:
+  who: {type: string, required: true, description: Whom to greet}
+  punctuation: {type: string, default: "!"}
+nodes:
+  greet:
+    type: action
+    actions: [{type: set_state, field: computed.line, value: "Hello, ${input.who}${input.punctuation}"}]
+    on_success: done
+endings:
+  done: {type: success, message: "${computed.line}"}
+"""
+
+
 def workflows(root: Path) -> Path:
-    """`root`/greeter/workflow.yaml (asks), `root`/gated/workflow.yaml (goes on as files appear) and
-    `root`/broken/workflow.yaml (does not validate)."""
-    for name, text in (("greeter", ASKS), ("broken", BROKEN), ("gated", GATED)):
+    """`root`/greeter/workflow.yaml (asks), `root`/gated/workflow.yaml (goes on as files appear),
+    `root`/named/workflow.yaml (inputs as name → schema) and `root`/broken/workflow.yaml (does not validate)."""
+    for name, text in (("greeter", ASKS), ("broken", BROKEN), ("gated", GATED), ("named", NAMED_INPUTS)):
         (root / name).mkdir(parents=True, exist_ok=True)
         (root / name / "workflow.yaml").write_text(text, encoding="utf-8")
     return root

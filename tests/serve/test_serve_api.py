@@ -130,6 +130,15 @@ def test_launch_starts_the_run_the_command_line_would(api, root, tmp_path):
     assert by_server["pending_question"]["question"] == "Greet Grace how?"
 
 
+def test_the_launch_form_has_a_field_for_each_input_written_as_name_to_schema(api, root):
+    listed = {w["shown"]: w for w in api.get("/api/workflows").json()["workflows"]}
+    assert [(i["name"], i["required"], i["default"]) for i in listed["named"]["inputs"]] == [
+        ("who", True, None), ("punctuation", False, "!")]
+    launched = api.post("/api/launch", json={"workflow": listed["named"]["id"], "inputs": {"who": "Grace"}})
+    assert launched.status_code == 200, launched.text
+    assert once_waiting(api, launched.json()["run_id"])["result"]["message"] == "Hello, Grace!"
+
+
 def test_launch_refuses_what_is_not_a_valid_workflow_under_a_root(api, root):
     listed = {w["shown"]: w["id"] for w in api.get("/api/workflows").json()["workflows"]}
     for given in ("nope", str(root / "greeter" / "workflow.yaml"), "../../etc/passwd", None):

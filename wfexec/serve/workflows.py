@@ -97,9 +97,15 @@ class Workflows:
         return data
 
 
-def _inputs(schema) -> list[dict[str, Any]]:
-    """The fields of the launch form: one per property of the input schema."""
-    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+def _inputs(given) -> list[dict[str, Any]]:
+    """The fields of the launch form: one per input, in either form the language takes (a JSON Schema object, or
+    name → schema with `required: true`), as `run` reads them."""
+    from wfexec.language.inputs import inputs_as_object_schema
+
+    if not isinstance(given, dict) or not given:
+        return []
+    schema = inputs_as_object_schema(given)
+    if not isinstance(schema.get("properties"), dict):
         return []
     required = set(schema.get("required") or ())
     return [{"name": str(name), "required": name in required,
