@@ -191,3 +191,15 @@ def test_state_out_is_written_when_a_run_waits_or_fails(cli, tmp_path, how):
 def test_an_answer_names_an_option_by_id_or_by_label_whatever_its_case_and_spaces(cli, answer):
     done = cli("run", QUICKSTART, "--ephemeral", "--answer", f"ask_mood={answer}")
     assert done.returncode == 0 and done.stdout.startswith("Hello, world!"), done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("where, why", [("folder", "is a folder"), ("", ". is a folder"),
+                                        ("note.txt/state.json", "which is a file")])
+def test_a_state_out_that_cannot_be_written_is_refused_before_the_run_starts(cli, tmp_path, where, why):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "note.txt").write_text("a file\n")
+    store = tmp_path / "runs.db"
+    done = cli("run", QUICKSTART, "--answer", "ask_mood=plain", "--store", store, "--state-out",
+               str(tmp_path / where) if where else "", cwd=tmp_path)
+    assert done.returncode == 2 and why in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == "" and not store.exists()  # nothing ran

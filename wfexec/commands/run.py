@@ -174,10 +174,33 @@ def _refused_state_out(request: RunRequest) -> int:
 
     why = store_conflict(os.path.realpath(request.state_out), Path.cwd(), request.store)
     if why is None:
-        return 0
+        why = _unwritable(request.state_out)
+        if why is None:
+            return 0
+        # Found before the run, not after it: the run's work would be done and its final state lost.
+        _error(f"error: --state-out {request.state_out} {why} — name a file in a folder you can write")
+        return exit_code_for("invalid")
     _error(f"error: --state-out {request.state_out} {why}; the final state may not be written over the run store "
            f"or anything in {STORE_FOLDER}/ — write it to another file")
     return exit_code_for("invalid")
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why a file cannot be written at `path` (None: it can, as far as can be told before writing)."""
+    import os
+
+    if os.path.isdir(path):
+        return "is a folder"
+    if os.path.exists(path) and not os.path.isfile(path):
+        return "is not a regular file"
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder):  # write_atomic makes the missing folders
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        return f"is inside {folder}, which is a file"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"is in {folder}, which cannot be written"
+    return None
 
 
 def _guarded(request: RunRequest, body) -> int:
