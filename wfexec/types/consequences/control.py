@@ -59,7 +59,7 @@ def _brief(value: Any, limit: int = 40) -> str:
 
 
 @TYPES.consequence("dynamic_route", {"action": {"type": "string", "description": "the node (or ending) to go to"}},
-                   ["action"])
+                   ["action"], writes=(DYNAMIC_TARGET,))
 def dynamic_route(params, ctx):
     """Store a node name at `computed.dynamic_target`; route with `on_success: "${computed.dynamic_target}"`."""
     target = to_text(params["action"]).strip()

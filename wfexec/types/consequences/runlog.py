@@ -304,7 +304,8 @@ def _bl_log(params, ctx) -> dict:
     "skill_name": {"type": "string"},
     "plugin_name": {"type": "string"},
     "execution_path": {"type": "string", "description": "default: the working directory"},
-}, [], paths=("store_as",), effects=("files",), writes=("computed.expected_log_path", LOG_PATH),
+}, [], paths=("store_as",), effects=("files",),
+   writes=("computed.expected_log_path", LOG_PATH, "flags.log_initialized"),
    example={"workflow_name": "hiivmind-corpus-refresh", "skill_name": "refresh"})
 def init_log(params, ctx):
     """Start the run log: `store_as` (+ metadata) makes the seed log there; `workflow_name` makes blueprint-lib's at `log`."""

@@ -1,0 +1,66 @@
+"""A dry run's placeholders (docs/guide/using.md, "plan and dry run"): a step it does not run leaves one at every
+state path it would have written; a state-only step that reads one stores one in turn; a condition that needs one's
+real value stops the run (exit 4); text that reads one (a message, a question, an ending) shows it as one.
+
+What reads a placeholder is found from what each expression reads and the state paths a call names, never from the
+text of the call: `config.yaml` in a message, or `read_config` in a value, reads no `config`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Reading a file is an outside effect: a dry run leaves `<dry-run: computed.raw>` there.
+READ = """\
+      - type: read_file
+        path: data.txt
+        store_as: computed.raw
+"""
+
+
+def _dry(cli, write_workflow, tmp_path, text, *args):
+    (tmp_path / "data.txt").write_text("")
+    path = write_workflow(text)
+    return cli("run", path, "--dry-run", "--non-interactive", *args, cwd=tmp_path)
+
+
+def _workflow(actions: str, nodes: str = "", message: str = "ok", next_node: str = "done") -> str:
+    return f"""\
+name: t
+version: "1.0"
+start_node: act
+initial_state:
+  flags: {{empty: false, known: false}}
+nodes:
+  act:
+    type: action
+    actions:
+{actions}    on_success: {next_node}
+    on_failure: failed
+{nodes}endings:
+  done:
+    type: success
+    message: "{message}"
+  other:
+    type: success
+    message: "other"
+  failed:
+    type: failure
+    message: "${{computed.last_error}}"
+"""
+
+
+# -- 1. every path a skipped step writes gets a placeholder ---------------------------------------------------------
+
+def test_a_flag_set_from_a_placeholder_is_a_placeholder_too(cli, write_workflow, tmp_path):
+    """`evaluate ... set_flag` and `set_flag value: ${...}` write flags.<name>, which no `store_as` names."""
+    done = _dry(cli, write_workflow, tmp_path, _workflow(READ + """\
+      - type: evaluate
+        expression: "computed.raw.length == 0"
+        set_flag: empty
+      - type: set_flag
+        flag: known
+        value: "${computed.raw != null}"
+""", message="empty=${flags.empty} known=${flags.known}"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "empty=<dry-run: flags.empty> known=<dry-run: flags.known>" in done.stdout
