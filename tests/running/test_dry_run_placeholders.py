@@ -64,3 +64,66 @@ def test_a_flag_set_from_a_placeholder_is_a_placeholder_too(cli, write_workflow,
 """, message="empty=${flags.empty} known=${flags.known}"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "empty=<dry-run: flags.empty> known=<dry-run: flags.known>" in done.stdout
+
+
+# -- 2. what reads a placeholder, exactly ----------------------------------------------------------------------------
+
+def test_a_name_that_only_looks_like_a_placeholder_path_reads_none(cli, write_workflow, tmp_path):
+    """`config` holds a placeholder: `config.yaml` in a message's text and `read_config` in a value read nothing."""
+    done = _dry(cli, write_workflow, tmp_path, _workflow("""\
+      - type: read_file
+        path: config.yaml
+        store_as: config
+      - type: set_state
+        field: computed.step
+        value: read_config
+      - type: display_message
+        message: "Wrote ${computed.step} to config.yaml"
+""", message="step=${computed.step}"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Wrote read_config to config.yaml" in done.stdout
+    assert "step=read_config" in done.stdout
+
+
+CHECK_FLAG = """\
+  check:
+    type: conditional
+    condition:
+      type: flag_set
+      flag: empty
+    branches:
+      true: done
+      false: other
+"""
+
+
+def test_a_condition_on_a_placeholder_flag_stops_the_dry_run(cli, write_workflow, tmp_path):
+    """`flag: empty` reads flags.empty."""
+    done = _dry(cli, write_workflow, tmp_path, _workflow(READ + """\
+      - type: evaluate
+        expression: "computed.raw.length == 0"
+        set_flag: empty
+""", CHECK_FLAG, next_node="check"))
+    assert done.returncode == 4, done.stdout + done.stderr
+    err = done.stderr.replace("\n", " ")
+    assert "node 'check'" in err and "needs the real value of flags.empty" in err
+
+
+def test_a_condition_on_a_real_value_beside_a_placeholder_is_decided(cli, write_workflow, tmp_path):
+    """Only what the condition reads counts: `computed.count` is real, `computed.raw` beside it is not."""
+    done = _dry(cli, write_workflow, tmp_path, _workflow(READ + """\
+      - type: set_state
+        field: computed.count
+        value: 0
+""", """\
+  check:
+    type: conditional
+    condition:
+      type: evaluate_expression
+      expression: "computed.count == 0"
+    branches:
+      true: done
+      false: other
+""", message="decided", next_node="check"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "decided" in done.stdout

@@ -11,17 +11,17 @@ value. LLM steps print their prompt instead of sending it (Run.judge).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from wfexec.language.expressions import ExpressionError
+from wfexec.language.expressions import MISSING, Expression, ExpressionError, KeyTemplates, Template
 from wfexec.language.model import Call, describe_call
 from wfexec.language.paths import PathError, StatePath, format_path, parse_path
+from wfexec.types.registry import PRECONDITION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable, Mapping
+    from typing import Callable, Mapping, NoReturn
 
 # Effects a dry run never lets happen. `llm` is the backend's (the prompt is printed, not sent); `display` prints.
 OUTSIDE_EFFECTS = frozenset({"files", "process", "network", "git", "mcp"})
@@ -48,20 +48,64 @@ class DryRun:
     def __init__(self):
         self.placeholders: dict[str, str] = {}
 
-    def placeholder_read(self, call: Call) -> str | None:
-        """The first placeholder path the call's parameters name, if any."""
+    def read_by(self, run, call: Call, scope) -> str | None:
+        """The first placeholder `call` reads, by the path it was stored at, else None: what its own parameters'
+        expressions read (not those of calls nested in it: each is asked when it runs), and the state its path
+        parameters name (a condition's `field:` and `flag:`; a step's target when it changes the value there, or
+        when a placeholder stands above it)."""
         if not self.placeholders:
             return None
-        text = json.dumps(call.raw, default=str)
-        for path in self.placeholders:
-            if re.search(re.escape(path) + r"(?![A-Za-z0-9_])", text):
-                return path
+        for value in call.params.values():
+            found = self.reads(value, scope)
+            if found is not None:
+                return found
+        for path, mode in _named_paths(call, _rendered(call, scope) or call.params):
+            found = _placeholder_on(run.state, path, mode)
+            if found is not None:
+                return found
+        return None
+
+    def reads(self, value: Any, scope) -> str | None:
+        """The first placeholder a compiled value reads: the names its expressions and templates read (each only as
+        deep as it reads it: `computed.a` reads no placeholder at `computed.b`), the state a prose field names.
+        Calls nested in it are not looked into."""
+        if not self.placeholders:
+            return None
+        cls = value.__class__
+        if cls is Expression:
+            return _expression_reads(value, scope)
+        if cls is Template:
+            for expression in value.expressions:
+                found = _expression_reads(expression, scope)
+                if found is not None:
+                    return found
+            return None
+        if cls is str or value is None or isinstance(value, (Call, bool, int, float)):
+            return None
+        if isinstance(value, dict):
+            items = list(value.values())
+            if isinstance(value, KeyTemplates):
+                items += list(value.templates.values())
+        elif isinstance(value, (list, tuple)):
+            items = value
+        else:
+            from wfexec.language.prose import Prose
+
+            if isinstance(value, Prose):
+                from wfexec.running.prose import named_values
+
+                return placeholder_in(named_values(value, scope))
+            return None
+        for item in items:
+            found = self.reads(item, scope)
+            if found is not None:
+                return found
         return None
 
     def skip(self, run, call: Call, scope) -> bool:
         """Apply `call` the dry way when it must not run: True when it was handled (not run)."""
         outside = set(call.spec.effects) & OUTSIDE_EFFECTS
-        read = self.placeholder_read(call)
+        read = self.read_by(run, call, scope)
         if not outside and read is None:
             return False
         values = _rendered(call, scope)
@@ -94,17 +138,22 @@ class DryRun:
             return
         self.placeholders[shown] = what
 
-    def check_allowed(self, run, call: Call) -> None:
+    def check_allowed(self, run, call: Call, scope) -> None:
         """Stop the run (exit 4) when a condition cannot be decided without a real effect or result."""
-        read = self.placeholder_read(call)
+        read = self.read_by(run, call, scope)
         if read is not None:
-            run.stop(run.current, f"dry run stops here: {call.describe()} needs the real value of "
-                     f"{read}, which the dry run did not compute (it would come from: {self.placeholders[read]})",
-                     "the steps before it ran dry; run it for real to go further")
+            self.undecided(run, call.describe(), read)
         outside = set(call.spec.effects) & OUTSIDE_EFFECTS - READ_ONLY_CHECK_EFFECTS
         if outside:
             run.stop(run.current, f"dry run stops here: deciding {call.describe()} would "
                      f"{'/'.join(sorted(outside))} for real", "run it for real to go further")
+
+    def undecided(self, run, what: str, read: str) -> NoReturn:
+        """Stop the run (exit 4): `what` needs the real value of the placeholder at `read`."""
+        source = self.placeholders.get(read)
+        run.stop(run.current, f"dry run stops here: {what} needs the real value of {read}, which the dry run did "
+                 f"not compute" + (f" (it would come from: {source})" if source else ""),
+                 "the steps before it ran dry; run it for real to go further")
 
 
 def written_paths(call: Call, values: Mapping[str, Any] | None,
@@ -141,14 +190,82 @@ def _parsed(text: Any) -> list[StatePath]:
         return []
 
 
+def placeholder_in(value: Any) -> str | None:
+    """The path of the first placeholder in a state value (one, or a list or mapping holding one), else None."""
+    cls = value.__class__
+    if cls is str:
+        if "<dry-run: " not in value:
+            return None
+        match = _MARK.search(value)
+        return match.group(1) if match else None
+    if cls is dict or isinstance(value, dict):
+        value = value.values()
+    elif not isinstance(value, (list, tuple)):
+        return None
+    for item in value:
+        found = placeholder_in(item)
+        if found is not None:
+            return found
+    return None
+
+
+def _expression_reads(expression: Expression, scope) -> str | None:
+    """The first placeholder in what `expression` reads: each name as the run resolves it, only the keys it reads
+    below it when it reads keys only."""
+    for name, keys in expression.reads.items():
+        value = scope.lookup(name)
+        if value is MISSING:
+            continue
+        if keys is not None and isinstance(value, dict):
+            value = [value[key] for key in keys if key in value]
+        found = placeholder_in(value)
+        if found is not None:
+            return found
+    return None
+
+
+# How a call's path parameter meets the value at that path: `read` (all of it), `change` (a step that changes it in
+# place reads it whole too) or `target` (a step that replaces it reads only what stands above it).
+_READ, _CHANGE, _TARGET = "read", "change", "target"
+
+
+def _named_paths(call: Call, values: Mapping[str, Any]) -> list[tuple[StatePath, str]]:
+    """The state paths a call's parameters name, each with how the call meets the value there."""
+    found = []
+    condition = call.spec.kind == PRECONDITION
+    for name in call.spec.paths:
+        mode = _READ if condition or name in _READ_PATHS else _CHANGE if _changes_in_place(call, values) else _TARGET
+        found.extend((path, mode) for path in _parsed(values.get(name)))
+    for name in _FLAG_TARGETS:
+        found.extend((("flags",) + path, _READ if condition else _TARGET) for path in _parsed(values.get(name)))
+    return found
+
+
+def _changes_in_place(call: Call, values: Mapping[str, Any]) -> bool:
+    """A step that appends to, merges into or adds to the value at its `field`, rather than replacing it."""
+    if call.type in ("append_state", "merge_state"):
+        return True
+    return call.type == "mutate_state" and values.get("operation") not in ("set", "clear")
+
+
+def _placeholder_on(state: dict, path: StatePath, mode: str) -> str | None:
+    """The first placeholder on the way to `path` (the value there included, unless `mode` is _TARGET)."""
+    value: Any = state
+    for part in path if mode != _TARGET else path[:-1]:
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and isinstance(part, int) and -len(value) <= part < len(value):
+            value = value[part]
+        else:
+            return None
+        if value.__class__ is str:
+            return placeholder_in(value)
+    return placeholder_in(value) if mode != _TARGET else None
+
+
 def _rendered(call: Call, scope) -> dict[str, Any] | None:
     try:
         return dict(call.render(scope))
     except ExpressionError:
         return None
 
-
-def run_path(text: str) -> tuple:
-    from wfexec.running.context import parse_cached
-
-    return parse_cached(text)

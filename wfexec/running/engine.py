@@ -284,7 +284,7 @@ class Run:
     def check(self, call: Call, scope: Scope | None = None) -> bool:
         scope = scope or self.scope
         if self.dry is not None:
-            self.dry.check_allowed(self, call)
+            self.dry.check_allowed(self, call, scope)
         test = call.direct
         if test is None:
             test = call.direct_form()
