@@ -127,3 +127,69 @@ def test_a_condition_on_a_real_value_beside_a_placeholder_is_decided(cli, write_
 """, message="decided", next_node="check"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "decided" in done.stdout
+
+
+# -- 3. every expression a dry run evaluates ---------------------------------------------------------------------------
+
+FETCH = """\
+      - type: web_fetch
+        url: https://example.com/a
+        store_as: computed.page
+"""
+
+
+PROMPT = """\
+  approve:
+    type: user_prompt
+    prompt:
+      question: "Save ${computed.page.content.substring(0, 5)}...?"
+      header: "Save"
+      options:
+        - id: save
+          label: "Save ${computed.page.content.length} characters"
+        - id: skip
+          label: "Skip"
+    on_response:
+      save:
+        next_node: done
+      skip:
+        next_node: done
+"""
+
+
+def test_text_that_reads_a_placeholder_shows_one_instead_of_failing(cli, write_workflow, tmp_path):
+    """A question's text and options, an ending: `.content` of a placeholder is no JavaScript error, it is unknown."""
+    text = _workflow(FETCH, PROMPT, message="kept ${computed.page.content.length} characters", next_node="approve")
+    done = _dry(cli, write_workflow, tmp_path, text, "--answer", "approve=skip")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "TypeError" not in done.stdout + done.stderr
+    assert "kept <dry-run: computed.page.content.length> characters" in done.stdout
+    waiting = _dry(cli, write_workflow, tmp_path, text)
+    assert waiting.returncode == 3, waiting.stdout + waiting.stderr
+    assert "Save <dry-run: computed.page.content.substring(0, 5)>...?" in waiting.stdout + waiting.stderr
+
+
+def test_a_route_computed_from_a_placeholder_stops_the_dry_run(cli, write_workflow, tmp_path):
+    """`dynamic_route` writes computed.dynamic_target; the route that reads it cannot be decided."""
+    done = _dry(cli, write_workflow, tmp_path, _workflow(READ + """\
+      - type: dynamic_route
+        action: "${computed.raw.length ? 'done' : 'other'}"
+""", next_node='"${computed.dynamic_target}"'))
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "needs the real value of computed.dynamic_target" in done.stderr.replace("\n", " ")
+
+
+def test_options_read_from_a_placeholder_stop_the_dry_run(cli, write_workflow, tmp_path):
+    done = _dry(cli, write_workflow, tmp_path, _workflow(FETCH, """\
+  pick:
+    type: user_prompt
+    prompt:
+      question: "Which one?"
+      header: "Pick"
+      options_from_state: computed.page.items
+    on_response:
+      selected:
+        next_node: done
+""", next_node="pick"), "--answer", "pick=a")
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "needs the real value of computed.page" in done.stderr.replace("\n", " ")

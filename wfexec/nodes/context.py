@@ -53,6 +53,14 @@ class NodeContext(Protocol):
     def render_text(self, value: Any) -> str:
         """A compiled value rendered as text (an expression error fails the run at the node)."""
 
+    def render(self, value: Any, scope: Scope | None = None) -> Any:
+        """A compiled value rendered, a bare expression evaluated (ExpressionError: one failed); in a dry run, each
+        `${...}` that reads a value the dry run did not compute stands as a placeholder."""
+
+    def deciding(self, what: str, value: Any = None, path: tuple | None = None) -> None:
+        """In a dry run, stop the run (exit 4) when `value`, or the state at `path` (or above it), holds a value the
+        dry run did not compute: `what` (a question's options, a route) cannot be decided without it."""
+
     def check(self, call: Call, scope: Scope | None = None) -> bool:
         """Evaluate a precondition."""
 

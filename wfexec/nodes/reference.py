@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from wfexec.language.documents import extract_section
-from wfexec.language.expressions import render_value
 from wfexec.language.paths import get_path
 from wfexec.nodes.base import TARGET, NodeType, Outcome
 from wfexec.nodes.context import NodeContext
@@ -105,12 +104,12 @@ def judgement(spec, raw) -> str | None:
 
 def execute(node, ctx: NodeContext) -> Outcome:
     spec = node.spec
-    inputs = render_value(spec.inputs, ctx.scope)
+    inputs = ctx.render(spec.inputs)
     if spec.workflow is not None:
         return _run_subworkflow(node, ctx, inputs)
     expected = () if spec.store_as else ctx.workflow.reply_paths.get(node.id, ())
     try:
-        reply = ctx.judge_document(spec.doc, render_value(spec.section, ctx.scope), inputs, expected)
+        reply = ctx.judge_document(spec.doc, ctx.render(spec.section), inputs, expected)
     except ActionFailed as failure:  # a reply that gives none of the values asked for
         ctx.keep_error(failure.message)
         if spec.on_failure is None:

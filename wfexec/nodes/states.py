@@ -437,12 +437,12 @@ class StatesAgentSteps:
     the agents itself and may run each state on another machine (the Temporal workflow code)."""
 
     def begin(self, node, ctx: NodeContext) -> dict:
-        from wfexec.language.expressions import ExpressionError, render_value, to_text
+        from wfexec.language.expressions import ExpressionError, to_text
 
         spec = node.spec
         try:
-            value = render_value(spec.input, ctx.scope)
-            cwd_text = render_value(spec.cwd, ctx.scope)
+            value = ctx.render(spec.input)
+            cwd_text = ctx.render(spec.cwd)
         except ExpressionError as exc:
             ctx.fail(exc.message, exc.hint)
         return {"input": None if value is None else to_text(value), "cwd": str(_working_directory(cwd_text, ctx)),

@@ -23,7 +23,7 @@ import re
 from wfexec.records import dataclass
 
 from wfexec.language.diagnostics import did_you_mean
-from wfexec.language.expressions import Expression, ExpressionError, Template, render_value
+from wfexec.language.expressions import Expression, ExpressionError, Template
 from wfexec.types.registry import ActionFailed
 from wfexec.language.paths import get_path
 from wfexec.nodes.base import CONSEQUENCES, TARGET, Choice, NodeType, Outcome, Question
@@ -266,12 +266,17 @@ def calls(spec):
 def build_question(node, ctx: NodeContext) -> Question:
     spec = node.spec
     scope = ctx.scope
-    choices = [Choice(o.id, str(render_value(o.label, scope)), str(render_value(o.description, scope) or ""))
-               for o in spec.options]
+    render = ctx.render
+    choices = [Choice(o.id, str(render(o.label)), str(render(o.description) or "")) for o in spec.options]
     dynamic = spec.options_from is not None
     if dynamic:
-        items = (spec.options_from.render(scope) if isinstance(spec.options_from, Template)
-                 else get_path(ctx.state, spec.options_from))
+        what = f"the options of node '{node.id}'"
+        if isinstance(spec.options_from, Template):
+            items = render(spec.options_from)
+            ctx.deciding(what, value=items)
+        else:
+            ctx.deciding(what, path=spec.options_from)
+            items = get_path(ctx.state, spec.options_from)
         if isinstance(items, dict):
             items = [{"key": k, "value": v} for k, v in items.items()]
         elif items is not None and not isinstance(items, list):
@@ -279,17 +284,16 @@ def build_question(node, ctx: NodeContext) -> Question:
                      "point `options_from_state` at a list (or a mapping) in state")
         for index, item in enumerate(items or []):
             try:
-                choices.append(_dynamic_choice(spec, item, index, scope))
+                choices.append(_dynamic_choice(spec, item, index, scope, render))
             except ExpressionError as exc:
                 names = ", ".join(f"`{n}`" for n in ("item", spec.item_name, "index") if n)
                 ctx.fail(f"option {index + 1} of the list: {exc.message}",
                          f"each item is named {names} in the option template", node.where)
-    return Question(node=node.id, text=str(render_value(spec.question, scope)),
-                    header=str(render_value(spec.header, scope) or ""), choices=tuple(choices),
-                    allow_other=spec.free_text, dynamic=dynamic)
+    return Question(node=node.id, text=str(render(spec.question)), header=str(render(spec.header) or ""),
+                    choices=tuple(choices), allow_other=spec.free_text, dynamic=dynamic)
 
 
-def _dynamic_choice(spec, item, index, scope) -> Choice:
+def _dynamic_choice(spec, item, index, scope, render) -> Choice:
     mapping = spec.mapping
     names = {"item": item, "index": index}
     if spec.item_name and spec.item_name not in names:
@@ -302,9 +306,9 @@ def _dynamic_choice(spec, item, index, scope) -> Choice:
             return default
         how = mapping[name]
         if isinstance(how, Template):
-            return how.render(scope.child(**names))
+            return render(how, scope.child(**names))
         if isinstance(how, Expression):
-            value = how.evaluate(scope.child(**names))
+            value = render(how, scope.child(**names))
             return default if value is None else value
         return get_path(item, how, default)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from wfexec.language.expressions import MISSING, Expression, ExpressionError, KeyTemplates, Template
+from wfexec.language.expressions import MISSING, Expression, ExpressionError, KeyTemplates, Template, to_text
 from wfexec.language.model import Call, describe_call
 from wfexec.language.paths import PathError, StatePath, format_path, parse_path
 from wfexec.types.registry import PRECONDITION
@@ -59,7 +59,7 @@ class DryRun:
             found = self.reads(value, scope)
             if found is not None:
                 return found
-        for path, mode in _named_paths(call, _rendered(call, scope) or call.params):
+        for path, mode in _named_paths(call, self.rendered(call, scope) or call.params):
             found = _placeholder_on(run.state, path, mode)
             if found is not None:
                 return found
@@ -108,14 +108,14 @@ class DryRun:
         read = self.read_by(run, call, scope)
         if not outside and read is None:
             return False
-        values = _rendered(call, scope)
+        values = self.rendered(call, scope)
         if outside:
             run.io.print(f"would {describe_call(call, values)}")
             what = describe_call(call, values)
         else:
             what = f"{call.type}, from {read} (not computed in a dry run)"
             run.io.trace(f"  dry run: {call.type} reads {read}; its result is a placeholder")
-        for path in written_paths(call, values, lambda nested: _rendered(nested, scope)):
+        for path in written_paths(call, values, lambda nested: self.rendered(nested, scope)):
             self.put(run, path, what)
         return True
 
@@ -147,6 +147,53 @@ class DryRun:
         if outside:
             run.stop(run.current, f"dry run stops here: deciding {call.describe()} would "
                      f"{'/'.join(sorted(outside))} for real", "run it for real to go further")
+
+    def render(self, value: Any, scope) -> Any:
+        """A compiled value rendered as the run renders it (a bare expression evaluated), but each `${...}` that reads
+        a placeholder stands as one, named by its source (`<dry-run: computed.page.content.length>`): what a
+        message, a question or an ending says of a value the dry run did not compute."""
+        cls = value.__class__
+        if cls is Template:
+            if value.whole:
+                return self._evaluated(value.parts[0], scope)
+            text = ""
+            for part in value.parts:
+                text += part if part.__class__ is str else to_text(self._evaluated(part, scope))
+            return text
+        if cls is Expression:
+            return self._evaluated(value, scope)
+        if cls is KeyTemplates:
+            return {to_text(self.render(value.templates.get(k, k), scope)): self.render(v, scope)
+                    for k, v in value.items()}
+        if isinstance(value, dict):
+            return {k: self.render(v, scope) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.render(v, scope) for v in value]
+        return value
+
+    def _evaluated(self, expression: Expression, scope) -> Any:
+        if self.placeholders and _expression_reads(expression, scope) is not None:
+            return placeholder(" ".join(expression.source.split()))
+        return expression.evaluate(scope)
+
+    def rendered(self, call: Call, scope) -> dict[str, Any] | None:
+        """The call's parameters, rendered the dry way; None when an expression fails on real values."""
+        params = dict(call.params)
+        try:
+            for name in call.dynamic:
+                params[name] = self.render(params[name], scope)
+        except ExpressionError:
+            return None
+        return params
+
+    def deciding(self, run, what: str, value: Any = None, path: StatePath | None = None) -> None:
+        """Stop the run (exit 4) when `value`, or the state at `path` or above it, holds a placeholder: `what` is
+        decided by it."""
+        found = placeholder_in(value)
+        if found is None and path is not None:
+            found = _placeholder_on(run.state, path, _READ)
+        if found is not None:
+            self.undecided(run, what, found)
 
     def undecided(self, run, what: str, read: str) -> NoReturn:
         """Stop the run (exit 4): `what` needs the real value of the placeholder at `read`."""
@@ -261,11 +308,4 @@ def _placeholder_on(state: dict, path: StatePath, mode: str) -> str | None:
         if value.__class__ is str:
             return placeholder_in(value)
     return placeholder_in(value) if mode != _TARGET else None
-
-
-def _rendered(call: Call, scope) -> dict[str, Any] | None:
-    try:
-        return dict(call.render(scope))
-    except ExpressionError:
-        return None
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from wfexec.errors import Refused, WfexecError
 from wfexec.running.context import CallContext, parse_cached
-from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, ExpressionError, Scope, render_value,
-                                         to_text)
+from wfexec.language.expressions import (RUNTIME, TOP_LEVEL_FIRST, Expression, ExpressionError, Scope,
+                                         render_value, to_text)
 from wfexec.language.model import NO_DIRECT, Call, Ending, Node, Where, Workflow
 from wfexec.running.node_context import StepContext
 from wfexec.running.prompts import Answer, AnswerRefused, Answers, NeedsAnswer, match_answer
@@ -276,9 +276,25 @@ class Run:
 
     def render_text(self, value: Any) -> str:
         try:
-            return to_text(render_value(value, self.scope))
+            return to_text(self.render(value))
         except ExpressionError as exc:
             self.fail(self.current, exc.message, exc.hint)
+
+    def render(self, value: Any, scope: Scope | None = None) -> Any:
+        """A compiled value rendered (a bare expression evaluated; ExpressionError); in a dry run, each `${...}`
+        that reads a placeholder stands as one."""
+        scope = scope or self.scope
+        if self.dry is not None:
+            return self.dry.render(value, scope)
+        if value.__class__ is Expression:
+            return value.evaluate(scope)
+        return render_value(value, scope)
+
+    def deciding(self, what: str, value: Any = None, path: tuple | None = None) -> None:
+        """In a dry run, stop the run (exit 4) when `value`, or the state at `path` or above it, holds a
+        placeholder: `what` cannot be decided without the real value."""
+        if self.dry is not None:
+            self.dry.deciding(self, what, value, path)
 
     # -- calls --------------------------------------------------------------
     def check(self, call: Call, scope: Scope | None = None) -> bool:
@@ -541,12 +557,13 @@ class Run:
                 self.io.error(f"warning: ending '{ending.id}': {call.type} failed: {exc.message}")
         scope = self.scope
         try:
-            message = to_text(render_value(ending.message, scope))
-            details = to_text(render_value(ending.details, scope)) if ending.details is not None else None
-            summary = {k: render_value(v, scope) for k, v in ending.summary.items()}
-            output = render_value(ending.output, scope)
-            recovery = render_value(ending.recovery, scope)
-            delegate = render_value(ending.delegate, scope) if ending.delegate is not None else None
+            render = self.render
+            message = to_text(render(ending.message, scope))
+            details = to_text(render(ending.details, scope)) if ending.details is not None else None
+            summary = {k: render(v, scope) for k, v in ending.summary.items()}
+            output = render(ending.output, scope)
+            recovery = render(ending.recovery, scope)
+            delegate = render(ending.delegate, scope) if ending.delegate is not None else None
         except ExpressionError as exc:
             raise RunError(f"ending '{ending.id}': {exc.message}", exc.hint, ending.where) from None
         return Result(ending=ending.reported_as or ending.id, type=ending.type, message=message, details=details,

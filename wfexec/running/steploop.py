@@ -191,6 +191,10 @@ def resolve_target(run: Run, node: Node, outcome: Outcome) -> str:
     if type(target) is str and target:
         return target
     if isinstance(target, Template):
+        if run.dry is not None:
+            read = run.dry.reads(target, run.scope)
+            if read is not None:
+                run.dry.undecided(run, f"the target of {outcome.label} of node '{node.id}'", read)
         try:
             target = target.render(run.scope)
         except ExpressionError as exc:
