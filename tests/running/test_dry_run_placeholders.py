@@ -193,3 +193,17 @@ def test_options_read_from_a_placeholder_stop_the_dry_run(cli, write_workflow, t
 """, next_node="pick"), "--answer", "pick=a")
     assert done.returncode == 4, done.stdout + done.stderr
     assert "needs the real value of computed.page" in done.stderr.replace("\n", " ")
+
+
+# -- 4. messages are shown ---------------------------------------------------------------------------------------------
+
+def test_a_message_that_reads_a_placeholder_is_shown_with_it(cli, write_workflow, tmp_path):
+    done = _dry(cli, write_workflow, tmp_path, _workflow(READ + """\
+      - type: display_message
+        message: "Read ${computed.raw.length} characters from data.txt"
+      - type: display_message
+        message: "It starts: ${computed.raw.substring(0, 5)}"
+"""))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Read <dry-run: computed.raw.length> characters from data.txt" in done.stdout
+    assert "It starts: <dry-run: computed.raw.substring(0, 5)>" in done.stdout

@@ -2,11 +2,18 @@
 
 A call whose type declares an outside effect (files, process, network, git, mcp) is
 not run: it prints what it would do ("would write release/NOTES.md") and each
-state path it would store a result at gets a marked placeholder,
-`<dry-run: computed.sha>`. A state-only call that reads a placeholder stores
-placeholders in turn (its real result cannot be known). A condition that reads
-one cannot be decided: the run stops there (exit 4), naming the node and the
-value. LLM steps print their prompt instead of sending it (Run.judge).
+state path it may write gets a marked placeholder, `<dry-run: computed.sha>`
+(written_paths). A state-only call that reads a placeholder stores placeholders
+in turn (its real result cannot be known); one that stores nothing (a message)
+runs with what it reads shown as placeholders. A condition, a question's options
+or a computed route that reads one cannot be decided: the run stops there
+(exit 4), naming the node and the value. Text (a question, an ending) shows each
+`${...}` that reads one as a placeholder (DryRun.render). LLM steps print their
+prompt instead of sending it (Run.judge).
+
+What a call reads is found from its expressions' names, resolved as the run
+resolves them, and the state paths its parameters name (read_by), never from its
+text.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from typing import Any
 from wfexec.language.expressions import MISSING, Expression, ExpressionError, KeyTemplates, Template, to_text
 from wfexec.language.model import Call, describe_call
 from wfexec.language.paths import PathError, StatePath, format_path, parse_path
-from wfexec.types.registry import PRECONDITION
+from wfexec.types.registry import PRECONDITION, ActionFailed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -109,15 +116,30 @@ class DryRun:
         if not outside and read is None:
             return False
         values = self.rendered(call, scope)
+        targets = written_paths(call, values, lambda nested: self.rendered(nested, scope))
         if outside:
             run.io.print(f"would {describe_call(call, values)}")
             what = describe_call(call, values)
+        elif not targets and values is not None and not any(_nested_calls(call)):
+            # It writes no result (a message, a log record): it runs, saying what it can (`<dry-run: ...>` parts).
+            self._run_shown(run, call, values, scope, read)
+            return True
         else:
             what = f"{call.type}, from {read} (not computed in a dry run)"
             run.io.trace(f"  dry run: {call.type} reads {read}; its result is a placeholder")
-        for path in written_paths(call, values, lambda nested: self.rendered(nested, scope)):
+        for path in targets:
             self.put(run, path, what)
         return True
+
+    def _run_shown(self, run, call: Call, values: dict[str, Any], scope, read: str) -> None:
+        """Run a call that stores no result with its parameters rendered the dry way; one that cannot run so (a
+        table whose rows are a placeholder) is left out, as a step that would fail only in a dry run must be."""
+        from wfexec.running.context import CallContext
+
+        try:
+            call.spec.handler(values, CallContext(run, call, scope))
+        except (ActionFailed, ExpressionError, PathError) as exc:
+            run.io.trace(f"  dry run: {call.type} reads {read} and cannot run without it ({exc}); left out")
 
     def put(self, run, path: StatePath, what: str) -> None:
         """A placeholder at `path`, for what would have written it; none under one already there (it stands for
@@ -220,11 +242,16 @@ def written_paths(call: Call, values: Mapping[str, Any] | None,
     for text in call.spec.writes:
         if text not in _KEPT_BY_THE_LOG_TYPES:
             found.extend(_parsed(text))
+    for nested in _nested_calls(call):
+        found.extend(written_paths(nested, render(nested), render))
+    return list(dict.fromkeys(found))
+
+
+def _nested_calls(call: Call):
     for value in call.params.values():
         for nested in (value if isinstance(value, tuple) else (value,)):
             if isinstance(nested, Call):
-                found.extend(written_paths(nested, render(nested), render))
-    return list(dict.fromkeys(found))
+                yield nested
 
 
 def _parsed(text: Any) -> list[StatePath]:
