@@ -310,6 +310,38 @@ def test_add_source_clones_a_git_repository_and_records_it_in_config(tmp_path, u
     assert state["flags"]["clone_succeeded"] is True
 
 
+# The audit of 856e42a's add-source: with `sources: []` the real run sets is_first_source from the parsed config and
+# goes to update_navigate_examples. A dry run reads no config (read_file is an outside effect), so it cannot know the
+# flag: on every path it must stop at the condition on it (exit 4), never take the other branch, and never fail on
+# the placeholders (the web path's question read `.content.substring` of one: a TypeError, exit 1).
+DRY_PATHS = {
+    "git": {"ask_source_input": "git", "collect_git_url": "https://github.com/pola-rs/polars",
+            "collect_git_branch": "main", "collect_docs_root": "docs"},
+    "local": {"ask_source_input": "local", "collect_local_info": "team", "collect_local_description": "api"},
+    "web": {"ask_source_input": "web", "collect_web_info": "blog", "collect_web_description": "tutorials",
+            "collect_web_urls": "https://example.com/a", "present_fetched_content": "skip"},
+}
+
+
+@pytest.mark.parametrize("path", sorted(DRY_PATHS))
+def test_a_dry_run_of_add_source_stops_where_the_first_source_decides_the_route(tmp_path, path):
+    plugin = plugin_copy(tmp_path, "856e42a")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "config.yaml").write_text(CONFIG)
+    answers = write_yaml(tmp_path / "answers.yaml", {**DRY_PATHS[path], "ask_index_now": "no"})
+    ran = wfexec_in_process("run", plugin / "skills" / "hiivmind-corpus-add-source", "--dry-run",
+                            "--non-interactive", "--answers", answers, cwd=corpus)
+    told = " ".join((ran.stdout + ran.stderr).split())
+    assert ran.returncode == 4, told
+    assert "node 'check_first_source_navigate': dry run stops here: flag_set(flag=is_first_source) needs the real " \
+           "value of flags.is_first_source" in told
+    assert "Found corpus: <dry-run: config.corpus.name>" in told
+    assert sorted(p.name for p in corpus.iterdir()) == ["config.yaml"] and (corpus / "config.yaml").read_text() == CONFIG
+    if path == "git":
+        assert "Added git source 'polars' to config.yaml" in ran.stdout  # a message built from skipped work
+
+
 class Site(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
