@@ -207,3 +207,77 @@ def test_a_message_that_reads_a_placeholder_is_shown_with_it(cli, write_workflow
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Read <dry-run: computed.raw.length> characters from data.txt" in done.stdout
     assert "It starts: <dry-run: computed.raw.substring(0, 5)>" in done.stdout
+
+
+# -- 5. what the LLM would have given ----------------------------------------------------------------------------------
+
+def test_a_prose_steps_result_is_a_placeholder_and_a_condition_on_it_stops(cli, write_workflow, tmp_path):
+    """The prompt is printed, not sent: the step stores no `null` for a condition to decide on."""
+    done = _dry(cli, write_workflow, tmp_path, _workflow("""\
+      - type: compute
+        expression: |
+          # Pick the three most useful pages about polars
+        store_as: computed.pages
+""", """\
+  check:
+    type: conditional
+    condition:
+      type: evaluate_expression
+      expression: "computed.pages == null"
+    branches:
+      true: done
+      false: other
+""", next_node="check"))
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "# Pick the three most useful pages about polars" in done.stdout
+    assert "needs the real value of computed.pages" in done.stderr.replace("\n", " ")
+
+
+def test_a_judgement_condition_prints_its_prompt_and_stops(cli, write_workflow, tmp_path):
+    done = _dry(cli, write_workflow, tmp_path, _workflow("""\
+      - type: set_state
+        field: computed.topic
+        value: polars
+""", """\
+  check:
+    type: conditional
+    condition:
+      type: evaluate_expression
+      expression: "# Decide whether the topic in computed.topic is worth a corpus of its own"
+    branches:
+      true: done
+      false: other
+""", next_node="check"))
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "Decide whether the topic in computed.topic is worth a corpus of its own" in done.stdout
+    assert "needs the LLM's answer" in done.stderr.replace("\n", " ")
+
+
+def test_the_values_a_document_step_replies_with_are_placeholders(cli, write_workflow, tmp_path):
+    """A reference node without `store_as` sets the paths read later that nothing writes, from its reply: a dry run
+    has none to read them from, which is no failure of the step."""
+    (tmp_path / "guide.md").write_text("# Guide\n\n## Reviewing\n\nSay whether the diff is fine.\n")
+    done = _dry(cli, write_workflow, tmp_path, _workflow("""\
+      - type: set_state
+        field: computed.diff
+        value: "+ a line"
+""", """\
+  review:
+    type: reference
+    doc: guide.md
+    section: Reviewing
+    context: {diff: "${computed.diff}"}
+    on_success: check
+    on_failure: failed
+  check:
+    type: conditional
+    condition:
+      type: evaluate_expression
+      expression: "computed.verdict == 'fine'"
+    branches:
+      true: done
+      false: other
+""", next_node="review"))
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "Say whether the diff is fine." in done.stdout
+    assert "needs the real value of computed.verdict" in done.stderr.replace("\n", " ")

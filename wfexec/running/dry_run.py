@@ -9,7 +9,8 @@ runs with what it reads shown as placeholders. A condition, a question's options
 or a computed route that reads one cannot be decided: the run stops there
 (exit 4), naming the node and the value. Text (a question, an ending) shows each
 `${...}` that reads one as a placeholder (DryRun.render). LLM steps print their
-prompt instead of sending it (Run.judge).
+prompt instead of sending it (Run.judge); what they would store gets
+placeholders, and a condition the LLM decides stops the run after its prompt.
 
 What a call reads is found from its expressions' names, resolved as the run
 resolves them, and the state paths its parameters name (read_by), never from its
@@ -32,12 +33,16 @@ if TYPE_CHECKING:
 
 # Effects a dry run never lets happen. `llm` is the backend's (the prompt is printed, not sent); `display` prints.
 OUTSIDE_EFFECTS = frozenset({"files", "process", "network", "git", "mcp"})
+# A call that asks the LLM: its prompt is printed, its result a placeholder; as a condition, it cannot be decided.
+LLM_EFFECT = "llm"
 # Reading files is no change: a check with only this effect runs for real.
 READ_ONLY_CHECK_EFFECTS = frozenset({"files"})
 # A placeholder, wherever it stands in a value.
 _MARK = re.compile(r"<dry-run: (.+?)>")
 # Path parameters a consequence reads (`cache_web_content from:`), not writes.
 _READ_PATHS = frozenset({"from"})
+# Parameters listing state paths a consequence may set (`inline`'s `state_writes`).
+_LIST_TARGETS = ("state_writes",)
 # Parameters naming a flag a consequence sets: `flags.<name>`.
 _FLAG_TARGETS = ("set_flag", "flag")
 # The run log (`init_log` writes it): the log types add to it without naming it, so a placeholder there would make
@@ -113,11 +118,16 @@ class DryRun:
         """Apply `call` the dry way when it must not run: True when it was handled (not run)."""
         outside = set(call.spec.effects) & OUTSIDE_EFFECTS
         read = self.read_by(run, call, scope)
-        if not outside and read is None:
+        llm = LLM_EFFECT in call.spec.effects and not outside
+        if not outside and read is None and not llm:
             return False
         values = self.rendered(call, scope)
         targets = written_paths(call, values, lambda nested: self.rendered(nested, scope))
-        if outside:
+        if llm and read is None:
+            # Its prompt is printed, not sent (Run.judge): what it would store is the LLM's, so a placeholder.
+            self._run_shown(run, call, values if values is not None else call.params, scope, "the LLM's reply")
+            what = f"{call.type}: the LLM's reply (not asked in a dry run)"
+        elif outside:
             run.io.print(f"would {describe_call(call, values)}")
             what = describe_call(call, values)
         elif not targets and values is not None and not any(_nested_calls(call)):
@@ -131,15 +141,27 @@ class DryRun:
             self.put(run, path, what)
         return True
 
-    def _run_shown(self, run, call: Call, values: dict[str, Any], scope, read: str) -> None:
-        """Run a call that stores no result with its parameters rendered the dry way; one that cannot run so (a
-        table whose rows are a placeholder) is left out, as a step that would fail only in a dry run must be."""
+    def _run_shown(self, run, call: Call, values: Mapping[str, Any], scope, read: str) -> Any:
+        """Run a call with its parameters rendered the dry way: one that stores no result (a message shows its
+        placeholders), or one that asks the LLM (its prompt is printed; what it stores is replaced by placeholders).
+        One that cannot run so (a table whose rows are a placeholder, a reply the dry run did not get) is left out,
+        as a step that would fail only in a dry run must be."""
         from wfexec.running.context import CallContext
 
         try:
-            call.spec.handler(values, CallContext(run, call, scope))
+            return call.spec.handler(values, CallContext(run, call, scope))
         except (ActionFailed, ExpressionError, PathError) as exc:
-            run.io.trace(f"  dry run: {call.type} reads {read} and cannot run without it ({exc}); left out")
+            run.io.trace(f"  dry run: {call.type} needs {read} and cannot run without it ({exc}); left out")
+            return None
+
+    def stand_in(self, run, paths, what: str) -> str:
+        """Placeholders at `paths` (texts) for what a judgement step would have stored; the placeholder of its
+        reply itself, named by `what`."""
+        for text in paths:
+            for path in _parsed(text):
+                self.put(run, path, what)
+        self.placeholders[what] = "the LLM (not asked in a dry run)"
+        return placeholder(what)
 
     def put(self, run, path: StatePath, what: str) -> None:
         """A placeholder at `path`, for what would have written it; none under one already there (it stands for
@@ -169,6 +191,10 @@ class DryRun:
         if outside:
             run.stop(run.current, f"dry run stops here: deciding {call.describe()} would "
                      f"{'/'.join(sorted(outside))} for real", "run it for real to go further")
+        if LLM_EFFECT in call.spec.effects:  # a judgement: its prompt is printed, then it cannot be decided
+            self._run_shown(run, call, self.rendered(call, scope) or call.params, scope, "the LLM's answer")
+            run.stop(run.current, f"dry run stops here: deciding {call.describe()} needs the LLM's answer, which a "
+                     "dry run does not ask (its prompt is above)", "run it for real to go further")
 
     def render(self, value: Any, scope) -> Any:
         """A compiled value rendered as the run renders it (a bare expression evaluated), but each `${...}` that reads
@@ -239,6 +265,10 @@ def written_paths(call: Call, values: Mapping[str, Any] | None,
         for name in _FLAG_TARGETS:
             flag = _parsed(values.get(name))
             found.extend(("flags",) + parts for parts in flag)
+    if values is not None:
+        for name in _LIST_TARGETS:
+            for text in values.get(name) or ():
+                found.extend(_parsed(text))
     for text in call.spec.writes:
         if text not in _KEPT_BY_THE_LOG_TYPES:
             found.extend(_parsed(text))

@@ -469,7 +469,9 @@ class Run:
 
         purpose = f"the prose effect of action node '{node.id}'"
         reply = self.judge(effect_prompt(prose, named_values(prose, self.scope), reply_paths), purpose)
-        if not self.options.dry_run and reply_paths:
+        if self.dry is not None:
+            self.dry.stand_in(self, reply_paths, f"the reply to {purpose}")
+        elif reply_paths:
             self._set_reply_values(reply, reply_paths, purpose)
 
     def _set_reply_values(self, reply: str, reply_paths: tuple[str, ...], purpose: str) -> None:
@@ -489,8 +491,12 @@ class Run:
         purpose = f"reference node '{node.id}' ({doc.name})"
         prompt = document_prompt(doc, section, context)
         if not reply_paths:
-            return self.judge(prompt, purpose)
+            reply = self.judge(prompt, purpose)
+            return reply if self.dry is None else self.dry.stand_in(self, (), f"the reply to {purpose}")
         reply = self.judge(prompt + "\n" + reply_request(reply_paths) + "\n", purpose)
+        if self.dry is not None:
+            self.dry.stand_in(self, reply_paths, f"the reply to {purpose}")
+            return None
         self._set_reply_values(reply, reply_paths, purpose)
         return None
 
