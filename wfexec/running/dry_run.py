@@ -31,6 +31,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable, Mapping, NoReturn
 
+    from wfexec.running.engine import Run
+
 # Effects a dry run never lets happen. `llm` is the backend's (the prompt is printed, not sent); `display` prints.
 OUTSIDE_EFFECTS = frozenset({"files", "process", "network", "git", "mcp"})
 # A call that asks the LLM: its prompt is printed, its result a placeholder; as a condition, it cannot be decided.
@@ -99,7 +101,7 @@ class DryRun:
             if isinstance(value, KeyTemplates):
                 items += list(value.templates.values())
         elif isinstance(value, (list, tuple)):
-            items = value
+            items = list(value)
         else:
             from wfexec.language.prose import Prose
 
@@ -141,7 +143,7 @@ class DryRun:
             self.put(run, path, what)
         return True
 
-    def _run_shown(self, run, call: Call, values: Mapping[str, Any], scope, read: str) -> Any:
+    def _run_shown(self, run, call: Call, values: Mapping[str, Any], scope, read: str | None) -> Any:
         """Run a call with its parameters rendered the dry way: one that stores no result (a message shows its
         placeholders), or one that asks the LLM (its prompt is printed; what it stores is replaced by placeholders).
         One that cannot run so (a table whose rows are a placeholder, a reply the dry run did not get) is left out,
@@ -243,7 +245,7 @@ class DryRun:
         if found is not None:
             self.undecided(run, what, found)
 
-    def undecided(self, run, what: str, read: str) -> NoReturn:
+    def undecided(self, run: Run, what: str, read: str) -> NoReturn:
         """Stop the run (exit 4): `what` needs the real value of the placeholder at `read`."""
         source = self.placeholders.get(read)
         run.stop(run.current, f"dry run stops here: {what} needs the real value of {read}, which the dry run did "
@@ -335,7 +337,7 @@ _READ, _CHANGE, _TARGET = "read", "change", "target"
 
 def _named_paths(call: Call, values: Mapping[str, Any]) -> list[tuple[StatePath, str]]:
     """The state paths a call's parameters name, each with how the call meets the value there."""
-    found = []
+    found: list[tuple[StatePath, str]] = []
     condition = call.spec.kind == PRECONDITION
     for name in call.spec.paths:
         mode = _READ if condition or name in _READ_PATHS else _CHANGE if _changes_in_place(call, values) else _TARGET
