@@ -125,7 +125,7 @@ def _mcp_run_waiting(tmp_path) -> dict:
 def test_every_door_gives_the_same_question_the_same_json(tmp_path):
     """`run --format json`, the MCP `run` tool, the journal's `pending_question` (its SQLite row) and `show
     --format json` give the question the run waits on in one form; the waiting doors add which run,
-    `answer_key` and what the run printed (`output`)."""
+    `answer_key` and what the run printed (MCP's `printed`)."""
     store = tmp_path / "runs.db"
     parked = cli("run", QUICKSTART, "--input", "name=Ada", "--non-interactive", "--format", "json",
                         "--store", store, cwd=tmp_path)
@@ -140,7 +140,7 @@ def test_every_door_gives_the_same_question_the_same_json(tmp_path):
     by_mcp = _mcp_run_waiting(tmp_path)
 
     def question_of(door: dict) -> dict:
-        return {k: v for k, v in door.items() if k not in ("status", "run_id", "answer_key", "output")}
+        return {k: v for k, v in door.items() if k not in ("status", "run_id", "answer_key", "printed")}
 
     assert by_journal == by_show == question_of(by_cli) == question_of(by_mcp)
     assert by_journal["question"] == "How should I greet Ada?" and by_journal["key"] == "ask_mood"
