@@ -254,3 +254,24 @@ def test_a_ctrl_c_just_after_a_commit_runs_no_finished_step_again(tmp_path, comm
     run_id = json.loads(cli("runs", "--store", "runs.db", "--format", "json", cwd=tmp_path).stdout)[0]["id"]
     resumed = cli("resume", run_id, "--store", "runs.db", cwd=tmp_path)
     assert (resumed.returncode, resumed.stdout.strip()) == (0, "ab" * 800), resumed.stderr
+
+
+def test_a_store_locked_by_another_process_is_reported_as_locked_not_as_a_full_disk(tmp_path, monkeypatch):
+    from wfexec.durable import store as store_module
+
+    store = tmp_path / "runs.db"
+    assert cli("run", ROOT / "skills" / "quickstart", "--answer", "ask_mood=plain", "--store", store).returncode == 0
+    holder = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys, time\n"
+                               "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                               "db.execute('BEGIN EXCLUSIVE'); print('held', flush=True); time.sleep(60)", str(store)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        monkeypatch.setattr(store_module, "LOCK_WAIT_SECONDS", 0.2)
+        done = cli("run", ROOT / "skills" / "quickstart", "--answer", "ask_mood=plain", "--store", store)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode == 4, done.stderr
+    assert "is locked by another process" in done.stderr and "make room on the disk" not in done.stderr
+    assert "Traceback" not in done.stderr

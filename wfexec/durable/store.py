@@ -202,6 +202,9 @@ def durability_setting(durability: str | None = None) -> str:
     return chosen
 
 
+# How long a write waits for another process's transaction on the store before it is reported as locked.
+LOCK_WAIT_SECONDS = 10.0
+
 # What SQLite raises, for the modules beside the store to catch without importing the sqlite3 package.
 SQLiteError = sqlite3.Error
 
@@ -400,7 +403,7 @@ class Store:
                                      "move it away, or pass --store with another path")
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            db = sqlite3.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
+            db = sqlite3.connect(str(path), timeout=LOCK_WAIT_SECONDS, isolation_level=None, check_same_thread=False)
             db.row_factory = sqlite3.Row
             self._refuse_foreign(db)  # before any PRAGMA: switching to WAL rewrites the file header
             db.execute("PRAGMA journal_mode=WAL")
@@ -413,7 +416,7 @@ class Store:
         return db
 
     def _connect_readonly(self, options: str) -> tuple[sqlite3.Connection, sqlite3.Row | None]:
-        db = sqlite3.connect(f"{self.path.resolve().as_uri()}?{options}", uri=True, timeout=10,
+        db = sqlite3.connect(f"{self.path.resolve().as_uri()}?{options}", uri=True, timeout=LOCK_WAIT_SECONDS,
                              isolation_level=None, check_same_thread=False)
         try:
             db.row_factory = sqlite3.Row
@@ -910,8 +913,19 @@ class _Transaction:
         return False
 
     def write_error(self, exc: sqlite3.OperationalError) -> StoreWriteError:
-        return StoreWriteError(f"the run store {self.path} could not be written ({exc}); the run stopped after "
-                               "its last commit",
+        """What failed, in the person's terms: SQLite's own name for the error says which of the causes it was."""
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        stopped = "a run that had started stopped after its last commit"
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            return StoreWriteError(f"the run store {self.path} is locked by another process ({exc}); {stopped}",
+                                   "wait until the other process lets go of it (a long transaction, a copy, a "
+                                   "backup), then try again; `wfexec resume` continues a run that had started")
+        if name.startswith(("SQLITE_READONLY", "SQLITE_PERM", "SQLITE_CANTOPEN", "SQLITE_AUTH")):
+            return StoreWriteError(f"the run store {self.path} cannot be written: it is read-only to this user "
+                                   f"({exc}); {stopped}",
+                                   "make the store, its -wal and -shm files and its folder writable, or name "
+                                   "another store with --store")
+        return StoreWriteError(f"the run store {self.path} could not be written ({exc}); {stopped}",
                                "make room on the disk (or raise the file-size limit, `ulimit -f`), then continue "
                                "with `wfexec resume`")
 
