@@ -275,3 +275,53 @@ def test_a_store_locked_by_another_process_is_reported_as_locked_not_as_a_full_d
     assert done.returncode == 4, done.stderr
     assert "is locked by another process" in done.stderr and "make room on the disk" not in done.stderr
     assert "Traceback" not in done.stderr
+
+
+TWO_QUESTIONS = """\
+name: two-questions
+version: "1"
+start_node: kind
+nodes:
+  kind:
+    type: user_prompt
+    prompt:
+      question: "Which kind?"
+      header: Kind
+      options: [{id: git, label: Git}, {id: web, label: Web}]
+    on_response: {git: {next_node: name}, web: {next_node: name}}
+  name:
+    type: user_prompt
+    prompt:
+      question: "Which name?"
+      header: Name
+      options: [{id: polars, label: Polars}, {id: pandas, label: Pandas}]
+    on_response: {polars: {next_node: done}, pandas: {next_node: done}}
+endings:
+  done: {type: success, message: "${user_responses.kind.id} ${user_responses.name.id}"}
+"""
+
+
+def test_answers_given_to_run_outlive_the_process_until_a_question_takes_them(tmp_path):
+    (tmp_path / "workflow.yaml").write_text(TWO_QUESTIONS)
+    # The later question is answered up front; the run parks at the first, and another process answers it.
+    parked = cli("run", "workflow.yaml", "--store", "runs.db", "--non-interactive", "--answer", "name=pandas",
+                 cwd=tmp_path)
+    assert parked.returncode == 3, parked.stderr
+    run_id = json.loads(cli("runs", "--store", "runs.db", "--format", "json", cwd=tmp_path).stdout)[0]["id"]
+
+    def kept() -> dict | None:
+        with sqlite3.connect(tmp_path / "runs.db") as db:
+            (answers,) = db.execute("SELECT answers FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return json.loads(answers) if answers else None
+
+    assert kept() == {"name": ["pandas"]}
+    done = cli("resume", run_id, "--store", "runs.db", "--non-interactive", "--answer", "kind=web", cwd=tmp_path)
+    assert (done.returncode, done.stdout.strip()) == (0, "web pandas"), done.stderr
+    assert kept() is None  # each taken, in the commit of the step that took it
+    # An answer given to resume for the same question replaces the one given before.
+    parked = cli("run", "workflow.yaml", "--store", "runs.db", "--non-interactive", "--answer", "name=pandas",
+                 cwd=tmp_path)
+    run_id = json.loads(cli("runs", "--store", "runs.db", "--format", "json", cwd=tmp_path).stdout)[0]["id"]
+    done = cli("resume", run_id, "--store", "runs.db", "--non-interactive", "--answer", "kind=git",
+               "--answer", "name=polars", cwd=tmp_path)
+    assert (done.returncode, done.stdout.strip()) == (0, "git polars"), done.stderr

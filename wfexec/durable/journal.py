@@ -28,7 +28,7 @@ from pathlib import Path
 from wfexec.running.engine import EntryGateFailed, InternalError, Journal, Options, Run, RunError, RunStopped
 from wfexec.language.model import Node, Workflow
 from wfexec.nodes.base import Question
-from wfexec.running.prompts import AnswerRefused, NeedsAnswer, check_answer_keys, match_answer
+from wfexec.running.prompts import AnswerRefused, Answers, NeedsAnswer, check_answer_keys, match_answer
 from wfexec.running import steploop
 from wfexec.running.steploop import HISTORY_WINDOW
 from wfexec.durable.changes import record as record_changes
@@ -108,8 +108,11 @@ class DurableJournal(Journal):
     """
 
     def __init__(self, store: Store, run_id: str, workflow: Workflow, steps_done: int,
-                 replayed: Replayed | None = None):
+                 replayed: Replayed | None = None, answers: Answers | None = None):
         self.store = store
+        # The answers given up front, as last kept in the store: a step that takes one commits what is left.
+        self.answers = answers
+        self.answers_kept = answers.version if answers is not None else 0
         self.run_id = run_id
         self.step = steps_done
         self.pending: list[list] = []  # the row of each step journaled since the last commit (store.commit_steps)
@@ -196,7 +199,9 @@ class DurableJournal(Journal):
             self.output.flush()
         pending = self.pending
         cleared = self.cleared_nodes
-        if pending and not cleared and self.since_snapshot < self.snapshot_due:
+        answers = self.answers
+        answers_taken = answers is not None and answers.version != self.answers_kept
+        if pending and not cleared and self.since_snapshot < self.snapshot_due and not answers_taken:
             # Most commits: the rows alone, one statement.
             self.since_snapshot += self.store.append_steps(self.run_id, pending, current_node)
             self.pending = []
@@ -211,8 +216,11 @@ class DurableJournal(Journal):
         snapshot = None
         if self.since_snapshot >= self.snapshot_due:
             snapshot = state_for_snapshot(run.state)
-        row_bytes, snapshot_bytes = self.store.commit_steps(self.run_id, pending, current_node, snapshot=snapshot,
-                                                            cleared_nodes=sorted(cleared))
+        row_bytes, snapshot_bytes = self.store.commit_steps(
+            self.run_id, pending, current_node, snapshot=snapshot, cleared_nodes=sorted(cleared),
+            answers=answers.to_dict() if answers_taken and answers is not None else None)
+        if answers_taken and answers is not None:
+            self.answers_kept = answers.version
         if snapshot is not None:
             self.snapshot_bytes, self.since_snapshot = snapshot_bytes, 0
             self.snapshot_due = max(SNAPSHOT_MIN_BYTES, snapshot_bytes)
@@ -311,8 +319,9 @@ def start_run(store: Store, workflow: Workflow, *, inputs: dict, overrides: dict
     run = steploop.start(workflow, io=io, options=options, inputs=inputs, overrides=overrides)
     run_id = store.create_run(workflow_path=str(workflow.path.resolve()), workflow_name=workflow.name,
                               workflow_hash=workflow.source_hash, node_hashes=node_hashes(workflow),
-                              inputs=inputs, state=state_for_snapshot(run.state), start_node=workflow.start_node)
-    journal = DurableJournal(store, run_id, workflow, 0)
+                              inputs=inputs, state=state_for_snapshot(run.state), start_node=workflow.start_node,
+                              answers=options.answers.to_dict())
+    journal = DurableJournal(store, run_id, workflow, 0, answers=options.answers)
     run.journal = journal
     subprocesses.run_tag = run_id
     io.trace(f"Run {run_id} (store {store.path})")
@@ -377,6 +386,8 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
     try:
         workflow = workflow_loader(record.workflow_path)
         _check_answers(record, workflow, options.answers)
+        # What was given before and not taken yet still answers, unless these answers answer the same question.
+        options = replace(options, answers=options.answers.over(Answers(record.answers)))
         replayed = store.replay(run_id)
         steps_done, state = replayed.step, replayed.state
         state["history"] = [{k: row[k] for k in ("node", "type", "outcome", "target", "at")}
@@ -399,7 +410,7 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
             raise ResumeRefused(f"run {run_id} stopped at '{start}', which the workflow no longer has",
                                 "restore the node, or start a new run")
         run = Run(workflow, io=io, options=options, inputs=record.inputs, state=state, budget=[steps_done])
-        journal = DurableJournal(store, run_id, workflow, steps_done, replayed)
+        journal = DurableJournal(store, run_id, workflow, steps_done, replayed, answers=options.answers)
         run.journal = journal
         if record.in_flight:
             start = _settle_in_flight(store, run, journal, workflow, record, choices, notes) or start
@@ -410,7 +421,8 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
         # reports the same change again instead of finding nothing changed.
         fingerprints = {"workflow_hash": workflow.source_hash, "node_hashes": _dumps(node_hashes(workflow))} \
             if changed else {}
-        store.set_status(run_id, "running", pending_question=None, last_error=None, **fingerprints)
+        store.set_status(run_id, "running", pending_question=None, last_error=None,
+                         answers=options.answers.to_dict(), **fingerprints)
     except ResumeRefused as refused:
         store.release(run_id)
         refused.notes = notes + refused.notes

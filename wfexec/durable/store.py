@@ -58,11 +58,11 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Sequence
 
 APP_ID = "wfexec"
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # Read as they are by the commands that only read (schemas 3 to 6 added columns and tables that older stores
 # simply lack; before 7, `_read_older_journal` shows theirs in today's shape); anything that writes upgrades the
 # store first.
-READS_SCHEMAS = (2, 3, 4, 5, 6, 7)
+READS_SCHEMAS = (2, 3, 4, 5, 6, 7, 8)
 
 MIGRATIONS = {
     1: """
@@ -158,6 +158,9 @@ MIGRATIONS = {
     INSERT INTO journal SELECT (runs.number << 32) | j.first_step, j.last_step, j.steps, j.current_node,
         j.committed_at FROM journal_6 j JOIN runs ON runs.id = j.run_id;
     DROP TABLE journal_6;
+    """,
+    8: """
+    ALTER TABLE runs ADD COLUMN answers TEXT;
     """,
 }
 
@@ -307,6 +310,7 @@ class RunRecord:
     updated_at: float
     finished_at: float | None
     lease: str | None
+    answers: dict                               # given up front and not taken yet (Answers.to_dict)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> "RunRecord":
@@ -317,8 +321,10 @@ class RunRecord:
         del data["number"]  # the store's own: it keys the run's journal rows
         journal_step, journal_node, journal_at = data.pop("journal_step"), data.pop("journal_node"), \
             data.pop("journal_at")
-        for key in ("node_hashes", "in_flight", "pending_question", "result", "inputs"):
-            data[key] = json.loads(data[key]) if data[key] else ({} if key in ("node_hashes", "inputs") else None)
+        data.setdefault("answers", None)  # a store before schema 8, read as it is
+        for key in ("node_hashes", "in_flight", "pending_question", "result", "inputs", "answers"):
+            data[key] = json.loads(data[key]) if data[key] else \
+                ({} if key in ("node_hashes", "inputs", "answers") else None)
         if journal_step is not None and journal_step >= data["steps"]:
             data["steps"] = journal_step
             if data["status"] not in FINISHED and journal_node is not None:
@@ -484,7 +490,9 @@ class Store:
 
     # -- runs ---------------------------------------------------------------
     def create_run(self, *, workflow_path: str, workflow_name: str, workflow_hash: str, node_hashes: dict,
-                   inputs: dict, state: dict, start_node: str) -> str:
+                   inputs: dict, state: dict, start_node: str, answers: dict | None = None) -> str:
+        """A new run, `running`, at `start_node`; `answers`: the answers given up front (`Answers.to_dict`), kept
+        until questions take them, so a run stopped or killed before its questions still has them."""
         now = time.time()
         with self.transaction():
             for _attempt in range(8):
@@ -495,9 +503,10 @@ class Store:
             number = self.db.execute("SELECT coalesce(max(number), 0) + 1 FROM runs").fetchone()[0]
             self.db.execute(
                 "INSERT INTO runs (id, workflow_path, workflow_name, workflow_hash, node_hashes, status, current_node,"
-                " inputs, created_at, updated_at, lease, number) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                " inputs, created_at, updated_at, lease, number, answers) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?,"
+                " ?, ?, ?)",
                 (run_id, workflow_path, workflow_name, workflow_hash, _dumps(node_hashes), start_node,
-                 _dumps(inputs), now, now, lease_holder(), number))
+                 _dumps(inputs), now, now, lease_holder(), number, _dumps(answers) if answers else None))
             self.db.execute("INSERT INTO snapshots VALUES (?, 0, ?)", (run_id, _dumps(state)))
         self._key_bases[run_id] = number << STEP_BITS
         return run_id
@@ -649,11 +658,13 @@ class Store:
         return base | steps[0][0], last, _encode_steps(steps), current_node, time.time()
 
     def commit_steps(self, run_id: str, steps: Sequence[Sequence[Any]], current_node: str, *,
-                     snapshot: dict | None = None, cleared_nodes: Sequence[str] = ()) -> tuple[int, int]:
+                     snapshot: dict | None = None, cleared_nodes: Sequence[str] = (),
+                     answers: dict | None = None) -> tuple[int, int]:
         """Journal steps (the run's step count and current node follow), with a full snapshot of the state
         after them when given, and clear the saved state of `cleared_nodes` (nodes those steps finished): all
-        in one transaction. Returns the bytes written: of the journal row, and of the snapshot (0: none)."""
-        if snapshot is None and not cleared_nodes:
+        in one transaction, with the answers still untaken when given (a step took one). Returns the bytes
+        written: of the journal row, and of the snapshot (0: none)."""
+        if snapshot is None and not cleared_nodes and answers is None:
             return self.append_steps(run_id, steps, current_node), 0
         values = self._journal_row(run_id, steps, current_node)
         state = _dumps(snapshot) if snapshot is not None else ""
@@ -664,6 +675,9 @@ class Store:
             if snapshot is not None:
                 self.db.execute("UPDATE snapshots SET step = ?, state = ? WHERE run_id = ?",
                                 (steps[-1][0], state, run_id))
+            if answers is not None:
+                self.db.execute("UPDATE runs SET answers = ? WHERE id = ?", (_dumps(answers) if answers else None,
+                                                                            run_id))
         return len(values[2]), len(state)
 
     def set_status(self, run_id: str, status: str, **fields) -> None:
@@ -671,7 +685,9 @@ class Store:
         columns = {"status": status, "updated_at": time.time(), **fields}
         if status in FINISHED or status == "stopped":
             columns.setdefault("finished_at", time.time())
-        for key in ("pending_question", "result", "in_flight"):
+        if columns.get("answers") == {}:
+            columns["answers"] = None
+        for key in ("pending_question", "result", "in_flight", "answers"):
             if key in columns and columns[key] is not None and not isinstance(columns[key], str):
                 columns[key] = _dumps(columns[key])
         assignments = ", ".join(f"{k} = ?" for k in columns)

@@ -74,6 +74,7 @@ class Answers:
     def __init__(self, given: dict[str, Any] | None = None):
         self._given: dict[str, list] = {}
         self._repeat: set[str] = set()
+        self.version = 0  # counts the changes: a durable run keeps what is left with the step that took one
         for key, value in (given or {}).items():
             node = str(key)
             if node.endswith(REPEAT) and len(node) > len(REPEAT):
@@ -85,7 +86,10 @@ class Answers:
         queue = self._given.get(node)
         if not queue:
             return None
-        return queue[0] if len(queue) == 1 and node in self._repeat else queue.pop(0)
+        if len(queue) == 1 and node in self._repeat:
+            return queue[0]
+        self.version += 1
+        return queue.pop(0)
 
     def peek(self, node: str):
         """The answer `take` would give, left in place."""
@@ -104,6 +108,16 @@ class Answers:
         """One more answer for a node, taken before any given earlier (an answer that arrives while the run
         waits: wfexec.temporal)."""
         self._given.setdefault(str(node), []).insert(0, value)
+        self.version += 1
+
+    def over(self, kept: "Answers") -> "Answers":
+        """These answers, and those of `kept` (a run's, left from an earlier process) for the questions these do
+        not answer: answers given to `resume` replace what was given before for the same question."""
+        merged = Answers()
+        merged._given = {node: list(values) for node, values in kept._given.items() if node not in self._given}
+        merged._given.update({node: list(values) for node, values in self._given.items()})
+        merged._repeat = {node for node in kept._repeat if node not in self._given} | self._repeat
+        return merged
 
     def to_dict(self) -> dict[str, list]:
         """The answers not yet taken, as `Answers(...)` accepts them (to send them to another process)."""
