@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -325,3 +326,53 @@ def test_answers_given_to_run_outlive_the_process_until_a_question_takes_them(tm
     done = cli("resume", run_id, "--store", "runs.db", "--non-interactive", "--answer", "kind=git",
                "--answer", "name=polars", cwd=tmp_path)
     assert (done.returncode, done.stdout.strip()) == (0, "git polars"), done.stderr
+
+
+SLOW_LOOP = """\
+name: slow
+version: "1"
+start_node: wait
+initial_state: {n: 0}
+nodes:
+  wait:
+    type: action
+    actions:
+      - {type: run_command, command: [sleep, "0.2"]}
+      - {type: compute, expression: "n + 1", store_as: n}
+    on_success: check
+  check:
+    type: conditional
+    condition: {type: evaluate_expression, expression: "n >= 3"}
+    branches: {on_true: done, on_false: wait}
+endings:
+  done: {type: success, message: "${n}"}
+"""
+
+
+def test_a_killed_runs_lease_held_by_a_reused_pid_does_not_keep_it_running_for_ever(tmp_path):
+    (tmp_path / "workflow.yaml").write_text(SLOW_LOOP)
+    process = subprocess.Popen([sys.executable, "-m", "wfexec", "run", "workflow.yaml", "--store", "runs.db"],
+                               cwd=tmp_path, env=with_coverage(dict(os.environ)), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    store = tmp_path / "runs.db"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        try:
+            with sqlite3.connect(store) as db:
+                if db.execute("SELECT 1 FROM journal").fetchone():
+                    break
+        except sqlite3.Error:
+            continue
+    process.kill()
+    process.wait()
+    # The pid comes back as another process (a reboot, a container's next pid 1): here, this test's own pid.
+    with sqlite3.connect(store) as db:
+        (lease,) = db.execute("SELECT lease FROM runs").fetchone()
+        assert "#" in lease  # the killed process's start is in its lease
+        reused = f"{os.getpid()}@{lease.split('@', 1)[1]}"
+        db.execute("UPDATE runs SET lease = ?", (reused,))
+    listed = json.loads(cli("runs", "--store", store, "--format", "json").stdout)
+    assert listed[0]["status"] == "interrupted"
+    resumed = cli("resume", listed[0]["id"], "--store", store, "--rerun", cwd=tmp_path)
+    assert (resumed.returncode, resumed.stdout.strip()) == (0, "3"), resumed.stderr

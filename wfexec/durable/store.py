@@ -267,26 +267,53 @@ def _hostname() -> str:
     return os.uname().nodename  # what socket.gethostname() says, without importing socket
 
 
+def _process_started(pid: int) -> str:
+    """When process `pid` started, in clock ticks since the machine booted (Linux's /proc/PID/stat, field 22); ""
+    where that cannot be read. With the pid it names one process for good: a pid is reused, its start is not."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            # After the command's name, in parentheses (which may hold spaces): field 3 on.
+            return stat.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError, ValueError):
+        return ""
+
+
+_own_lease: dict[int, str] = {}  # by pid: a forked child is another process
+
+
 def lease_holder(pid: int | None = None) -> str:
     """How the store names the process driving a run: the lease it writes (this process's, or process `pid`'s of
-    this machine)."""
-    return f"{os.getpid() if pid is None else pid}@{_hostname()}"
+    this machine): `pid@host`, and `#start` where the process's start can be read."""
+    if pid is None:
+        pid = os.getpid()
+        own = _own_lease.get(pid)
+        if own is not None:
+            return own
+    started = _process_started(pid)
+    lease = f"{pid}@{_hostname()}" + (f"#{started}" if started else "")
+    if pid == os.getpid():
+        _own_lease[pid] = lease
+    return lease
 
 
 def _lease_alive(lease: str | None) -> bool:
-    """Whether the process named by a lease (`pid@host`) still runs; on another host we cannot tell: yes."""
+    """Whether the process named by a lease still runs; on another host we cannot tell: yes. A process with the
+    lease's pid that started at another time is another process (the pid was reused: after a reboot, or in a
+    container where every first process is pid 1)."""
     if not lease:
         return False
-    pid_text, _, host = lease.partition("@")
+    pid_text, _, place = lease.partition("@")
+    host, _, started = place.partition("#")
     if host != _hostname():
         return True  # another machine: we cannot tell, so we do not steal it
     try:
-        os.kill(int(pid_text), 0)
-    except (ProcessLookupError, ValueError):
+        pid = int(pid_text)
+        os.kill(pid, 0)
+    except (ProcessLookupError, ValueError, OverflowError):
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return not started or _process_started(pid) in (started, "")
 
 
 @dataclass
