@@ -162,3 +162,20 @@ def test_bad_requests_get_a_clear_error_never_a_traceback(api, root):
     assert api.post("/api/runs/zzzzzz/answer", content=b"{", headers={"content-type": "application/json"}
                     ).status_code == 400
     assert api.get("/api/nothing").status_code == 404
+
+
+def test_a_number_past_what_the_store_holds_is_a_400_not_a_500(api, root):
+    run_id = waiting_run(root / "greeter")
+    big = "99999999999999999999"
+    for path in (f"/api/runs/{run_id}/journal?since={big}", f"/api/runs/{run_id}/output?from={big}",
+                 f"/api/runs/{run_id}/events?since={big}", f"/api/runs?limit={big}", "/api/events?since=1e400",
+                 "/api/events?since=nan", "/api/events?since=-inf"):
+        refused = api.get(path)
+        assert refused.status_code == 400 and refused.json()["error"].startswith("'"), (path, refused.text)
+    assert "too large" in api.get(f"/api/runs/{run_id}/journal?since={big}").json()["error"]
+    refused = api.get(f"/api/runs/{run_id}/events", headers={"Last-Event-ID": big})
+    assert refused.status_code == 400
+    # The largest the store holds is still a number: nothing comes after it.
+    largest = str(2**63 - 1)
+    assert api.get(f"/api/runs/{run_id}/journal?since={largest}").json() == {"journal": []}
+    assert api.get(f"/api/runs/{run_id}/output?from={largest}").status_code == 200

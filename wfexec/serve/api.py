@@ -13,6 +13,10 @@ from wfexec.serve import actions
 from wfexec.serve.store_view import PAGE, workflow_graph, workflow_plan
 
 
+# The largest number a query may give: SQLite's largest integer (a step number, a byte offset, a time).
+MAX_NUMBER = 2**63 - 1
+
+
 def _number(request: Request, name: str, default, kind=int):
     text = request.query_params.get(name)
     if name == "since" and request.headers.get("last-event-id"):
@@ -24,8 +28,12 @@ def _number(request: Request, name: str, default, kind=int):
         value = kind(text)
     except ValueError:
         raise actions.ActionRefused(400, f"'{name}' must be a number, not '{text}'") from None
+    if value != value or value in (float("inf"), float("-inf")):  # NaN, or an infinity: no place in a run
+        raise actions.ActionRefused(400, f"'{name}' must be a number, not '{text}'")
     if value < 0:
         raise actions.ActionRefused(400, f"'{name}' cannot be negative")
+    if value > MAX_NUMBER:
+        raise actions.ActionRefused(400, f"'{name}' is too large (at most {MAX_NUMBER})")
     return value
 
 
