@@ -179,3 +179,35 @@ def test_a_number_past_what_the_store_holds_is_a_400_not_a_500(api, root):
     largest = str(2**63 - 1)
     assert api.get(f"/api/runs/{run_id}/journal?since={largest}").json() == {"journal": []}
     assert api.get(f"/api/runs/{run_id}/output?from={largest}").status_code == 200
+
+
+def test_cancelling_an_unknown_run_is_a_404_as_every_action_on_it_is(api, root):
+    for action in ("cancel", "resume", "answer", "again"):  # before the store exists
+        assert api.post(f"/api/runs/zzzzzz/{action}", json={"answer": "warm"}).status_code == 404, action
+    waiting_run(root / "greeter")
+    for action in ("cancel", "resume", "answer", "again"):
+        unknown = api.post(f"/api/runs/zzzzzz/{action}", json={"answer": "warm"})
+        assert unknown.status_code == 404 and unknown.json()["error"].startswith("no run"), (action, unknown.text)
+
+
+def test_a_page_of_runs_before_what_is_no_run_is_refused_not_ignored(api, root):
+    first, second = waiting_run(root / "greeter"), waiting_run(root / "greeter")
+    for before in ("abc", "zzzzzzzzzzzzzzz"):
+        refused = api.get("/api/runs", params={"before": before})
+        assert refused.status_code == 400 and "'before' must be the id of a run" in refused.json()["error"], before
+    assert [r["id"] for r in api.get("/api/runs", params={"before": second}).json()["runs"]] == [first]
+    assert api.get("/runs", params={"before": "abc"}).status_code == 400  # the page says the same
+
+
+def test_a_page_of_runs_on_a_cluster_refuses_a_before_that_is_none_of_its_runs():
+    from wfexec.serve.actions import ActionRefused
+    from wfexec.serve.cluster_view import ClusterView
+
+    view = ClusterView("127.0.0.1:7233")
+    rows = [{"id": i, "workflow_name": "w", "status": "completed", "current_node": None, "pending_question": None}
+            for i in ("c", "b", "a")]
+    view._rows = lambda: rows  # what the cluster lists, newest first
+    assert [r["id"] for r in view.runs_page(before="b")["runs"]] == ["a"]
+    with pytest.raises(ActionRefused) as refused:
+        view.runs_page(before="abc")
+    assert refused.value.status == 400 and "'before'" in refused.value.message

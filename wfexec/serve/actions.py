@@ -92,6 +92,7 @@ def cancel(view, run_id: str) -> dict[str, Any]:
 
     if view.backend == "temporal":
         return view.cancel(run_id)
+    run_id = view.one_run(run_id)["id"]  # an unknown run is a 404, as for every other action
     try:
         cancel_run(view.path, run_id, out=io.StringIO())
     except StoreError as exc:

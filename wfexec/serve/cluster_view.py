@@ -197,6 +197,11 @@ class ClusterView:
     def runs_page(self, status: str | None = None, limit: int = 50, before: str | None = None,
                   workflow: str | None = None, text: str | None = None) -> dict[str, Any]:
         rows = self._rows()
+        if before is not None and not any(r["id"] == before for r in rows):
+            from wfexec.serve.actions import ActionRefused
+
+            raise ActionRefused(400, f"'before' must be the id of a run (the `next` of the page before), not "
+                                     f"'{before}'", hint="leave it out for the newest runs")
         names = sorted({r["workflow_name"] for r in rows})
         wanted = (text or "").lower()
         rows = [r for r in rows if (status is None or r["status"] == status)

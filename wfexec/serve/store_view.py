@@ -54,12 +54,23 @@ def runs_page(store_path: Path, status: str | None, limit: int, before: str | No
     with reading(store_path) as store:
         if store is None:
             return {"runs": [], "next": None, "workflows": []}
+        if before is not None:
+            before = _page_start(store, before)
         records = store.list(status, limit + 1, before, workflow=workflow, text=text)
         names = store.workflow_names()
     more = len(records) > limit
     records = records[:limit]
     return {"runs": [summary(r) for r in records], "next": records[-1].id if more and records else None,
             "workflows": names}
+
+
+def _page_start(store: Store, before: str) -> str:
+    """The id of the run a page starts after (`before`, the `next` of the page before it): a run of the store."""
+    try:
+        return store.get(before).id
+    except StoreError:
+        raise StoreError(f"'before' must be the id of a run (the `next` of the page before), not '{before}'",
+                         "leave it out for the newest runs") from None
 
 
 def inbox(store_path: Path, recent: int = 20) -> dict[str, Any]:
