@@ -154,3 +154,60 @@ def test_a_form_post_that_goes_elsewhere_is_kept_on_this_server(waiting, private
         back = c.post(f"/api/runs/{run_id}/cancel", data={"csrf": csrf, "next": "//evil.example/x"},
                       headers={"Origin": origin(cfg), "Accept": "text/html"})
         assert back.status_code == 303 and back.headers["location"] == "/"
+
+
+def test_a_body_larger_than_the_cap_is_refused_before_it_is_read_whole(waiting, private_run_store):
+    from wfexec.serve.security import MAX_BODY_BYTES
+
+    root, run_id = waiting
+    cfg = config(private_run_store, roots=[root])
+    bearer = {"Authorization": f"Bearer {cfg.token}", "Content-Type": "application/json"}
+    big = b'{"answer": "' + b"x" * MAX_BODY_BYTES + b'"}'
+    with client(cfg) as c:
+        for sent in (big, iter([big])):  # with its Content-Length, and without one (chunked)
+            refused = c.post(f"/api/runs/{run_id}/answer", content=sent, headers=bearer)
+            assert refused.status_code == 413 and f"{MAX_BODY_BYTES:,} bytes" in refused.json()["error"]
+        form = c.post(f"/api/runs/{run_id}/answer", data={"answer": "x" * MAX_BODY_BYTES},
+                      headers={"Authorization": f"Bearer {cfg.token}", "Accept": "application/json"})
+        assert form.status_code == 413
+        deep = c.post(f"/api/runs/{run_id}/answer", content=b"[" * 200_000 + b"]" * 200_000, headers=bearer)
+        assert deep.status_code == 400 and "neither JSON nor a form" in deep.json()["error"]
+        assert c.get(f"/api/runs/{run_id}", headers=bearer).json()["status"] == "waiting"
+        # Under the cap a long answer is read as it was: here refused by the question's own check (no such option).
+        long = c.post(f"/api/runs/{run_id}/answer", json={"answer": "y" * (MAX_BODY_BYTES // 2)}, headers=bearer)
+        assert long.status_code == 422 and "is not an option" in long.json()["error"]
+        assert c.post(f"/api/runs/{run_id}/answer", data={"answer": "warm"},
+                      headers={"Authorization": f"Bearer {cfg.token}", "Accept": "application/json"}
+                      ).status_code == 200  # a form's fields still read
+
+
+def test_a_body_is_read_no_further_than_the_cap(waiting, private_run_store):
+    """Straight through ASGI, as a server hands the body over: 64 KiB at a time, of a 16 MiB body sent without a
+    Content-Length; the app stops asking for more once it has passed the cap."""
+    import anyio
+
+    from wfexec.serve.app import create_app
+    from wfexec.serve.security import MAX_BODY_BYTES
+
+    root, run_id = waiting
+    cfg = config(private_run_store, roots=[root])
+    app = create_app(cfg)
+    chunk = 64 * 1024
+    asked: list[int] = []
+    said: list[dict] = []
+
+    async def receive():
+        asked.append(1)
+        return {"type": "http.request", "body": b"x" * chunk, "more_body": len(asked) < 256}
+
+    async def send(message):
+        said.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": f"/api/runs/{run_id}/answer", "raw_path": b"", "root_path": "", "query_string": b"",
+             "server": ("127.0.0.1", cfg.port), "client": ("127.0.0.1", 50000),
+             "headers": [(b"host", f"127.0.0.1:{cfg.port}".encode()), (b"content-type", b"application/json"),
+                         (b"authorization", f"Bearer {cfg.token}".encode())]}
+    anyio.run(app, scope, receive, send)
+    assert said[0]["status"] == 413
+    assert len(asked) <= MAX_BODY_BYTES // chunk + 1

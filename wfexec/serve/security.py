@@ -176,21 +176,53 @@ async def _refuse(scope, send, refused: Refused) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+# The most a POST body may hold: far more than an answer typed or pasted, or a launch's inputs, need.
+MAX_BODY_BYTES = 1024 * 1024
+
+
+async def _capped_body(request) -> bytes:
+    """The body, read a chunk at a time, refused (413) as soon as it is larger than MAX_BODY_BYTES: a body is
+    never read whole before its size is known to be fit."""
+    too_large = Refused(413, f"the body is larger than {MAX_BODY_BYTES:,} bytes, the most a request here may "
+                             "carry")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _form(request, raw: bytes) -> dict[str, Any]:
+    """A form's fields (urlencoded or multipart), parsed from the body already read."""
+    from starlette.requests import Request
+
+    async def replay() -> dict[str, Any]:
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    return dict(await Request(request.scope, replay).form())
+
+
 async def posted(request, config: ServeConfig) -> dict[str, Any]:
     """The body of a POST as a dict (JSON or a form), after its CSRF field is checked: every POST route reads its
     body through here. A browser's request (it came with the session cookie) must carry the field of its
     session, as the form field `csrf` or the header `X-CSRF-Token`; a Bearer request is a script holding the
     token itself, which no other site can forge."""
     kind = request.headers.get("content-type", "")
+    raw = await _capped_body(request)
     try:
         if kind.startswith("application/json"):
-            raw = await request.body()
             data = json.loads(raw or b"{}")
             if not isinstance(data, dict):
                 raise Refused(400, "the body must be a JSON object")
         else:
-            data = dict(await request.form())
-    except (ValueError, UnicodeDecodeError):
+            data = await _form(request, raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise Refused(400, "the body is neither JSON nor a form") from None
     if request.scope.get("state", {}).get("auth") == "cookie":
         given = request.headers.get("x-csrf-token") or data.get("csrf") or ""
