@@ -211,3 +211,109 @@ def test_a_page_of_runs_on_a_cluster_refuses_a_before_that_is_none_of_its_runs()
     with pytest.raises(ActionRefused) as refused:
         view.runs_page(before="abc")
     assert refused.value.status == 400 and "'before'" in refused.value.message
+
+
+# Inputs of every type, and a question that takes any text: what the page must pass on exactly as it was given.
+TYPED = """\
+name: typed
+version: "1.0.0"
+description: Typed inputs, and a question answered in free text.
+start_node: ask
+input_schema:
+  type: object
+  properties:
+    items: {type: array}
+    opts: {type: object}
+    nick: {type: string}
+    count: {type: integer}
+  required: [nick]
+nodes:
+  ask:
+    type: user_prompt
+    prompt: {question: "Your name?", header: Name, mode: text_input}
+    on_response:
+      other: {consequence: [{type: set_state, field: said, value: "${response.text}"}], next_node: done}
+endings:
+  done: {type: success, message: "said [${said}]"}
+"""
+
+
+def _typed(api, root) -> str:
+    (root / "typed").mkdir()
+    (root / "typed" / "workflow.yaml").write_text(TYPED, encoding="utf-8")
+    return {w["shown"]: w["id"] for w in api.get("/api/workflows").json()["workflows"]}["typed"]
+
+
+def test_launch_passes_json_inputs_as_given_as_the_api_and_mcp_take_them(api, root):
+    import wfexec
+
+    workflow = _typed(api, root)
+    given = {"items": ["a", None, 1.5, "\U0001F600\u2028\x85"], "opts": {"k": None, "": [True]}, "nick": "",
+             "count": 10**15}
+    launched = api.post("/api/launch", json={"workflow": workflow, "inputs": given})
+    assert launched.status_code == 200, launched.text
+    assert once_waiting(api, launched.json()["run_id"])["inputs"] == given  # nulls, types, empty text: as given
+    # What the API refuses, the page refuses, in the same words.
+    with pytest.raises(ValueError) as by_api:
+        wfexec.run(root / "typed", inputs={"nick": 5}, ephemeral=True)
+    refused = api.post("/api/launch", json={"workflow": workflow, "inputs": {"nick": 5}})
+    assert refused.status_code == 422 and str(by_api.value) in refused.json()["error"], refused.text
+    assert "5 is not of type 'string'" in refused.json()["error"]
+    lone = json.dumps({"workflow": workflow, "inputs": {"nick": "\ud800"}})  # a half of a pair of surrogates
+    refused = api.post("/api/launch", content=lone.encode(), headers={"content-type": "application/json"})
+    assert refused.status_code == 400 and "input 'nick'" in refused.json()["error"], refused.text
+    nan = api.post("/api/launch", content=b'{"workflow": "%s", "inputs": {"count": NaN}}' % workflow.encode(),
+                   headers={"content-type": "application/json"})
+    assert nan.status_code == 400  # not JSON
+    assert api.post("/api/launch", json={"workflow": workflow, "inputs": {"nick": "x"}, "input.nick": "y"}
+                    ).status_code == 400  # one way or the other
+
+
+def test_a_forms_fields_are_text_as_at_the_terminal_and_an_empty_one_is_left_out(api, root):
+    workflow = _typed(api, root)
+    form = {"workflow": workflow, "input.nick": "5", "input.count": "7", "input.items": "[a, 2]", "input.opts": ""}
+    launched = api.post("/api/launch", data=form, headers={"Accept": "application/json"})
+    assert launched.status_code == 200, launched.text
+    by_terminal = waiting_run(root / "typed", "nick=5", "count=7", "items=[a, 2]")
+    assert once_waiting(api, launched.json()["run_id"])["inputs"] == api.get(f"/api/runs/{by_terminal}").json()[
+        "inputs"] == {"nick": "5", "count": 7, "items": ["a", 2]}
+    for field, text, said in (("input.nick", "a\x00b", "a NUL character"), ("input.a=b", "c", "'='")):
+        refused = api.post("/api/launch", data={"workflow": workflow, field: text},
+                           headers={"Accept": "application/json"})
+        assert refused.status_code == 400 and refused.json()["error"].startswith(f"'{field}' holds {said}"), \
+            refused.text
+    refused = api.post("/api/launch", json={"workflow": workflow, "input.count": 7})
+    assert refused.status_code == 400 and "'input.count' must be text" in refused.json()["error"]
+
+
+def test_run_again_and_launch_keep_an_empty_text_input_the_command_line_took(api, root):
+    from conftest import wfexec_cli as cli
+
+    workflow = _typed(api, root)
+    run_id = waiting_run(root / "typed", "nick=", "count=1")  # `--input nick=`: empty text, valid at a terminal
+    again = api.post(f"/api/runs/{run_id}/again", json={})
+    assert again.status_code == 200, again.text
+    assert once_waiting(api, again.json()["run_id"])["inputs"] == {"nick": "", "count": 1}
+    launched = api.post("/api/launch", json={"workflow": workflow, "inputs": {"nick": "", "count": 1}})
+    assert launched.status_code == 200, launched.text
+    assert once_waiting(api, launched.json()["run_id"])["inputs"] == {"nick": "", "count": 1}
+    # Typed values recorded with a run are run again as they were.
+    typed = api.post("/api/launch", json={"workflow": workflow, "inputs": {"nick": "7", "items": [None, "x"]}})
+    again = api.post(f"/api/runs/{typed.json()['run_id']}/again", json={})
+    assert once_waiting(api, again.json()["run_id"])["inputs"] == {"nick": "7", "items": [None, "x"]}
+    assert cli("show", run_id).returncode == 0
+
+
+def test_an_answer_reaches_the_run_as_given_a_nul_included_as_through_the_api(api, root, tmp_path):
+    import wfexec
+
+    workflow = _typed(api, root)
+    by_api = wfexec.run(root / "typed", inputs={"nick": "x"}, answers={"ask": "a\x00b \U0001F600"}, ephemeral=True)
+    launched = api.post("/api/launch", json={"workflow": workflow, "inputs": {"nick": "a\x00b"}})
+    assert launched.status_code == 200, launched.text
+    run_id = launched.json()["run_id"]
+    assert once_waiting(api, run_id)["inputs"] == {"nick": "a\x00b"}
+    answered = api.post(f"/api/runs/{run_id}/answer", json={"answer": "a\x00b \U0001F600"})
+    assert answered.status_code == 200, answered.text
+    assert _finish(api, run_id)[-1]["data"]["result"]["message"] == by_api.message == "said [a\x00b \U0001F600]"
+    assert not list(api.app.state.server.processes.logs.glob("*.json"))  # the files it was given are gone

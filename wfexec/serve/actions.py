@@ -1,7 +1,13 @@
 """What a person can do to a run from the page: answer it, cancel it, continue it, launch a new one. Each goes
 through the code the command line uses: an answer is checked by the engine's own `match_answer` against the
-question as the store keeps it, then given to a `wfexec resume --answer` process (which checks it again, as it
-would at a terminal); a cancel is `wfexec cancel`'s function; a launch is a `wfexec run` process."""
+question as the store keeps it, then given to a `wfexec resume --answers FILE` process (which checks it again, as
+it would at a terminal); a cancel is `wfexec cancel`'s function; a launch is a `wfexec run` process.
+
+Values reach those processes as they were given, as they reach a run through the API and MCP: an answer, and the
+inputs the JSON API was sent (or a run was started with, to run it again), in a file the process reads
+(`--answers`, `--input-file`), which keeps each value's type and every character. Only a form's fields are text,
+given as `--input NAME=TEXT` is at a terminal (read by the type the input declares; a field left empty is left
+out)."""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from wfexec.durable.store import StoreError
-from wfexec.serve.processes import Processes, Started
+from wfexec.serve.processes import NotPassable, Processes, Started
 from wfexec.serve.workflows import Workflows
 
 
@@ -46,7 +52,7 @@ def answer(view, processes: Processes, run_id: str, value: Any) -> Started:
     key = pending.get("key") or pending["node"]
     if view.backend == "temporal":  # the run goes on by itself on the cluster once its update is accepted
         return view.answer(record["id"], key, value)
-    return _started_or_refused(processes.resume(record["id"], (key, value)))
+    return _started_or_refused(_passed(processes.resume, record["id"], (key, value)))
 
 
 IN_FLIGHT_CHOICES = ("rerun", "skip")
@@ -75,8 +81,9 @@ def resume(view, processes: Processes, run_id: str, in_flight: Any = None) -> St
 
 
 def again(view, processes: Processes, workflows: Workflows, run_id: str) -> Started:
-    """A new run of the same workflow with the same inputs, if that workflow is one this server may launch."""
-    from wfexec.serve.command_lines import command_lines, input_options
+    """A new run of the same workflow with the same inputs (the values the run recorded, empty texts included), if
+    that workflow is one this server may launch."""
+    from wfexec.serve.command_lines import command_lines
 
     record = view.with_inputs(view.one_run(run_id))
     found = workflows.at(Path(record["workflow_path"]))
@@ -84,7 +91,7 @@ def again(view, processes: Processes, workflows: Workflows, run_id: str) -> Star
         raise ActionRefused(404, f"{record['workflow_path']} is not under the folders this server was given "
                                  "(--root): it cannot be launched from here",
                             hint=f"at a terminal: {command_lines(record, view.where_runs)['again']}")
-    return launch(processes, workflows, found.id, input_options(record["inputs"] or {}))
+    return launch(processes, workflows, found.id, record["inputs"] or {})
 
 
 def cancel(view, run_id: str) -> dict[str, Any]:
@@ -100,15 +107,38 @@ def cancel(view, run_id: str) -> dict[str, Any]:
     return view.one_run(run_id)
 
 
-def launch(processes: Processes, workflows: Workflows, workflow_id: Any, inputs: dict[str, Any]) -> Started:
+def launch(processes: Processes, workflows: Workflows, workflow_id: Any, inputs: dict[str, Any] | None = None,
+           texts: dict[str, str] | None = None) -> Started:
+    """A `wfexec run` of the workflow `workflow_id` names. `inputs`: values as given (the JSON API's `inputs`, a
+    run's recorded ones), each passed as it is, as the API and MCP take them; `texts`: a form's fields, each text
+    as `--input NAME=TEXT` gives it, left out when empty (a field left unfilled)."""
     found = workflows.get(workflow_id) if isinstance(workflow_id, str) else None
     if found is None:
         raise ActionRefused(404, f"no workflow '{workflow_id}' under the folders this server was given (--root)")
     described = workflows.describe(found)
     if not described["valid"]:
         raise ActionRefused(422, f"{found.path} has errors; it is not run", errors=described["errors"])
-    given = {str(k): str(v) for k, v in inputs.items() if str(v) != ""}
-    return _started_or_refused(processes.launch(found.path, given))
+    typed = {str(name): value for name, value in (inputs or {}).items()}
+    given = {name: text for name, text in (texts or {}).items() if text != ""}
+    for name, text in given.items():
+        field = f"input.{name}"
+        if not isinstance(text, str):
+            raise ActionRefused(400, f"'{field}' must be text, as a form's field is (send other values as JSON "
+                                     "in 'inputs')")
+        if "\0" in name or "\0" in text or "=" in name:
+            why = "a NUL character" if "\0" in name + text else "'='"
+            raise ActionRefused(400, f"'{field}' holds {why}, which `--input NAME=TEXT` cannot carry; send the "
+                                     "inputs as JSON ('inputs': {NAME: VALUE}) to give any character")
+    return _started_or_refused(_passed(processes.launch, found.path, typed, given))
+
+
+def _passed(start, *args: Any) -> Started:
+    """A process started with values it is given in a file, or a 400 naming the one that cannot be written
+    there as it is."""
+    try:
+        return start(*args)
+    except NotPassable as refused:
+        raise ActionRefused(400, str(refused)) from None
 
 
 def _started_or_refused(started: Started) -> Started:

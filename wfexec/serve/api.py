@@ -126,12 +126,15 @@ def routes(server) -> list[Route]:
     async def launch(request: Request):
         body = await server.posted(request)
         inputs: Any = body.get("inputs")
-        if inputs is None:  # a form: its fields named input.NAME
-            inputs = {k[len("input."):]: v for k, v in body.items() if k.startswith("input.")}
-        if not isinstance(inputs, dict):
+        # A form's fields named input.NAME are text, as `--input NAME=TEXT`; `inputs` (JSON) are values as given.
+        texts = {k[len("input."):]: v for k, v in body.items() if k.startswith("input.")}
+        if inputs is not None and not isinstance(inputs, dict):
             raise actions.ActionRefused(400, "'inputs' must map input names to values")
+        if inputs and texts:
+            raise actions.ActionRefused(400, "give the inputs either as 'inputs' (JSON values) or as 'input.NAME' "
+                                             "fields (text), not both")
         started = await server.blocking(actions.launch, server.processes, server.workflows, body.get("workflow"),
-                                        inputs)
+                                        inputs, texts)
         return server.done(request, body, started.to_json(), f"/runs/{started.run_id}")
 
     changing = [

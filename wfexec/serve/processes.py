@@ -14,6 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Sequence
 
 from wfexec.durable.store import StoreError, lease_holder, open_store
 
@@ -55,23 +56,49 @@ class Processes:
         self.ended: dict[str, Started] = {}  # run id → how the last process the server started for it ended
         self._lock = threading.Lock()
 
-    def launch(self, workflow: Path, inputs: dict[str, str]) -> Started:
+    def launch(self, workflow: Path, inputs: dict[str, Any] | None = None,
+               texts: dict[str, str] | None = None) -> Started:
+        """A `wfexec run` of `workflow`. `inputs`: values as given, as the API's and MCP's `inputs` take them (what
+        the JSON API was sent, a run's recorded inputs to run it again), in a file the process reads
+        (`--input-file`): each keeps its type and every character (NotPassable when one cannot). `texts`: text as
+        `--input KEY=VALUE` gives it (the page's form), which the process reads by the type its input declares."""
         from wfexec.running.request import RunRequest, command_line
 
+        files = [self._file(inputs, "input")] if inputs else []
         # --trace on a cluster only: it names its run first (_named_on_cluster); a local run's output is the store's
-        request = RunRequest(path=workflow, text_inputs=[f"{key}={value}" for key, value in inputs.items()],
+        request = RunRequest(path=workflow, input_file=files[0] if files else None,
+                             text_inputs=[f"{key}={value}" for key, value in (texts or {}).items()],
                              temporal=self.temporal, trace=bool(self.temporal), **_WATCHED)
-        return self._start(command_line(request, "run"), None)
+        return self._start(command_line(request, "run"), None, files)
 
-    def resume(self, run_id: str, answer: tuple[str, str] | None = None, in_flight: str | None = None) -> Started:
-        """`in_flight`: "rerun" or "skip", what to do with the step that was in flight when the run stopped."""
+    def resume(self, run_id: str, answer: tuple[str, Any] | None = None, in_flight: str | None = None) -> Started:
+        """`answer`: the question's key and the answer, given in a file (`--answers`), so that it reaches the run
+        as it was given, whatever characters it holds. `in_flight`: "rerun" or "skip", what to do with the step
+        that was in flight when the run stopped."""
         from wfexec.running.request import RunRequest, command_line
 
-        request = RunRequest(run_id=run_id, answers=dict([answer]) if answer is not None else {},
-                             rerun=in_flight == "rerun", skip=in_flight == "skip", **_WATCHED)
-        return self._start(command_line(request, "resume"), run_id)
+        files = [self._file(dict([answer]), "answer")] if answer is not None else []
+        request = RunRequest(run_id=run_id, answer_files=files, rerun=in_flight == "rerun",
+                             skip=in_flight == "skip", **_WATCHED)
+        return self._start(command_line(request, "resume"), run_id, files)
 
-    def _start(self, args: list[str], run_id: str | None) -> Started:
+    def _file(self, values: dict[str, Any], what: str) -> Path:
+        """`values` in a file of the server's own folder, for a process to read; it goes once the process ends."""
+        text = passable_text(values, what)
+        handle, name = tempfile.mkstemp(dir=self.logs, suffix=".json")
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        return Path(name)
+
+    def _start(self, args: list[str], run_id: str | None, files: Sequence[Path] = ()) -> Started:
+        try:
+            return self._started(args, run_id, files)
+        except BaseException:
+            for file in files:
+                file.unlink(missing_ok=True)
+            raise
+
+    def _started(self, args: list[str], run_id: str | None, files: Sequence[Path]) -> Started:
         out = tempfile.NamedTemporaryFile(dir=self.logs, suffix=".out", delete=False)
         # What a resumed run's process says goes on after what it said before; a new run's file is named once its
         # id is known. (The output of its commands and scripts is in the store: wfexec.durable.outputs.)
@@ -84,7 +111,7 @@ class Processes:
                                  env=environment, start_new_session=True)
         out.close()
         err.close()
-        said = _Said(Path(out.name), err_path, offset)
+        said = _Said(Path(out.name), err_path, offset, list(files))
         started = self._taken(child, run_id, said)
         if run_id is None and started.run_id is not None:
             said.err = err_path.rename(self.logs / f"{started.run_id}.log")
@@ -128,6 +155,8 @@ class Processes:
         code = child.wait()
         ended = _ended(code, started.run_id, said)
         said.out.unlink(missing_ok=True)
+        for file in said.given:
+            file.unlink(missing_ok=True)
         if ended.run_id is None:
             said.err.unlink(missing_ok=True)
         if ended.run_id is not None:
@@ -155,11 +184,53 @@ def _fresh_file(folder: Path, suffix: str) -> Path:
 
 @dataclass
 class _Said:
-    """Where a process writes: its JSON document (stdout), and its stderr from `offset` on."""
+    """Where a process writes: its JSON document (stdout), and its stderr from `offset` on; and the files it was
+    given to read (its inputs, its answer)."""
 
     out: Path
     err: Path
     offset: int
+    given: list[Path]
+
+
+class NotPassable(ValueError):
+    """A value a process cannot be given as it is (its message says which, and why)."""
+
+
+# A character past U+FFFF, as JSON escapes it: a pair of surrogates, which YAML does not take (it takes \UXXXXXXXX).
+_SURROGATES = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})", re.IGNORECASE)
+
+
+def _astral(found: re.Match) -> str:
+    high, low = int(found.group(2), 16), int(found.group(3), 16)
+    return f"{found.group(1)}\\U{0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00):08x}"
+
+
+def passable_text(values: dict[str, Any], what: str = "input") -> str:
+    """`values` as the text of a file `wfexec run --input-file` or `--answers` reads back to the very same values:
+    JSON (which YAML reads as it is) with every character past ASCII escaped (YAML would read a raw U+0085 or
+    U+2028 as a line break), and those past U+FFFF in YAML's own escape. Read back to be sure; NotPassable names
+    the `what` (input, answer) that does not come back as it went."""
+    from wfexec.language.loader import load_text
+
+    try:
+        text = _SURROGATES.sub(_astral, json.dumps(values, ensure_ascii=True, allow_nan=False))
+    except (TypeError, ValueError):
+        text = None
+    if text is not None:
+        read = load_text(text)
+        if not read.diagnostics and read.data == values:
+            return text
+    for key, value in values.items():  # which one
+        try:
+            text = _SURROGATES.sub(_astral, json.dumps({key: value}, ensure_ascii=True, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise NotPassable(f"{what} '{key}' cannot be given to the run as it is: {exc}") from None
+        read = load_text(text)
+        if read.diagnostics or read.data != {key: value}:
+            why = read.diagnostics[0].message if read.diagnostics else "it does not read back as it was"
+            raise NotPassable(f"{what} '{key}' cannot be given to the run as it is: {why}")
+    raise NotPassable(f"the {what}s cannot be given to the run as they are")
 
 
 def _ended(code: int, run_id: str | None, said: _Said) -> Started:

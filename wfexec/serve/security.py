@@ -198,6 +198,11 @@ async def _capped_body(request) -> bytes:
     return b"".join(chunks)
 
 
+def _not_json(word: str):
+    """NaN, Infinity: Python's json reads them, JSON has no such number."""
+    raise ValueError(f"{word} is not JSON")
+
+
 async def _form(request, raw: bytes) -> dict[str, Any]:
     """A form's fields (urlencoded or multipart), parsed from the body already read."""
     from starlette.requests import Request
@@ -217,7 +222,7 @@ async def posted(request, config: ServeConfig) -> dict[str, Any]:
     raw = await _capped_body(request)
     try:
         if kind.startswith("application/json"):
-            data = json.loads(raw or b"{}")
+            data = json.loads(raw or b"{}", parse_constant=_not_json)
             if not isinstance(data, dict):
                 raise Refused(400, "the body must be a JSON object")
         else:
