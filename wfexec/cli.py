@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from wfexec import __version__
 from wfexec.commands import entrypoints
@@ -27,7 +28,27 @@ def _rich_help() -> Any:
     return "rich" if sys.stdout.isatty() and os.environ.get("TERM") != "dumb" else None
 
 
+class _Commands(TyperGroup):
+    """wfexec's commands. A WfexecError a command did not handle itself (a path its command line named that cannot
+    be read or written, …) ends it here, in the error's one line and with its exit code: never a traceback (with
+    --debug, the traceback too)."""
+
+    def invoke(self, ctx):
+        from wfexec.errors import WfexecError
+
+        try:
+            return super().invoke(ctx)
+        except WfexecError as exc:
+            if _state["debug"]:
+                import traceback
+
+                typer.echo("".join(traceback.format_exception(exc)).rstrip(), err=True)
+            typer.echo(exc.format(), err=True)
+            raise typer.Exit(exit_code_for(exc)) from None
+
+
 app = typer.Typer(
+    cls=_Commands,
     name="wfexec",
     help="Run YAML agent workflows deterministically: validate, run, inspect.",
     no_args_is_help=True,
@@ -341,9 +362,9 @@ def schema(
 
     text = published_schema_text(plugins, v8)
     if output:
-        from wfexec.system.files import write_atomic
+        from wfexec.system.files import write_output
 
-        write_atomic(output, text)
+        write_output(output, text, option="--output")
     else:
         sys.stdout.write(text)
 
@@ -468,6 +489,7 @@ def skill(
     force: bool = typer.Option(False, "--force", help="Replace a SKILL.md that wfexec did not write."),
 ):
     """Write a skill's SKILL.md from its workflow.yaml (frontmatter, how to run it, rules without wfexec)."""
+    from wfexec.errors import CannotRead, CannotWrite
     from wfexec.language.diagnostics import WorkflowError
     from wfexec.outputs.skillgen import SkillError, check as check_skill, write as write_skill
 
@@ -485,7 +507,7 @@ def skill(
             else:
                 target, changed = write_skill(path, force=force)
                 typer.echo(f"{target}: {'written' if changed else 'up to date'}", err=True)
-        except SkillError as exc:
+        except (SkillError, CannotRead, CannotWrite) as exc:  # the next skill is still written
             typer.echo(exc.format(), err=True)
             code = exit_code_for(exc)
         except WorkflowError as exc:
@@ -512,16 +534,17 @@ def expand(
     from wfexec.api import resolve_workflow_path
     from wfexec.language.diagnostics import ERROR
     from wfexec.outputs.expansion import expanded
+    from wfexec.system.files import check_writable, write_output
 
+    if output:
+        check_writable(output, option="--output")
     text, problems = expanded(resolve_workflow_path(path))
     for diagnostic in problems:
         typer.echo(diagnostic.format(), err=True)
     if text is None or any(d.severity == ERROR for d in problems):
         raise typer.Exit(exit_code_for("invalid"))
     if output:
-        from wfexec.system.files import write_atomic
-
-        write_atomic(output, text)
+        write_output(output, text, option="--output")
     else:
         sys.stdout.write(text)
 
@@ -554,7 +577,10 @@ def graph(
     from wfexec.language.diagnostics import WorkflowError
     from wfexec.outputs.graph import (GraphvizFailed, GraphvizMissing, collapsed, dot_of, mermaid_of, picture,
                                       render)
+    from wfexec.system.files import check_writable
 
+    if output is not None:
+        check_writable(output, option="--output")  # before drawing (Graphviz may take a while)
     if workflow_document(path) is None:  # a states folder, .zip or Raymond .yaml
         from wfexec.outputs.states_graph import states_picture
         from wfexec.protocol.errors import ScopeError
@@ -613,9 +639,9 @@ def _write_output(data: bytes, output: Optional[Path]) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    from wfexec.system.files import write_atomic
+    from wfexec.system.files import write_output
 
-    write_atomic(output, data)
+    write_output(output, data, option="--output")
     typer.echo(f"{output}: written", err=True)
 
 
@@ -669,6 +695,9 @@ def docs(
         if topic is not None:
             typer.echo("error: --output builds the whole reference; leave out the topic", err=True)
             raise typer.Exit(exit_code_for("invalid"))
+        from wfexec.system.files import check_writable
+
+        check_writable(output, folder=True, option="--output")
         for target, changed in write(output, include_plugins=plugins):
             typer.echo(f"{target}: {'written' if changed else 'up to date'}", err=True)
         return

@@ -86,6 +86,17 @@ class ActionFailed(WfexecError):
     `wfexec.types`."""
 
 
+class CannotWrite(WfexecError):
+    """A file or folder the command line named cannot be written there (exit 2): the message names the path and
+    why (it is a folder, it lies under a file, this user may not write there, or what the OS said). Raised by
+    `wfexec.system.files.check_writable` and `write_output`; the command line prints it in one line."""
+
+
+class CannotRead(WfexecError):
+    """A path the command line named cannot be examined by this user (exit 2): a folder on the way they may not
+    enter, a folder they may not list, a file they may not read. Raised by `wfexec.system.files.check_readable`."""
+
+
 class Refused(WfexecError):
     """A step asked for what no workflow may do (write, move or delete wfexec's run store): the run ends with
     this error at the step, whatever its `on_failure` says (exit 1). Raised by the file guard

@@ -105,6 +105,8 @@ def test_record_case_refuses_a_dry_run_a_states_folder_and_a_file_that_is_no_tes
     assert dry.returncode == 2 and "--record-case cannot be used with --dry-run" in dry.stderr
     (tmp_path / "list.yaml").write_text("- 1\n")
     done = wfexec_cli("run", "quickstart", "--answer", "ask_mood=plain", "--record-case", "list.yaml", cwd=tmp_path)
-    assert done.returncode == 0 and "the test case was not written: list.yaml is not a test file" in done.stderr
+    # found before the run (which would be done for nothing): exit 2, as for any other unusable FILE
+    assert done.returncode == 2 and "--record-case list.yaml is not a test file" in done.stderr, done.stderr
+    assert "Hello" not in done.stdout
     bad = wfexec_cli("run", "quickstart", "--record-case", "x.yaml", "--record-state", "computed..x", cwd=tmp_path)
     assert bad.returncode == 2 and "--record-state computed..x" in bad.stderr and "Traceback" not in bad.stderr

@@ -125,28 +125,59 @@ def _string(representer, text: str):
     return representer.represent_scalar("tag:yaml.org,2002:str", text, style=style)
 
 
-def write_case(file: Path, case: dict) -> str:
-    """Add `case` to the test file (made if missing; a case of the same name replaced; its comments kept); what
-    was done, to say."""
-    import io
-
+def _yaml():
     from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
-    from wfexec.system.files import write_atomic
 
     yaml = YAML()  # round trip: the file's comments and layout stay
     yaml.width = 110
     yaml.representer.add_representer(str, _string)
-    data: Any = {"cases": []}
-    if file.exists():
-        try:
-            data = yaml.load(file.read_text(encoding="utf-8")) or {"cases": []}
-        except YAMLError as exc:
-            raise ValueError(f"{file} is not YAML ({str(exc).splitlines()[0]}); name another file") from None
-        if not isinstance(data, dict) or not isinstance(data.get("cases", []), list):
-            raise ValueError(f"{file} is not a test file (a mapping with `cases:`); name another file")
-        data.setdefault("cases", [])
+    return yaml
+
+
+def _cases_of(file: Path, yaml) -> Any:
+    """The test file's data (`cases:` a list), {"cases": []} when there is no file; ValueError saying why the
+    file cannot take a case (not YAML, not a test file, unreadable)."""
+    from ruamel.yaml.error import YAMLError
+
+    from wfexec.system.files import unwritable
+
+    why = unwritable(file)
+    if why is not None:
+        raise ValueError(f"{file} {why}; name a file in a folder you can write")
+    if not file.exists():
+        return {"cases": []}
+    try:
+        data = yaml.load(file.read_text(encoding="utf-8")) or {"cases": []}
+    except YAMLError as exc:
+        raise ValueError(f"{file} is not YAML ({str(exc).splitlines()[0]}); name another file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{file} cannot be read ({getattr(exc, 'strerror', None) or exc}); name another file") \
+            from None
+    if not isinstance(data, dict) or not isinstance(data.get("cases", []), list):
+        raise ValueError(f"{file} is not a test file (a mapping with `cases:`); name another file")
+    data.setdefault("cases", [])
+    return data
+
+
+def case_file_problem(file: Path) -> str | None:
+    """Why `--record-case FILE` could not take a case (checked before the run, so its work is not done for a case
+    that would be lost), or None."""
+    try:
+        _cases_of(file, _yaml())
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def write_case(file: Path, case: dict) -> str:
+    """Add `case` to the test file (made if missing; a case of the same name replaced; its comments kept); what
+    was done, to say. ValueError (an OSError when the write itself fails) says why it was not written."""
+    import io
+
+    from wfexec.system.files import write_atomic
+
+    yaml = _yaml()
+    data = _cases_of(file, yaml)
     cases = data["cases"]
     same = [i for i, c in enumerate(cases) if isinstance(c, dict) and c.get("name") == case["name"]]
     for index in reversed(same):

@@ -89,9 +89,10 @@ def driven_json(driven) -> dict:
 def write_state_out(request, state) -> None:
     """`--state-out`: the state where the run ended, parked or failed (whatever this process last held)."""
     if request.state_out and state is not None:
-        from wfexec.system.files import write_atomic
+        from wfexec.system.files import write_output
 
-        write_atomic(request.state_out, json.dumps(state, indent=2, ensure_ascii=False, default=str) + "\n")
+        write_output(request.state_out, json.dumps(state, indent=2, ensure_ascii=False, default=str) + "\n",
+                     option="--state-out")
 
 
 def report_waiting(request, question, run_id) -> int:
@@ -110,11 +111,13 @@ def report_waiting(request, question, run_id) -> int:
     return exit_code_for("waiting")
 
 
-def write_case(request, status: str, ending: str | None, output, state) -> None:
-    """`--record-case`: the run as a test case; a file that cannot take it is said, the run's exit code kept."""
+def write_case(request, status: str, ending: str | None, output, state) -> int:
+    """`--record-case`: the run as a test case. 0, or exit 2 after saying why the file could not take it: the
+    FILE on the command line was the wrong one to give (the same code as when that is found before the run). A
+    run that ended otherwise than in success keeps its own code; the caller decides (`report_result`)."""
     case = request.case
     if case is None:
-        return
+        return 0
     from wfexec.commands.record_case import case_from, write_case as write_case_file
 
     made = case_from(case["recorder"], inputs=case["inputs"], overrides=case["overrides"], status=status,
@@ -123,6 +126,8 @@ def write_case(request, status: str, ending: str | None, output, state) -> None:
         error_line(write_case_file(request.record_case, made))
     except (OSError, ValueError) as exc:
         error_line(f"error: the test case was not written: {exc}")
+        return exit_code_for("invalid")
+    return 0
 
 
 def report_result(request, result, io, run_id) -> int:
@@ -133,8 +138,9 @@ def report_result(request, result, io, run_id) -> int:
         print_json({"status": ending_status(result.type), "run_id": run_id, **result.to_json()})
     else:
         print_ending(result, io)
-    write_case(request, result.type, result.ending, result.output, result.state)
-    return exit_code_for(result.type)
+    not_written = write_case(request, result.type, result.ending, result.output, result.state)
+    # A success whose case was not written is no success; any other ending's code says more and stays.
+    return exit_code_for(result.type) or not_written
 
 
 def print_ending(result, io) -> None:

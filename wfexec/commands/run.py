@@ -101,8 +101,13 @@ def execute_run(request: RunRequest) -> int:
             _error(f"error: --record-case cannot be used with {'--temporal' if request.temporal else '--dry-run'}: "
                    "the case is what a run in this process did")
             return exit_code_for("invalid")
-        from wfexec.commands.record_case import CaseRecorder
+        from wfexec.commands.record_case import CaseRecorder, case_file_problem
         from wfexec.language.paths import PathError, parse_path
+
+        problem = case_file_problem(request.record_case)
+        if problem:  # found before the run, not after it: the run's work would be done and its case lost
+            _error(f"error: --record-case {problem}")
+            return exit_code_for("invalid")
 
         for path in request.record_state:
             try:
@@ -174,7 +179,9 @@ def _refused_state_out(request: RunRequest) -> int:
 
     why = store_conflict(os.path.realpath(request.state_out), Path.cwd(), request.store)
     if why is None:
-        why = _unwritable(request.state_out)
+        from wfexec.system.files import unwritable
+
+        why = unwritable(request.state_out)
         if why is None:
             return 0
         # Found before the run, not after it: the run's work would be done and its final state lost.
@@ -183,24 +190,6 @@ def _refused_state_out(request: RunRequest) -> int:
     _error(f"error: --state-out {request.state_out} {why}; the final state may not be written over the run store "
            f"or anything in {STORE_FOLDER}/ — write it to another file")
     return exit_code_for("invalid")
-
-
-def _unwritable(path: Path) -> str | None:
-    """Why a file cannot be written at `path` (None: it can, as far as can be told before writing)."""
-    import os
-
-    if os.path.isdir(path):
-        return "is a folder"
-    if os.path.exists(path) and not os.path.isfile(path):
-        return "is not a regular file"
-    folder = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(folder):  # write_atomic makes the missing folders
-        folder = os.path.dirname(folder)
-    if not os.path.isdir(folder):
-        return f"is inside {folder}, which is a file"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"is in {folder}, which cannot be written"
-    return None
 
 
 def _guarded(request: RunRequest, body) -> int:

@@ -126,12 +126,19 @@ def _by_distance(scope: StateScope, stems: list[str]) -> list[str]:
 
 
 def yaml_to_folder(path: Path, into: Path) -> list[str]:
-    """Write the states of the Raymond `.yaml` at `path` as files in the new folder `into`; return warnings."""
+    """Write the states of the Raymond `.yaml` at `path` as files in the new folder `into`; return warnings.
+    The files are written into a temporary folder beside `into`, read back (`_same_states`), and only then
+    renamed to `into`: a conversion that fails on the way leaves nothing behind."""
+    import os
+    import shutil
+    import tempfile
+
     from wfexec.language.loader import load_file
     from wfexec.protocol.policy import EMPTY_FRONTMATTER
     from wfexec.protocol.scopes import open_scope
+    from wfexec.system.files import cannot_write, make_output_folder, new_folder_mode
 
-    open_scope(path, str(path))  # a malformed file is refused as `wfexec states` would refuse it
+    scope = open_scope(path, str(path))  # a malformed file is refused as `wfexec states` would refuse it
     if into.exists() and (not into.is_dir() or any(into.iterdir())):
         raise ScopeError(f"{into} exists and is not an empty folder", "choose a new folder with --output")
     data = load_file(path).data
@@ -154,10 +161,26 @@ def yaml_to_folder(path: Path, into: Path) -> list[str]:
     manifest = {k: v for k, v in data.items() if k != "states"}
     if manifest:
         files["workflow.yaml"] = dump_yaml(manifest)
-    into.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (into / name).write_text(text, encoding="utf-8")
+    parent = into.absolute().parent
+    make_output_folder(parent, option="--output")  # CannotWrite: under a file, or not this user's to write in
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix=f".{into.name}.", suffix=".tmp", dir=parent))
+    except OSError as exc:
+        raise cannot_write(into, exc, folder=True, option="--output") from None
+    try:
+        for name, text in files.items():
+            (scratch / name).write_text(text, encoding="utf-8")
+        os.chmod(scratch, new_folder_mode())  # mkdtemp's 0700 would keep others out of the folder
+        _same_states(scope, open_scope(scratch, str(into)))
+        os.rename(scratch, into)  # over an empty folder too
+    except OSError as exc:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise cannot_write(into, exc, folder=True, option="--output") from None
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     return warnings
+
 
 
 def dump_yaml(data: Any) -> str:
@@ -200,25 +223,27 @@ def convert_command(path: Path, output: Path | None) -> int:
     import sys
     import tempfile
 
+    from wfexec.errors import CannotWrite
     from wfexec.exit_codes import exit_code_for
     from wfexec.protocol.scopes import open_scope
-    from wfexec.system.files import write_atomic
+    from wfexec.system.files import check_writable, write_output
 
     try:
         scope = open_scope(path, str(path))
         if isinstance(scope, YamlScope):
             into = output or path.with_suffix("")
-            warnings = yaml_to_folder(path, into)
-            _same_states(open_scope(path, str(path)), open_scope(into, str(into)))
+            warnings = yaml_to_folder(path, into)  # read back before it is renamed into place
             message = f"{path}: written as the folder {into}"
         else:
+            if output is not None:
+                check_writable(output, option="--output")  # -o names the .yaml to write
             text, warnings = folder_to_yaml(scope)
             with tempfile.TemporaryDirectory(prefix="wfexec-convert-") as scratch:
                 check = Path(scratch, "converted.yaml")
                 check.write_text(text, encoding="utf-8")
                 _same_states(scope, open_scope(check, str(output or check.name)))
             message = f"{path}: written as {output}" if output else ""
-    except ScopeError as exc:
+    except (ScopeError, CannotWrite) as exc:
         print(exc.format(), file=sys.stderr)
         return exit_code_for(exc)
     for warning in warnings:
@@ -227,7 +252,11 @@ def convert_command(path: Path, output: Path | None) -> int:
         if output is None:
             sys.stdout.write(text)
         else:
-            write_atomic(output, text)
+            try:
+                write_output(output, text, option="--output")
+            except CannotWrite as exc:
+                print(exc.format(), file=sys.stderr)
+                return exit_code_for(exc)
     if message:
         print(message, file=sys.stderr)
     return 0

@@ -733,8 +733,11 @@ def test_command(paths: Sequence[Path], *, coverage: bool = False, format: str =
     from wfexec import api
     from wfexec.commands.run import report_error
     from wfexec.language.diagnostics import ERROR
+    from wfexec.system.files import check_writable, write_output
     from wfexec.types.registry import BrokenPlugins
 
+    if junit is not None:
+        check_writable(junit, option="--junit")  # CannotWrite (exit 2) before the cases run, not after
     suites, problems = find_suites(list(paths) or [Path(".")])
     for problem in problems:
         print(problem, file=sys.stderr)
@@ -793,9 +796,7 @@ def test_command(paths: Sequence[Path], *, coverage: bool = False, format: str =
     else:
         sys.stdout.write(_text_report(results, measured if coverage or fail_under is not None else None, seconds))
     if junit is not None:
-        from wfexec.system.files import write_atomic
-
-        write_atomic(junit, junit_xml(results, measured))
+        write_output(junit, junit_xml(results, measured), option="--junit")
     code = exit_code_for("completed")
     if any(not r.passed for r in results):
         code = exit_code_for("failed")

@@ -423,14 +423,14 @@ def generate(include_plugins: bool = False) -> dict[str, str]:
 
 def write(output: Path, include_plugins: bool = False) -> list[tuple[Path, bool]]:
     """Write every file of the reference that differs; (file, whether it was written) for each."""
-    from wfexec.system.files import write_atomic
+    from wfexec.system.files import write_output
 
     done = []
     for relative, text in generate(include_plugins).items():
         target = Path(output) / relative
-        changed = not target.exists() or target.read_text(encoding="utf-8") != text
+        changed = not target.is_file() or target.read_text(encoding="utf-8") != text
         if changed:
-            write_atomic(target, text)
+            write_output(target, text)  # CannotWrite, naming the file and why, when it cannot be
         done.append((target, changed))
     return done
 

@@ -62,19 +62,21 @@ def new_skill(name: str, directory: str | os.PathLike = "skills", v8: bool = Fal
     names, when there was none to name and one was written)."""
     from wfexec.outputs import skillgen
     from wfexec.outputs.docgen import render
-    from wfexec.system.files import write_atomic
+    from wfexec.system.files import cannot_write, make_output_folder, write_atomic
 
     problem = name_problem(name)
     if problem:
         raise SkillError(f"the skill name '{name}' {problem}", f"try '{suggest_name(name)}'")
     folder = Path(directory) / name
+    make_output_folder(directory, option="--dir")  # CannotWrite: a file, or a folder this user may not write in
     if folder.is_symlink():
         raise _exists(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
     try:
         folder.mkdir()
     except FileExistsError:
         raise _exists(folder) from None
+    except OSError as exc:
+        raise cannot_write(folder, exc, folder=True, option="--dir") from None
     try:
         shown = folder.as_posix()
         workflow = folder / "workflow.yaml"
@@ -87,8 +89,10 @@ def new_skill(name: str, directory: str | os.PathLike = "skills", v8: bool = Fal
         tests.parent.mkdir()
         write_atomic(tests, render("tests.yaml.j2", name=name, run_path=shown, v8=v8))
         skill, _ = skillgen.write(folder)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(folder, ignore_errors=True)  # made by us a moment ago: leave nothing half-done
+        if isinstance(exc, OSError):
+            raise cannot_write(folder, exc, folder=True, option="--dir") from None
         raise
     return [workflow, answers, tests, skill, folder / skillgen.FALLBACK_FILE, *filter(None, [schema_written])]
 

@@ -340,7 +340,7 @@ def generate(path: str | os.PathLike) -> tuple[Path, str]:
 def write(path: str | os.PathLike, force: bool = False) -> tuple[Path, bool]:
     """Write SKILL.md and without-wfexec.md (atomically); (SKILL.md's path, whether either changed). A SKILL.md
     that `wfexec skill` did not write is only replaced with `force`: it may be someone's hand-written skill."""
-    from wfexec.system.files import write_atomic
+    from wfexec.system.files import write_output
 
     files = generate_all(path)
     skill, _ = files[0]
@@ -351,7 +351,7 @@ def write(path: str | os.PathLike, force: bool = False) -> tuple[Path, bool]:
     changed = False
     for target, text in files:
         if not target.exists() or target.read_text(encoding="utf-8") != text:
-            write_atomic(target, text)
+            write_output(target, text)  # CannotWrite, naming the file and why, when the folder cannot take it
             changed = True
     return skill, changed
 

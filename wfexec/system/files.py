@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from glob import escape as glob_escape
 from pathlib import Path
@@ -54,6 +55,11 @@ def new_file_mode() -> int:
     return 0o666 & ~_umask()
 
 
+def new_folder_mode() -> int:
+    """The mode `mkdir` would give a new folder (0777 less the umask): mkdtemp's 0700 would keep others out."""
+    return 0o777 & ~_umask()
+
+
 def _umask() -> int:
     """The process's umask, read without changing it where the kernel shows it (changing it races threads)."""
     try:
@@ -75,6 +81,156 @@ def _remove_leftovers(target: Path) -> None:
             leftover.unlink()
         except OSError:
             pass
+
+
+# -- paths the command line names ------------------------------------------------------------------------------
+# Every file or folder a command writes because its command line said so (-o/--output, --junit, --dir,
+# --state-out, --record-case) is checked with `check_writable` before the command's work and written with
+# `write_output`/`make_output_folder`: a path that cannot take it is one line naming the path and why (exit 2,
+# `CannotWrite`), never a traceback, and nothing of what was there is changed. `check_readable` is the same for
+# a path a command reads: a folder this user may not enter is said as such.
+
+def unwritable(path: str | os.PathLike, *, folder: bool = False) -> str | None:
+    """Why a file (with `folder`: a folder, made with its missing parents) cannot be written at `path`, as words
+    that follow "it" ("is a folder", "is inside /etc/hostname, which is a file"), or None when it can as far as
+    can be told before writing (root passes every permission check: the write itself may still fail)."""
+    text = os.fspath(path)
+    try:
+        info: os.stat_result | None = os.stat(text)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        info = None  # missing, under a file, or behind a folder this user may not enter: the walk below says which
+    except OSError as exc:  # a loop of symbolic links, a name too long
+        return f"cannot be reached ({exc.strerror or exc})"
+    if info is not None:
+        if folder:
+            if not stat.S_ISDIR(info.st_mode):
+                return "is a file, not a folder"
+            return None if os.access(text, os.W_OK | os.X_OK) else "is a folder this user may not write in"
+        if stat.S_ISDIR(info.st_mode):
+            return "is a folder"
+        if not stat.S_ISREG(info.st_mode):
+            return "is not a regular file (a device, pipe or socket)"
+    # The nearest folder that exists is where the file (or the first missing folder) would be made.
+    above = os.path.dirname(os.path.abspath(text))
+    while not os.path.lexists(above) and os.path.dirname(above) != above:
+        above = os.path.dirname(above)
+    try:
+        is_folder = stat.S_ISDIR(os.stat(above).st_mode)
+    except PermissionError:
+        return f"is inside {os.path.dirname(above)}, which this user may not enter"
+    except OSError as exc:
+        return f"is inside {above}, which cannot be reached ({exc.strerror or exc})"
+    if not is_folder:
+        return f"is inside {above}, which is a file"
+    if not os.access(above, os.W_OK | os.X_OK):
+        return f"is inside {above}, which this user may not write in"
+    return None
+
+
+def _cannot(folder: bool) -> str:
+    return "cannot write into" if folder else "cannot write"
+
+
+def _hint(option: str | None, folder: bool) -> str:
+    if option is None:
+        return "choose a path in a folder you can write"
+    if folder:
+        return f"give {option} a folder you can write (missing folders are made)"
+    return f"give {option} a file path in a folder you can write (missing folders are made)"
+
+
+def check_writable(path: str | os.PathLike, *, folder: bool = False, option: str | None = None) -> None:
+    """Raise `CannotWrite` (exit 2), naming the path and why, when `unwritable` finds a reason; before a
+    command's work, so that work is not done for a result that could not be kept."""
+    from wfexec.errors import CannotWrite
+
+    why = unwritable(path, folder=folder)
+    if why is not None:
+        raise CannotWrite(f"{_cannot(folder)} {os.fspath(path)}: it {why}", _hint(option, folder))
+
+
+def cannot_write(path: str | os.PathLike, exc: OSError, *, folder: bool = False, option: str | None = None):
+    """The `CannotWrite` for an OSError met writing `path`: why, as `unwritable` sees it now, else what the OS
+    said (naming the path it said it of, when that is not `path`: a folder on the way, not a temporary file)."""
+    from wfexec.errors import CannotWrite
+
+    shown = os.fspath(path)
+    why = unwritable(path, folder=folder)
+    if why is not None:
+        reason = f"it {why}"
+    else:
+        reason = exc.strerror or str(exc)
+        named = os.fspath(exc.filename) if exc.filename is not None else None
+        if named is not None and named != shown:
+            if os.path.basename(named).startswith(f".{os.path.basename(shown)}.") and named.endswith(".tmp"):
+                # write_atomic's temporary file (or convert's folder): its folder is the point
+                reason = f"nothing can be made in {os.path.dirname(named) or '.'} ({reason})"
+            else:
+                reason = f"{named}: {reason}"
+    return CannotWrite(f"{_cannot(folder)} {shown}: {reason}", _hint(option, folder))
+
+
+def write_output(path: str | os.PathLike, content: str | bytes, *, option: str | None = None) -> None:
+    """`write_atomic` for a file the command line named: checked first (nothing is made, not even a temporary
+    file, where it could not be kept), and an OSError becomes `CannotWrite` naming the path and why."""
+    check_writable(path, option=option)
+    try:
+        write_atomic(path, content)
+    except OSError as exc:
+        raise cannot_write(path, exc, option=option) from None
+
+
+def make_output_folder(path: str | os.PathLike, *, option: str | None = None) -> None:
+    """`make_folders` for a folder the command line named; `CannotWrite` when it cannot be made or written in."""
+    check_writable(path, folder=True, option=option)
+    try:
+        make_folders(path)
+    except OSError as exc:
+        raise cannot_write(path, exc, folder=True, option=option) from None
+
+
+def unreadable(path: str | os.PathLike) -> str | None:
+    """Why this user cannot examine `path`, as words that follow "it" ("is inside /srv/x, which this user may not
+    enter"), or None: when it can, and when it does not exist (what to say of that is the command's)."""
+    text = os.fspath(path)
+    try:
+        info = os.stat(text)
+    except PermissionError:
+        closed = _closed_folder(text)
+        return (f"is inside {closed}, which this user may not enter" if closed
+                else "cannot be examined by this user (permission denied)")
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        return f"cannot be reached ({exc.strerror or exc})"
+    if stat.S_ISDIR(info.st_mode):
+        if not os.access(text, os.R_OK | os.X_OK):
+            return "is a folder this user may not open (permission denied)"
+    elif not os.access(text, os.R_OK):
+        return "is a file this user may not read (permission denied)"
+    return None
+
+
+def _closed_folder(path: str) -> str | None:
+    """The first folder on the way to `path` that this user may not enter (search), or None."""
+    absolute = os.path.abspath(path)
+    parts = absolute.split(os.sep)
+    for end in range(2, len(parts)):
+        folder = os.sep.join(parts[:end]) or os.sep
+        if os.path.isdir(folder) and not os.access(folder, os.X_OK):
+            return folder
+    return None
+
+
+def check_readable(path: str | os.PathLike, *, option: str | None = None) -> None:
+    """Raise `CannotRead` (exit 2), naming the path and why, when this user cannot examine it."""
+    from wfexec.errors import CannotRead
+
+    why = unreadable(path)
+    if why is not None:
+        raise CannotRead(f"cannot read {os.fspath(path)}: it {why}",
+                         "ask the owner for access (chmod), or run wfexec as a user who may read it"
+                         + (f"; or give {option} another path" if option else ""))
 
 
 def _written_absolute(raw_path) -> bool:
