@@ -215,10 +215,15 @@ class RunStatus(str, Enum):
     cancelled = "cancelled"
 
 
+# The most `runs --limit` takes: a store holds fewer runs, and past 2**63-1 SQLite cannot take the number at all.
+RUNS_LIMIT = 1_000_000_000
+
+
 @app.command()
 def runs(
     status: Optional[RunStatus] = typer.Option(None, "--status", help="Only runs with this status."),
-    limit: int = typer.Option(50, "--limit", min=0, metavar="N", help="List the newest N runs (0: all of them)."),
+    limit: int = typer.Option(50, "--limit", min=0, max=RUNS_LIMIT, metavar="N",
+                              help="List the newest N runs (0: all of them)."),
     format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text or json."),
     store: Optional[Path] = STORE_OPTION,
     temporal: Optional[str] = TEMPORAL_OPTION,

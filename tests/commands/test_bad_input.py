@@ -1,0 +1,29 @@
+"""Input the commands read that is wrong or cannot be read: a clear line saying what is wrong with which argument
+and how to fix it, exit 2, never a traceback and never a misleading result (the audit's findings 2 to 6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT, wfexec_cli
+
+QUICKSTART = ROOT / "skills" / "quickstart"
+
+
+def _clean_error(done, *words: str) -> None:
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    for word in words:
+        assert word in done.stderr, done.stderr
+
+
+# -- runs --limit ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("run_cli", ["in_process", "subprocess"])  # typer's parsing, and the launcher's table
+def test_runs_limit_past_what_sqlite_can_take_is_a_usage_error(cli, tmp_path, run_cli):
+    assert cli("run", QUICKSTART, "--answer", "ask_mood=plain", cwd=tmp_path).returncode == 0  # a store to read
+    command = cli if run_cli == "in_process" else wfexec_cli
+    done = command("runs", "--limit", str(2 ** 63), cwd=tmp_path)
+    _clean_error(done, "--limit", "1000000000")
+    listed = command("runs", "--limit", "1000000000", cwd=tmp_path)
+    assert listed.returncode == 0 and "quickstart" in listed.stdout, listed.stderr
