@@ -27,3 +27,15 @@ def test_runs_limit_past_what_sqlite_can_take_is_a_usage_error(cli, tmp_path, ru
     _clean_error(done, "--limit", "1000000000")
     listed = command("runs", "--limit", "1000000000", cwd=tmp_path)
     assert listed.returncode == 0 and "quickstart" in listed.stdout, listed.stderr
+
+
+# -- expand of a file that is no workflow ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "- a list\n"], ids=["empty", "comment", "list"])
+def test_expand_says_what_validate_says_of_a_file_that_is_no_mapping(cli, tmp_path, text):
+    (tmp_path / "e.yaml").write_text(text)
+    expanded = cli("expand", "e.yaml", cwd=tmp_path)
+    validated = cli("validate", "e.yaml", cwd=tmp_path)
+    _clean_error(expanded, "e.yaml:1:1: error: a workflow must be a YAML mapping")
+    assert validated.stdout.splitlines()[0] in expanded.stderr  # the same diagnostic, word for word
+    assert expanded.stdout == ""

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from wfexec.language import composites
-from wfexec.language.diagnostics import Diagnostic
+from wfexec.language.diagnostics import Diagnostic, Reporter
 from wfexec.language.loader import load_file
-from wfexec.language.schema import check_against
+from wfexec.language.schema import check_against, check_top_level
 
 # Words a YAML 1.1 reader (PyYAML, most editors) takes for booleans or null: quoted, so `"yes"` stays a string.
 _AMBIGUOUS = re.compile(r"^(?:y|yes|n|no|on|off|true|false|null|~)$", re.IGNORECASE)
@@ -22,7 +22,12 @@ def expanded(path: Path) -> tuple[str | None, list[Diagnostic]]:
     """(the expanded workflow as YAML, or None when it cannot be read; the problems found)."""
     doc = load_file(path)
     if doc.data is None or not isinstance(doc.data, dict):
-        return None, list(doc.diagnostics)
+        if doc.diagnostics:  # it could not be read or parsed
+            return None, list(doc.diagnostics)
+        # Read, but empty or no mapping: what `wfexec validate` says of it (and not nothing, with exit 2).
+        report = Reporter(doc.path, doc.positions)
+        check_top_level(doc.data, report)
+        return None, report.diagnostics
     fragment = _is_fragment(doc.data)
     if fragment:  # a file of nodes only, as blueprint-lib's composite fixtures are written
         doc = replace(doc, data={"nodes": doc.data},
