@@ -586,7 +586,11 @@ def graph(
 
     if output is not None:
         check_writable(output, option="--output")  # before drawing (Graphviz may take a while)
-    if workflow_document(path) is None:  # a states folder, .zip or Raymond .yaml
+    from wfexec.commands.states import may_be_states
+
+    # A states folder, .zip or Raymond .yaml; a folder with neither workflow.yaml nor state files is drawn as the
+    # workflow it lacks, which says so, as validate, plan and expand do.
+    if workflow_document(path) is None and may_be_states(Path(path)):
         from wfexec.outputs.states_graph import states_picture
         from wfexec.protocol.errors import ScopeError
         from wfexec.protocol.scopes import open_scope

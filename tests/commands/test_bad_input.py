@@ -39,3 +39,28 @@ def test_expand_says_what_validate_says_of_a_file_that_is_no_mapping(cli, tmp_pa
     _clean_error(expanded, "e.yaml:1:1: error: a workflow must be a YAML mapping")
     assert validated.stdout.splitlines()[0] in expanded.stderr  # the same diagnostic, word for word
     assert expanded.stdout == ""
+
+
+# -- graph of a folder with no workflow -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("files", [[], ["notes.txt"]], ids=["empty", "no-state-files"])
+def test_graph_of_a_folder_without_a_workflow_says_so_as_validate_does(cli, tmp_path, files):
+    folder = tmp_path / "ed"
+    folder.mkdir()
+    for name in files:
+        (folder / name).write_text("hi\n")
+    drawn = cli("graph", folder, cwd=tmp_path)
+    _clean_error(drawn, "ed/workflow.yaml:1:1: error: no such file: ed/workflow.yaml")
+    assert "flowchart" not in drawn.stdout
+    for command in ("validate", "plan", "expand"):
+        said = cli(command, folder, cwd=tmp_path)
+        assert said.returncode == 2 and "no such file: ed/workflow.yaml" in said.stdout + said.stderr
+
+
+def test_graph_still_draws_a_states_folder(cli, tmp_path):
+    folder = tmp_path / "st"
+    folder.mkdir()
+    (folder / "START.md").write_text("Say hi, then <goto>END.md</goto>\n")
+    (folder / "END.md").write_text("Done. <result>ok</result>\n")
+    drawn = cli("graph", folder, cwd=tmp_path)
+    assert drawn.returncode == 0 and "START.md" in drawn.stdout, drawn.stderr
