@@ -64,3 +64,38 @@ def test_graph_still_draws_a_states_folder(cli, tmp_path):
     (folder / "END.md").write_text("Done. <result>ok</result>\n")
     drawn = cli("graph", folder, cwd=tmp_path)
     assert drawn.returncode == 0 and "START.md" in drawn.stdout, drawn.stderr
+
+
+# -- messages that name what is wrong with the argument given -------------------------------------------------
+
+def test_answers_given_a_folder_says_it_is_a_folder(cli, tmp_path):
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    done = cli("run", QUICKSTART, "--ephemeral", "--answers", folder, cwd=tmp_path)
+    _clean_error(done, f"the answers file {folder} is a folder, not a file — give the YAML file that maps node ids "
+                       "to answers")
+    assert "workflow.yaml" not in done.stderr
+    (folder / "answers.yaml").write_text("ask_mood: plain\n")
+    done = cli("run", QUICKSTART, "--ephemeral", "--answers", folder, cwd=tmp_path)
+    _clean_error(done, f"such as {folder / 'answers.yaml'}")
+    assert cli("run", QUICKSTART, "--ephemeral", "--answers", folder / "answers.yaml", cwd=tmp_path).returncode == 0
+
+
+def test_input_file_given_a_folder_says_it_is_a_folder(cli, tmp_path):
+    done = cli("run", QUICKSTART, "--ephemeral", "--answer", "ask_mood=plain", "--input-file", tmp_path,
+               cwd=tmp_path)
+    _clean_error(done, f"the input file {tmp_path} is a folder, not a file — give --input-file the YAML or JSON file")
+    assert "workflow.yaml" not in done.stderr
+
+
+def test_skill_given_a_file_that_is_no_workflow_yaml_names_that_file(cli, tmp_path):
+    (tmp_path / "bin.yaml").write_bytes(b"\x7fELF\x02\x01\x01\x00")
+    done = cli("skill", "bin.yaml", cwd=tmp_path)
+    _clean_error(done, "error: bin.yaml is not a skill's workflow.yaml — give a skill folder that holds workflow.yaml")
+    assert ". has no" not in done.stderr
+    missing = cli("skill", "nowhere.yaml", cwd=tmp_path)
+    _clean_error(missing, "error: no such file or folder: nowhere.yaml")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _clean_error(cli("skill", empty, cwd=tmp_path), f"error: {empty} has no workflow.yaml")
+    assert not (tmp_path / "SKILL.md").exists()

@@ -27,7 +27,12 @@ def _gather_inputs(request: RunRequest, workflow) -> dict:
     given: dict[str, Any] = {}
     if request.input_file:
         from wfexec.language.loader import load_file
+        from wfexec.system.files import not_a_readable_file
 
+        why = not_a_readable_file(request.input_file)
+        if why is not None:
+            raise ValueError(f"the input file {request.input_file} {why} — give --input-file the YAML or JSON file "
+                             "that maps input names to values")
         doc = load_file(request.input_file)
         if doc.diagnostics:
             raise ValueError(doc.diagnostics[0].format())

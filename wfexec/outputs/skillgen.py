@@ -310,10 +310,16 @@ def load_skill(path: str | os.PathLike) -> tuple[Path, Workflow]:
     """The skill folder and its compiled workflow; WorkflowError when the workflow has errors."""
     from wfexec.api import load
 
+    given = Path(path)
     folder = skill_folder(path)
     workflow_path = folder / WORKFLOW_FILE
+    if not given.is_dir() and given.name != WORKFLOW_FILE:
+        # Named for what it is, not for the folder it is in: SKILL.md is written from that folder's workflow.yaml.
+        what = "no such file or folder" if not given.exists() else f"{given} is not a skill's {WORKFLOW_FILE}"
+        raise SkillError(what + (f": {given}" if not given.exists() else ""),
+                         f"give a skill folder that holds {WORKFLOW_FILE}, or that {WORKFLOW_FILE} itself")
     if not workflow_path.is_file():
-        raise SkillError(f"{folder} has no {WORKFLOW_FILE}",
+        raise SkillError(f"{folder} has no {WORKFLOW_FILE}" if given.is_dir() else f"no such file: {workflow_path}",
                          "give a skill folder that holds workflow.yaml (or the workflow.yaml itself)")
     return folder, load(workflow_path)
 

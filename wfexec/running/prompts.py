@@ -147,7 +147,14 @@ class Answers:
         merged: dict[str, Any] = {}
         for file in files:
             from wfexec.language.loader import load_file
+            from wfexec.system.files import not_a_readable_file
 
+            why = not_a_readable_file(file)
+            if why is not None:
+                inside = Path(file) / "answers.yaml"
+                raise AnswerError(f"the answers file {file} {why} — give the YAML file that maps node ids to answers"
+                                  + (f", such as {inside}" if why.startswith("is a folder") and inside.is_file()
+                                     else ""))
             doc = load_file(file)
             if doc.diagnostics:
                 raise AnswerError(doc.diagnostics[0].format())

@@ -211,6 +211,15 @@ def unreadable(path: str | os.PathLike) -> str | None:
     return None
 
 
+def not_a_readable_file(path: str | os.PathLike) -> str | None:
+    """Why `path`, named as a file to read (--answers, --input-file), is none this user can read, as words that
+    follow it ("is a folder, not a file"), or None (a missing file included: the reader says so)."""
+    why = unreadable(path)
+    if why is None and os.path.isdir(path):
+        return "is a folder, not a file"
+    return why
+
+
 def _closed_folder(path: str) -> str | None:
     """The first folder on the way to `path` that this user may not enter (search), or None."""
     absolute = os.path.abspath(path)
