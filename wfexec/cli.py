@@ -498,9 +498,12 @@ def skill(
     from wfexec.language.diagnostics import WorkflowError
     from wfexec.outputs.skillgen import SkillError, check as check_skill, write as write_skill
 
+    from wfexec.system.files import check_readable
+
     code = exit_code_for("completed")
     for path in paths:
         try:
+            check_readable(path)  # CannotRead, before pathlib's is_dir raises PermissionError
             if check:
                 target, diff = check_skill(path)
                 if diff is None:
@@ -539,8 +542,9 @@ def expand(
     from wfexec.api import resolve_workflow_path
     from wfexec.language.diagnostics import ERROR
     from wfexec.outputs.expansion import expanded
-    from wfexec.system.files import check_writable, write_output
+    from wfexec.system.files import check_readable, check_writable, write_output
 
+    check_readable(path)  # CannotRead, before pathlib's is_dir raises PermissionError
     if output:
         check_writable(output, option="--output")
     text, problems = expanded(resolve_workflow_path(path))
@@ -582,8 +586,9 @@ def graph(
     from wfexec.language.diagnostics import WorkflowError
     from wfexec.outputs.graph import (GraphvizFailed, GraphvizMissing, collapsed, dot_of, mermaid_of, picture,
                                       render)
-    from wfexec.system.files import check_writable
+    from wfexec.system.files import check_readable, check_writable
 
+    check_readable(path)  # CannotRead, before pathlib's is_dir raises PermissionError
     if output is not None:
         check_writable(output, option="--output")  # before drawing (Graphviz may take a while)
     from wfexec.commands.states import may_be_states
@@ -663,7 +668,9 @@ def plan(
     from wfexec.api import load
     from wfexec.language.diagnostics import WorkflowError
     from wfexec.outputs.plan import plan as side_effects, plan_text
+    from wfexec.system.files import check_readable
 
+    check_readable(path)  # CannotRead, before pathlib's is_dir raises PermissionError
     try:
         workflow = load(path)
     except WorkflowError as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["raymond_manifest", "workflow_document"]
+__all__ = ["raymond_manifest", "unreadable_diagnostic", "workflow_document"]
 
 
 def workflow_document(path):
@@ -53,3 +53,18 @@ def raymond_manifest(folder: Path) -> dict | None:
     except ScopeError:
         return None
     return dict(data)
+
+
+def unreadable_diagnostic(path):
+    """The error diagnostic for a path this user cannot examine (a folder on the way they may not enter, a folder
+    they may not list, a file they may not read), or None. Asked before anything looks at the path: pathlib's
+    is_file and is_dir raise PermissionError there."""
+    from wfexec.system.files import unreadable
+
+    why = unreadable(path)
+    if why is None:
+        return None
+    from wfexec.language.diagnostics import Diagnostic
+
+    return Diagnostic(str(path), 1, 1, "", "error", "file-unreadable", f"cannot read {path}: it {why}",
+                      "ask the owner for access (chmod), or run wfexec as a user who may read it")

@@ -113,9 +113,16 @@ def validate(paths: Sequence[Path], format: str = "text", strict: bool = False, 
     everything = []
     files = []
     from wfexec.api import lint_nodes
+    from wfexec.commands.documents import unreadable_diagnostic
     from wfexec.commands.states import lint_diagnostics, states_line
 
     for path in paths:
+        closed = unreadable_diagnostic(path)
+        if closed is not None:  # examined below by is_file/stat, which raise PermissionError
+            everything.append(closed)
+            if format == "text":
+                print(closed.format())
+            continue
         linted = lint_diagnostics(path)
         if linted is not None:  # a states folder: Raymond's lint is its check
             if strict:

@@ -81,6 +81,9 @@ def execute_run(request: RunRequest) -> int:
     from wfexec.commands.documents import workflow_document  # a states folder, or a workflow?
     from wfexec.running.prompts import Answers
 
+    refused = _unreadable(request.path)
+    if refused:
+        return refused
     document = workflow_document(request.path)
     if document is None and request.record_case is not None:
         _error("error: --record-case records a workflow's run; a states folder has no `wfexec test` cases — run a "
@@ -159,6 +162,17 @@ def execute_resume(request: RunRequest) -> int:
         return resume_on_cluster(request, io)
     options = engine_options(request, answers, backend)
     return _guarded(request, lambda: _resume(request, io, options))
+
+
+def _unreadable(path) -> int:
+    """0, or exit 2 after saying that this user cannot examine the path `run`/`states` was given."""
+    from wfexec.commands.documents import unreadable_diagnostic
+
+    closed = unreadable_diagnostic(path)
+    if closed is None:
+        return 0
+    _error(f"error: {closed.message} — {closed.hint}")
+    return exit_code_for("invalid")
 
 
 def _refused_on_cluster(request: RunRequest, backend) -> int:
@@ -360,6 +374,9 @@ def execute_states(request: RunRequest) -> int:
     from wfexec.system.run_store import states_workflows_folder
     from wfexec.protocol.errors import ScopeError
 
+    refused = _unreadable(request.path)
+    if refused:
+        return refused
     for name, value in (("a budget", request.budget_usd), ("a timeout", request.timeout)):
         if value is not None and value < 0:
             _error(f"error: {name} cannot be negative" + (" (0: no timeout)" if name == "a timeout" else ""))

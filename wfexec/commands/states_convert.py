@@ -223,12 +223,13 @@ def convert_command(path: Path, output: Path | None) -> int:
     import sys
     import tempfile
 
-    from wfexec.errors import CannotWrite
+    from wfexec.errors import CannotRead, CannotWrite
     from wfexec.exit_codes import exit_code_for
     from wfexec.protocol.scopes import open_scope
-    from wfexec.system.files import check_writable, write_output
+    from wfexec.system.files import check_readable, check_writable, write_output
 
     try:
+        check_readable(path)  # CannotRead, before open_scope's is_dir raises PermissionError
         scope = open_scope(path, str(path))
         if isinstance(scope, YamlScope):
             into = output or path.with_suffix("")
@@ -243,7 +244,7 @@ def convert_command(path: Path, output: Path | None) -> int:
                 check.write_text(text, encoding="utf-8")
                 _same_states(scope, open_scope(check, str(output or check.name)))
             message = f"{path}: written as {output}" if output else ""
-    except (ScopeError, CannotWrite) as exc:
+    except (ScopeError, CannotRead, CannotWrite) as exc:
         print(exc.format(), file=sys.stderr)
         return exit_code_for(exc)
     for warning in warnings:

@@ -117,12 +117,19 @@ class Suite:
 def find_suites(paths: Sequence[Path]) -> tuple[list[Suite], list[str]]:
     """The test files under `paths` (skill folders, workflow files, test files, or folders of skills searched
     recursively), and the problems with paths that hold none."""
+    from wfexec.system.files import unreadable
+
     found: list[Suite] = []
     problems: list[str] = []
     for given in paths:
         # Absolute: each case runs in a folder of its own, and what the workflow names is found from its file.
         path = Path(given).resolve()
         shown = _display(path)
+        closed = unreadable(path)
+        if closed is not None:  # pathlib's is_file and is_dir raise PermissionError there
+            problems.append(f"{shown}: error: cannot read it: it {closed} — ask the owner for access (chmod), or "
+                            "run wfexec as a user who may read it")
+            continue
         if path.is_file() and path.name == WORKFLOW_FILE or path.is_dir() and (path / WORKFLOW_FILE).is_file():
             workflow = path if path.is_file() else path / WORKFLOW_FILE
             suites = _suites_of(workflow)

@@ -292,9 +292,11 @@ def load_file(path: str | os.PathLike) -> Document:
         return Document(path=shown, data=None, positions={(): (1, 1)}, diagnostics=[
             Diagnostic(shown, 1, 1, "", "error", "file-missing", f"no such file: {shown}", "check the path")])
     except (IsADirectoryError, PermissionError, OSError) as exc:
+        hint = ("ask the owner for access (chmod), or run wfexec as a user who may read it"
+                if isinstance(exc, PermissionError) else "pass a workflow.yaml file or a folder containing one")
         return Document(path=shown, data=None, positions={(): (1, 1)}, diagnostics=[
             Diagnostic(shown, 1, 1, "", "error", "file-unreadable", f"cannot read {shown}: {exc.strerror or exc}",
-                       "pass a workflow.yaml file or a folder containing one")])
+                       hint)])
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
-from glob import escape as glob_escape
 from pathlib import Path
 
 
@@ -29,6 +27,8 @@ def make_folders(folder: str | os.PathLike) -> None:
 
 def write_atomic(path: str | os.PathLike, content: str | bytes, encoding: str = "utf-8") -> None:
     """Write to a temporary file beside `path`, then rename it over `path`."""
+    import tempfile  # here: `run` and `states` check their paths with this module and write nothing on a start
+
     target = Path(path)
     make_folders(target.parent)
     data = content.encode(encoding) if isinstance(content, str) else content
@@ -76,6 +76,8 @@ def _umask() -> int:
 
 def _remove_leftovers(target: Path) -> None:
     """Temporary files of earlier writes to `target` that a killed process never renamed."""
+    from glob import escape as glob_escape  # here: glob imports contextlib, which a run's start does without
+
     for leftover in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
         try:
             leftover.unlink()
