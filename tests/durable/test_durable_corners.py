@@ -376,3 +376,49 @@ def test_a_killed_runs_lease_held_by_a_reused_pid_does_not_keep_it_running_for_e
     assert listed[0]["status"] == "interrupted"
     resumed = cli("resume", listed[0]["id"], "--store", store, "--rerun", cwd=tmp_path)
     assert (resumed.returncode, resumed.stdout.strip()) == (0, "3"), resumed.stderr
+
+
+CLONE_THEN_WORK = """\
+name: clone-then-work
+version: "1"
+start_node: fetch
+nodes:
+  fetch:
+    type: action
+    actions:
+      - {type: clone_repo, url: "UPSTREAM", dest: src, store_as: computed.sha}
+      - {type: run_command, command: [sleep, "30"]}
+    on_success: done
+    on_failure: failed
+endings:
+  done: {type: success, message: "cloned ${computed.sha}"}
+  failed: {type: failure, message: "${computed.last_error}"}
+"""
+
+
+def test_a_clone_made_before_its_step_was_killed_is_taken_as_the_clone_when_the_step_runs_again(tmp_path):
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", str(upstream)], check=True)
+    (upstream / "README").write_text("hello\n")
+    subprocess.run([*git, "-C", str(upstream), "add", "README"], check=True)
+    subprocess.run([*git, "-C", str(upstream), "commit", "-qm", "first"], check=True)
+    sha = subprocess.run(["git", "-C", str(upstream), "rev-parse", "HEAD"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "workflow.yaml").write_text(CLONE_THEN_WORK.replace("UPSTREAM", str(upstream)))
+    process = subprocess.Popen([sys.executable, "-m", "wfexec", "run", "workflow.yaml", "--store", "runs.db"],
+                               cwd=work, env=with_coverage(dict(os.environ)), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not (work / "src" / "README").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # into the sleep that follows the clone
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    run_id = json.loads(cli("runs", "--store", "runs.db", "--format", "json", cwd=work).stdout)[0]["id"]
+    (work / "workflow.yaml").write_text(CLONE_THEN_WORK.replace("UPSTREAM", str(upstream)).replace('"30"', '"0"'))
+    resumed = cli("resume", run_id, "--store", "runs.db", "--rerun", "--accept-changes", cwd=work)
+    assert (resumed.returncode, resumed.stdout.strip()) == (0, f"cloned {sha}"), resumed.stdout + resumed.stderr

@@ -213,6 +213,9 @@ class Run:
         self.clock_served = False  # an expression of this step has read the clock (recorded, or replayed)
         # A call of this step that is not safe to repeat has run (RunStopped.repeatable).
         self.repeat_unsafe = False
+        # This step was in flight when an earlier process died, and runs again: what its first run did outside
+        # may be there already (a clone_repo finds its own clone).
+        self.rerun_in_flight = False
         self.scope = Scope(self.state, self.extras, clock=self.step_clock)
         self.journal = journal
         # State paths (first two segments) written since the journal last looked, and how many items were

@@ -161,8 +161,10 @@ def enter(run: Run, node_id: str) -> Node:
             run.stop(node, f"node '{node_id}' was entered {visits} times, more than its max_visits "
                            f"({node.max_visits})", "fix the loop that returns to it")
     # The step's clock: read the first time an expression asks (a resumed step reads when it first started).
-    run.step_ms, run.resumed_step_ms, run.clock_served = run.resumed_step_ms, None, False
+    resumed = run.resumed_step_ms
+    run.step_ms, run.resumed_step_ms, run.clock_served = resumed, None, False
     run.repeat_unsafe = False
+    run.rerun_in_flight = resumed is not None
     return node
 
 

@@ -168,6 +168,12 @@ def _require(params, name: str, operation: str) -> str:
 def _clone(url: str, dest: str, branch: str | None, depth: int, params, ctx) -> None:
     target = guarded_path(ctx, {"dest": dest}, "dest", "clone into")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        if ctx.run.rerun_in_flight and _cloned_from(target, url, branch, _timeout(params)):
+            # The step runs again after its process died: its first run cloned this, and nothing it did after
+            # the clone was committed. The clone is the same one this call would make.
+            ctx.io.trace(f"  '{dest}' is already a clone of {url}: the step's first run made it")
+            _store_sha(params, ctx, target, dest)
+            return
         raise ActionFailed(f"cannot clone into '{dest}': it already exists and is not an empty folder",
                            "use git_pull to update an existing clone, or delete the folder first")
     depth = _whole_number(depth, "depth")
@@ -183,11 +189,26 @@ def _clone(url: str, dest: str, branch: str | None, depth: int, params, ctx) -> 
     _store_sha(params, ctx, target, dest)
 
 
+def _cloned_from(folder: Path, url: str, branch: str | None, timeout: float) -> bool:
+    """Whether `folder` is a clone of `url` (on `branch`, when one is given)."""
+    try:
+        origin = _run_git(["config", "--get", "remote.origin.url"], cwd=folder, timeout=timeout,
+                          ceiling=_ceiling(folder)).strip()
+        on = _run_git(["rev-parse", "--abbrev-ref", "HEAD"], cwd=folder, timeout=timeout,
+                      ceiling=_ceiling(folder)).strip() if branch else None
+    except ActionFailed:
+        return False
+    return origin == url and (branch is None or on == branch)
+
+
 @TYPES.consequence("clone_repo", {"url": URL, "dest": DEST, "branch": BRANCH, "depth": DEPTH, "store_as": STORE_AS,
                                   "timeout": TIMEOUT},
                    ["url", "dest"], paths=("store_as",), effects=("git", "network", "files"), idempotent=False)
 def clone_repo(params, ctx):
-    """`git clone --depth N [--branch B] url dest` (depth default 1); dest must not be a non-empty folder."""
+    """`git clone --depth N [--branch B] url dest` (depth default 1); dest must not be a non-empty folder.
+
+    When the step runs again because its process died after the clone, the clone it finds there (of the same
+    url and branch) is taken as this call's."""
     _clone(params["url"], params["dest"], params.get("branch"), params.get("depth", 1), params, ctx)
 
 
