@@ -8,19 +8,13 @@ from pathlib import Path
 from wfexec.language.diagnostics import Diagnostic, WorkflowError, has_errors
 from wfexec.language.model import Workflow
 
+from wfexec.protocol.folders import WORKFLOW_FILE, resolve_workflow_path  # noqa: F401  (named here for embedders)
+from wfexec.records import dataclass
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-WORKFLOW_FILE = "workflow.yaml"
-
-
-def resolve_workflow_path(path: str | os.PathLike) -> Path:
-    """A workflow file, or a skill folder holding workflow.yaml."""
-    p = Path(path)
-    if p.is_dir():
-        return p / WORKFLOW_FILE
-    return p
 
 
 def check(path: str | os.PathLike, document=None) -> tuple[Workflow | None, list[Diagnostic]]:
@@ -82,9 +76,45 @@ def check_to_run(path: str | os.PathLike, document=None) -> tuple[Workflow | Non
     return workflow, diagnostics
 
 
+@dataclass(frozen=True)
+class Validation:
+    """What `wfexec validate PATH` reports of one path, whichever door asks."""
+
+    diagnostics: list          # every diagnostic, errors and warnings, in reading order
+    file: Path                 # the workflow file (or states folder) as messages name it
+    summary: Any = None        # a workflow's `Summary` (nodes as code, asking a person, going to the LLM)
+    states: bool = False       # a states folder: Raymond's lint is its check
+
+    @property
+    def valid(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+
+def validation(path: str | os.PathLike, check: Callable[[Any], Any] | None = None) -> Validation:
+    """Everything `wfexec validate PATH` reports, for every door (the command line, `validate`, MCP): a states
+    folder's lint (a folder of .md/.sh states, a .zip, a Raymond .yaml), else the workflow's diagnostics and
+    those of what its nodes read besides it (`lint_nodes`: the states a `states` node runs). `check` is how the
+    door compiles a workflow (`check_with_summary`, else a door's own, keeping what it compiled). Raises
+    `BrokenPlugins` when an installed plugin cannot be used."""
+    from wfexec.protocol.folders import lint_diagnostics, unreadable_diagnostic
+
+    closed = unreadable_diagnostic(path)
+    if closed is not None:  # examined below by is_file/stat, which raise PermissionError
+        return Validation([closed], Path(path))
+    linted = lint_diagnostics(path)
+    if linted is not None:
+        return Validation(linted, Path(path), states=True)
+    checked = (check or check_with_summary)(path)
+    diagnostics = checked.diagnostics
+    if checked.workflow is not None:
+        diagnostics = [*diagnostics, *lint_nodes(checked.workflow)]
+    return Validation(diagnostics, resolve_workflow_path(path), summary=checked.summary)
+
+
 def validate(path: str | os.PathLike) -> list[Diagnostic]:
-    """Every diagnostic for one workflow (errors and warnings)."""
-    return check(path)[1]
+    """Every diagnostic `wfexec validate PATH` reports for one workflow, skill folder or states folder (errors and
+    warnings): the states its `states` nodes run included."""
+    return validation(path).diagnostics
 
 
 def validate_text(text: str, path: str | os.PathLike = "<string>") -> list[Diagnostic]:

@@ -582,7 +582,7 @@ def graph(
 ):
     """Draw a workflow (node shapes by type, edges by branch, endings coloured by type) or a states folder."""
     from wfexec.api import load
-    from wfexec.commands.documents import workflow_document
+    from wfexec.protocol.folders import workflow_document
     from wfexec.language.diagnostics import WorkflowError
     from wfexec.outputs.graph import (GraphvizFailed, GraphvizMissing, collapsed, dot_of, mermaid_of, picture,
                                       render)

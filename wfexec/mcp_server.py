@@ -187,18 +187,15 @@ class Server:
         return workflow_cache.load(file, self.compiled) or checked
 
     def validate(self, path: str) -> dict:
-        from wfexec.commands.states import lint_diagnostics
-        from wfexec.language.diagnostics import ERROR
+        """What `wfexec validate` reports (`wfexec.api.validation`), the workflow compiled as this server does."""
+        from wfexec.api import validation
 
-        linted = lint_diagnostics(self.allowed(path))
-        if linted is not None:  # a states folder: Raymond's lint is its check, as for `wfexec validate`
-            return {"valid": not any(d.severity == ERROR for d in linted), "states": True,
-                    "diagnostics": [d.to_json() for d in linted], "summary": None}
-        checked = self._checked(path)
-        found = self._linted(checked)
-        diagnostics = [d.to_json() for d in found]
-        return {"valid": not any(d.severity == ERROR for d in found), "diagnostics": diagnostics,
-                "summary": checked.summary.to_json() if checked.summary is not None else None}
+        found = validation(self.allowed(path), check=lambda _: self._checked(path))
+        diagnostics = [d.to_json() for d in found.diagnostics]
+        if found.states:  # a states folder: Raymond's lint is its check
+            return {"valid": found.valid, "states": True, "diagnostics": diagnostics, "summary": None}
+        return {"valid": found.valid, "diagnostics": diagnostics,
+                "summary": found.summary.to_json() if found.summary is not None else None}
 
     @staticmethod
     def _linted(checked) -> list:

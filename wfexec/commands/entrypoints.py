@@ -105,63 +105,38 @@ def interactive(non_interactive: bool) -> bool:
 def validate(paths: Sequence[Path], format: str = "text", strict: bool = False, debug: bool = False) -> int:
     from wfexec.records import replace
 
-    from wfexec.api import check_with_summary, resolve_workflow_path
+    from wfexec.api import validation
     from wfexec.language.diagnostics import ERROR, WARNING
-
+    from wfexec.protocol.folders import states_line
     from wfexec.types.registry import BrokenPlugins
 
     everything = []
     files = []
-    from wfexec.api import lint_nodes
-    from wfexec.commands.documents import unreadable_diagnostic
-    from wfexec.commands.states import lint_diagnostics, states_line
-
     for path in paths:
-        closed = unreadable_diagnostic(path)
-        if closed is not None:  # examined below by is_file/stat, which raise PermissionError
-            everything.append(closed)
-            if format == "text":
-                print(closed.format())
-            continue
-        linted = lint_diagnostics(path)
-        if linted is not None:  # a states folder: Raymond's lint is its check
-            if strict:
-                linted = [replace(d, severity=ERROR) for d in linted]
-            everything.extend(linted)
-            if format == "text":
-                for d in linted:
-                    print(states_line(d))
-                if not any(d.severity == ERROR for d in linted):
-                    warnings = sum(1 for d in linted if d.severity == WARNING)
-                    note = f" ({warnings} warning{'s' if warnings != 1 else ''})" if warnings else ""
-                    print(f"{path}: valid states{note}", file=sys.stderr)
-            continue
         try:
             # A workflow from the compiled cache was kept when every plugin loaded (and the installed plugins
             # are in its key); any other is checked after the plugins are (BrokenPlugins).
-            checked = check_with_summary(path)
+            found = validation(path)
         except BrokenPlugins as exc:
             print(exc.format(), file=sys.stderr)
             return exit_code_for(exc)
-        diagnostics = checked.diagnostics
-        if checked.workflow is not None:
-            diagnostics = diagnostics + lint_nodes(checked.workflow)
+        diagnostics = found.diagnostics
         if strict:
             diagnostics = [d if d.severity == ERROR else replace(d, severity=ERROR) for d in diagnostics]
         everything.extend(diagnostics)
-        shown = str(resolve_workflow_path(path))
-        if checked.summary is not None:
-            files.append({"file": shown, "summary": checked.summary.to_json()})
+        shown = str(found.file)
+        if found.summary is not None:
+            files.append({"file": shown, "summary": found.summary.to_json()})
         if format == "text":
             for d in diagnostics:
-                print(d.format())
+                print(states_line(d) if found.states else d.format())
             if not any(d.severity == ERROR for d in diagnostics):
                 warnings = sum(1 for d in diagnostics if d.severity == WARNING)
                 note = f" ({warnings} warning{'s' if warnings != 1 else ''})" if warnings else ""
-                print(f"{shown}: valid{note}", file=sys.stderr)
-            if checked.summary is not None:
-                print(f"{shown}: {checked.summary.line()}", file=sys.stderr)
-                for line in checked.summary.step_lines():
+                print(f"{shown}: valid{' states' if found.states else ''}{note}", file=sys.stderr)
+            if found.summary is not None:
+                print(f"{shown}: {found.summary.line()}", file=sys.stderr)
+                for line in found.summary.step_lines():
                     print(line, file=sys.stderr)
     errors = sum(1 for d in everything if d.severity == ERROR)
     if format == "json":

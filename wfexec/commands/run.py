@@ -78,7 +78,7 @@ def _console(request: RunRequest):
 
 def execute_run(request: RunRequest) -> int:
     from wfexec.api import backend_of
-    from wfexec.commands.documents import workflow_document  # a states folder, or a workflow?
+    from wfexec.protocol.folders import workflow_document  # a states folder, or a workflow?
     from wfexec.running.prompts import Answers
 
     refused = _unreadable(request.path)
@@ -166,7 +166,7 @@ def execute_resume(request: RunRequest) -> int:
 
 def _unreadable(path) -> int:
     """0, or exit 2 after saying that this user cannot examine the path `run`/`states` was given."""
-    from wfexec.commands.documents import unreadable_diagnostic
+    from wfexec.protocol.folders import unreadable_diagnostic
 
     closed = unreadable_diagnostic(path)
     if closed is None:
@@ -301,7 +301,7 @@ def _report_driven(request, driven, io) -> int:
 def _refused_states(path) -> int:
     """0, or exit 2 after printing the errors `wfexec validate` reports for this states folder (Raymond's lint, at
     each state file's line), so that a run never starts on them."""
-    from wfexec.commands.states import lint_diagnostics, states_line
+    from wfexec.protocol.folders import lint_diagnostics, states_line
 
     found = lint_diagnostics(path)
     if not found:
@@ -334,7 +334,7 @@ def _refused_launch(path, on_ask: str, workflow_id: str | None) -> int:
             return exit_code_for("invalid")
     if on_ask != "reject":
         return 0
-    from wfexec.commands.states import split_path
+    from wfexec.protocol.folders import split_path
     from wfexec.protocol.asks import asking_states
     from wfexec.protocol.errors import ScopeError
     from wfexec.protocol.scopes import open_scope

@@ -10,9 +10,9 @@ import os
 from wfexec.records import dataclass, field
 from pathlib import Path
 
-from wfexec.commands.documents import raymond_manifest, workflow_document
+from wfexec.protocol.folders import raymond_manifest, split_path
 from wfexec.protocol.errors import ProtocolError, ScopeError, StopRun
-from wfexec.protocol.scopes import KNOWN, DirectoryScope, EditedScope, StateScope, extension, open_scope
+from wfexec.protocol.scopes import StateScope, open_scope
 from wfexec.running.request import DEFAULT_MAX_STEPS
 
 TYPE_CHECKING = False
@@ -51,23 +51,6 @@ class StatesRunResult:
         return {"status": self.status, "exit_code": self.exit_code, "result": self.result, "forks": self.forks,
                 "cost_usd": self.cost_usd, "steps": self.steps, "workflow_id": self.workflow_id,
                 "error": self.error, "hint": self.hint or None}
-
-
-def split_path(path: str | os.PathLike) -> tuple[Path, str | None]:
-    """(scope path, start state or None) for the forms `wfexec states` accepts."""
-    text = os.fspath(path)
-    p = Path(text)
-    if p.is_file() and extension(p.name) in KNOWN:
-        return p.parent, p.name
-    if not p.exists():
-        lowered = text.replace("\\", "/").lower()
-        for suffix in (".yaml/", ".yml/"):
-            at = lowered.rfind(suffix)
-            if at >= 0:
-                head, state = text[: at + len(suffix) - 1], text[at + len(suffix):]
-                if state and "/" not in state and Path(head).is_file():
-                    return Path(head), state
-    return p, None
 
 
 def run_states_path(path: str | os.PathLike, *, input: str | None = None, backend: Any = None,
@@ -201,64 +184,3 @@ def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, w
 
         write_atomic(target, text)
     return target
-
-
-def may_be_states(p: Path) -> bool:
-    """Whether `p` can be a states folder, decided without reading YAML: a folder holding state files (with no
-    workflow.yaml, or next to an entry state, where the workflow.yaml may be Raymond's manifest), a .zip, or a
-    .yaml with a top-level `states:` and no `nodes:`."""
-    import re
-
-    if p.suffix.lower() == ".zip":
-        return True
-    if p.is_dir():
-        names = os.listdir(p)
-        if not any(extension(n) in KNOWN for n in names):
-            return False
-        return "workflow.yaml" not in names or any(os.path.splitext(n)[0].lower() in ("start", "1_start")
-                                                  for n in names if extension(n) in KNOWN)
-    if p.suffix.lower() in (".yaml", ".yml") and p.is_file():
-        try:
-            text = p.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return False
-        return bool(re.search(r"^states\s*:", text, re.M)) and not re.search(r"^nodes\s*:", text, re.M)
-    return False
-
-
-def states_line(d) -> str:
-    """A states lint diagnostic in one line: `path:line:col: error: ...` when it has a line, else `path: error: ...`
-    (a finding about the folder as a whole)."""
-    if d.line:
-        return d.format()
-    return f"{d.file}: {d.severity}: {d.message}" + (f" — {d.hint}" if d.hint else "")
-
-
-def lint_diagnostics(path: str | os.PathLike, edited: dict[str, str] | None = None) -> list | None:
-    """Raymond's lint findings for a states folder (a directory without a wfexec workflow.yaml, a .zip or a
-    Raymond .yaml), as diagnostics naming each state file at the line of the finding; None when `path` is not
-    one. `wfexec validate` reports them, and `wfexec run`/`states` refuse to start on their errors. `edited`
-    (state file name → text) is what an editor holds unsaved of a folder's files (`wfexec lsp`)."""
-    from wfexec.protocol.lint_cache import lint_findings
-
-    p = Path(path)
-    if p.is_file() and extension(p.name) in KNOWN:
-        p = p.parent
-    if not may_be_states(p):
-        return None  # a workflow (or nothing): the workflow check says what it is
-    try:
-        if workflow_document(p) is not None:
-            return None
-    except (OSError, ValueError):
-        return None
-    try:
-        scope = open_scope(p, str(p))
-        if edited and isinstance(scope, DirectoryScope):
-            scope = EditedScope(scope.path, scope.label, edited)
-    except ScopeError as exc:
-        from wfexec.language.diagnostics import Diagnostic
-
-        return [Diagnostic(str(p), 0, 0, "", "error", "states-scope", exc.message, exc.hint)]
-    from wfexec.nodes.states import state_diagnostic
-
-    return [state_diagnostic(finding, scope, str(p)) for finding in lint_findings(scope)]

@@ -18,7 +18,7 @@ _ATTRIBUTE_TARGET = re.compile(r"\b(?:next|return)\s*=\s*[\"'](?P<target>[^\"']+
 
 def state_folder(path: Path) -> Path | None:
     """The states folder `path` is a state file of, or None (a README beside other notes is not one)."""
-    from wfexec.commands.states import may_be_states
+    from wfexec.protocol.folders import may_be_states
     from wfexec.protocol.scopes import extension
 
     if not extension(path.name):
@@ -34,7 +34,7 @@ def state_folder(path: Path) -> Path | None:
 
 def diagnostics(path: Path, text: str, folder: Path) -> list:
     """The folder's lint findings that are about this file, the file read as the editor holds it."""
-    from wfexec.commands.states import lint_diagnostics
+    from wfexec.protocol.folders import lint_diagnostics
 
     found = lint_diagnostics(folder, edited={path.name: text}) or []
     return [d for d in found if d.file == str(folder / path.name) and d.line]

@@ -207,28 +207,11 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def state_diagnostic(finding, scope, shown: str, at=None, prefix: str = ""):
-    """A lint finding (wfexec.protocol.lint) as a diagnostic at the state file's line and column (a folder's or a
-    zip's state: the file is there as written), else at `at` (the node, for states held in a YAML file or
-    inline), else the scope."""
-    from wfexec.language.diagnostics import Diagnostic
-
-    message = f"{prefix}{finding.message} [{finding.check}]"
-    if finding.file and scope.kind in ("folder", "zip"):
-        return Diagnostic(f"{shown}/{finding.file}", finding.line, finding.column, "", finding.severity,
-                          finding.check, message)
-    if at is not None:
-        state = f"{finding.file}: " if finding.file and finding.file not in finding.message else ""
-        return Diagnostic(at.file, at.line, at.column, at.yaml_path, finding.severity, finding.check,
-                          f"{prefix}{state}{finding.message} [{finding.check}]")
-    return Diagnostic(f"{shown}/{finding.file}" if finding.file else shown, 0, 0, "", finding.severity,
-                      finding.check, message)
-
-
 def lint(node) -> list:
     """Raymond's lint findings for the node's states, at the state file's line and column for a folder or a zip,
     at the node for states in a YAML file or inline."""
     from wfexec.protocol.errors import ProtocolError
+    from wfexec.protocol.folders import state_diagnostic
     from wfexec.protocol.lint_cache import lint_findings
 
     spec = node.spec
