@@ -172,6 +172,8 @@ class Server:
         from wfexec.language.loader import load_file
 
         file = resolve_workflow_path(self.allowed(path))
+        if not file.exists():  # said as the command line says it (`file-missing`), of the path as given
+            return check_with_summary(resolve_workflow_path(Path(path).expanduser()))
         if file.suffix not in WORKFLOW_SUFFIXES:
             return _not_a_workflow(file, f"a workflow is a {' or '.join(WORKFLOW_SUFFIXES)} file, or a folder "
                                          "holding workflow.yaml")
