@@ -169,9 +169,11 @@ def run(workflow: Workflow | str | os.PathLike, **options: Any):
 
     io, cwd, ask = (options.pop(name, None) for name in ("io", "cwd", "ask"))
     _refuse_other_doors(options, "run")
+    # The options are checked (OptionError) before the workflow is read, as at the other doors.
+    request = RunRequest(path=workflow.path if isinstance(workflow, Workflow) else workflow, **options)
     if not isinstance(workflow, Workflow):
         workflow = load(workflow)
-    request = RunRequest(path=workflow.path, **options)
+        request = request.replace(path=workflow.path)
     engine = engine_options(request, _given_answers(request), cwd=cwd, ask=ask)
     inputs = check_inputs(dict(request.inputs), workflow.input_schema)
     io = io or _console()

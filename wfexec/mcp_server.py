@@ -234,9 +234,12 @@ class Server:
     def request(self, **given: Any):
         """The run request of a tool call: its arguments (the options the tool takes, declared once in
         wfexec.running.request), in this server's store, asking nobody."""
-        from wfexec.running.request import RunRequest
+        from wfexec.running.request import OptionError, RunRequest
 
-        return RunRequest(store=self.store, **{name: value for name, value in given.items() if value is not None})
+        try:
+            return RunRequest(store=self.store, **{name: value for name, value in given.items() if value is not None})
+        except OptionError as exc:  # a tool error, as the SDK's own check of an argument is
+            raise ToolRefused(exc.message) from None
 
     def _finish(self, drive) -> dict:
         from wfexec.commands.run import driven_json

@@ -50,3 +50,55 @@ def test_validate_gives_what_the_command_line_reports(tmp_path, monkeypatch, mad
     given = [d.to_json() for d in wfexec.validate(path)]
     assert given == _cli_diagnostics(path, tmp_path)
     assert [(d["code"], d["line"], d["column"]) for d in given] == [("missing-target", 2, 7)]
+
+
+ASK = """\
+name: ask
+version: "1.0.0"
+start_node: q
+input_schema:
+  name: {type: string}
+nodes:
+  q:
+    type: user_prompt
+    prompt:
+      question: "Pick one"
+      header: Pick
+      options:
+        - {id: a, label: Alpha, description: first}
+    on_response:
+      a: {next_node: done}
+endings:
+  done: {type: success, message: "chose"}
+"""
+
+
+@pytest.mark.parametrize("given,said", [
+    ({"max_steps": 0}, "Invalid value for 'max_steps': Input should be greater than or equal to 1, not 0"),
+    ({"max_steps": -5}, "Invalid value for 'max_steps': Input should be greater than or equal to 1, not -5"),
+    ({"max_steps": 10**10}, "Invalid value for 'max_steps': Input should be less than or equal to 1000000000"),
+    ({"max_steps": "5"}, "Invalid value for 'max_steps': Input should be a valid integer, not '5'"),
+    ({"max_steps": True}, "Invalid value for 'max_steps': Input should be a valid integer, not True"),
+    ({"inputs": "name=x"}, "Invalid value for 'inputs': Input should be a valid dictionary, not 'name=x'"),
+    ({"durability": "fast"}, "Invalid value for 'durability': Input should be 'normal' or 'full', not 'fast'"),
+    ({"ephemeral": "yes"}, "Invalid value for 'ephemeral': Input should be a valid boolean, not 'yes'"),
+], ids=lambda value: str(value)[:30])
+def test_the_run_request_refuses_what_its_options_declare_before_any_run_is_recorded(tmp_path, given, said):
+    """`max_steps=0` once recorded a `stopped` run ("the run took more than 0 steps"), `"5"` a `failed` one
+    (InternalError), and `inputs="name=x"` was a bare ValueError: the API checked only keyword names, where the
+    command line and MCP check each value against the option's declaration."""
+    (tmp_path / "ask.yaml").write_text(ASK)
+    store = tmp_path / "runs.db"
+    with pytest.raises(wfexec.WfexecError) as refused:
+        wfexec.run(tmp_path / "ask.yaml", answers={"q": "a"}, store=store, **given)
+    assert isinstance(refused.value, ValueError) and refused.value.outcome == "invalid"
+    assert refused.value.message.startswith(said), refused.value.message
+    assert refused.value.run_id is None and not store.exists()
+    assert wfexec.run(tmp_path / "ask.yaml", answers={"q": "a"}, store=store).ending == "done"
+
+
+def test_the_command_line_refuses_an_out_of_range_value_in_the_same_words(tmp_path):
+    (tmp_path / "ask.yaml").write_text(ASK)
+    done = cli("run", "ask.yaml", "--max-steps", "0", cwd=tmp_path)
+    assert done.returncode == 2 and "Invalid value for '--max-steps': Input should be greater than or equal to 1" \
+        in done.stderr, done.stderr

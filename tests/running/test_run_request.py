@@ -213,3 +213,10 @@ def test_a_request_given_as_a_command_line_is_read_back_the_same(command, reques
     parsed = launcher.parse(words)
     assert parsed is not None and parsed[0] == command, words
     assert request_from_command_line(command, parsed[1]) == request_
+
+
+def test_each_declared_default_fits_its_own_declaration():
+    """The request checks each given value against its option's type, bounds and choices (OptionError): a door
+    passing an option's default explicitly is never refused."""
+    for name, spec in options().items():
+        assert RunRequest(**{name: spec.fresh_default()}).asked() == {}, name

@@ -178,7 +178,7 @@ def request_from_command_line(command: str, given: dict[str, Any]) -> Any:
     request's fields), or exit 2 after saying which `KEY=VALUE` is malformed. Each option's reading is its
     declaration's (wfexec.running.request): `--answer` and `--set` pairs become mappings, `--non-interactive` at
     a terminal is the request's `interactive`."""
-    from wfexec.running.request import RunRequest, options_of, pairs_to_dict
+    from wfexec.running.request import OptionError, RunRequest, options, options_of, pairs_to_dict
 
     values: dict[str, Any] = {"debug": bool(given.get("debug"))}
     if "path" in given:
@@ -201,7 +201,11 @@ def request_from_command_line(command: str, given: dict[str, Any]) -> Any:
         print(f"error: {exc}", file=sys.stderr)
         return exit_code_for("invalid")
     values["interactive"] = interactive(bool(values.get("non_interactive")))
-    return RunRequest(**values)
+    try:
+        return RunRequest(**values)
+    except OptionError as exc:  # the value was parsed, but its declaration refuses it (`--timeout nan`)
+        print(f"error: {exc.named(options()[exc.option].flag or exc.option)}", file=sys.stderr)
+        return exit_code_for(exc)
 
 
 def _overrides(pairs: Sequence[str]) -> dict[str, Any]:

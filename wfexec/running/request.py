@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from wfexec.errors import WfexecError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Sequence
@@ -87,6 +89,23 @@ class Option:
 
     def __repr__(self) -> str:
         return f"Option({self.name}={self.default!r})"
+
+
+class OptionError(WfexecError, ValueError):
+    """A run option given a value its declaration refuses (its type, its bounds, its choices), refused by the run
+    request itself before anything is read or recorded, whichever door gave it. `problem` is said in the command
+    line's words (typer's); `named(...)` says it of the option as a door spells it (the command line: its flag;
+    the API and MCP: its name, as `message` does)."""
+
+    run_id = None  # no run was recorded
+
+    def __init__(self, option: str, value: Any, problem: str):
+        self.option, self.value, self.problem = option, value, problem
+        super().__init__(self.named(option))
+
+    def named(self, name: str) -> str:
+        shown = repr(self.value)
+        return f"Invalid value for '{name}': {self.problem}, not {shown if len(shown) <= 80 else shown[:77] + '...'}"
 
 
 def option(default: Any, help: str, **how: Any) -> Any:
@@ -181,7 +200,7 @@ class RunRequest:
     start: str | None = option(None, "The first state (default START).", flag="--start", metavar="STATE",
                                cli=("states",))
     budget_usd: float | None = option(None, "Stop before LLM calls once this much was spent.", flag="--budget-usd",
-                                      metavar="USD", cli=("states",))
+                                      min=0, metavar="USD", cli=("states",))
     timeout: float | None = option(None, "Inactivity timeout per state (0: none).", flag="--timeout", min=0,
                                    metavar="SECONDS", cli=("states",))
     model: str | None = option(None, "The model for .md states (backend permitting).", flag="--model",
@@ -212,8 +231,13 @@ class RunRequest:
         options = RunRequest._OPTIONS
         values = {name: spec.fresh_default() for name, spec in options.items()}
         for name, value in given.items():
-            if name not in options:
+            spec = options.get(name)
+            if spec is None:
                 raise TypeError(f"a run request has no option {name!r}")
+            if value is not spec.default:
+                problem = _misfit(spec, value)
+                if problem is not None:
+                    raise OptionError(name, value, problem)
             values[name] = value
         values["answers"] = _answers_form(values["answers"])
         values["case"] = None
@@ -248,6 +272,57 @@ class RunRequest:
 
 
 RunRequest._OPTIONS = {name: spec for name, spec in vars(RunRequest).items() if isinstance(spec, Option)}
+
+
+def _misfit(spec: Option, value: Any) -> str | None:
+    """What is wrong with `value` for the option `spec` (its declared type, bounds and choices), in typer's words
+    (what `wfexec run --max-steps 0` says); None when it fits. A path may be given as text, a list as a tuple."""
+    import os
+
+    declared = RunRequest.__annotations__[spec.name]
+    kind = declared.removesuffix(" | None")
+    if value is None:
+        return None if kind != declared or kind == "Any" else _WANTED[kind.partition("[")[0]]
+    if kind == "int" or kind == "float":
+        if isinstance(value, bool) or not isinstance(value, int if kind == "int" else (int, float)):
+            return _WANTED[kind]
+        if value != value or value in (float("inf"), float("-inf")):
+            return "Input should be a finite number"
+        if spec.min is not None and value < spec.min:
+            return f"Input should be greater than or equal to {_number(spec.min)}"
+        if spec.max is not None and value > spec.max:
+            return f"Input should be less than or equal to {_number(spec.max)}"
+    elif kind == "bool":
+        if not isinstance(value, bool):
+            return _WANTED[kind]
+    elif kind == "str":
+        if not isinstance(value, str):
+            return _WANTED[kind]
+        if spec.choices and value not in spec.choices:
+            return f"Input should be {', '.join(repr(c) for c in spec.choices[:-1])} or {spec.choices[-1]!r}"
+    elif kind == "Path":
+        if not isinstance(value, (str, os.PathLike)):
+            return _WANTED[kind]
+    elif kind.startswith("dict["):
+        if not isinstance(value, dict):
+            return _WANTED["dict"]
+    elif kind.startswith("list["):
+        if not isinstance(value, (list, tuple)):
+            return _WANTED["list"]
+        item = kind[len("list["):-1]
+        if any(not isinstance(each, str if item == "str" else (str, os.PathLike)) for each in value):
+            return f"Input should be a list of {'strings' if item == 'str' else 'paths'}"
+    return None
+
+
+def _number(bound: float) -> str:
+    return str(int(bound)) if float(bound).is_integer() else str(bound)
+
+
+_WANTED = {"int": "Input should be a valid integer", "float": "Input should be a valid number",
+           "bool": "Input should be a valid boolean", "str": "Input should be a valid string",
+           "Path": "Input should be a valid path", "dict": "Input should be a valid dictionary",
+           "list": "Input should be a valid list"}
 
 
 def _answers_form(given: Any) -> dict[str, list]:
