@@ -119,6 +119,8 @@ def test_a_key_wfexec_does_not_use_is_a_warning_naming_it(project):
     ('[raymond]\n\neffort = "HIGH"\n', ":3:1: error: `effort` must be one of low, medium, high"),
     ("[raymond]\ntimeout = -5\n", ":2:1: error: `timeout` must be 0 or more (0 = no timeout), not -5"),
     ('[raymond]\nbudget = "lots"\n', ":2:1: error: `budget` must be a number, not 'lots'"),
+    ("[raymond]\ntimeout = nan\n", ":2:1: error: `timeout` must be a finite number, not nan"),
+    ("[raymond]\nbudget = inf\n", ":2:1: error: `budget` must be a finite number, not inf"),
     ('[raymond]\nno_wait = "yes"\n', ":2:1: error: `no_wait` must be true or false, not 'yes'"),
     ("[raymond]\nmodel = \n", ":2:9: error: not valid TOML: Invalid value — fix the line"),
     ('raymond = "x"\n', ": error: `raymond` must be a table ([raymond]), not a value"),
@@ -133,6 +135,25 @@ def test_a_bad_config_value_is_an_error_at_its_line(project, text, message):
 
 
 # -- the run flags ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("flags,said", [
+    (["--timeout", "nan"], "error: Invalid value for '--timeout': Input should be a finite number, not nan"),
+    (["--timeout", "1e400"], "error: Invalid value for '--timeout': Input should be a finite number, not inf"),
+    (["--budget-usd", "nan"], "error: Invalid value for '--budget-usd': Input should be a finite number, not nan"),
+    (["--start", "NOPE"], "error: --start NOPE: state 'NOPE' not found in folder flow (looked for NOPE.md, NOPE.sh)"),
+])
+@pytest.mark.parametrize("ephemeral", [[], ["--ephemeral"]], ids=["recorded", "ephemeral"])
+def test_a_flag_s_bad_value_is_said_of_the_flag_not_of_the_workflow_written_for_the_folder(project, flags, said,
+                                                                                             ephemeral):
+    """These once named the one-node workflow `wfexec states` writes (with --ephemeral, a deleted temporary file):
+    `/tmp/wfexec-states-…/s-….yaml:11:18: error: `timeout` in states node 'agents' must be a number`."""
+    from conftest import wfexec_cli
+
+    write_states(project / "flow", {"START.sh": "echo '<result>ok</result>'\n"})
+    ran = wfexec_cli("states", "flow", *flags, *ephemeral, cwd=project)  # the launcher's parsing, as `wfexec` is run
+    assert (ran.returncode, ran.stdout, ran.stderr.strip()) == (2, "", said)
+    assert not (project / ".wfexec").exists()  # refused before any workflow was written or run recorded
+
 
 def test_workflow_id_names_the_workflow_and_cannot_be_used_twice(project):
     write_states(project / "flow", {"START.sh": 'echo "<result>$RAYMOND_WORKFLOW_ID</result>"\n'})

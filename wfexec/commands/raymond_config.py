@@ -105,6 +105,8 @@ def load_config(cwd: str | os.PathLike | None = None) -> RaymondConfig:
             config.warnings.append(f"{path}: `{key}` does nothing in wfexec ({_IGNORED[key]})")
         elif key in _NUMBERS:
             number = _check_type(at(key), key, value, float)
+            if number != number or number in (float("inf"), float("-inf")):  # TOML's nan and inf
+                raise ConfigError(f"`{key}` must be a finite number, not {value}", where=at(key))
             if number < 0:
                 meaning = "0 = no budget" if key == "budget" else "0 = no timeout"
                 raise ConfigError(f"`{key}` must be 0 or more ({meaning}), not {value}", where=at(key))

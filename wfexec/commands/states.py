@@ -147,7 +147,15 @@ def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, w
     import json
 
     scope_path, named_start = split_path(path)
-    open_scope(scope_path, str(scope_path))  # a missing or malformed folder is reported against what was given
+    scope = open_scope(scope_path, str(scope_path))  # a missing or malformed folder: said of what was given
+    first = start or named_start
+    if first:  # said of the flag (or the path) that named it, not of the workflow written below: a file of ours
+        from wfexec.protocol.scopes import resolve_state
+
+        try:
+            resolve_state(scope, first)
+        except ProtocolError as exc:
+            raise ScopeError(f"{f'--start {start}' if start else path}: {exc.message}", exc.hint) from None
     folder = scope_path.resolve()
     manifest = raymond_manifest(folder) if folder.is_dir() else None
     for text in manifest_warnings(manifest):
