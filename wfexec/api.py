@@ -134,7 +134,11 @@ def validate_text(text: str, path: str | os.PathLike = "<string>") -> list[Diagn
 def load(path: str | os.PathLike) -> Workflow:
     """The compiled workflow; raises WorkflowError carrying the diagnostics when it has errors (those of the
     states its `states` nodes run included)."""
-    workflow, diagnostics = check_to_run(path)
+    return _loaded(path)
+
+
+def _loaded(path: str | os.PathLike, document=None) -> Workflow:
+    workflow, diagnostics = check_to_run(path, document)
     if workflow is None or has_errors(diagnostics):
         raise WorkflowError([d for d in diagnostics if d.severity == "error"])
     return workflow
@@ -143,7 +147,11 @@ def load(path: str | os.PathLike) -> Workflow:
 def run(workflow: Workflow | str | os.PathLike, **options: Any):
     """Run a workflow to its ending and return the `Result`. The keyword arguments are the run options of
     `wfexec.running.request.RunRequest` that the API takes (this function's signature lists them, with their
-    defaults), plus `io`, `cwd` and `ask`.
+    defaults), plus `io`, `cwd` and `ask`; each is checked against its declaration first (`OptionError`).
+
+    A states folder (a folder of .md/.sh states, a .zip, a Raymond .yaml) runs as `wfexec run FOLDER` runs it
+    (`states_run`): as a one-node workflow whose input `input` (`inputs={"input": TEXT}`) is its first state's
+    {{input}}; its result is the main agent's final `<result>`.
 
     The run is recorded in the run store (`store`, else $WFEXEC_STORE, else .wfexec/runs.db), as at the command
     line: `result.run_id` names it, and a run that waits or stops can be continued with `resume`, from any process.
@@ -163,20 +171,31 @@ def run(workflow: Workflow | str | os.PathLike, **options: Any):
     Each answer in `answers` is used once; a list answers the same question again, in turn, and a key ending
     in `*` (`{"retry*": "no"}`) answers it every time.
     """
-    from wfexec.language.inputs import check_inputs
-    from wfexec.running.engine import run_workflow
     from wfexec.running.request import RunRequest
 
     io, cwd, ask = (options.pop(name, None) for name in ("io", "cwd", "ask"))
     _refuse_other_doors(options, "run")
     # The options are checked (OptionError) before the workflow is read, as at the other doors.
     request = RunRequest(path=workflow.path if isinstance(workflow, Workflow) else workflow, **options)
+    io = io or _console()
     if not isinstance(workflow, Workflow):
-        workflow = load(workflow)
+        from wfexec.protocol.folders import workflow_document
+
+        document = workflow_document(workflow)
+        if document is None:  # a states folder: what `wfexec run FOLDER` runs, its input `input`
+            with states_run(request, warn=io.error) as routed:
+                return _run(routed, _loaded(routed.path), io, cwd, ask)
+        workflow = _loaded(workflow, None if isinstance(document, Path) else document)
         request = request.replace(path=workflow.path)
+    return _run(request, workflow, io, cwd, ask)
+
+
+def _run(request, workflow: Workflow, io, cwd, ask):
+    from wfexec.language.inputs import check_inputs
+    from wfexec.running.engine import run_workflow
+
     engine = engine_options(request, _given_answers(request), cwd=cwd, ask=ask)
     inputs = check_inputs(dict(request.inputs), workflow.input_schema)
-    io = io or _console()
     if request.ephemeral or request.dry_run:  # a dry run changes nothing, the run store included
         return run_workflow(workflow, io=io, options=engine, inputs=inputs, overrides=dict(request.overrides))
     return _result_of(start_recorded(request, workflow, inputs, io, engine))
@@ -195,6 +214,147 @@ def resume(run_id: str, **options: Any):
     request = RunRequest(run_id=run_id, **options)
     engine = engine_options(request, _given_answers(request), cwd=cwd, ask=ask)
     return _result_of(resume_recorded(request, load, io or _console(), engine))
+
+
+class StatesRun:
+    """A states folder's run request made into the request of the one-node workflow that runs it (`states_run`):
+    `request` names that workflow. Used as a context manager: on leaving, the workflow written for an ephemeral
+    run (in a scratch folder) is removed."""
+
+    def __init__(self, request, scratch=None):
+        self.request = request
+        self._scratch = scratch
+
+    def __enter__(self):
+        return self.request
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
+
+
+def states_run(request, warn: Callable[[str], None] | None = None) -> StatesRun:
+    """What `wfexec run FOLDER` and `wfexec states FOLDER` run for a states folder (a folder of .md/.sh states, a
+    .zip, a Raymond .yaml, `FLOW.yaml/STATE`, one state file, or a URL of a zip), whichever door asks: a workflow
+    of one `states` node running it (`wfexec.protocol.folders.states_workflow`), written beside the store (in a
+    scratch folder for an ephemeral run), so the run is recorded and resumed like any other. `.raymond/config.toml`
+    fills in what the request does not say; the folder's input (its first state's {{input}}) is the request's
+    `agent_input`, else its one input `input`, and becomes the workflow's input `input`.
+
+    Every check is made before anything is written: raises ConfigError, ScopeError, StoreError, InputError,
+    WorkflowError (the lint errors `wfexec validate` reports for the folder), or WfexecError for the launch
+    options only `wfexec states` offers (`--on-ask=reject` and states that may ask, a `--workflow-id` malformed or
+    used already). `warn` gets each warning line (the config file's keys that do nothing here, a manifest's
+    backend)."""
+    import os
+
+    from wfexec.language.diagnostics import ERROR
+    from wfexec.protocol.folders import lint_diagnostics, states_workflow
+    from wfexec.protocol.raymond_config import load_config, merge
+    from wfexec.system.run_store import states_workflows_folder
+
+    say = warn or (lambda text: None)
+    given = request.agent_input
+    if given is None and request.inputs:
+        from wfexec.language.inputs import InputError
+
+        others = sorted(set(request.inputs) - {"input"})
+        if others:
+            raise InputError(f"unknown input '{others[0]}' (a states folder takes one input, `input`: the text its "
+                             "first state reads as {{input}})")
+        given = request.inputs["input"]
+    config = load_config()
+    for warning in config.warnings:
+        say(f"warning: {warning}")
+    launch = merge(config, budget_usd=request.budget_usd, model=request.model, effort=request.effort,
+                   timeout=request.timeout, no_wait=request.no_wait, no_debug=request.no_debug,
+                   skip_permissions=request.dangerously_skip_permissions)
+    path: Any = request.path
+    if ":/" in os.fspath(path):  # perhaps a URL; a local path (nearly always) needs nothing that reads URLs
+        from wfexec.protocol.remote import as_url, fetch_zip
+
+        url = as_url(os.fspath(path))
+        if url is not None:  # fetched once into .raymond/registry/, then run as the local zip
+            path = fetch_zip(url)
+    _refuse_launch(path, request.on_ask, request.workflow_id)
+    backend = request.backend if not isinstance(request.backend, str) and request.backend is not None else \
+        _with_permissions(request.backend, launch.skip_permissions)
+    if not request.ephemeral and not request.temporal:
+        from wfexec.durable.store import refuse_a_folder, store_location
+
+        refuse_a_folder(store_location(request.store))  # before the workflow is written beside it
+    errors = [d for d in lint_diagnostics(path) or () if d.severity == ERROR]
+    if errors:  # a run never starts on what `wfexec validate` reports
+        raise WorkflowError(errors)
+    scratch: Any = None
+    if request.ephemeral:
+        import tempfile
+
+        scratch = tempfile.TemporaryDirectory(prefix="wfexec-states-")
+    # On a cluster the written workflow names the folder from where it is written: the run's bundle holds both.
+    into = Path(scratch.name) if scratch else Path(".wfexec", "states") if request.temporal else \
+        states_workflows_folder(request.store)
+    try:
+        workflow = states_workflow(
+            path, into, start=request.start, with_input=given is not None, budget_usd=launch.budget_usd,
+            timeout=launch.timeout, model=launch.model, warn=say, effort=launch.effort,
+            timeout_source=launch.timeout_source, on_ask=request.on_ask if request.on_ask != "pause" else None,
+            no_wait=launch.no_wait, workflow_id=request.workflow_id, continue_session=request.continue_session,
+            debug_files=launch.debug, relative_folder=bool(request.temporal))
+    except BaseException:
+        if scratch is not None:
+            scratch.cleanup()
+        raise
+    return StatesRun(request.replace(path=workflow, agent_input=None, backend=backend, text_inputs=[],
+                                     inputs={"input": given} if given is not None else {}), scratch)
+
+
+def _refuse_launch(path, on_ask: str, workflow_id: str | None) -> None:
+    """WfexecError saying why a states folder is not launched: `--on-ask=reject` and states that may ask (`ray`'s
+    launch check, before any LLM call), or a `--workflow-id` that is malformed or was used already in this folder.
+    (Only `wfexec states` offers these options: its words name its flags.)"""
+    import re
+
+    from wfexec.errors import WfexecError
+
+    if workflow_id is not None:
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,255}", workflow_id):
+            raise WfexecError(f"--workflow-id {workflow_id!r}: use letters, digits, '-' and '_' (at most 255)")
+        used = Path(".wfexec", "tasks", workflow_id)
+        if used.exists():
+            raise WfexecError(f"--workflow-id {workflow_id} was used already (its task folders are in {used})",
+                              "choose another id, or `wfexec resume RUN` to go on with that run")
+    if on_ask != "reject":
+        return
+    from wfexec.protocol.asks import asking_states
+    from wfexec.protocol.errors import ScopeError
+    from wfexec.protocol.folders import split_path
+    from wfexec.protocol.scopes import open_scope
+
+    scope_path, _ = split_path(path)
+    try:
+        asking = asking_states(open_scope(scope_path, str(scope_path)))
+    except ScopeError:
+        return  # the run reports it
+    if asking:
+        raise WfexecError(f"{path} may ask a person ({asking}), and --on-ask=reject refuses such a workflow",
+                          "run with --on-ask=pause (an <ask> then waits for `wfexec resume RUN --answer AGENT=TEXT`)")
+
+
+def _with_permissions(backend: str | None, skip_permissions: bool) -> str | None:
+    """The backend spec asking for permission prompts when `--no-dangerously-skip-permissions` (or the config
+    file's `dangerously_skip_permissions = false`) says so and the spec says nothing of it itself: Claude Code's
+    `permission_mode=acceptEdits`, pi's `skip_permissions=false` (its conservative tools)."""
+    name = (backend or "").partition(":")[0].strip()
+    if skip_permissions or name not in ("claude", "pi") or "permission" in (backend or ""):
+        return backend
+    head, sep, options = (backend or "").partition(":")
+    added = "permission_mode=acceptEdits" if name == "claude" else "skip_permissions=false"
+    return f"{head}:{options + ',' if options.strip() else ''}{added}"
 
 
 def _refuse_other_doors(given: dict, function: str) -> None:

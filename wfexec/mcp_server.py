@@ -51,7 +51,8 @@ IDLE_WORKERS = 2       # warm workers kept for the next run
 
 
 TOOL_DESCRIPTIONS = {
-    "run": "Start a run of a workflow. Returns its ending, or the question it waits on (status `waiting`, with "
+    "run": "Start a run of a workflow (a workflow.yaml, a skill folder, or a states folder of .md/.sh states, whose "
+           "one input is `input`). Returns its ending, or the question it waits on (status `waiting`, with "
            "`answer_key`, `question` and `options`): answer it with `answer`. `inputs` are the workflow's inputs; "
            "`answers` may answer questions up front ({node id: option id or text}, each used once; a key ending in "
            "`*` answers every time). An answer that is no option, or a key that names no question, is an error.",
@@ -241,7 +242,7 @@ class Server:
         except OptionError as exc:  # a tool error, as the SDK's own check of an argument is
             raise ToolRefused(exc.message) from None
 
-    def _finish(self, drive) -> dict:
+    def _finish(self, drive, notes: list[str] | None = None) -> dict:
         from wfexec.commands.run import driven_json
         from wfexec.errors import WfexecError
         from wfexec.running.console import Console
@@ -264,26 +265,48 @@ class Server:
             result["notes"] = err.getvalue()
         if getattr(driven, "notes", None):
             result["notes"] = (result.get("notes") or "") + "".join(f"note: {n}\n" for n in driven.notes)
+        if notes:  # what was said before the run started (a config file's warnings)
+            result["notes"] = "".join(f"{n}\n" for n in notes) + (result.get("notes") or "")
         return capped(result, run_more(driven.run_id))
 
     def run(self, path: str, **options: Any) -> dict:
-        from wfexec.api import engine_options, start_recorded
-        from wfexec.language.inputs import InputError, check_inputs
+        """What `wfexec run PATH` runs: a workflow, or a states folder as the one-node workflow every door runs for
+        it (`wfexec.api.states_run`; its input is `inputs: {"input": TEXT}`)."""
+        from wfexec.api import engine_options, start_recorded, states_run
+        from wfexec.errors import WfexecError
         from wfexec.language.diagnostics import WorkflowError
+        from wfexec.language.inputs import InputError, check_inputs
+        from wfexec.protocol.folders import workflow_document
         from wfexec.running.prompts import Answers
 
+        allowed = self.allowed(path)
+        request = self.request(path=allowed, **options)
+        notes: list[str] = []
+        written = None
         try:
-            workflow = self._workflow(path)
-            request = self.request(path=workflow.path, **options)
-            checked_inputs = check_inputs(dict(request.inputs), workflow.input_schema)
-        except WorkflowError as exc:
-            return capped({"status": "invalid", "error": "the workflow has errors",
-                           "diagnostics": [d.to_json() for d in exc.diagnostics]},
-                          f"`wfexec validate {path}` lists every diagnostic")
-        except InputError as exc:
-            return {"status": "invalid", "error": str(exc)}
-        engine = engine_options(request, Answers(request.answers))
-        return self._finish(lambda console: start_recorded(request, workflow, checked_inputs, console, engine))
+            try:
+                if workflow_document(allowed) is None:  # a states folder (a folder of .md/.sh states, .zip, …)
+                    written = states_run(request, warn=notes.append)
+                    request = written.request
+                    workflow = self._recorded_workflow(request.path)  # written by wfexec beside the store
+                else:
+                    workflow = self._workflow(path)
+                    request = request.replace(path=workflow.path)
+                checked_inputs = check_inputs(dict(request.inputs), workflow.input_schema)
+            except WorkflowError as exc:
+                return capped({"status": "invalid", "error": "the workflow has errors",
+                               "diagnostics": [d.to_json() for d in exc.diagnostics]},
+                              f"`wfexec validate {path}` lists every diagnostic")
+            except InputError as exc:
+                return {"status": "invalid", "error": str(exc)}
+            except WfexecError as exc:  # the config file, the folder, the store: refused before anything ran
+                return {"status": exc.outcome, "error": exc.message, "hint": exc.hint or None}
+            engine = engine_options(request, Answers(request.answers))
+            return self._finish(lambda console: start_recorded(request, workflow, checked_inputs, console, engine),
+                                notes)
+        finally:
+            if written is not None:
+                written.close()
 
     def resume(self, run_id: str, **options: Any) -> dict:
         from wfexec.api import engine_options, resume_recorded

@@ -102,3 +102,40 @@ def test_the_command_line_refuses_an_out_of_range_value_in_the_same_words(tmp_pa
     done = cli("run", "ask.yaml", "--max-steps", "0", cwd=tmp_path)
     assert done.returncode == 2 and "Invalid value for '--max-steps': Input should be greater than or equal to 1" \
         in done.stderr, done.stderr
+
+
+ECHO_INPUT = '#!/bin/bash\necho "<result>done-$RAYMOND_INPUT</result>"\n'
+
+
+def test_a_states_folder_runs_through_the_api_as_wfexec_run_runs_it(tmp_path, monkeypatch):
+    """`wfexec run FOLDER` ran a states folder; `wfexec.run(FOLDER)` said `no such file: FOLDER/workflow.yaml`."""
+    from wfexec.durable.store import open_store
+
+    monkeypatch.chdir(tmp_path)
+    states_folder(tmp_path, ECHO_INPUT)
+    store = tmp_path / "runs.db"
+    done = cli("run", "flow", "--input", "abc", "--store", store, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, "done-abc\n"), done.stderr
+    result = wfexec.run("flow", inputs={"input": "abc"}, store=store)
+    assert (result.ending, result.message) == ("done", "done-abc")
+    opened = open_store(store)
+    try:
+        runs = opened.list(None, 10)  # the CLI's run and the API's: the same workflow written for the folder
+        assert [r.status for r in runs] == ["completed", "completed"] and len({r.workflow_path for r in runs}) == 1
+        assert opened.get(result.run_id).workflow_name == "flow"
+    finally:
+        opened.close()
+    assert wfexec.run("flow", ephemeral=True).message == "done-"  # no input: an empty {{input}}
+    with pytest.raises(wfexec.WfexecError, match="unknown input 'name'.*a states folder takes one input"):
+        wfexec.run("flow", inputs={"name": "x"}, store=store)
+
+
+def test_a_states_folder_with_lint_errors_is_refused_by_the_api_as_by_the_command_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    states_folder(tmp_path)
+    refused = cli("run", "flow", cwd=tmp_path)
+    assert refused.returncode == 2 and "START.sh:2:7: error:" in refused.stderr
+    with pytest.raises(wfexec.WorkflowError) as invalid:
+        wfexec.run("flow", store=tmp_path / "runs.db")
+    assert [(d.code, d.line, d.column) for d in invalid.value.diagnostics] == [("missing-target", 2, 7)]
+    assert not (tmp_path / "runs.db").exists()

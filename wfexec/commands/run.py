@@ -298,149 +298,30 @@ def _report_driven(request, driven, io) -> int:
     return code
 
 
-def _refused_states(path) -> int:
-    """0, or exit 2 after printing the errors `wfexec validate` reports for this states folder (Raymond's lint, at
-    each state file's line), so that a run never starts on them."""
-    from wfexec.protocol.folders import lint_diagnostics, states_line
-
-    found = lint_diagnostics(path)
-    if not found:
-        return 0
-    from wfexec.language.diagnostics import ERROR
-
-    errors = [d for d in found if d.severity == ERROR]
-    if not errors:
-        return 0
-    for d in errors:
-        _error(states_line(d))
-    _error(f"{path}: not run, the states have {len(errors)} error{'s' if len(errors) != 1 else ''} "
-           "(wfexec validate shows them all)")
-    return exit_code_for("invalid")
-
-
-def _refused_launch(path, on_ask: str, workflow_id: str | None) -> int:
-    """0, or exit 2 after saying why: `--on-ask=reject` and states that may ask (`ray`'s launch check, before
-    any LLM call), or a `--workflow-id` that is malformed or was used already in this folder."""
-    import re
-
-    if workflow_id is not None:
-        if not re.fullmatch(r"[A-Za-z0-9_-]{1,255}", workflow_id):
-            _error(f"error: --workflow-id {workflow_id!r}: use letters, digits, '-' and '_' (at most 255)")
-            return exit_code_for("invalid")
-        used = Path(".wfexec", "tasks", workflow_id)
-        if used.exists():
-            _error(f"error: --workflow-id {workflow_id} was used already (its task folders are in {used}) — choose "
-                   "another id, or `wfexec resume RUN` to go on with that run")
-            return exit_code_for("invalid")
-    if on_ask != "reject":
-        return 0
-    from wfexec.protocol.folders import split_path
-    from wfexec.protocol.asks import asking_states
-    from wfexec.protocol.errors import ScopeError
-    from wfexec.protocol.scopes import open_scope
-
-    scope_path, _ = split_path(path)
-    try:
-        asking = asking_states(open_scope(scope_path, str(scope_path)))
-    except ScopeError:
-        return 0  # the run reports it
-    if asking:
-        _error(f"error: {path} may ask a person ({asking}), and --on-ask=reject refuses such a workflow — run "
-               "with --on-ask=pause (an <ask> then waits for `wfexec resume RUN --answer AGENT=TEXT`)")
-        return exit_code_for("invalid")
-    return 0
-
-
-def _with_permissions(backend: str | None, skip_permissions: bool) -> str | None:
-    """The backend spec asking for permission prompts when `--no-dangerously-skip-permissions` (or the config
-    file's `dangerously_skip_permissions = false`) says so and the spec says nothing of it itself: Claude Code's
-    `permission_mode=acceptEdits`, pi's `skip_permissions=false` (its conservative tools)."""
-    name = (backend or "").partition(":")[0].strip()
-    if skip_permissions or name not in ("claude", "pi") or "permission" in (backend or ""):
-        return backend
-    head, sep, options = (backend or "").partition(":")
-    added = "permission_mode=acceptEdits" if name == "claude" else "skip_permissions=false"
-    return f"{head}:{options + ',' if options.strip() else ''}{added}"
-
-
 def execute_states(request: RunRequest) -> int:
-    """`wfexec states PATH`: the states folder as a one-node workflow (`states_workflow`), run like any other,
-    so it is recorded in the store: an `<ask>` parks it (exit 3), paused agents stop it (exit 4), and `runs`,
-    `show`, `resume` and `cancel` work on it. `.raymond/config.toml` fills in what the flags do not say."""
-    import os
-
-    from wfexec.commands.raymond_config import ConfigError, load_config, merge
-    from wfexec.commands.states import states_workflow
-    from wfexec.system.run_store import states_workflows_folder
-    from wfexec.protocol.errors import ScopeError
+    """`wfexec states PATH` (and `wfexec run` on a states folder): the folder as the one-node workflow every door
+    runs for it (`wfexec.api.states_run`), run like any other, so it is recorded in the store: an `<ask>` parks
+    it (exit 3), paused agents stop it (exit 4), and `runs`, `show`, `resume` and `cancel` work on it.
+    `.raymond/config.toml` fills in what the flags do not say."""
+    from wfexec.api import states_run
+    from wfexec.errors import WfexecError
+    from wfexec.language.diagnostics import WorkflowError
+    from wfexec.protocol.folders import states_line
 
     refused = _unreadable(request.path)
     if refused:
         return refused
-    for name, value in (("a budget", request.budget_usd), ("a timeout", request.timeout)):
-        if value is not None and value < 0:
-            _error(f"error: {name} cannot be negative" + (" (0: no timeout)" if name == "a timeout" else ""))
-            return exit_code_for("invalid")
     try:
-        config = load_config()
-    except ConfigError as exc:
+        written = states_run(request, warn=_error)
+    except WorkflowError as exc:  # the errors `wfexec validate` reports for the folder, at each state's line
+        for d in exc.diagnostics:
+            _error(states_line(d))
+        count = len(exc.diagnostics)
+        _error(f"{request.path}: not run, the states have {count} error{'s' if count != 1 else ''} "
+               "(wfexec validate shows them all)")
+        return exit_code_for(exc)
+    except WfexecError as exc:
         _error(exc.format())
         return exit_code_for(exc)
-    for warning in config.warnings:
-        _error(f"warning: {warning}")
-    launch = merge(config, budget_usd=request.budget_usd, model=request.model, effort=request.effort,
-                   timeout=request.timeout, no_wait=request.no_wait, no_debug=request.no_debug,
-                   skip_permissions=request.dangerously_skip_permissions)
-    path: Any = request.path
-    if ":/" in os.fspath(path):  # perhaps a URL; a local path (nearly always) needs nothing that reads URLs
-        from wfexec.protocol.remote import as_url, fetch_zip
-
-        url = as_url(os.fspath(path))
-        if url is not None:  # fetched once into .raymond/registry/, then run as the local zip
-            try:
-                path = fetch_zip(url)
-            except ScopeError as exc:
-                _error(exc.format())
-                return exit_code_for(exc)
-    refused = _refused_launch(path, request.on_ask, request.workflow_id)
-    if refused:
-        return refused
-    backend = request.backend if not isinstance(request.backend, str) and request.backend is not None else \
-        _with_permissions(request.backend, launch.skip_permissions)
-    if request.ephemeral:
-        import tempfile
-
-        scratch: Any = tempfile.TemporaryDirectory(prefix="wfexec-states-")
-    else:
-        scratch = None
-    if scratch is None and not request.temporal:
-        from wfexec.durable.store import StoreError, refuse_a_folder, store_location
-
-        try:  # before the workflow is written beside it
-            refuse_a_folder(store_location(request.store))
-        except StoreError as exc:
-            _error(exc.format())
-            return exit_code_for(exc)
-    # On a cluster the written workflow names the folder from where it is written: the run's bundle holds both.
-    into = Path(scratch.name) if scratch else Path(".wfexec", "states") if request.temporal else \
-        states_workflows_folder(request.store)
-    refused = _refused_states(path)
-    if refused:
-        return refused
-    given = request.agent_input
-    try:
-        try:
-            workflow = states_workflow(
-                path, into, start=request.start, with_input=given is not None, budget_usd=launch.budget_usd,
-                timeout=launch.timeout, model=launch.model, warn=_error, effort=launch.effort,
-                timeout_source=launch.timeout_source, on_ask=request.on_ask if request.on_ask != "pause" else None,
-                no_wait=launch.no_wait, workflow_id=request.workflow_id, continue_session=request.continue_session,
-                debug_files=launch.debug, relative_folder=bool(request.temporal))
-        except ScopeError as exc:
-            _error(exc.format())
-            return exit_code_for("invalid")
-        return execute_run(request.replace(path=workflow, agent_input=None, backend=backend,
-                                           text_inputs=[f"input={given}"] if given is not None else []))
-    finally:
-        if scratch is not None:
-            scratch.cleanup()
+    with written as routed:
+        return execute_run(routed)

@@ -10,7 +10,7 @@ import os
 from wfexec.records import dataclass, field
 from pathlib import Path
 
-from wfexec.protocol.folders import raymond_manifest, split_path
+from wfexec.protocol.folders import split_path
 from wfexec.protocol.errors import ProtocolError, ScopeError, StopRun
 from wfexec.protocol.scopes import StateScope, open_scope
 from wfexec.running.request import DEFAULT_MAX_STEPS
@@ -122,73 +122,3 @@ def run_states_path(path: str | os.PathLike, *, input: str | None = None, backen
                                workflow_id=outcome.workflow_id, outcome=outcome)
     return StatesRunResult("completed", result=outcome.result, forks=outcome.forks, cost_usd=outcome.cost_usd,
                            steps=outcome.steps, workflow_id=outcome.workflow_id, outcome=outcome)
-
-
-def manifest_warnings(manifest: dict | None) -> list[str]:
-    """What a Raymond manifest asks for that wfexec does not do (a backend other than Claude Code and pi)."""
-    backend = (manifest or {}).get("backend")
-    name = backend if isinstance(backend, str) else backend.get("name") if isinstance(backend, dict) else None
-    if backend is None or name in ("", "claude", "pi"):
-        return []
-    return [f"warning: the workflow's manifest asks for the {name or 'given'!s} backend, which wfexec does not "
-            "have (claude or pi); its .md states stop at their first LLM call"]
-
-
-def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, with_input: bool,
-                    budget_usd: float | None, timeout: float | None, model: str | None,
-                    warn=None, relative_folder: bool = False, **fields: Any) -> Path:
-    """A workflow of one `states` node running PATH, written into `into` (named by its content, so the same
-    command line finds the same file): what `wfexec states` runs, so that its run is recorded and resumed like
-    any other, with what it was launched with (`fields`: the node's effort, on_ask, no_wait, …; a None or false
-    one is left out). `relative_folder`: the folder is named from where the workflow is written, so the two
-    travel together (a run on a Temporal cluster bundles both). Raises ScopeError when PATH is not a states
-    folder."""
-    from wfexec.system.digest import sha256
-    import json
-
-    scope_path, named_start = split_path(path)
-    scope = open_scope(scope_path, str(scope_path))  # a missing or malformed folder: said of what was given
-    first = start or named_start
-    if first:  # said of the flag (or the path) that named it, not of the workflow written below: a file of ours
-        from wfexec.protocol.scopes import resolve_state
-
-        try:
-            resolve_state(scope, first)
-        except ProtocolError as exc:
-            raise ScopeError(f"{f'--start {start}' if start else path}: {exc.message}", exc.hint) from None
-    folder = scope_path.resolve()
-    manifest = raymond_manifest(folder) if folder.is_dir() else None
-    for text in manifest_warnings(manifest):
-        if warn is not None:
-            warn(text)
-    named = os.path.relpath(folder, into.resolve()) if relative_folder else str(folder)
-    node: dict[str, Any] = {"type": "states", "folder": named}
-    if start or named_start:
-        node["start"] = start or named_start
-    if with_input:  # the text goes in as the workflow's input: a `${` in it stays text
-        node["input"] = "${input.input}"
-    budget = budget_usd if budget_usd is not None else (manifest or {}).get("default_budget")
-    for key, value in (("budget_usd", budget), ("timeout", timeout), ("model", model), *fields.items()):
-        if value is not None and value is not False:
-            node[key] = value
-    # No on_failure: a failed state is the run's error (stderr, exit 1), as it was before runs were recorded.
-    node.update({"store_as": "computed.result", "on_success": "done"})
-    name = str((manifest or {}).get("id") or folder.stem or "states")
-    workflow = {
-        "name": name, "version": "1",
-        "description": f"`wfexec states {path}`: the states at {folder}, run as a one-node workflow",
-        "start_node": "agents",
-        **({"input_schema": {"input": {"type": "string", "required": True}}} if with_input else {}),
-        "nodes": {"agents": node},
-        "endings": {"done": {"type": "success", "message": "${computed.result}"}},
-    }
-    text = "# Written by wfexec: what `wfexec states` runs (and `wfexec resume` reads again).\n" + \
-        json.dumps(workflow, indent=2, ensure_ascii=False) + "\n"
-    into.mkdir(parents=True, exist_ok=True)
-    target = into / f"{''.join(c if c.isalnum() or c in '-_' else '-' for c in name)[:40]}-" \
-                    f"{sha256(text.encode()).hexdigest()[:12]}.yaml"
-    if not target.exists():
-        from wfexec.system.files import write_atomic
-
-        write_atomic(target, text)
-    return target

@@ -16,8 +16,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["WORKFLOW_FILE", "lint_diagnostics", "may_be_states", "raymond_manifest", "resolve_workflow_path",
-           "split_path", "state_diagnostic", "states_line", "workflow_document"]
+__all__ = ["WORKFLOW_FILE", "lint_diagnostics", "manifest_warnings", "may_be_states", "raymond_manifest",
+           "resolve_workflow_path", "split_path", "state_diagnostic", "states_line", "states_workflow",
+           "workflow_document"]
 
 WORKFLOW_FILE = "workflow.yaml"
 
@@ -176,6 +177,78 @@ def lint_diagnostics(path: str | os.PathLike, edited: dict[str, str] | None = No
 
         return [Diagnostic(str(p), 0, 0, "", "error", "states-scope", exc.message, exc.hint)]
     return [state_diagnostic(finding, scope, str(p)) for finding in lint_findings(scope)]
+
+
+def manifest_warnings(manifest: dict | None) -> list[str]:
+    """What a Raymond manifest asks for that wfexec does not do (a backend other than Claude Code and pi)."""
+    backend = (manifest or {}).get("backend")
+    name = backend if isinstance(backend, str) else backend.get("name") if isinstance(backend, dict) else None
+    if backend is None or name in ("", "claude", "pi"):
+        return []
+    return [f"warning: the workflow's manifest asks for the {name or 'given'!s} backend, which wfexec does not "
+            "have (claude or pi); its .md states stop at their first LLM call"]
+
+
+def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, with_input: bool,
+                    budget_usd: float | None, timeout: float | None, model: str | None,
+                    warn=None, relative_folder: bool = False, start_option: str = "--start", **fields: Any) -> Path:
+    """A workflow of one `states` node running PATH, written into `into` (named by its content, so the same
+    command line finds the same file): what `wfexec states` runs, so that its run is recorded and resumed like
+    any other, with what it was launched with (`fields`: the node's effort, on_ask, no_wait, …; a None or false
+    one is left out). `relative_folder`: the folder is named from where the workflow is written, so the two
+    travel together (a run on a Temporal cluster bundles both). Raises ScopeError when PATH is not a states
+    folder, or `start` (the option `start_option`, as the door names it) or the state PATH names is none of its
+    states."""
+    from wfexec.system.digest import sha256
+    import json
+
+    from wfexec.protocol.errors import ProtocolError, ScopeError
+    from wfexec.protocol.scopes import open_scope, resolve_state
+
+    scope_path, named_start = split_path(path)
+    scope = open_scope(scope_path, str(scope_path))  # a missing or malformed folder: said of what was given
+    first = start or named_start
+    if first:  # said of the option (or the path) that named it, not of the workflow written below: a file of ours
+        try:
+            resolve_state(scope, first)
+        except ProtocolError as exc:
+            raise ScopeError(f"{f'{start_option} {start}' if start else path}: {exc.message}", exc.hint) from None
+    folder = scope_path.resolve()
+    manifest = raymond_manifest(folder) if folder.is_dir() else None
+    for text in manifest_warnings(manifest):
+        if warn is not None:
+            warn(text)
+    named = os.path.relpath(folder, into.resolve()) if relative_folder else str(folder)
+    node: dict[str, Any] = {"type": "states", "folder": named}
+    if start or named_start:
+        node["start"] = start or named_start
+    if with_input:  # the text goes in as the workflow's input: a `${` in it stays text
+        node["input"] = "${input.input}"
+    budget = budget_usd if budget_usd is not None else (manifest or {}).get("default_budget")
+    for key, value in (("budget_usd", budget), ("timeout", timeout), ("model", model), *fields.items()):
+        if value is not None and value is not False:
+            node[key] = value
+    # No on_failure: a failed state is the run's error (stderr, exit 1), as it was before runs were recorded.
+    node.update({"store_as": "computed.result", "on_success": "done"})
+    name = str((manifest or {}).get("id") or folder.stem or "states")
+    workflow = {
+        "name": name, "version": "1",
+        "description": f"`wfexec states {path}`: the states at {folder}, run as a one-node workflow",
+        "start_node": "agents",
+        **({"input_schema": {"input": {"type": "string", "required": True}}} if with_input else {}),
+        "nodes": {"agents": node},
+        "endings": {"done": {"type": "success", "message": "${computed.result}"}},
+    }
+    text = "# Written by wfexec: what `wfexec states` runs (and `wfexec resume` reads again).\n" + \
+        json.dumps(workflow, indent=2, ensure_ascii=False) + "\n"
+    into.mkdir(parents=True, exist_ok=True)
+    target = into / f"{''.join(c if c.isalnum() or c in '-_' else '-' for c in name)[:40]}-" \
+                    f"{sha256(text.encode()).hexdigest()[:12]}.yaml"
+    if not target.exists():
+        from wfexec.system.files import write_atomic
+
+        write_atomic(target, text)
+    return target
 
 
 def unreadable_diagnostic(path: str | os.PathLike) -> Any:
