@@ -195,7 +195,8 @@ def _run(request, workflow: Workflow, io, cwd, ask):
     from wfexec.running.engine import run_workflow
 
     engine = engine_options(request, _given_answers(request), cwd=cwd, ask=ask)
-    inputs = check_inputs(dict(request.inputs), workflow.input_schema)
+    inputs = check_inputs(dict(request.inputs), workflow.input_schema,
+                          passing=lambda name: f"inputs={{{name!r}: VALUE}}")
     if request.ephemeral or request.dry_run:  # a dry run changes nothing, the run store included
         return run_workflow(workflow, io=io, options=engine, inputs=inputs, overrides=dict(request.overrides))
     return _result_of(start_recorded(request, workflow, inputs, io, engine))

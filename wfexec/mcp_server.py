@@ -255,10 +255,12 @@ class Server:
         except AnswerRefused:
             raise  # the tool's error (`serve`), not a result: the run did not move
         except WfexecError as exc:
-            return {"status": exc.outcome, "error": exc.message, "hint": exc.hint or None}
+            return {"status": exc.outcome, "error": exc.message, "hint": in_tool_terms(exc.hint) or None}
         if driven.refused is not None:
             raise driven.refused
         result = driven_json(driven)
+        if result.get("hint"):
+            result["hint"] = in_tool_terms(result["hint"])
         # What the run printed, beside (never over) `output`, the values its ending returns.
         result["printed"] = out.getvalue()
         if err.getvalue():
@@ -292,7 +294,7 @@ class Server:
                 else:
                     workflow = self._workflow(path)
                     request = request.replace(path=workflow.path)
-                checked_inputs = check_inputs(dict(request.inputs), workflow.input_schema)
+                checked_inputs = check_inputs(dict(request.inputs), workflow.input_schema, passing=_passed_as_argument)
             except WorkflowError as exc:
                 return capped({"status": "invalid", "error": "the workflow has errors",
                                "diagnostics": [d.to_json() for d in exc.diagnostics]},
@@ -394,6 +396,28 @@ class Server:
             return {"error": exc.message, "hint": exc.hint or None}
         finally:
             store.close()
+
+
+def _passed_as_argument(name: str) -> str:
+    """How a tool call passes the workflow's input `name` (what a missing input's error tells to do)."""
+    return f'`inputs: {{{json.dumps(name)}: VALUE}}`'
+
+
+def in_tool_terms(hint: str) -> str:
+    """A hint the run's code words for the command line (`resume with --rerun to run it again or --skip to go on`,
+    `raise --max-steps`), with each flag of an option the tools take named as their argument is (`rerun: true`,
+    `skip: true`, `max_steps`): the door's words for the same remedy, from the one declaration of each option."""
+    if "--" not in hint:
+        return hint
+    import re
+
+    from wfexec.running.request import RunRequest, options
+
+    for spec in options().values():
+        if spec.mcp and spec.flag and spec.form is None and spec.flag in hint:
+            said = f"`{spec.name}: true`" if RunRequest.__annotations__[spec.name] == "bool" else f"`{spec.name}`"
+            hint = re.sub(rf"(?<![\w-]){re.escape(spec.flag)}(?![\w-])", said, hint)
+    return hint
 
 
 def _summary(record) -> dict:

@@ -139,3 +139,13 @@ def test_a_states_folder_with_lint_errors_is_refused_by_the_api_as_by_the_comman
         wfexec.run("flow", store=tmp_path / "runs.db")
     assert [(d.code, d.line, d.column) for d in invalid.value.diagnostics] == [("missing-target", 2, 7)]
     assert not (tmp_path / "runs.db").exists()
+
+
+def test_a_missing_input_is_asked_for_in_the_api_s_terms(tmp_path):
+    (tmp_path / "named.yaml").write_text('name: named\nversion: "1"\nstart_node: greet\ninput_schema:\n'
+                                         '  name: {type: string, required: true}\nnodes:\n  greet:\n    type: action\n'
+                                         '    actions: [{type: set_state, field: computed.who, value: "${input.name}"}]'
+                                         '\n    on_success: done\nendings:\n  done: {type: success, message: "hi"}\n')
+    with pytest.raises(wfexec.WfexecError) as missing:
+        wfexec.run(tmp_path / "named.yaml", ephemeral=True)
+    assert missing.value.message == "missing required input 'name': pass inputs={'name': VALUE}"

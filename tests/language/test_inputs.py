@@ -46,7 +46,7 @@ def test_valid_inputs_get_their_defaults_and_land_in_state(run_yaml):
     ({"url": "https://x", "sources": [{"id": "a"}, {"branch": "dev"}]},
      "input 'sources[1]': 'id' is a required property"),
     ({"url": "https://x", "sources": [{"id": 3}]}, "input 'sources[0].id': 3 is not of type 'string'"),
-    ({}, "missing required input 'url' (the repository): pass --input url=VALUE"),
+    ({}, "missing required input 'url' (the repository): pass inputs={'url': VALUE}"),  # the API's words
     ({"url": "https://x", "dpth": 1}, "unknown input 'dpth' (did you mean 'depth'?)"),
 ])
 def test_an_input_that_does_not_fit_is_refused_naming_it(run_yaml, inputs, says):

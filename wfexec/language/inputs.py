@@ -16,7 +16,7 @@ from wfexec.language.diagnostics import did_you_mean, format_yaml_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import AbstractSet, Any, Mapping
+    from typing import AbstractSet, Any, Callable, Mapping
 
 
 class InputError(WfexecError, ValueError):
@@ -69,9 +69,17 @@ def _takes_text(schema: dict) -> bool:
     return declared is None or declared == "string" or (isinstance(declared, list) and "string" in declared)
 
 
+def passed_on_the_command_line(name: str) -> str:
+    """How the command line passes the input `name` (what a missing input's error tells to do)."""
+    return f"--input {name}=VALUE"
+
+
 def check_inputs(given: Mapping[str, Any], input_schema: Mapping[str, Any] | None, *,
-                 from_text: AbstractSet[str] = frozenset()) -> dict:
-    """Apply defaults, read command-line text as the declared type, and reject what does not fit."""
+                 from_text: AbstractSet[str] = frozenset(),
+                 passing: Callable[[str], str] = passed_on_the_command_line) -> dict:
+    """Apply defaults, read command-line text as the declared type, and reject what does not fit. `passing` says
+    how the door asking passes an input, in its own terms (the command line's `--input NAME=VALUE`, the API's
+    keyword argument, MCP's tool argument)."""
     if not input_schema:
         return dict(given)
     import copy  # (with weakref, ~1 ms) for a workflow that declares inputs, not at every start
@@ -94,7 +102,7 @@ def check_inputs(given: Mapping[str, Any], input_schema: Mapping[str, Any] | Non
         if name not in result:
             about = properties.get(name, {}).get("description")
             raise InputError(f"missing required input '{name}'{f' ({about})' if about else ''}: "
-                             f"pass --input {name}=VALUE")
+                             f"pass {passing(name)}")
     # A copy: fastjsonschema fills in nested defaults as it checks, and only top-level defaults are promised.
     problems = [_explain(error) for error in _schema_errors(whole, copy.deepcopy(result))]
     if problems:
