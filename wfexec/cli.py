@@ -591,7 +591,7 @@ def graph(
     check_readable(path)  # CannotRead, before pathlib's is_dir raises PermissionError
     if output is not None:
         check_writable(output, option="--output")  # before drawing (Graphviz may take a while)
-    from wfexec.commands.states import may_be_states
+    from wfexec.protocol.folders import may_be_states
 
     # A states folder, .zip or Raymond .yaml; a folder with neither workflow.yaml nor state files is drawn as the
     # workflow it lacks, which says so, as validate, plan and expand do.
