@@ -418,7 +418,7 @@ def resume_recorded(request, load_workflow: Callable[[Any], Workflow], io, optio
     """Continue the recorded run `request.run_id`; how its process left it (`Driven`)."""
     from wfexec.durable.journal import ResumeChoices, resume_run
 
-    choices = ResumeChoices(request.accept_changes, request.rerun, request.skip)
+    choices = ResumeChoices(request.accept_changes, request.rerun, request.skip, request.take_over)
     return _in_store(request, lambda store: resume_run(store, request.run_id, load_workflow, io=io, options=options,
                                                        choices=choices))
 

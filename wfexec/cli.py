@@ -302,6 +302,8 @@ def cancel(
     run_id: str = typer.Argument(..., metavar="RUN", help="The run's id (or a unique prefix of 4 characters or more)."),
     store: Optional[Path] = STORE_OPTION,
     temporal: Optional[str] = TEMPORAL_OPTION,
+    take_over: bool = typer.Option(False, "--take-over", help="Cancel a run whose lease names a process on another "
+                                   "machine, once that process is surely gone (a replaced container)."),
 ):
     """Cancel a run that is waiting or stopped, so it is never resumed."""
     raise typer.Exit(_call(entrypoints.cancel, **locals()))

@@ -422,3 +422,22 @@ def test_a_clone_made_before_its_step_was_killed_is_taken_as_the_clone_when_the_
     (work / "workflow.yaml").write_text(CLONE_THEN_WORK.replace("UPSTREAM", str(upstream)).replace('"30"', '"0"'))
     resumed = cli("resume", run_id, "--store", "runs.db", "--rerun", "--accept-changes", cwd=work)
     assert (resumed.returncode, resumed.stdout.strip()) == (0, f"cloned {sha}"), resumed.stdout + resumed.stderr
+
+
+def test_a_run_leased_to_a_process_on_another_machine_is_taken_over_only_when_the_person_says_so(tmp_path):
+    (tmp_path / "workflow.yaml").write_text(SLOW_LOOP)
+    for run in range(2):
+        parked = cli("run", "workflow.yaml", "--store", "runs.db", "--max-steps", "1", cwd=tmp_path)
+        assert parked.returncode == 4, parked.stderr  # stopped at its step budget: resumable
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        # As a container that was replaced left it: killed while it ran, under a hostname no longer there.
+        db.execute("UPDATE runs SET status = 'running', lease = '1@a-replaced-container#42'")
+    first, second = [r["id"] for r in json.loads(cli("runs", "--store", "runs.db", "--format", "json",
+                                                     cwd=tmp_path).stdout)]
+    refused = cli("resume", first, "--store", "runs.db", cwd=tmp_path)
+    assert refused.returncode == 2 and "being driven by process 1@a-replaced-container" in refused.stderr
+    assert "--take-over" in refused.stderr
+    taken = cli("resume", first, "--store", "runs.db", "--take-over", cwd=tmp_path)
+    assert (taken.returncode, taken.stdout.strip()) == (0, "3"), taken.stderr
+    assert cli("cancel", second, "--store", "runs.db", cwd=tmp_path).returncode == 2
+    assert cli("cancel", second, "--store", "runs.db", "--take-over", cwd=tmp_path).returncode == 0

@@ -257,7 +257,8 @@ def show(run_id: str, state: bool = False, agent: str | None = None, format: str
     return _store_command(lambda: show_run(store, run_id, with_state=state, as_json=format == "json"))
 
 
-def cancel(run_id: str, store: Path | None = None, temporal: str | None = None, debug: bool = False) -> int:
+def cancel(run_id: str, store: Path | None = None, temporal: str | None = None, debug: bool = False,
+           take_over: bool = False) -> int:
     from wfexec.commands.runs import cancel_run
 
     if temporal:
@@ -265,7 +266,7 @@ def cancel(run_id: str, store: Path | None = None, temporal: str | None = None, 
 
         return cancel_on_cluster(temporal, run_id, debug)
 
-    return _store_command(lambda: cancel_run(store, run_id))
+    return _store_command(lambda: cancel_run(store, run_id, take_over=take_over))
 
 
 def _store_command(body) -> int:

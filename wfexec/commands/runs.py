@@ -186,14 +186,14 @@ def show_run(path, run_id: str, *, with_state: bool, as_json: bool, out=None) ->
     return 0
 
 
-def cancel_run(path, run_id: str, out=None) -> int:
+def cancel_run(path, run_id: str, out=None, take_over: bool = False) -> int:
     out = out or sys.stdout
     store = _existing_store(path, run_id, readonly=False)
     try:
         record = store.get(run_id)
         if record.status in FINISHED:
             raise StoreError(f"run {record.id} has already finished ({record.status})", "nothing to cancel")
-        store.acquire(record.id)  # refuses while another process drives it
+        store.acquire(record.id, take_over=take_over)  # refuses while another process drives it
         store.set_status(record.id, "cancelled", pending_question=None, in_flight=None)
         store.release(record.id)
     finally:

@@ -333,6 +333,7 @@ class ResumeChoices:
     accept_changes: bool = False
     rerun: bool = False
     skip: bool = False
+    take_over: bool = False  # the run's lease names a process on another machine, which the person says is gone
 
 
 class ResumeRefused(StoreError):
@@ -379,7 +380,7 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
         raise ResumeRefused(f"run {run_id} has already finished ({record.status}, ending "
                             f"'{record.ending or '-'}'); there is nothing to resume",
                             "`wfexec show` prints how it ended; start a new run with `wfexec run`")
-    store.acquire(run_id)
+    store.acquire(run_id, take_over=choices.take_over)
     # Whatever an earlier attempt started and left running (its watchdog killed too) goes before anything re-runs.
     subprocesses.kill_tagged(run_id)
     subprocesses.run_tag = run_id

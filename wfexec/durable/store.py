@@ -296,6 +296,10 @@ def lease_holder(pid: int | None = None) -> str:
     return lease
 
 
+def _lease_host(lease: str) -> str:
+    return lease.partition("@")[2].partition("#")[0]
+
+
 def _lease_alive(lease: str | None) -> bool:
     """Whether the process named by a lease still runs; on another host we cannot tell: yes. A process with the
     lease's pid that started at another time is another process (the pid was reused: after a reboot, or in a
@@ -629,14 +633,19 @@ class Store:
                               (lease,)).fetchone()
         return RunRecord.from_row(row) if row is not None else None
 
-    def acquire(self, run_id: str) -> None:
-        """Become the process driving this run, unless a live process already is."""
+    def acquire(self, run_id: str, take_over: bool = False) -> None:
+        """Become the process driving this run, unless a live process already is. `take_over`: also when the
+        lease names a process on another machine, which cannot be checked from here (the person says it is gone)."""
         me = lease_holder()
         with self.transaction():
             record = self.get(run_id)
             if record.lease and record.lease != me and _lease_alive(record.lease):
-                raise StoreError(f"run {record.id} is being driven by process {record.lease}",
-                                 "wait for it to stop, or stop it first")
+                elsewhere = _lease_host(record.lease) != _hostname()
+                if not (take_over and elsewhere):
+                    raise StoreError(f"run {record.id} is being driven by process {record.lease}",
+                                     "that machine's process cannot be checked from here: once it is surely gone "
+                                     "(a container that was replaced), say so with --take-over" if elsewhere else
+                                     "wait for it to stop, or stop it first")
             self.db.execute("UPDATE runs SET lease = ? WHERE id = ?", (me, record.id))
 
     def release(self, run_id: str) -> None:

@@ -182,6 +182,9 @@ class RunRequest:
                         api=_RESUME, mcp=_RESUME)
     accept_changes: bool = option(False, "Continue although nodes that already ran have changed.",
                                   flag="--accept-changes", cli=_RESUME, api=_RESUME, mcp=_RESUME)
+    take_over: bool = option(False, "Drive a run whose lease names a process on another machine, once that "
+                                    "process is surely gone (a replaced container).", flag="--take-over",
+                             cli=_RESUME, api=_RESUME, mcp=_RESUME)
     # -- what the command line shows ------------------------------------------------------------------------------
     trace: bool = option(False, "Print each node, action, condition and route (each state, tag and script output) "
                                 "to stderr.", flag="--trace", cli=_ALL)
