@@ -403,7 +403,8 @@ def engine_options(request, answers, backend: Any = None, cwd: str | os.PathLike
     if callable(replayed):  # a cassette also holds the person's answers; given ones win
         answers = answers.with_defaults(replayed())
     return Options(max_steps=request.max_steps, interactive=request.interactive, answers=answers,
-                   dry_run=request.dry_run, backend=backend, cwd=Path(cwd) if cwd else None, ask=ask)
+                   dry_run=request.dry_run, backend=backend, cwd=Path(cwd) if cwd else None, ask=ask,
+                   allowed_folders=tuple(Path(folder) for folder in request.allow_write))
 
 
 def start_recorded(request, workflow: Workflow, inputs: dict, io, options):

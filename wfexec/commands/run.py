@@ -180,7 +180,8 @@ def _refused_on_cluster(request: RunRequest, backend) -> int:
     # A cassette is read or written in order by one process; a run's LLM steps go to whichever worker is free.
     taken = [flag for flag, given in (("--ephemeral", request.ephemeral), ("--dry-run", request.dry_run),
                                       ("--record", request.record is not None), ("--replay", request.replay is not None),
-                                      ("--accept-changes", request.accept_changes)) if given]
+                                      ("--accept-changes", request.accept_changes),
+                                      ("--allow-write", bool(request.allow_write))) if given]
     if not taken:
         return 0
     _error(f"error: {taken[0]} cannot be used with --temporal: a run on the cluster is recorded there and runs its "

@@ -87,6 +87,9 @@ class Options:
     # The run store of a durable run (the driver sets it): no file consequence may write, move or delete it
     # (wfexec.system.run_store; the default store and .wfexec/ are protected with or without one).
     store: Path | None = None
+    # Folders outside the working directory that a computed path may name (--allow-write): the person's choice,
+    # never the workflow's (wfexec.system.files.guarded_path).
+    allowed_folders: tuple[Path, ...] = ()
 
 
 @dataclass

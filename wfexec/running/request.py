@@ -143,6 +143,10 @@ class RunRequest:
     answer_files: list[Path] = option(
         [], "A YAML file mapping node ids to answers (a list: used in turn).", flag="--answers", metavar="FILE",
         form="list", cli=("run", "resume"))
+    allow_write: list[Path] = option(
+        [], "A folder outside the working directory that steps may write in where a `${...}` template names it "
+            "(repeatable; given again to resume).", flag="--allow-write", metavar="DIR", form="list",
+        cli=("run", "resume"), api=API_FUNCTIONS)
     # -- how far, and who answers ---------------------------------------------------------------------------------
     interactive: bool = option(False, "Ask the person at the terminal the questions no answer was given for.",
                                api=API_FUNCTIONS)

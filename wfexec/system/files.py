@@ -299,6 +299,9 @@ def guarded_path(ctx, params: dict, param: str, verb: str, *, the_link_itself: b
     root = os.path.realpath(ctx.cwd)
     if _inside(real, root):
         return Path(real)
+    for folder in ctx.run.options.allowed_folders:  # --allow-write: the person's say, not the workflow's
+        if _inside(real, os.path.realpath(os.path.join(ctx.cwd, os.path.expanduser(folder)))):
+            return Path(real)
     lexical = os.path.normpath(os.path.abspath(path))
     if _inside(lexical, os.path.normpath(os.path.abspath(ctx.cwd))):
         why = "a symbolic link on the way leads out of it"
@@ -308,7 +311,8 @@ def guarded_path(ctx, params: dict, param: str, verb: str, *, the_link_itself: b
         why = "the path climbs out of it through '..'"
     raise ActionFailed(
         f"refusing to {verb} '{shown}': it resolves to {real}, outside the working directory {root} ({why}); "
-        "run wfexec from a folder that contains it, or write that absolute path literally in the workflow",
+        "run wfexec from a folder that contains it, allow its folder with --allow-write DIR, or write that "
+        "absolute path literally in the workflow",
         "the guard keeps a downloaded workflow inside the folder it is run in")
 
 

@@ -341,3 +341,46 @@ def test_list_files_globs_files_or_folders_from_the_working_directory(run_yaml, 
     assert result.state["computed"]["pages"] == ["docs/api/index.md", "docs/guide.md"]
     assert result.state["computed"]["folders"] == ["docs/api"]
     assert result.state["computed"]["none"] == []
+
+
+USER_LEVEL_SKILL = """\
+name: user-level
+version: "1"
+start_node: scaffold
+nodes:
+  scaffold:
+    type: action
+    actions:
+      - {type: create_directory, path: "${env.HOME}/.claude/skills/corpus-x"}
+      - {type: write_file, path: "${env.HOME}/.claude/skills/corpus-x/SKILL.md", content: "# corpus-x\\n"}
+    on_success: done
+    on_failure: failed
+endings:
+  done: {type: success, message: made}
+  failed: {type: failure, message: "${computed.last_error}"}
+"""
+
+
+def test_a_computed_path_outside_the_working_directory_is_written_only_in_a_folder_the_person_allows(tmp_path):
+    # hiivmind-corpus init's "User-level skill (Recommended)": ~/.claude/skills/, named by a template.
+    from conftest import wfexec_in_process as cli
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    (work / "workflow.yaml").write_text(USER_LEVEL_SKILL)
+    os.environ["HOME"], saved = str(home), os.environ.get("HOME")
+    try:
+        refused = cli("run", "workflow.yaml", "--ephemeral", cwd=work)
+        assert refused.returncode == 1 and "--allow-write DIR" in refused.stdout + refused.stderr
+        assert not home.exists()
+        allowed = cli("run", "workflow.yaml", "--ephemeral", "--allow-write", home / ".claude" / "skills", cwd=work)
+        assert (allowed.returncode, allowed.stdout.strip()) == (0, "made"), allowed.stderr
+        assert (home / ".claude" / "skills" / "corpus-x" / "SKILL.md").read_text() == "# corpus-x\n"
+        # Only that folder: a sibling is still refused.
+        narrower = cli("run", "workflow.yaml", "--ephemeral", "--allow-write", home / ".claude" / "other", cwd=work)
+        assert narrower.returncode == 1
+    finally:
+        if saved is None:
+            del os.environ["HOME"]
+        else:
+            os.environ["HOME"] = saved
