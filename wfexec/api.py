@@ -254,7 +254,7 @@ def states_run(request, warn: Callable[[str], None] | None = None) -> StatesRun:
     import os
 
     from wfexec.language.diagnostics import ERROR
-    from wfexec.protocol.folders import lint_diagnostics, states_workflow
+    from wfexec.protocol.folders import lint_diagnostics, run_anyway, states_line, states_workflow
     from wfexec.protocol.raymond_config import load_config, merge
     from wfexec.system.run_store import states_workflows_folder
 
@@ -288,8 +288,14 @@ def states_run(request, warn: Callable[[str], None] | None = None) -> StatesRun:
         from wfexec.durable.store import refuse_a_folder, store_location
 
         refuse_a_folder(store_location(request.store))  # before the workflow is written beside it
-    errors = [d for d in lint_diagnostics(path) or () if d.severity == ERROR]
-    if errors:  # a run never starts on what `wfexec validate` reports
+    # As `ray` runs a folder, without waiting on its lint: what `wfexec validate` calls an error is said first, and
+    # the run starts, unless it has no first state to start at.
+    linted = lint_diagnostics(path) or []
+    for was, now in zip(linted, run_anyway(linted)):
+        if was.severity != now.severity:  # its warnings stay `wfexec validate`'s to say
+            say(states_line(now))
+    errors = [d for d in run_anyway(linted) if d.severity == ERROR]
+    if errors:
         raise WorkflowError(errors)
     scratch: Any = None
     if request.ephemeral:

@@ -130,15 +130,27 @@ def test_a_states_folder_runs_through_the_api_as_wfexec_run_runs_it(tmp_path, mo
         wfexec.run("flow", inputs={"name": "x"}, store=store)
 
 
-def test_a_states_folder_with_lint_errors_is_refused_by_the_api_as_by_the_command_line(tmp_path, monkeypatch):
+def test_a_states_folder_with_no_first_state_is_refused_by_the_api_as_by_the_command_line(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    states_folder(tmp_path)
+    states_folder(tmp_path, name="flow").joinpath("START.sh").rename(tmp_path / "flow" / "OTHER.sh")
     refused = cli("run", "flow", cwd=tmp_path)
-    assert refused.returncode == 2 and "START.sh:2:7: error:" in refused.stderr
+    assert refused.returncode == 2 and "[no-entry-point]" in refused.stderr
     with pytest.raises(wfexec.WorkflowError) as invalid:
         wfexec.run("flow", store=tmp_path / "runs.db")
-    assert [(d.code, d.line, d.column) for d in invalid.value.diagnostics] == [("missing-target", 2, 7)]
+    assert [d.code for d in invalid.value.diagnostics] == ["no-entry-point"]
     assert not (tmp_path / "runs.db").exists()
+
+
+def test_a_states_folder_runs_past_its_lint_errors_at_every_door_as_ray_runs_it(tmp_path, monkeypatch):
+    # An author's example in a notes file: `ray lint` calls it an error; `ray` runs the folder all the same.
+    monkeypatch.chdir(tmp_path)
+    flow = states_folder(tmp_path, start='#!/bin/bash\necho "<result>done</result>"\n')
+    (flow / "NOTES.md").write_text("Example for authors: <goto>SOMEWHERE</goto>\n")
+    assert cli("validate", "flow", cwd=tmp_path).returncode == 2  # `ray lint`'s verdict stands
+    ran = cli("run", "flow", "--store", "cli.db", cwd=tmp_path)
+    assert (ran.returncode, ran.stdout) == (0, "done\n"), ran.stderr
+    assert "NOTES.md:1:22: warning:" in ran.stderr and "[missing-target]" in ran.stderr
+    assert wfexec.run("flow", store=tmp_path / "api.db").message == "done"
 
 
 def test_a_missing_input_is_asked_for_in_the_api_s_terms(tmp_path):

@@ -1084,7 +1084,7 @@ def test_files_resolve_relative_to_the_workflow_not_the_cwd(validate, tmp_path, 
     (skill / "docs").mkdir(parents=True)
     (skill / "docs" / "guide.md").write_text("# Guide\n", encoding="utf-8")
     (skill / "agents").mkdir()
-    (skill / "agents" / "start.md").write_text("go\n", encoding="utf-8")
+    (skill / "agents" / "start.md").write_text("go, then <result>done</result>\n", encoding="utf-8")
     (skill / "sub.yaml").write_text("name: s\nversion: 1\nstart_node: s\nnodes:\n"
                                     "  s: {type: action, actions: [], on_success: ok}\n"
                                     "endings:\n  ok: {type: success, message: ok}\n", encoding="utf-8")

@@ -31,8 +31,8 @@ def test_a_states_folder_runs_over_mcp_as_wfexec_run_runs_it(tmp_path):
     """MCP's `validate` accepted a states folder, but its `run` said `no such file: FOLDER/workflow.yaml`."""
     (tmp_path / "flow").mkdir()
     (tmp_path / "flow" / "START.sh").write_text('#!/bin/bash\necho "<result>done-$RAYMOND_INPUT</result>"\n')
-    (tmp_path / "bad").mkdir()
-    (tmp_path / "bad" / "START.sh").write_text('#!/bin/bash\necho "<goto>NOWHERE.sh</goto>"\n')
+    (tmp_path / "bad").mkdir()  # no first state: a run has nowhere to start
+    (tmp_path / "bad" / "OTHER.sh").write_text('#!/bin/bash\necho "<result>x</result>"\n')
 
     async def body(session):
         calls = [("validate", {"path": "flow"}), ("run", {"path": "flow", "inputs": {"input": "abc"}}),
@@ -42,7 +42,7 @@ def test_a_states_folder_runs_over_mcp_as_wfexec_run_runs_it(tmp_path):
     validated, ran, refused, listed = with_server(tmp_path, body)
     assert validated["valid"] and validated["states"]
     assert (ran["status"], ran["ending"], ran["message"]) == ("completed", "done", "done-abc"), ran
-    assert refused["status"] == "invalid" and [d["code"] for d in refused["diagnostics"]] == ["missing-target"]
+    assert refused["status"] == "invalid" and [d["code"] for d in refused["diagnostics"]] == ["no-entry-point"]
     assert [(r["id"], r["status"], r["workflow"]) for r in listed["runs"]] == [(ran["run_id"], "completed", "flow")]
     # the command line sees the run in the same store, as one of its own
     shown = json.loads(cli("show", ran["run_id"], "--format", "json", "--store", tmp_path / ".wfexec" / "runs.db").stdout)

@@ -19,9 +19,9 @@ def test_an_edit_that_breaks_the_folder_is_refused_although_its_clean_lint_was_k
         assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
     assert list((tmp_path / "cache" / "states-lint").glob("*.bin"))
     (flow / "START.sh").write_text("echo '<goto>NOWHERE</goto>'\n")
-    refused = wfexec_cli("states", flow, cwd=tmp_path, env=_cached(tmp_path))
+    refused = wfexec_cli("validate", flow, cwd=tmp_path, env=_cached(tmp_path))
     assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert "START.sh:1:" in refused.stderr and "[missing-target]" in refused.stderr, refused.stderr
+    assert "START.sh:1:" in refused.stdout and "[missing-target]" in refused.stdout, refused.stdout
     (flow / "START.sh").write_text("echo '<result>ok</result>'\n")  # as it was: the kept entry applies again
     assert wfexec_cli("states", flow, cwd=tmp_path, env=_cached(tmp_path)).returncode == 0
 
@@ -37,9 +37,9 @@ def test_findings_read_from_the_cache_are_those_of_a_fresh_lint(tmp_path):
 
 def test_a_damaged_entry_is_linted_afresh(tmp_path):
     flow = write_states(tmp_path / "flow", {"START.sh": "echo '<goto>NOWHERE</goto>'"})
-    first = wfexec_cli("states", flow, cwd=tmp_path, env=_cached(tmp_path))
+    first = wfexec_cli("validate", flow, cwd=tmp_path, env=_cached(tmp_path))
     assert first.returncode == 2, first.stdout + first.stderr
     [entry] = (tmp_path / "cache" / "states-lint").glob("*.bin")
     entry.write_bytes(entry.read_bytes()[:-3] + b"[]]")  # its checksum no longer matches
-    again = wfexec_cli("states", flow, cwd=tmp_path, env=_cached(tmp_path))
-    assert (again.returncode, again.stderr) == (first.returncode, first.stderr)
+    again = wfexec_cli("validate", flow, cwd=tmp_path, env=_cached(tmp_path))
+    assert (again.returncode, again.stdout) == (first.returncode, first.stdout)

@@ -55,6 +55,7 @@ SCHEMA = {
         "continue_session": {"type": "boolean"},
         "workflow_id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,255}$"},
         "debug_files": {"type": "boolean"},
+        "lint": {"enum": ["refuse", "warn"]},
         "spread": {"type": "boolean"},
         "backend": {"type": "string"},
         "model": {"type": "string"},
@@ -94,6 +95,7 @@ class States:
     continue_session: bool = False      # the first LLM turn branches the latest session of the folder it runs in
     workflow_id: str | None = None      # {{workflow_id}} / RAYMOND_WORKFLOW_ID (default: made from the time)
     debug_files: bool = False           # Raymond's debug files under .raymond/debug/<workflow id>/
+    lint: str = "refuse"                # warn: `ray lint`'s errors do not stop a run (`wfexec states`, as `ray`)
     # On Temporal, forked agents' states go to any free worker (their files land there), not to the run's worker.
     spread: bool = False
 
@@ -124,6 +126,7 @@ def compile(node_id, raw, c):
         continue_session=bool(raw.get("continue_session")),
         workflow_id=raw.get("workflow_id"),
         debug_files=bool(raw.get("debug_files")),
+        lint=raw.get("lint") or "refuse",
         spread=bool(raw.get("spread")),
     )
     _check_scope(spec, c)
@@ -222,8 +225,13 @@ def lint(node) -> list:
     except ProtocolError:
         return []  # the workflow's own check has said so
     shown = _shown(spec.folder) if spec.folder is not None else ""
-    return [state_diagnostic(finding, scope, shown, node.where, f"states node '{node.id}': ")
-            for finding in lint_findings(scope, start=spec.start)]
+    found = [state_diagnostic(finding, scope, shown, node.where, f"states node '{node.id}': ")
+             for finding in lint_findings(scope, start=spec.start)]
+    if spec.lint == "warn":
+        from wfexec.protocol.folders import run_anyway
+
+        return run_anyway(found)
+    return found
 
 
 def targets(spec):
@@ -513,6 +521,8 @@ NODE_TYPE = NodeType(
                             "(claude `-c --fork-session`)",
         "workflow_id": "`{{workflow_id}}` / `RAYMOND_WORKFLOW_ID` (default: `workflow_<date>_<time>`)",
         "debug_files": "write Raymond's debug files under `.raymond/debug/<workflow id>/`",
+        "lint": "`refuse` (default: a run does not start on what Raymond's lint calls an error) or `warn` (they are "
+                "warnings, and the run starts, as `ray` runs a folder; `wfexec states` writes this)",
         "spread": "on a Temporal cluster, forked agents' states go to any free worker (the files they write land "
                   "there), not to the run's own worker",
     }, rules="""\

@@ -135,8 +135,24 @@ def state_diagnostic(finding, scope, shown: str, at=None, prefix: str = ""):
         state = f"{finding.file}: " if finding.file and finding.file not in finding.message else ""
         return Diagnostic(at.file, at.line, at.column, at.yaml_path, finding.severity, finding.check,
                           f"{prefix}{state}{finding.message} [{finding.check}]")
-    return Diagnostic(f"{shown}/{finding.file}" if finding.file else shown, 0, 0, "", finding.severity,
+    at = 0 if scope.kind in ("folder", "zip") else 1  # a Raymond .yaml: its start; a folder: no line of any file
+    return Diagnostic(f"{shown}/{finding.file}" if finding.file else shown, at, at, "", finding.severity,
                       finding.check, message)
+
+
+# The lint findings a run of a states folder cannot start past (it has no first state to run, or a folder that is
+# none); every other one is `ray lint`'s verdict on what the states may do, which `ray` itself never checks before
+# it runs them.
+STARTS_NOWHERE = frozenset({"no-entry-point", "ambiguous-entry-point", "states-scope"})
+
+
+def run_anyway(diagnostics: list) -> list:
+    """A states folder's lint as a run sees it, `ray`'s way: its errors are warnings, but for STARTS_NOWHERE."""
+    from wfexec.language.diagnostics import ERROR, WARNING
+    from wfexec.records import replace
+
+    return [replace(d, severity=WARNING) if d.severity == ERROR and d.code not in STARTS_NOWHERE else d
+            for d in diagnostics]
 
 
 def states_line(d) -> str:
@@ -175,7 +191,8 @@ def lint_diagnostics(path: str | os.PathLike, edited: dict[str, str] | None = No
     except ScopeError as exc:
         from wfexec.language.diagnostics import Diagnostic
 
-        return [Diagnostic(str(p), 0, 0, "", "error", "states-scope", exc.message, exc.hint)]
+        at = 1 if p.is_file() else 0  # a file's problem is said at its start; a folder's at no line of any file
+        return [Diagnostic(str(p), at, at, "", "error", "states-scope", exc.message, exc.hint)]
     return [state_diagnostic(finding, scope, str(p)) for finding in lint_findings(scope)]
 
 
@@ -219,7 +236,7 @@ def states_workflow(path: str | os.PathLike, into: Path, *, start: str | None, w
         if warn is not None:
             warn(text)
     named = os.path.relpath(folder, into.resolve()) if relative_folder else str(folder)
-    node: dict[str, Any] = {"type": "states", "folder": named}
+    node: dict[str, Any] = {"type": "states", "folder": named, "lint": "warn"}
     if start or named_start:
         node["start"] = start or named_start
     if with_input:  # the text goes in as the workflow's input: a `${` in it stays text
