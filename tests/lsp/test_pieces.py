@@ -154,3 +154,20 @@ def test_the_editors_index_after_edits_is_a_fresh_ones(tmp_path):
             assert (kept.definitions, kept.routes, kept.writers, kept.diagnostics) == \
                 (fresh.definitions, fresh.routes, fresh.writers, fresh.diagnostics)
         text = _edited(text, chance)
+
+
+def test_a_diagnostic_past_an_emoji_is_placed_in_utf16_units_as_lsp_counts(tmp_path):
+    import wfexec
+    from wfexec.lsp.diagnostics import to_lsp
+
+    text = ('name: t\nversion: "1"\nstart_node: a\nnodes:\n  a:\n    type: action\n'
+            '    actions: [{type: set_state, x-note: "😀😀", field: computed.x, value: "${nope}"}]\n'
+            '    on_success: done\nendings:\n  done: {type: success, message: "ok"}\n')
+    (tmp_path / "workflow.yaml").write_text(text, encoding="utf-8")
+    [unknown] = [d for d in wfexec.validate(tmp_path / "workflow.yaml") if "nope" in d.message]
+    line = text.splitlines()[unknown.line - 1]
+    assert "nope" in line[unknown.column - 1:] and "😀" not in line[unknown.column - 1:]  # validate: characters
+    [placed] = to_lsp([unknown], text.splitlines())
+    units = line.encode("utf-16-le")
+    covered = units[2 * placed.range.start.character:2 * placed.range.end.character].decode("utf-16-le")
+    assert covered in ('"${nope}"', "nope"), covered  # the LSP counts UTF-16 units, two for each emoji

@@ -31,12 +31,20 @@ def to_lsp(diagnostics: list, lines: list[str]) -> list[lsp.Diagnostic]:
         if end == start:
             end = len(text.rstrip()) if len(text.rstrip()) > start else start
         message = f"{d.message} — {d.hint}" if d.hint else d.message
-        fixes = [[*_replaced(text, start, end, d.message, name), name] for name in suggestions(d.hint)]
+        fixes = [[*(_utf16(text, at) for at in _replaced(text, start, end, d.message, name)), name]
+                 for name in suggestions(d.hint)]
         found.append(lsp.Diagnostic(
-            range=lsp.Range(lsp.Position(line, start), lsp.Position(line, end)), message=message,
+            range=lsp.Range(lsp.Position(line, _utf16(text, start)), lsp.Position(line, _utf16(text, end))),
+            message=message,
             severity=_SEVERITY.get(d.severity, lsp.DiagnosticSeverity.Information), code=d.code, source="wfexec",
             data={"fixes": fixes} if fixes else None))
     return found
+
+
+def _utf16(text: str, index: int) -> int:
+    """A position in `text` (a character index, as validate's columns count) as LSP counts it by default: in UTF-16
+    code units, two for a character past U+FFFF (an emoji)."""
+    return index + sum(1 for char in text[:index] if ord(char) > 0xFFFF)
 
 
 def _replaced(text: str, start: int, end: int, message: str, suggestion: str) -> tuple[int, int]:
