@@ -291,10 +291,11 @@ def states_run(request, warn: Callable[[str], None] | None = None) -> StatesRun:
     # As `ray` runs a folder, without waiting on its lint: what `wfexec validate` calls an error is said first, and
     # the run starts, unless it has no first state to start at.
     linted = lint_diagnostics(path) or []
-    for was, now in zip(linted, run_anyway(linted)):
+    as_run = run_anyway(linted)
+    for was, now in zip(linted, as_run):
         if was.severity != now.severity:  # its warnings stay `wfexec validate`'s to say
             say(states_line(now))
-    errors = [d for d in run_anyway(linted) if d.severity == ERROR]
+    errors = [d for d in as_run if d.severity == ERROR]
     if errors:
         raise WorkflowError(errors)
     scratch: Any = None

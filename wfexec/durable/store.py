@@ -296,8 +296,16 @@ def lease_holder(pid: int | None = None) -> str:
     return lease
 
 
-def _lease_host(lease: str) -> str:
-    return lease.partition("@")[2].partition("#")[0]
+def _answers_text(answers: dict | None) -> str | None:
+    """The `answers` column: the answers not taken yet, NULL when there are none."""
+    return _dumps(answers) if answers else None
+
+
+def _lease_parts(lease: str) -> tuple[str, str, str]:
+    """A lease's pid, host and start (`pid@host#start`; "" where it has none)."""
+    pid_text, _, place = lease.partition("@")
+    host, _, started = place.partition("#")
+    return pid_text, host, started
 
 
 def _lease_alive(lease: str | None) -> bool:
@@ -306,8 +314,7 @@ def _lease_alive(lease: str | None) -> bool:
     container where every first process is pid 1)."""
     if not lease:
         return False
-    pid_text, _, place = lease.partition("@")
-    host, _, started = place.partition("#")
+    pid_text, host, started = _lease_parts(lease)
     if host != _hostname():
         return True  # another machine: we cannot tell, so we do not steal it
     try:
@@ -537,7 +544,7 @@ class Store:
                 " inputs, created_at, updated_at, lease, number, answers) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?,"
                 " ?, ?, ?)",
                 (run_id, workflow_path, workflow_name, workflow_hash, _dumps(node_hashes), start_node,
-                 _dumps(inputs), now, now, lease_holder(), number, _dumps(answers) if answers else None))
+                 _dumps(inputs), now, now, lease_holder(), number, _answers_text(answers)))
             self.db.execute("INSERT INTO snapshots VALUES (?, 0, ?)", (run_id, _dumps(state)))
         self._key_bases[run_id] = number << STEP_BITS
         return run_id
@@ -640,7 +647,7 @@ class Store:
         with self.transaction():
             record = self.get(run_id)
             if record.lease and record.lease != me and _lease_alive(record.lease):
-                elsewhere = _lease_host(record.lease) != _hostname()
+                elsewhere = _lease_parts(record.lease)[1] != _hostname()
                 if not (take_over and elsewhere):
                     raise StoreError(f"run {record.id} is being driven by process {record.lease}",
                                      "that machine's process cannot be checked from here: once it is surely gone "
@@ -712,8 +719,7 @@ class Store:
                 self.db.execute("UPDATE snapshots SET step = ?, state = ? WHERE run_id = ?",
                                 (steps[-1][0], state, run_id))
             if answers is not None:
-                self.db.execute("UPDATE runs SET answers = ? WHERE id = ?", (_dumps(answers) if answers else None,
-                                                                            run_id))
+                self.db.execute("UPDATE runs SET answers = ? WHERE id = ?", (_answers_text(answers), run_id))
         return len(values[2]), len(state)
 
     def set_status(self, run_id: str, status: str, **fields) -> None:
@@ -721,9 +727,9 @@ class Store:
         columns = {"status": status, "updated_at": time.time(), **fields}
         if status in FINISHED or status == "stopped":
             columns.setdefault("finished_at", time.time())
-        if columns.get("answers") == {}:
-            columns["answers"] = None
-        for key in ("pending_question", "result", "in_flight", "answers"):
+        if "answers" in columns:
+            columns["answers"] = _answers_text(columns["answers"])
+        for key in ("pending_question", "result", "in_flight"):
             if key in columns and columns[key] is not None and not isinstance(columns[key], str):
                 columns[key] = _dumps(columns[key])
         assignments = ", ".join(f"{k} = ?" for k in columns)

@@ -98,11 +98,9 @@ class Answers:
 
     def with_defaults(self, defaults: dict[str, list]) -> "Answers":
         """These answers, plus `defaults` for the nodes they do not answer (a replayed cassette's)."""
-        merged = Answers()
-        merged._given = {node: list(values) for node, values in defaults.items()}
-        merged._given.update({node: list(values) for node, values in self._given.items()})
-        merged._repeat = set(self._repeat)
-        return merged
+        kept = Answers()
+        kept._given = {node: list(values) for node, values in defaults.items()}
+        return self.over(kept)
 
     def give(self, node: str, value: Any) -> None:
         """One more answer for a node, taken before any given earlier (an answer that arrives while the run
