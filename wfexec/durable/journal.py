@@ -107,12 +107,12 @@ class DurableJournal(Journal):
     only a window of them in `state["history"]`), changes and duration.
     """
 
-    def __init__(self, store: Store, run_id: str, workflow: Workflow, steps_done: int,
-                 replayed: Replayed | None = None, answers: Answers | None = None):
+    def __init__(self, store: Store, run_id: str, workflow: Workflow, steps_done: int, answers: Answers,
+                 replayed: Replayed | None = None):
         self.store = store
         # The answers given up front, as last kept in the store: a step that takes one commits what is left.
         self.answers = answers
-        self.answers_kept = answers.version if answers is not None else 0
+        self.answers_kept = answers.version
         self.run_id = run_id
         self.step = steps_done
         self.pending: list[list] = []  # the row of each step journaled since the last commit (store.commit_steps)
@@ -200,7 +200,7 @@ class DurableJournal(Journal):
         pending = self.pending
         cleared = self.cleared_nodes
         answers = self.answers
-        answers_taken = answers is not None and answers.version != self.answers_kept
+        answers_taken = answers.version != self.answers_kept
         if pending and not cleared and self.since_snapshot < self.snapshot_due and not answers_taken:
             # Most commits: the rows alone, one statement.
             self.since_snapshot += self.store.append_steps(self.run_id, pending, current_node)
@@ -218,8 +218,8 @@ class DurableJournal(Journal):
             snapshot = state_for_snapshot(run.state)
         row_bytes, snapshot_bytes = self.store.commit_steps(
             self.run_id, pending, current_node, snapshot=snapshot, cleared_nodes=sorted(cleared),
-            answers=answers.to_dict() if answers_taken and answers is not None else None)
-        if answers_taken and answers is not None:
+            answers=answers.to_dict() if answers_taken else None)
+        if answers_taken:
             self.answers_kept = answers.version
         if snapshot is not None:
             self.snapshot_bytes, self.since_snapshot = snapshot_bytes, 0
@@ -321,7 +321,7 @@ def start_run(store: Store, workflow: Workflow, *, inputs: dict, overrides: dict
                               workflow_hash=workflow.source_hash, node_hashes=node_hashes(workflow),
                               inputs=inputs, state=state_for_snapshot(run.state), start_node=workflow.start_node,
                               answers=options.answers.to_dict())
-    journal = DurableJournal(store, run_id, workflow, 0, answers=options.answers)
+    journal = DurableJournal(store, run_id, workflow, 0, options.answers)
     run.journal = journal
     subprocesses.run_tag = run_id
     io.trace(f"Run {run_id} (store {store.path})")
@@ -411,7 +411,7 @@ def resume_run(store: Store, run_id: str, workflow_loader, *, io, options: Optio
             raise ResumeRefused(f"run {run_id} stopped at '{start}', which the workflow no longer has",
                                 "restore the node, or start a new run")
         run = Run(workflow, io=io, options=options, inputs=record.inputs, state=state, budget=[steps_done])
-        journal = DurableJournal(store, run_id, workflow, steps_done, replayed, answers=options.answers)
+        journal = DurableJournal(store, run_id, workflow, steps_done, options.answers, replayed)
         run.journal = journal
         if record.in_flight:
             start = _settle_in_flight(store, run, journal, workflow, record, choices, notes) or start
