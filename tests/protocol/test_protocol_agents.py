@@ -139,20 +139,51 @@ def test_item67_result_restores_the_callers_task_folder_even_its_default_one():
     assert step(back, Transition("reset", "X.md", {"task": "new"}))[0].task_name == "main_task2"
 
 
-def test_cd_is_refused_where_a_session_is_resumed():
-    for tag, attributes in (("goto", {}), ("call", {"return": "R.md"}), ("function", {"return": "R.md"})):
-        with pytest.raises(ProtocolError, match="`cd` is not allowed"):
-            step(busy_agent(), Transition(tag, "X.md", {**attributes, "cd": "/tmp"}))
+def test_attributes_a_tag_does_not_take_are_ignored_as_in_raymond():
+    """transitions.go's handlers read only their own attributes: `cd` where a session is resumed (goto, call,
+    function), on result and ask, and `task` where no folder is chosen, change nothing (lint reports `task` and
+    `<ask cd>`); they stop nothing either."""
+    agent = busy_agent()
+    for tag, attributes in (("goto", {}), ("call", {"return": "R.md"}), ("function", {"return": "R.md"}),
+                            ("result", {}), ("ask", {})):
+        for stray in ({"cd": "/tmp"}, {"task": "new"}, {"task": "inherit"}, {"cd": "/tmp", "task": "bogus"}):
+            plain, _ = step(agent, Transition(tag, "X.md", attributes))
+            moved, _ = step(agent, Transition(tag, "X.md", {**attributes, **stray}))
+            assert (moved.cwd, moved.task, moved.task_count, moved.state) == \
+                (plain.cwd, plain.task, plain.task_count, plain.state), (tag, stray)
+
+
+def test_a_reset_gets_a_new_folder_only_for_task_new_and_a_fork_shares_only_for_inherit():
+    """HandleReset: `task == "new"` and nothing else makes a folder (`inherit` or a typo keeps it); CreateForkWorker:
+    `task == "inherit"` shares the parent's, anything else gives the worker its own."""
+    agent = busy_agent(task="main_task3", task_count=3)
+    for task in ("inherit", "bogus", ""):
+        moved, _ = step(agent, Transition("reset", "X.md", {"task": task}))
+        assert (moved.task, moved.task_count) == ("main_task3", 3), task
+    assert step(agent, Transition("reset", "X.md", {"task": "new"}))[0].task == "main_task4"
+    for task, shared in (("inherit", "main_task3"), ("new", ""), ("bogus", ""), ("", "")):
+        _, (worker,) = step(agent, Transition("fork", "W.md", {"next": "N.md", "task": task}))
+        assert worker.task == shared, task
+
+
+def test_a_fork_with_an_empty_cd_starts_its_worker_in_the_parents_directory():
+    """CreateForkWorker resolves `cd` whenever it is written (`ResolveCd("", parent.Cwd)`: the parent's); without one
+    the worker starts where the run started."""
+    _, (worker,) = step(busy_agent(), Transition("fork", "W.md", {"next": "N.md", "cd": ""}))
+    assert worker.cwd == "/work"
+    _, (worker,) = step(busy_agent(), Transition("fork", "W.md", {"next": "N.md"}))
+    assert worker.cwd == ""
 
 
 def test_multi_fork_makes_every_worker_and_continues_once():
     counters = {}
     moved, workers = step(busy_agent(), Transition("fork", "W.md", {"next": "N.md", "item": "1"}),
                           Transition("fork", "W.md", {"next": "N.md", "item": "2"}),
-                          Transition("goto", "N.md", {"input": "go"}), counters=counters)
+                          Transition("goto", "N.md", {"input": "go", "cd": "/elsewhere"}), counters=counters)
     assert [w.id for w in workers] == ["main_w1", "main_w2"]
     assert [w.fork_attributes for w in workers] == [{"item": "1"}, {"item": "2"}]
-    assert (moved.state, moved.input) == ("N.md", "go")
+    # applyMultiFork moves the parent to the continuation with no input; the <goto>'s `cd` changes nothing.
+    assert (moved.state, moved.input, moved.cwd) == ("N.md", None, "/work")
 
 
 def test_resolve_cd():

@@ -82,6 +82,18 @@ def test_an_unreadable_prompt_file_is_retried_then_pauses(tmp_path):
     assert result.status == "stopped" and "(failed 3 times in a row)" in result.error, result.error
 
 
+def test_a_frontmatter_that_cannot_be_read_is_retried_then_pauses_and_names_the_files_line(tmp_path):
+    """Raymond's markdown executor reports a frontmatter error as a prompt-file error (retried, then the agent is
+    paused): the file may be fixed before `wfexec resume RUN` runs the state again. No LLM call is made."""
+    folder = write_states(tmp_path / "s", {"START.md": "---\nallowed_transitions:\n  - goto\n---\nGo."})
+    backend = ScriptedBackend()
+    result, _ = run_folder(folder, backend=backend)
+    assert (result.status, result.exit_code, backend.requests) == ("stopped", 4, [])
+    assert result.error.startswith("main paused at START.md: main: START.md: invalid frontmatter (line 3): entry 1 of "
+                                   "`allowed_transitions` is the text 'goto', not a mapping"), result.error
+    assert "(failed 3 times in a row)" in result.error
+
+
 def test_a_usage_limit_pauses_at_once_and_the_run_waits_for_its_reset(tmp_path):
     folder = write_states(tmp_path / "s", {"START.md": "Go."})
     backend = FailingBackend(failures=1, error=lambda text: UsageLimitReached(

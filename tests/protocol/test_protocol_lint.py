@@ -57,6 +57,9 @@ FIXTURES = {
                                        {"force-implicit-invalid"}),
     "bad_frontmatter": ({"START.md": "---\nallowed_transitions: [unclosed\n---\n<result>x</result>"},
                         {"frontmatter-parse-error"}),
+    # Raymond's decoder refuses an entry that is no mapping: the whole frontmatter does not parse.
+    "text_entry": ({"START.md": "---\nallowed_transitions:\n  - result\n---\n<result>x</result>"},
+                   {"frontmatter-parse-error"}),
     "invalid_model": ({"START.md": "---\nmodel: gpt-9\n---\n<result>x</result>"}, {"invalid-model"}),
     "invalid_effort": ({"START.md": "---\neffort: maximal\n---\n<result>x</result>"}, {"invalid-effort"}),
     "unknown_field": ({"START.md": "---\ncolour: blue\n---\n<result>x</result>"}, {"unknown-field"}),
@@ -83,6 +86,16 @@ def test_each_lint_fixture_gives_raymonds_checks_and_verdict(tmp_path, name):
     assert done.returncode == (2 if expected & ERRORS else 0), done.stdout + done.stderr
     if not expected:
         assert f"{name}: valid states" in done.stderr
+
+
+def test_a_frontmatter_error_is_reported_at_its_line_in_the_state_file(tmp_path):
+    write_states(tmp_path / "flow", {"START.md": "---\nmodel: opus\nallowed_transitions:\n  - {tag: result}\n"
+                                                 "  - goto\n---\n<result>x</result>\n"})
+    done = cli("validate", "flow", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout.startswith("flow/START.md:5:5: error: invalid YAML frontmatter in START.md: invalid "
+                                  "frontmatter (line 5): entry 2 of `allowed_transitions` is the text 'goto', not a "
+                                  "mapping"), done.stdout
 
 
 # One states node that runs the folder `flow` and ends with its result.

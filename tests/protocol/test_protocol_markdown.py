@@ -199,6 +199,28 @@ def test_policy_violation_and_unresolvable_target_are_re_prompted(tmp_path):
     assert result.result == "fine"  # a prompt's result payload is trimmed
 
 
+def test_a_tag_inside_a_result_or_a_print_of_the_reply_is_a_second_tag(tmp_path):
+    """Raymond parses the reply whole: `<result>done <goto>NEXT</goto></result>` holds two tags (a reminder with a
+    policy, fatal without one), as does a <print> holding a tag beside the real one."""
+    folder = folder_of(tmp_path, START_md=POLICY_GOTO_NEXT + "Go.", NEXT_sh="echo '<result>n</result>'")
+    backend = ScriptedBackend("<result>done <goto>NEXT</goto></result>", "<print>off to <goto>NEXT</goto></print>"
+                              "<result>x</result>", "<result>ok</result>")
+    result, quiet = run_folder(folder, backend=backend, trace=True)
+    assert (result.result, len(backend.requests)) == ("ok", 3)
+    assert "holds 2 transition tags" in quiet.errors
+    bare = folder_of(tmp_path / "bare", START_md="Go.", NEXT_sh="echo '<result>n</result>'")
+    result, _ = run_folder(bare, backend=ScriptedBackend("<result>done <goto>NEXT</goto></result>"))
+    assert result.error.startswith("main: START.md: the reply holds 2 transition tags"), result.error
+
+
+def test_an_ask_with_a_cd_asks_as_in_raymond(tmp_path):
+    """HandleAsk reads no `cd` (lint calls it unsupported-cd-attribute): the agent asks, where it is."""
+    folder = folder_of(tmp_path, START_md="Ask.", NEXT_sh='echo "<result>got $RAYMOND_INPUT</result>"')
+    backend = ScriptedBackend('<ask next="NEXT" cd="/">Which?</ask>')
+    result, _ = run_folder(folder, backend=backend, answers={"main": "this"})
+    assert result.result == "got this", result.error
+
+
 def test_item73_call_branches_the_caller_session_and_result_restores_it(tmp_path):
     folder = folder_of(tmp_path, CALLER_md='Plan. <call return="RETURN">CHILD</call>', CHILD_md="Refine.",
                        RETURN_md="Continue with {{input}}.")

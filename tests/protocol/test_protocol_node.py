@@ -182,6 +182,33 @@ def test_dry_run_runs_nothing(write_workflow, tmp_path):
     assert "states node 'work' (dry run: not run)" in quiet.printed and "START.sh" in quiet.printed
 
 
+def test_a_dry_run_leaves_a_placeholder_where_the_node_stores_its_result(write_workflow, tmp_path):
+    """As a skipped action leaves `<dry-run: PATH>` at each path it would write: the result at `store_as` and the
+    forks' results beside it. What reads them shows the placeholder (an ending's message), and what decides on one
+    stops the dry run (exit 4) naming the node it would come from, instead of deciding on a missing value."""
+    from wfexec.running.engine import Options, run_workflow as engine_run
+
+    write_states(tmp_path / "flow", {"START.sh": "touch ran.txt; echo '<result>APPROVED</result>'\n"})
+    path = write_workflow(workflow({"folder": "flow", "store_as": "computed.out", "on_success": "done"}))
+    quiet = Quiet()
+    result = engine_run(wfexec.load(path), io=quiet.console, options=Options(dry_run=True, cwd=tmp_path))
+    assert result.ending == "done" and not (tmp_path / "ran.txt").exists()
+    assert result.state["computed"]["out"] == "<dry-run: computed.out>"
+    assert result.state["computed"]["out_forks"] == "<dry-run: computed.out_forks>"
+    assert result.message == "done: <dry-run: computed.out>"
+
+    check = {"check": {"type": "conditional",
+                       "condition": {"type": "evaluate_expression", "expression": "computed.out == 'APPROVED'"},
+                       "branches": {"on_true": "approved", "on_false": "done"}}}
+    path = write_workflow(workflow({"folder": "flow", "store_as": "computed.out", "on_success": "check"},
+                                   extra_nodes=check))
+    with pytest.raises(RunStopped) as stopped:
+        engine_run(wfexec.load(path), io=Quiet().console, options=Options(dry_run=True, cwd=tmp_path))
+    assert "dry run stops here" in stopped.value.message and "computed.out" in stopped.value.message
+    assert "the result of states node 'work' (not run in a dry run)" in stopped.value.message
+    assert exit_code_for(stopped.value) == 4
+
+
 # -- the real CLI -----------------------------------------------------------------------------
 
 def test_cli_runs_a_scripts_only_states_node(cli, write_workflow, tmp_path):

@@ -52,8 +52,55 @@ def test_item21_delimiter_lines_may_end_in_blanks_as_in_raymonds_pattern():
 def test_item22_malformed_yaml_is_an_error_and_entries_without_tag_are_dropped():
     with pytest.raises(PolicyError, match="invalid YAML frontmatter"):
         parse_frontmatter("---\nallowed_transitions: [unclosed\n---\nbody")
-    policy, _ = parse_frontmatter("---\nallowed_transitions: [goto, {target: X.md}, result]\n---\nbody")
-    assert [e["tag"] for e in policy.allowed] == ["goto", "result"]
+    # TestParseFrontmatterInvalidEntrySkipped: the entry without `tag` goes, the two others stay (a null one too).
+    policy, _ = parse_frontmatter("---\nallowed_transitions:\n  - { tag: goto, target: NEXT.md }\n"
+                                  "  - { target: MISSING_TAG.md }\n  - { tag: result }\n  -\n---\nbody")
+    assert policy.allowed == ({"tag": "goto", "target": "NEXT.md"}, {"tag": "result"})
+
+
+@pytest.mark.parametrize("front,line,message", [
+    # Raymond decodes the entries into []map[string]string: yaml.v3 refuses a text, a number or a list there
+    # ("cannot unmarshal !!str `goto` into map[string]string"), and a list or a mapping as an entry's value.
+    ("allowed_transitions: [goto, {tag: result}]", 2, "entry 1 of `allowed_transitions` is the text 'goto', not a "
+                                                      "mapping"),
+    ("model: opus\nallowed_transitions:\n  - {tag: result}\n  - 3", 5, "entry 2 of `allowed_transitions` is the "
+                                                                        "number 3"),
+    ("allowed_transitions:\n  - [goto, X]", 3, "entry 1 of `allowed_transitions` is a list"),
+    ("allowed_transitions:\n  - {tag: goto, target: [A, B]}", 3, "`target` of entry 1 of `allowed_transitions` is a "
+                                                                  "list"),
+    ("allowed_transitions: goto", 2, "`allowed_transitions` must be a list of entries, not the text 'goto'"),
+    ("model: [opus]", 2, "`model` is a list"),
+    ("force_implicit: maybe", 2, "`force_implicit` must be true or false, not the text 'maybe'"),
+    ("force_implicit: 1", 2, "`force_implicit` must be true or false, not the number 1"),
+])
+def test_what_raymonds_decoder_refuses_is_an_error_at_the_state_files_line(front, line, message):
+    with pytest.raises(PolicyError) as caught:
+        parse_frontmatter(f"---\n{front}\n---\nbody")
+    assert caught.value.line == line
+    assert caught.value.message == f"invalid frontmatter (line {line}): {message}" or \
+        caught.value.message.startswith(f"invalid frontmatter (line {line}): {message}"), caught.value.message
+
+
+def test_the_text_form_of_an_entry_is_refused_with_the_mapping_to_write():
+    with pytest.raises(PolicyError) as caught:
+        parse_frontmatter("---\nallowed_transitions:\n  - result\n---\nbody")
+    assert "`- {tag: result}`" in caught.value.hint
+    with pytest.raises(PolicyError) as caught:
+        parse_frontmatter("---\nallowed_transitions: [goto]\n---\nbody")
+    assert "`- {tag: goto, target: NEXT}`" in caught.value.hint
+
+
+def test_scalars_are_read_as_raymonds_decoder_reads_them():
+    """A number or a boolean where text goes is its text (lint then says `5` is no model); `force_implicit` takes
+    YAML 1.1's words, as yaml.v3 does for a bool field; a null `force_implicit` is false."""
+    policy, _ = parse_frontmatter("---\nmodel: 5\neffort: true\nallowed_transitions: [{tag: result, payload: 42}]\n"
+                                  "---\nx")
+    assert (policy.model, policy.effort, policy.allowed) == ("5", "true", ({"tag": "result", "payload": "42"},))
+    for word, value in (("yes", True), ("On", True), ("Y", True), ("no", False), ("OFF", False), ("n", False),
+                        ('"yes"', True), ("", False), ("null", False)):
+        assert parse_frontmatter(f"---\nmodel: opus\nforce_implicit: {word}\n---\nx")[0].force_implicit is value
+    with pytest.raises(PolicyError, match="force_implicit"):
+        parse_frontmatter('---\nforce_implicit: "true"\n---\nx')  # quoted: text, which yaml.v3 will not make a bool
 
 
 def test_item23_crlf_and_model_normalisation():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import zipfile
 
@@ -58,6 +59,30 @@ def test_item55_yaml_scopes_strip_extensions_directories_do_not(tmp_path):
     assert resolve_state(scope, "REVIEW") == "REVIEW.sh"
     with pytest.raises(ResolveError):
         resolve_state(folder_with(tmp_path / "dir", "REVIEW.sh"), "REVIEW.md")
+
+
+def test_a_dotted_name_is_a_file_name_in_folders_and_zips_and_a_state_name_in_yaml(tmp_path):
+    """prompts.ResolveState: in a folder or a zip, `filepath.Ext("my.state")` is `.state`, so the name is looked up as
+    written (`State file not found`), never as my.state.md or my.state.sh; a YAML scope drops only a recognised
+    extension, so there `my.state` is the state of that name."""
+    folder = folder_with(tmp_path / "dir", "my.state.sh", "v1.2.md", "notes.txt", "notes.txt.md")
+    for name, written in (("my.state", "my.state.sh"), ("v1.2", "v1.2.md")):
+        with pytest.raises(ResolveError, match=f"'{re.escape(name)}' not found.*looked up as written") as caught:
+            resolve_state(folder, name)
+        assert written in caught.value.hint
+    assert resolve_state(folder, "my.state.sh") == "my.state.sh"
+    with pytest.raises(ResolveError, match="'notes.txt' .* is not a state"):  # the file as written, not notes.txt.md
+        resolve_state(folder, "notes.txt")
+    archive = tmp_path / "flow.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("START.sh", "echo")
+        zipped.writestr("my.state.sh", "echo")
+    with pytest.raises(ResolveError, match="'my.state' not found"):
+        resolve_state(open_scope(archive), "my.state")
+    path = tmp_path / "flow.yaml"
+    path.write_text("states:\n  my.state:\n    sh: echo '<result>ok</result>'\n")
+    assert resolve_state(open_scope(path), "my.state") == resolve_state(open_scope(path), "my.state.md") \
+        == "my.state.sh"
 
 
 @pytest.mark.parametrize("name", ["a/b", "../x", "a\\b", "..", ""])
@@ -112,6 +137,10 @@ def test_a_bare_name_matching_a_non_state_file_explains(tmp_path):
     ("states:\n  A: {sh: echo}\n  A: {sh: echo}\n", "duplicate|twice|more than once"),
     ("states:\n  A: {sh: echo, timeout: -1}\n", "timeout"),
     ("START: {prompt: hi}\n", "wrap the states in `states:`"),
+    # Raymond decodes a state's policy with the file ([]map[string]string): the text form of an entry is an error.
+    ("states:\n  A:\n    prompt: hi\n    allowed_transitions:\n      - result\n",
+     "state 'A' (line 5): entry 1 of `allowed_transitions` is the text 'result', not a mapping"),
+    ("states:\n  A: {prompt: hi, force_implicit: maybe}\n", "`force_implicit` must be true or false"),
 ])
 def test_item87_yaml_validation_errors(tmp_path, text, message):
     path = tmp_path / "flow.yaml"

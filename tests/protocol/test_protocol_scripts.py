@@ -106,7 +106,13 @@ def test_item44_script_goto_keeps_the_session_and_costs_nothing(tmp_path):
     ("echo '<goto>../etc/passwd</goto>'", "main: START.sh: <goto> target '../etc/passwd' contains a path separator"),
     ("echo '<call>A</call>'", "main: START.sh: <call> needs a `return` attribute"),
     ("echo '<ask>Why?</ask>'", "main: START.sh: <ask> needs a non-empty `next` attribute"),
-    ("echo '<goto cd=\"/tmp\">A</goto>'", "main: START.sh: `cd` is not allowed on <goto>"),
+    # Raymond's parser finds the <goto> in the result's body: two tags (and one in a <print> counts the same).
+    ("echo '<result>done <goto>A</goto></result>'",
+     "main: START.sh printed 2 transition tags (<result>, <goto>); a script must print exactly one"),
+    ("echo '<print>next: <goto>A</goto></print>'; echo '<result>x</result>'",
+     "main: START.sh printed 2 transition tags (<goto>, <result>); a script must print exactly one"),
+    # A dotted name is a file name as written in a folder, as in Raymond: `my.state` is not `my.state.sh`.
+    ("echo '<goto>my.state</goto>'", "main: START.sh printed <goto>my.state</goto>: state file 'my.state' not found"),
 ])
 def test_item45_script_errors_are_fatal_and_say_who_what_and_which_rule(tmp_path, script, message):
     folder = write_states(tmp_path / "s", {"START.sh": script + "\n", "A.sh": "echo '<result>a</result>'\n"})
@@ -237,6 +243,30 @@ def test_item49_scripts_run_in_the_agent_directory_never_the_scope(tmp_path):
     assert (work / "wt" / "worker.txt").read_text().strip() == str((work / "wt").resolve())
     assert (work / "wt" / "there.txt").read_text().strip() == str((work / "wt").resolve())
     assert not list(folder.glob("*.txt")) and os.getcwd() == before
+
+
+def test_attributes_a_tag_does_not_take_are_ignored_and_the_run_goes_on(tmp_path):
+    """As Raymond's handlers: `cd` on goto, call, function and result, `task` where no folder is chosen, a reset's
+    `task="inherit"` or `task="bogus"`, and a fork's `task="bogus"` (its own folder) change nothing and stop nothing
+    (`wfexec validate` still reports the `task` ones: unsupported-task-attribute, invalid-task-value)."""
+    folder = write_states(tmp_path / "s", {
+        "START.sh": 'echo "<goto cd=\\"/\\" task=\\"new\\">CALLER</goto>"\n',
+        "CALLER.sh": 'echo "<call cd=\\"/\\" task=\\"new\\" return=\\"AFTER\\">SUB</call>"\n',
+        "SUB.sh": 'echo "<result cd=\\"/\\" task=\\"new\\">sub in ${RAYMOND_TASK_FOLDER##*/} at $PWD</result>"\n',
+        "AFTER.sh": 'echo "$RAYMOND_INPUT" > log.txt; echo "<reset task=\\"inherit\\">AGAIN</reset>"\n',
+        "AGAIN.sh": 'echo "<reset task=\\"bogus\\">FORK</reset>"\n',
+        "FORK.sh": 'echo "<fork next=\\"DONE\\" task=\\"bogus\\">W</fork>"\n',
+        "W.sh": 'echo "<result>${RAYMOND_TASK_FOLDER##*/}</result>"\n',
+        "DONE.sh": 'echo "<function cd=\\"/\\" return=\\"END\\">F</function>"\n',
+        "F.sh": 'echo "<result>f</result>"\n',
+        "END.sh": 'echo "<result>main in ${RAYMOND_TASK_FOLDER##*/} at $PWD</result>"\n',
+    })
+    result, _ = run_folder(folder, cwd=tmp_path)
+    assert result.exit_code == 0, result.error
+    here = tmp_path.resolve()
+    assert (tmp_path / "log.txt").read_text().strip() == f"sub in main at {here}"
+    assert result.result == f"main in main at {here}"
+    assert [f["result"] for f in result.forks] == ["main_w1"]
 
 
 def test_a_missing_working_directory_is_a_clear_error(tmp_path):

@@ -114,9 +114,34 @@ def test_item17_ask_is_recognised_for_refusal():
 
 
 def test_item18_print_is_not_a_transition():
-    text = "<print>side <goto>X.md</goto> note</print><goto>NEXT.md</goto>"
+    text = "<print>side channel output</print><goto>NEXT.md</goto>"
     assert one(text).target == "NEXT.md"
+    assert extract_prints(text) == ["side channel output"]
+
+
+def test_a_tag_inside_a_print_is_a_transition_as_in_raymond():
+    """Raymond's parser reads the whole output for opening tags; `<print>` is not one of them, but what it holds is
+    read like any other text (markdown.go parses the turn's text, script.go the whole stdout)."""
+    text = "<print>side <goto>X.md</goto> note</print><goto>NEXT.md</goto>"
+    assert [t.target for t in parse_transitions(text)] == ["X.md", "NEXT.md"]
     assert extract_prints(text) == ["side <goto>X.md</goto> note"]
+
+
+@pytest.mark.parametrize("text,found", [
+    # Every opening tag counts, its closing tag the first `</name>` after it (parsing.go), even in another's body.
+    ("<result>done <goto>X</goto></result>", [("result", "", "done <goto>X</goto>"), ("goto", "X", "")]),
+    ("<result>a <result>b</result> c</result>", [("result", "", "a <result>b"), ("result", "", "b")]),
+    ('<ask next="N">Go to <goto>X</goto>?</ask>', [("ask", "N", "Go to <goto>X</goto>?"), ("goto", "X", "")]),
+])
+def test_a_tag_in_a_result_or_ask_body_is_a_transition_of_its_own(text, found):
+    assert [(t.tag, t.target, t.payload) for t in parse_transitions(text)] == found
+
+
+def test_a_tag_in_a_targets_body_makes_a_target_with_a_separator():
+    """`<goto>A <reset>B</reset></goto>`: the goto's target is `A <reset>B</reset>`, which holds `/` (Raymond's
+    "contains path separator" too)."""
+    with pytest.raises(TagError, match="contains a path separator"):
+        parse_transitions("<goto>A <reset>B</reset></goto>")
 
 
 def test_item20_print_scanner_joins_split_chunks_and_holds_unfinished_ones():

@@ -61,6 +61,11 @@ class NodeContext(Protocol):
         """In a dry run, stop the run (exit 4) when `value`, or the state at `path` (or above it), holds a value the
         dry run did not compute: `what` (a question's options, a route) cannot be decided without it."""
 
+    def stand_in(self, path: tuple, what: str) -> None:
+        """In a dry run, leave the placeholder `<dry-run: PATH>` at the state path `path`, for what the node, not run,
+        would have stored there (`what` names it in the message of a step that then needs it); nothing in a real
+        run."""
+
     def check(self, call: Call, scope: Scope | None = None) -> bool:
         """Evaluate a precondition."""
 

@@ -483,6 +483,12 @@ def _dry_run(node, ctx: NodeContext, first_input) -> Outcome:
     shown = f", input {first_input!r}" if first_input is not None else ""
     ctx.io.print(f"--- states node '{node.id}' (dry run: not run) ---\n{spec.label}: {names}{shown}\n"
                  "--- end of states ---")
+    if spec.store_as:  # what a real run stores there (the main result, the forks' beside it) is not known
+        what = f"the result of states node '{node.id}' (not run in a dry run)"
+        ctx.stand_in(spec.store_as, what)
+        forks_path = _forks_path(spec.store_as)
+        if forks_path is not None:
+            ctx.stand_in(forks_path, what)
     return Outcome(spec.on_success, {"success": True, "dry_run": True}, "on_success")
 
 

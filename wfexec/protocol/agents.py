@@ -19,6 +19,14 @@ durable run can store the agents, their stacks, sessions and fork counters and
 pick them up again. Transitions are pure: `apply` returns new agents and never
 changes the one it was given (it only advances the shared fork counters).
 
+Attributes a tag does not take are ignored, as Raymond's transition handlers
+ignore them (`ray lint` and `wfexec validate` report the `task` and `<ask cd>`
+ones): `cd` on goto, call, function, result or ask; `task` on anything but
+reset, fork and their -workflow forms; a `task` other than `new` (a reset's
+new folder) or `inherit` (a fork's shared one); a `<goto>`'s `cd` and `input`
+beside forks (the parent continues with no input, as in Raymond's multi-fork).
+Only `cd` on `<call-workflow>` is refused (it pauses the agent), as in Raymond.
+
 Deliberate differences from Raymond (DESIGN §4): one fork counter per parent
 for every fork; fork attributes and the pending branch of a `<call>` are
 stored with the agent (a crash cannot lose them), and that branch marker lasts
@@ -48,7 +56,6 @@ FORK_TAGS = ("fork", "fork-workflow")
 MAX_DEPTH = 4  # nested call-workflow / function-workflow calls, as in Raymond
 # Attributes a fork consumes itself; every other one reaches the worker's first state.
 FORK_OWN_ATTRIBUTES = ("next", "cd", "input", "task")
-CD_TAGS = ("fork", "reset", "fork-workflow", "reset-workflow", "function-workflow", "call-workflow")
 
 # A fork's other attributes become environment variables of the worker's
 # scripts. Tags come from an LLM or a script's output, so a name that changes
@@ -257,14 +264,13 @@ def apply(agent: Agent, transitions: Sequence[Transition], counters: dict, base_
     if len(transitions) == 1:
         return apply_one(agent, transitions[0], counters, base_cwd)
     # In a group, a <goto> may be the continuation, so a fork there needs no `next` of its own.
+    # The parent continues like Raymond's multi-fork: at the shared continuation, with no input (a <goto>'s `input`
+    # and `cd` there are ignored).
     workers = [_worker(agent, t, counters, base_cwd) for t in transitions if t.tag in FORK_TAGS]
     goto = next((t for t in transitions if t.tag == "goto"), None)
-    if goto is not None and "cd" in goto.attributes:
-        raise ProtocolError("`cd` is not allowed on <goto>", "give each worker its directory with <fork cd=...>")
     continuation = goto.target if goto else next(t.attributes["next"] for t in transitions
                                                  if t.tag in FORK_TAGS and t.attributes.get("next"))
-    moved = _moved(agent, continuation, input=_input(goto) if goto else None)
-    return moved, workers
+    return _moved(agent, continuation), workers
 
 
 def _moved(agent: Agent, state: str, **changes) -> Agent:
@@ -292,11 +298,9 @@ def reactivated(agent: Agent) -> Agent:
 
 
 def apply_one(agent: Agent, t: Transition, counters: dict, base_cwd: str) -> tuple[Agent, list[Agent]]:
+    """One transition. An attribute the tag does not take (`cd` on a goto, `task` on a call, …) is ignored, as Raymond
+    ignores it."""
     tag = t.tag
-    if "cd" in t.attributes and tag not in CD_TAGS:
-        raise ProtocolError(f"`cd` is not allowed on <{tag}>",
-                            "a session is tied to its directory: change directory with <reset cd=...> or "
-                            "<fork cd=...>")
     if tag == "goto":
         return _moved(agent, t.target, input=_input(t)), []
     if tag == "ask":
@@ -304,19 +308,12 @@ def apply_one(agent: Agent, t: Transition, counters: dict, base_cwd: str) -> tup
         return replace(agent, status="asking", ask_prompt=t.payload.strip(), ask_next=t.target,
                        ask_id=f"ask_{agent.id}_{time.time_ns()}", input=None, fork_attributes=None,
                        pending_ask_id=None, retries=0), []
-    task = _task(t)
     if tag == "reset":
         cwd = resolve_cd(t.attributes["cd"], agent.cwd, base_cwd) if t.attributes.get("cd") else agent.cwd
-        if task == "inherit":
-            raise ProtocolError('<reset task="inherit"> means nothing: a reset keeps its task folder unless '
-                                'task="new"', 'drop the attribute, or write task="new" for a new folder')
-        folder = {"task_count": agent.task_count + 1, "task": f"{agent.id}_task{agent.task_count + 1}"} \
-            if task == "new" else {}
-        return _moved(agent, t.target, input=_input(t), session_id=None, branch_from=None, cwd=cwd, **folder), []
+        return _moved(agent, t.target, input=_input(t), session_id=None, branch_from=None, cwd=cwd,
+                      **_new_folder(agent, t)), []
     if tag in WORKFLOW_TAGS:
-        return _cross_workflow(agent, t, counters, base_cwd, task)
-    if task and tag != "fork":
-        raise ProtocolError(f"`task` is not allowed on <{tag}>", "only <reset> and <fork> choose a task folder")
+        return _cross_workflow(agent, t, counters, base_cwd)
     if tag in ("call", "function"):
         frame = Frame(state=_required(t, "return"), session_id=agent.session_id, cwd=agent.cwd, task=agent.task,
                       scope=agent.scope, depth=agent.depth)
@@ -340,24 +337,16 @@ def apply_one(agent: Agent, t: Transition, counters: dict, base_cwd: str) -> tup
     raise ProtocolError(f"<{tag}> is not a transition wfexec knows")
 
 
-def _cross_workflow(agent: Agent, t: Transition, counters: dict, base_cwd: str, task: str
-                    ) -> tuple[Agent, list[Agent]]:
+def _cross_workflow(agent: Agent, t: Transition, counters: dict, base_cwd: str) -> tuple[Agent, list[Agent]]:
     """The four `-workflow` tags: like reset, call, function and fork, into another states folder (t.scope,
     starting at t.target). Raymond's ProtocolErrors here pause the agent instead of ending the run."""
     tag = t.tag
-    if task == "inherit" and tag == "reset-workflow":
-        raise ProtocolError('<reset-workflow task="inherit"> means nothing', 'drop it, or write task="new"')
     if tag == "fork-workflow":
         return _moved(agent, _required(t, "next")), [_worker(agent, t, counters, base_cwd)]
     if tag == "reset-workflow":
         cwd = resolve_cd(t.attributes["cd"], agent.cwd, base_cwd) if t.attributes.get("cd") else agent.cwd
-        folder = {"task_count": agent.task_count + 1, "task": f"{agent.id}_task{agent.task_count + 1}"} \
-            if task == "new" else {}
         return _moved(agent, t.target, input=_input(t), session_id=None, branch_from=None, cwd=cwd, scope=t.scope,
-                      depth=0, stack=[], **folder), []
-    if task:
-        raise ProtocolError(f"`task` is not allowed on <{tag}>",
-                            "only <reset>, <fork> and their -workflow forms choose a task folder")
+                      depth=0, stack=[], **_new_folder(agent, t)), []
     if tag == "call-workflow" and "cd" in t.attributes:
         raise ProtocolError("<call-workflow> takes no `cd`: the called workflow continues the caller's session, "
                             "which belongs to its directory", "use <function-workflow cd=...> for a fresh session")
@@ -373,13 +362,12 @@ def _cross_workflow(agent: Agent, t: Transition, counters: dict, base_cwd: str, 
     return moved, []
 
 
-def _task(t: Transition) -> str:
-    """The `task` attribute: "", `new` or `inherit`."""
-    task = t.attributes.get("task", "")
-    if task not in ("", "new", "inherit"):
-        raise ProtocolError(f'<{t.tag} task="{task}">: `task` is `new` or `inherit`',
-                            'task="new" gives a new task folder; on <fork>, task="inherit" shares the parent\'s')
-    return task
+def _new_folder(agent: Agent, t: Transition) -> dict:
+    """A reset's task folder: a new one for `task="new"`; any other `task` (`inherit` included) keeps it, as in
+    Raymond (lint reports the others)."""
+    if t.attributes.get("task") != "new":
+        return {}
+    return {"task_count": agent.task_count + 1, "task": f"{agent.id}_task{agent.task_count + 1}"}
 
 
 def _required(t: Transition, name: str) -> str:
@@ -399,13 +387,15 @@ def _worker(parent: Agent, t: Transition, counters: dict, base_cwd: str) -> Agen
             "programs start, and fork attributes become its environment variables",
             "pass data under another name (e.g. TARGET_DIR=...); PATH, BASH_ENV, ENV, LD_*, PYTHON*, GIT_* and the "
             "like are never taken from a tag")
-    task = parent.task_name if _task(t) == "inherit" else ""
+    # `task="inherit"` shares the parent's folder; none, `new` or any other value gives the worker its own.
+    task = parent.task_name if t.attributes.get("task") == "inherit" else ""
     if t.tag == "fork-workflow":  # a workflow of its own, in the caller's directory unless `cd` says otherwise
         cwd = resolve_cd(t.attributes["cd"], parent.cwd, base_cwd) if t.attributes.get("cd") else parent.cwd
         counters[parent.id] = counters.get(parent.id, 0) + 1
         return Agent(id=f"{parent.id}_{t.abbrev}{counters[parent.id]}", state=t.target, cwd=cwd, input=_input(t),
                      task=task, scope=t.scope, depth=parent.depth)
-    cwd = resolve_cd(t.attributes["cd"], parent.cwd, base_cwd) if t.attributes.get("cd") else ""
+    # Raymond's worker starts where the run started, unless the fork says `cd` (an empty one: the parent's directory).
+    cwd = resolve_cd(t.attributes["cd"], parent.cwd, base_cwd) if "cd" in t.attributes else ""
     return Agent(id=worker_id(parent.id, t.target, counters), state=t.target, cwd=cwd, input=_input(t),
                  fork_attributes=attributes or None, task=task, scope=parent.scope, depth=parent.depth)
 

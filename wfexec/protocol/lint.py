@@ -56,6 +56,7 @@ class _Parsed:
     frontmatter_error: str | None
     body: str
     text: str = ""  # the state file as written, to say where a finding is
+    frontmatter_at: tuple | None = None  # (line, column) of the frontmatter's error, when known
 
 
 def _position(text: str, offset: int) -> tuple[int, int]:
@@ -130,7 +131,7 @@ def _parse(scope: StateScope, name: str) -> _Parsed:
     try:
         policy, body = parse_frontmatter(text)
     except PolicyError as exc:
-        return _Parsed(_tags(text), None, str(exc), "", text)
+        return _Parsed(_tags(text), None, str(exc), "", text, (exc.line, exc.column) if exc.line else None)
     if policy is not None and policy.allowed:
         return _Parsed(_from_policy(policy), policy, None, body, text)
     return _Parsed(_tags(body), policy, None, body, text)
@@ -156,8 +157,8 @@ def lint_scope(scope: StateScope, start: str | None = None) -> list[Finding]:
     findings: list[Finding] = []
 
     def add(severity: str, file: str, message: str, check: str, tag: str = "", value: str = "",
-            key: str = "") -> None:
-        line, column = _where(parsed[file].text, tag, value, key) if file in parsed else (0, 0)
+            key: str = "", at: tuple | None = None) -> None:
+        line, column = at or (_where(parsed[file].text, tag, value, key) if file in parsed else (0, 0))
         findings.append(Finding(severity, file, message, check, line, column))
 
     parsed: dict[str, _Parsed] = {}
@@ -207,7 +208,8 @@ def _file_checks(name: str, parsed: _Parsed, known: set[str], resolvable: set[st
                  add, on_pi: bool = False) -> None:
     policy, transitions = parsed.policy, parsed.transitions
     if parsed.frontmatter_error is not None:
-        add(ERROR, name, f"invalid YAML frontmatter in {name}: {parsed.frontmatter_error}", "frontmatter-parse-error")
+        add(ERROR, name, f"invalid YAML frontmatter in {name}: {parsed.frontmatter_error}", "frontmatter-parse-error",
+            at=parsed.frontmatter_at)
     if policy is not None and policy.model and policy.model not in _MODELS and not on_pi:
         add(ERROR, name, f"invalid model {policy.model!r} in {name}; must be one of: opus, sonnet, haiku",
             "invalid-model", key="model")

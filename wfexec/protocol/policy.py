@@ -19,6 +19,15 @@ is fatal. With `allowed_transitions`, a wrong, missing or extra tag earns a
 reminder re-prompt instead, and a policy of exactly one entry with a target
 (or one `result` with a fixed payload) is *implicit*: the model may emit no
 tag at all.
+
+The fields are read as Raymond's YAML decoder reads them into its types
+(policy.go: `[]map[string]string`, `string`, `bool`): an entry is a mapping
+(one without `tag` is dropped, a null one too), so an entry written as text
+(`- goto`), a number or a list is an error, as is a value in an entry that is
+a list or a mapping; a number or a boolean where text goes is its text
+(`model: 5` is the model "5", which lint calls invalid); `force_implicit`
+takes YAML 1.1's yes/no/on/off/y/n words too. Each error names the line of
+the state file.
 """
 
 from __future__ import annotations
@@ -46,7 +55,16 @@ EMPTY_FRONTMATTER = "---\n{}\n---\n"
 
 
 class PolicyError(WfexecError, ValueError):
-    """Frontmatter that cannot be read."""
+    """Frontmatter that cannot be read: `line` and `column` say where in the state file (0: not known); `detail` is
+    what is wrong without where (a Raymond YAML state says it of its own line)."""
+
+    def __init__(self, message: str = "", hint: str = "", line: int = 0, column: int = 0, detail: str = ""):
+        super().__init__(message, hint)
+        self.line, self.column = line, column
+        self.detail = detail or message
+
+    def __str__(self) -> str:
+        return self.message + (f" — {self.hint}" if self.hint else "")
 
 
 @dataclass(frozen=True)
@@ -91,27 +109,45 @@ def parse_frontmatter(text: str) -> tuple[Policy | None, str]:
     raw, body = split_frontmatter(text)
     if raw is None or not raw.strip():
         return None, body
-    data = _load_yaml(raw)
+    doc = _load_yaml(raw)
+    data = doc.data
     if data is None or data == {}:
         return None, body
     if not isinstance(data, dict):
         raise PolicyError("the frontmatter must be a YAML mapping (allowed_transitions, model, effort, "
-                          "force_implicit)")
-    return policy_from_mapping(data), body
+                          "force_implicit)", line=2, column=1)
+
+    def where(path: tuple) -> tuple[int, int]:  # the frontmatter's YAML starts on the state file's line 2
+        line, column = doc.positions.get(path) or doc.positions.get(()) or (1, 1)
+        return line + 1, column
+
+    return policy_from_mapping(data, where), body
 
 
-def policy_from_mapping(data: dict) -> Policy:
+def _NO_PLACE(path: tuple) -> tuple[int, int]:
+    """Where a value of a policy mapping whose source is not known stands: nowhere known."""
+    return 0, 0
+
+
+def policy_from_mapping(data: dict, where=_NO_PLACE) -> Policy:
+    """The policy of a frontmatter mapping (or of a Raymond YAML state's fields). `where(path)`: the (line, column)
+    of the value at a YAML path (`("allowed_transitions", 0)`), for the errors."""
     entries = data.get("allowed_transitions")
     if entries is None:
         entries = []
     if not isinstance(entries, list):
-        raise PolicyError("`allowed_transitions` must be a list of entries such as `{tag: goto, target: NEXT}`")
-    force = data.get("force_implicit", False)
-    if not isinstance(force, bool):
-        raise PolicyError(f"`force_implicit` must be true or false, not {force!r}")
-    policy = Policy(allowed=tuple(e for e in (_entry(item) for item in entries) if e is not None),
-                    model=_word(data.get("model"), "model"), effort=_word(data.get("effort"), "effort"),
-                    force_implicit=force, unknown=tuple(str(k) for k in data if k not in FIELDS))
+        raise _error(where, ("allowed_transitions",),
+                     f"`allowed_transitions` must be a list of entries, not {_kind(entries)}",
+                     "write e.g. `allowed_transitions: [{tag: goto, target: NEXT}, {tag: result}]`")
+    allowed = []
+    for index, item in enumerate(entries):
+        entry = _entry(item, index, where)
+        if entry is not None:
+            allowed.append(entry)
+    policy = Policy(allowed=tuple(allowed), model=_word(data.get("model"), "model", where),
+                    effort=_word(data.get("effort"), "effort", where),
+                    force_implicit=_flag(data.get("force_implicit"), where),
+                    unknown=tuple(str(k) for k in data if k not in FIELDS))
     # A force_implicit the policy cannot honour (several entries, an <ask>, a bare <result>) is ignored when
     # the state runs, as Raymond does; `wfexec validate` reports it (lint's force-implicit-invalid).
     return policy
@@ -123,16 +159,45 @@ def _load_yaml(raw: str):
     doc = load_text(raw, "<frontmatter>")
     if doc.diagnostics:
         problem = doc.diagnostics[0]
-        raise PolicyError(f"invalid YAML frontmatter (line {problem.line + 1}): {problem.message}")
-    return doc.data
+        raise PolicyError(f"invalid YAML frontmatter (line {problem.line + 1}): {problem.message}",
+                          line=problem.line + 1, column=problem.column)
+    return doc
 
 
-def _entry(item) -> dict | None:
-    if isinstance(item, str):
-        return {"tag": item.strip()}
-    if not isinstance(item, dict) or "tag" not in item:
-        return None  # dropped silently, as Raymond does
-    return {str(k): _text(v) for k, v in item.items()}
+def _error(where, path: tuple, message: str, hint: str = "") -> PolicyError:
+    line, column = where(path)
+    return PolicyError(f"invalid frontmatter{f' (line {line})' if line else ''}: {message}", hint, line, column,
+                       detail=message)
+
+
+def _kind(value) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the text {value!r}"
+    return "a list" if isinstance(value, list) else "a mapping" if isinstance(value, dict) else repr(value)
+
+
+def _entry(item, index: int, where) -> dict | None:
+    """One allowed_transitions entry, each value as text; None for one Raymond drops (null, or without `tag`)."""
+    path = ("allowed_transitions", index)
+    if item is None:
+        return None  # Raymond's decoder makes it an empty entry, which has no tag
+    if not isinstance(item, dict):
+        tag = item.strip() if isinstance(item, str) and item.strip() else "goto"
+        example = {"result": "{tag: result}", "ask": "{tag: ask, next: NEXT}"}.get(tag, f"{{tag: {tag}, target: NEXT}}")
+        raise _error(where, path, f"entry {index + 1} of `allowed_transitions` is {_kind(item)}, not a mapping "
+                                  "(ray refuses it too)", f"write each entry as a mapping, e.g. `- {example}`")
+    entry = {}
+    for key, value in item.items():
+        if isinstance(value, (list, dict)):
+            raise _error(where, path + (key,), f"`{key}` of entry {index + 1} of `allowed_transitions` is "
+                                               f"{_kind(value)}; an entry's values are text",
+                         f"write one value, e.g. `{key}: NEXT`")
+        entry[str(key)] = _text(value)
+    return entry if "tag" in entry else None  # dropped silently, as Raymond does
 
 
 def _text(value) -> str:
@@ -141,12 +206,32 @@ def _text(value) -> str:
     return "" if value is None else str(value)
 
 
-def _word(value, name: str) -> str | None:
+def _word(value, name: str, where=_NO_PLACE) -> str | None:
+    """`model` or `effort`, lower-cased: text, or a number's or a boolean's text (Raymond decodes any scalar into its
+    string field; lint then says whether it is a model)."""
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise PolicyError(f"`{name}` must be a string, not {value!r}")
-    return value.strip().lower() or None
+    if isinstance(value, (list, dict)):
+        raise _error(where, (name,), f"`{name}` is {_kind(value)}, not text", f"write e.g. `{name}: "
+                     f"{'sonnet' if name == 'model' else 'high'}`")
+    return _text(value).strip().lower() or None
+
+
+# YAML 1.1's words for a boolean, which Raymond's decoder takes for its `bool` field (yaml.v3, decode.go).
+_YES = frozenset(("y", "Y", "yes", "Yes", "YES", "on", "On", "ON"))
+_NO = frozenset(("n", "N", "no", "No", "NO", "off", "Off", "OFF"))
+
+
+def _flag(value, where=_NO_PLACE) -> bool:
+    """`force_implicit`: true or false (YAML 1.1's yes/no/on/off/y/n too); none (or null) is false."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in _YES | _NO:
+        return value in _YES
+    raise _error(where, ("force_implicit",), f"`force_implicit` must be true or false, not {_kind(value)}",
+                 "write `force_implicit: true`")
 
 
 # -- implicit transitions ------------------------------------------------------

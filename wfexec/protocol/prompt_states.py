@@ -39,8 +39,9 @@ async def run_markdown_state(orch: "Orchestrator", agent: "Agent") -> StepResult
         raise Retryable(f"{agent.id}: {exc.message}", exc.hint) from None
     try:
         policy, body = parse_frontmatter(text)
-    except PolicyError as exc:
-        raise ProtocolError(f"{where}: {exc}", "fix the frontmatter between the two `---` lines") from None
+    except PolicyError as exc:  # as Raymond's prompt-file error: tried again (the file may be fixed), then paused
+        raise Retryable(f"{where}: {exc.message}", exc.hint or "fix the frontmatter between the two `---` lines") \
+            from None
     if policy is not None and policy.unknown:
         orch.warn(f"{name}: unknown frontmatter field{'s' if len(policy.unknown) > 1 else ''} "
                   f"{', '.join(policy.unknown)} (ignored; known: allowed_transitions, model, effort, force_implicit)")

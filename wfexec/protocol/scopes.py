@@ -11,8 +11,11 @@ Four kinds of scope hold the same thing, a flat set of state files:
 
 Resolution (Unix): a name with `.md`/`.sh` must exist as written; a bare name
 finds `NAME.md` or `NAME.sh`; both is ambiguous; only `.bat`/`.ps1` is the
-wrong platform. YAML and inline scopes first drop a recognised extension, so
-`REVIEW.md` finds a script state `REVIEW` too. Names never hold `/` or `\\`.
+wrong platform. In a folder or a zip, as in Raymond, any dot suffix counts as
+an extension: `my.state` (or `v1.2`) is looked up as written, never as
+`my.state.md`. YAML and inline scopes first drop a recognised extension, so
+`REVIEW.md` finds a script state `REVIEW` too, and `my.state` is state
+`my.state` of whatever kind. Names never hold `/` or `\\`.
 
 Scripts from anything but a directory are written to a private temporary
 directory (mode 0700) and run from there, never through a shell string.
@@ -47,6 +50,13 @@ def extension(name: str) -> str:
     """The recognised extension of `name`, lower-cased, or ''."""
     ext = os.path.splitext(name)[1].lower()
     return ext if ext in KNOWN else ""
+
+
+def dot_suffix(name: str) -> str:
+    """What Go's filepath.Ext calls the extension of a file name, which Raymond's resolution goes by: from its last
+    dot on (`.state` of `my.state`, `.hidden` of `.hidden`, `.` of `name.`), or ''."""
+    dot = name.rfind(".")
+    return name[dot:] if dot >= 0 else ""
 
 
 def state_kind(name: str) -> str:
@@ -212,6 +222,16 @@ def resolve_state(scope: StateScope, name: str) -> str:
             raise ResolveError(f"state file '{name}' not found in {scope.describe()}",
                                _near_miss_hint(scope, name))
         return name
+    if not scope.strips_extensions and dot_suffix(name):
+        # Raymond (prompts.ResolveState): in a folder or a zip, a name with a dot has an extension already, so
+        # `my.state` is the file `my.state`, never `my.state.md`.
+        if scope.has(name):
+            raise ResolveError(f"'{name}' in {scope.describe()} is not a state (no {MARKDOWN} or {SCRIPTS[0]} "
+                               "extension)", f"rename it {name}{MARKDOWN} or {name}{SCRIPTS[0]}")
+        written = [name + e for e in (MARKDOWN,) + SCRIPTS if scope.has(name + e)]
+        raise ResolveError(f"state file '{name}' not found in {scope.describe()} (a name with a dot is looked up as "
+                           "written, as in Raymond)",
+                           f"write the whole file name, {written[0]}" if written else _near_miss_hint(scope, name))
     found = [name + e for e in (MARKDOWN,) + SCRIPTS if scope.has(name + e)]
     if len(found) == 1:
         return found[0]

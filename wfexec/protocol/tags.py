@@ -10,6 +10,11 @@ skipped. A target is the trimmed content and must be a state name: empty
 targets and targets holding `/` or `\\` are errors. A `<result>` payload is the
 raw content.
 
+Every opening tag counts, wherever it stands, as in Raymond's parser (which finds the opening tags first, then
+each one's closing tag): a tag inside another tag's body (`<result>done <goto>X</goto></result>`) or inside a
+`<print>` is a transition too, so that text holds two and a state must emit exactly one. `<print>` itself is never
+a transition.
+
 An `<ask next="STATE">question</ask>` parks the agent until a person answers (its target is `next`, its
 payload the question). The cross-workflow tags (`<call-workflow>` & co.) name another states folder by path
 (`wfexec.protocol.workflows`).
@@ -72,8 +77,6 @@ def parse_transitions(text: str) -> list[Transition]:
     """Every transition tag in `text`, in document order. Raises TagError for a malformed one."""
     if "<" not in text:
         return []
-    if "<print>" in text:
-        text = _PRINT.sub("", text)
     found: list[Transition] = []
     position = 0
     while True:
@@ -81,13 +84,13 @@ def parse_transitions(text: str) -> list[Transition]:
         if opening is None:
             return found
         name, attributes, end = opening
+        # The next opening tag is looked for right after this one, not after its closing tag: one written in
+        # this tag's body is a transition of its own (Raymond's parser finds every opening tag).
+        position = end
         close = text.find(f"</{name}>", end)
         if close < 0:
-            position = end  # never closed: skipped, like Raymond
-            continue
-        content = text[end:close]
-        position = close + len(name) + 3
-        found.append(_build(name, parse_attributes(attributes), content))
+            continue  # never closed: skipped, like Raymond
+        found.append(_build(name, parse_attributes(attributes), text[end:close]))
 
 
 def _next_opening(text: str, position: int) -> tuple[str, str, int] | None:

@@ -38,7 +38,7 @@ def open_yaml(path: Path, label: str) -> YamlScope:
             isinstance(v, dict) and ({"prompt", "sh"} & set(v)) for v in data.values()) else \
             "write `states: {START: {sh: ...}, ...}`"
         raise ScopeError(f"{label} has no states (`states:` must be a non-empty mapping)", hint)
-    files, timeouts, warnings = _virtual_states(states, label, objects_only=True)
+    files, timeouts, warnings = _virtual_states(states, label, objects_only=True, positions=doc.positions)
     scope = YamlScope(label, path.resolve().parent, files, timeouts)
     scope.location = path.resolve()
     scope.warnings = warnings
@@ -53,7 +53,7 @@ def inline_scope(states: dict, label: str, state_dir: Path) -> InlineScope:
     return scope
 
 
-def _virtual_states(states: dict, label: str, objects_only: bool):
+def _virtual_states(states: dict, label: str, objects_only: bool, positions: dict | None = None):
     files: dict[str, str] = {}
     timeouts: dict[str, tuple[float, str]] = {}
     warnings: list[str] = []
@@ -78,7 +78,8 @@ def _virtual_states(states: dict, label: str, objects_only: bool):
         if not isinstance(value, dict):
             raise ScopeError(f"{label}: state '{name}' must be a mapping with `prompt` or `sh`")
         stem = name[: -len(extension(name))] if extension(name) else name
-        for file_name, text in _state_object(stem, value, label, warnings):
+        where = _placer(positions, ("states", key))
+        for file_name, text in _state_object(stem, value, label, warnings, where):
             add(file_name, text)
         timeout = value.get("timeout")
         if timeout is not None:
@@ -87,7 +88,16 @@ def _virtual_states(states: dict, label: str, objects_only: bool):
     return files, timeouts, warnings
 
 
-def _state_object(name: str, value: dict, label: str, warnings: list) -> list[tuple[str, str]]:
+def _placer(positions: dict | None, prefix: tuple):
+    """(line, column) in the YAML file of a path below `prefix`, (0, 0) when not known."""
+    def where(path: tuple) -> tuple[int, int]:
+        if positions is None:
+            return 0, 0
+        return positions.get(prefix + path) or positions.get(prefix) or (0, 0)
+    return where
+
+
+def _state_object(name: str, value: dict, label: str, warnings: list, where_in_file=None) -> list[tuple[str, str]]:
     scripts = [k for k in ("sh", "ps1", "bat") if k in value]
     where = f"{label}: state '{name}'"
     if "prompt" in value and scripts:
@@ -116,6 +126,7 @@ def _state_object(name: str, value: dict, label: str, warnings: list) -> list[tu
     if not isinstance(prompt, str) or not prompt.strip():
         raise ScopeError(f"{where}: `prompt` must be non-empty text")
     front = {k: value[k] for k in value if k in _POLICY_FIELDS or k in unknown}
+    _check_policy(front, where, where_in_file)
     if front:
         # JSON is YAML: the frontmatter is built exactly as a prompt file would hold it.
         return [(f"{name}.md", f"---\n{json.dumps(front, ensure_ascii=False, default=str)}\n---\n{prompt}")]
@@ -126,6 +137,18 @@ def _state_object(name: str, value: dict, label: str, warnings: list) -> list[tu
         # would be read with the prompt's first line as YAML (`---\n---\n---\n`), here as by Raymond.
         prompt = EMPTY_FRONTMATTER + prompt
     return [(f"{name}.md", prompt)]
+
+
+def _check_policy(front: dict, where: str, where_in_file) -> None:
+    """Raymond decodes a state's policy fields with the whole file: an entry that is no mapping (`- goto`), a list
+    where text goes, a `force_implicit` that is no boolean make the file unreadable, as here."""
+    from wfexec.protocol.policy import PolicyError, policy_from_mapping
+
+    try:
+        policy_from_mapping(front, where_in_file or (lambda path: (0, 0)))
+    except PolicyError as exc:
+        at = f" (line {exc.line})" if exc.line else ""
+        raise ScopeError(f"{where}{at}: {exc.detail}", exc.hint) from None
 
 
 def state_unknown_fields(path: Path) -> dict[str, list[str]]:

@@ -302,6 +302,12 @@ class Run:
         if self.dry is not None:
             self.dry.deciding(self, what, value, path)
 
+    def stand_in(self, path: tuple, what: str) -> None:
+        """In a dry run, the placeholder `<dry-run: PATH>` at `path`, for what a step that did not run (`what`)
+        would have stored there, as a skipped action leaves one; nothing in a real run."""
+        if self.dry is not None:
+            self.dry.put(self, path, what)
+
     # -- calls --------------------------------------------------------------
     def check(self, call: Call, scope: Scope | None = None) -> bool:
         scope = scope or self.scope

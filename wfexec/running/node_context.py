@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 
 class StepContext:
-    __slots__ = ("_run", "io", "cwd", "scope", "workflow", "set", "render_text", "render", "deciding", "check", "apply",
-                 "keep_error", "ask")
+    __slots__ = ("_run", "io", "cwd", "scope", "workflow", "set", "render_text", "render", "deciding", "stand_in",
+                 "check", "apply", "keep_error", "ask")
 
     def __init__(self, run: Run):
         self._run = run
@@ -30,6 +30,7 @@ class StepContext:
         self.render_text = run.render_text
         self.render = run.render
         self.deciding = run.deciding
+        self.stand_in = run.stand_in
         self.check = run.check
         self.apply = run.apply
         self.keep_error = run.keep_error
