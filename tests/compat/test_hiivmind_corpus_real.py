@@ -405,6 +405,28 @@ def test_the_gateway_routes_a_menu_choice_to_the_navigate_skill(tmp_path):
     assert state["flags"]["has_installed_corpora"] is True
 
 
+def test_the_gateway_lists_installed_corpora_with_the_status_words_of_its_catalogue(tmp_path):
+    """0a56d54's gateway scans with the typed discover_installed_corpora and shows `name [status]`: a corpus whose
+    index is not built yet is `placeholder` there (built | stale | placeholder), not a word of wfexec's own."""
+    plugin = plugin_copy(tmp_path, "0a56d54")
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    for name, index in (("polars", "# Polars index\n"), ("react", "Run hiivmind-corpus-build first\n"),
+                        ("ibis", None)):
+        data = home / ".claude" / "skills" / f"hiivmind-corpus-{name}" / "data"
+        data.mkdir(parents=True)
+        (data / "config.yaml").write_text(f"corpus:\n  name: {name}\nsources: []\n")
+        if index is not None:
+            (data / "index.md").write_text(index)
+    answers = write_yaml(tmp_path / "answers.yaml", {"show_main_menu": "navigate"})
+    ran, _ = run_real(tmp_path, plugin / "commands" / "hiivmind-corpus", work, "--answers", answers,
+                      "--format", "json", env={"HOME": str(home)})
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    asked = json.loads(ran.stdout)
+    assert asked["node"] == "select_corpus_for_navigate"
+    assert [o["label"] for o in asked["options"]] == ["ibis [placeholder]", "polars [built]", "react [placeholder]"]
+
+
 # init's generate_*_files steps are an agent writing files from the template document: a cassette's text
 # cannot write them, so this stand-in for the model does, from the context the prompt carries.
 TEMPLATE_AGENT = '''

@@ -434,17 +434,20 @@ def _read_corpus(folder: Path, location: str, ctx) -> dict | None:
     corpus = corpus if isinstance(corpus, dict) else {}
     name = str(corpus.get("name") or folder.name.removeprefix(CORPUS_PREFIX))
     display_name = corpus.get("display_name") or name
-    index = config_file.parent / "index.md"
-    if not index.is_file():
-        status = "no-index"
-    elif PLACEHOLDER_MARK in index.read_text(encoding="utf-8", errors="replace"):
-        status = "placeholder"
-    else:
-        status = "built"
     return {"name": name, "display_name": display_name,
             "description": corpus.get("description") or display_name or "",
-            "keywords": corpus.get("keywords") or [name], "status": status,
+            "keywords": corpus.get("keywords") or [name], "status": _index_status(config_file.parent / "index.md"),
             "path": os.path.abspath(folder).rstrip(os.sep), "location": location}
+
+
+def _index_status(index: Path) -> str:
+    """`built`, or `placeholder` for an index not built yet, missing or init's stub alike: hiivmind's consequence
+    catalogue names only built | stale | placeholder (placeholder: "config.yaml exists but index not built"), and
+    the gateway shows the status to the user as is. The `no-index` of its bash status pattern is not one of them.
+    `stale` needs the upstream's commits, which a scan of local folders does not fetch."""
+    if index.is_file() and PLACEHOLDER_MARK not in index.read_text(encoding="utf-8", errors="replace"):
+        return "built"
+    return "placeholder"
 
 
 @TYPES.consequence("discover_installed_corpora", {
@@ -453,7 +456,7 @@ def _read_corpus(folder: Path, location: str, ctx) -> dict | None:
                   "description": "scan only these places (default: all, in this order: " + ", ".join(LOCATIONS) + ")"},
 }, ["store_as"], paths=("store_as",), effects=FILES, example={"store_as": "computed.available_corpora"})
 def discover_installed_corpora(params, ctx):
-    """Store the hiivmind corpora found here and under ~/.claude ({name, display_name, description, keywords, status, path, location}), by name."""
+    """Store the hiivmind corpora found here and under ~/.claude ({name, display_name, description, keywords, status: built|placeholder, path, location}), by name."""
     wanted = params.get("locations") or LOCATIONS
     home = Path(os.path.expanduser("~"))
     found: dict[str, dict] = {}
