@@ -203,7 +203,7 @@ def test_the_validate_summary_of_the_final_files():
         lines[folder.split("/")[-1]] = json.loads(checked.stdout)["files"][0]["summary"]["text"]
     assert lines == {
         "hiivmind-corpus": "59 nodes: 41 run as code, 8 ask a person, 10 go to the LLM",
-        "hiivmind-corpus-add-source": "57 nodes: 29 run as code, 22 ask a person, 6 go to the LLM",
+        "hiivmind-corpus-add-source": "57 nodes: 28 run as code, 22 ask a person, 7 go to the LLM",  # web_fetch's prompt
         "hiivmind-corpus-build": "69 nodes: 43 run as code, 16 ask a person, 10 go to the LLM",
         "hiivmind-corpus-init": "45 nodes: 32 run as code, 9 ask a person, 4 go to the LLM",
         "hiivmind-corpus-refresh": "128 nodes: 91 run as code, 11 ask a person, 26 go to the LLM",
@@ -383,6 +383,31 @@ def test_add_source_finds_an_llms_txt_manifest_over_http(tmp_path, site):
     assert source["manifest"]["last_hash"].endswith(hashlib.sha256(manifest.encode()).hexdigest())
     assert source["cache"] == {"enabled": True, "dir": ".cache/llms-txt/polars-docs/", "strategy": "selective"}
     assert (corpus / ".cache" / "llms-txt" / "polars-docs").is_dir()
+
+
+def test_add_source_caches_what_the_model_took_from_a_web_page_as_its_prompt_asks(tmp_path, site):
+    """fetch_first_web_url is web_fetch with `prompt: "Extract the main article content as markdown"`: hiivmind's
+    WebFetch(url, prompt). The page and the prompt go to the LLM; its extraction is what the user approves and
+    what is cached."""
+    url, _ = site
+    (tmp_path / "site" / "lazy.html").write_text("<html><nav>menu</nav><article><h1>Lazy frames</h1>"
+                                                 "<p>Use scan_csv.</p></article></html>")
+    plugin = plugin_copy(tmp_path, "0a56d54")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "config.yaml").write_text(CONFIG)
+    answers = write_yaml(tmp_path / "answers.yaml", {
+        "ask_source_input": "web", "collect_web_info": "blog", "collect_web_description": "tutorials",
+        "collect_web_urls": f"{url}/lazy.html", "present_fetched_content": "save", "ask_index_now": "no"})
+    extracted = "# Lazy frames\n\nUse scan_csv.\n"
+    replies = cassette(tmp_path / "cassette.yaml", extracted, "Navigate examples updated.")
+    ran, state = run_real(tmp_path, plugin / "skills" / "hiivmind-corpus-add-source", corpus,
+                          "--answers", answers, "--replay", replies)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert state["computed"]["fetched_content"]["content"] == extracted
+    assert (corpus / ".cache" / "web" / "blog-posts" / "lazy-html.md").read_text() == extracted
+    [source] = yaml.safe_load((corpus / "config.yaml").read_text())["sources"]
+    assert source["urls"][0]["cached_file"] == "lazy-html.md"
 
 
 def test_the_gateway_routes_a_menu_choice_to_the_navigate_skill(tmp_path):

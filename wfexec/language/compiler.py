@@ -245,7 +245,7 @@ class Compiler:
                 self.file(value, at, "document", allow_dir=name in spec.document_folders)
         for name, value in spec.era_params.get(self.era, {}).items():
             params.setdefault(name, value)  # what the era's catalogue says, unless the call says otherwise
-        if any(isinstance(v, Prose) for v in params.values()):
+        if any(isinstance(v, Prose) for v in params.values()) or any(name in params for name in spec.asks_llm_with):
             # This call asks the LLM: resume, dry runs and the summary must know it, as for an LLM hook.
             spec = replace(spec, effects=tuple(dict.fromkeys(spec.effects + ("llm",))), idempotent=False)
         call = Call(spec=spec, params=params, raw=raw, where=self.where(rel),

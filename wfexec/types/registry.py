@@ -68,6 +68,8 @@ class TypeSpec:
                                  # where the era's catalogue says otherwise: the era is settled at load
     writes: tuple = ()           # state paths the handler always writes (`computed.log_file_path`): for the name
                                  # checks, which otherwise know only the paths a call is given
+    asks_llm_with: tuple = ()    # params that, when a call gives them, make it ask the LLM (web_fetch's `prompt`):
+                                 # that call gains the `llm` effect, as one with a prose parameter does
     documents: tuple = ()        # params that are document paths (plugin root, workflow folder), checked at load
     document_folders: tuple = () # those of `documents` that may name a folder
     alternatives: tuple = ()     # params of which at least one must be given

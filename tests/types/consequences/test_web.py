@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import textwrap
 import threading
@@ -10,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from conftest import FakeBackend, wfexec_cli
 from wfexec.types.registry import consequences
 
 WORKFLOW = """\
@@ -133,13 +135,53 @@ def fetch_yaml(path: str, *extra: str) -> str:
 # -- web_fetch -------------------------------------------------------------------
 
 def test_web_fetch_stores_status_content_url_and_headers(run_yaml, site):
-    result, _ = run_yaml(workflow(fetch_yaml("/page", '  prompt: "Extract the main content"'), site))
+    result, _ = run_yaml(workflow(fetch_yaml("/page"), site))
     assert result.type == "success", result.message
     page = result.state["computed"]["page"]
     assert page["status"] == 200
     assert page["content"] == "<h1>Hello ✓</h1>"
     assert page["url"] == f"{site}/page"
     assert page["headers"]["content-type"] == "text/html; charset=utf-8"
+
+
+def test_web_fetch_with_a_prompt_stores_what_the_llm_took_from_the_page(run_yaml, site):
+    backend = FakeBackend("# Hello")
+    result, _ = run_yaml(workflow(fetch_yaml("/page", '  prompt: "Extract the main article content as markdown"'),
+                                  site), backend=backend)
+    assert result.type == "success", result.message
+    page = result.state["computed"]["page"]
+    assert (page["status"], page["content"], page["url"]) == (200, "# Hello", f"{site}/page")
+    [prompt] = backend.prompts
+    assert prompt.startswith("Extract the main article content as markdown\n")
+    assert f"fetched from {site}/page (HTTP 200, text/html; charset=utf-8)" in prompt
+    assert prompt.endswith("<page>\n<h1>Hello ✓</h1>\n</page>\n")
+
+
+def test_web_fetch_with_a_prompt_and_no_backend_stops_the_run_as_every_judgement_step_does(write_workflow, site,
+                                                                                            tmp_path):
+    path = write_workflow(workflow(fetch_yaml("/page", '  prompt: "Extract the main content"'), site))
+    done = wfexec_cli("run", path, "--non-interactive", cwd=tmp_path)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert f"web_fetch ({site}/page) needs an LLM backend, and none is configured" in done.stderr
+    assert "resume it with --backend" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_web_fetch_keeps_an_error_response_as_it_came_without_asking_the_llm(run_yaml, site):
+    backend = FakeBackend()
+    result, _ = run_yaml(workflow(fetch_yaml("/missing", "  allow_failure: true", '  prompt: "Extract it"'), site),
+                         backend=backend)
+    assert result.type == "success", result.message
+    assert result.state["computed"]["page"]["content"] == "no such page"
+    assert backend.prompts == []
+
+
+def test_a_web_fetch_with_a_prompt_is_counted_as_going_to_the_llm(write_workflow):
+    counted = {}
+    for prompt in ((), ('  prompt: "Extract it"',)):
+        checked = wfexec_cli("validate", "--format", "json", write_workflow(workflow(fetch_yaml("/page", *prompt))))
+        counted[bool(prompt)] = json.loads(checked.stdout)["files"][0]["summary"]["text"]
+    assert counted == {False: "1 node: 1 run as code, 0 ask a person, 0 go to the LLM",
+                       True: "1 node: 0 run as code, 0 ask a person, 1 go to the LLM"}
 
 
 def test_web_fetch_sends_a_wfexec_user_agent(run_yaml, site):
@@ -350,6 +392,7 @@ def test_cache_web_content_reports_an_unwritable_destination(run_yaml, tmp_path)
 # -- web_ops ------------------------------------------------------------------------
 
 def test_web_ops_fetch_then_cache(run_yaml, site, tmp_path):
+    backend = FakeBackend("crème")
     result, _ = run_yaml(workflow("""
         - type: web_ops
           operation: fetch
@@ -361,10 +404,12 @@ def test_web_ops_fetch_then_cache(run_yaml, site, tmp_path):
           from: computed.page
           dest: cache/latin1.txt
           store_as: computed.cached
-    """, site))
+    """, site), backend=backend)
     assert result.type == "success", result.message
     assert result.state["computed"]["page"]["status"] == 200
-    assert (tmp_path / "cache" / "latin1.txt").read_text(encoding="utf-8") == "café crème"
+    assert "<page>\ncafé crème\n</page>" in backend.prompts[0]
+    # What the model took from the page is what is cached, as the add-source workflows mean it.
+    assert (tmp_path / "cache" / "latin1.txt").read_text(encoding="utf-8") == "crème"
     assert result.state["computed"]["cached"] == "cache/latin1.txt"
 
 

@@ -10,6 +10,7 @@ import time
 from functools import lru_cache
 from urllib.parse import urljoin, urlparse
 
+from wfexec.language.expressions import to_text
 from wfexec.version import __version__
 from wfexec.system.files import guarded_path, write_atomic
 from wfexec.types.registry import ActionFailed, TypeList
@@ -25,7 +26,8 @@ URL = {"type": "string", "description": "an http or https URL"}
 STORE_AS = {"type": "string", "description": "the state path for {status, content, url, headers}, e.g. computed.page"}
 ALLOW_FAILURE = {"type": "boolean", "description": "keep HTTP errors (and network errors, as status 0) as data "
                                                    "instead of failing"}
-PROMPT = {"type": "string", "description": "ignored: kept so seed workflows written for an LLM fetch tool load"}
+PROMPT = {"type": "string", "description": "what to take from the page: the page and this go to the LLM, whose reply "
+                                           "is stored as `content` (a judgement step, as in the WebFetch tool)"}
 TIMEOUT = {"type": "number", "exclusiveMinimum": 0, "description": f"seconds to wait (default {DEFAULT_TIMEOUT})"}
 FROM = {"type": "string", "description": "the state path of a web_fetch result (or of a text)"}
 DEST = {"type": "string", "description": "the file to write, relative to the working directory"}
@@ -137,12 +139,16 @@ def fetch(url: str, timeout: float) -> dict:
 
 @TYPES.consequence("web_fetch", {"url": URL, "store_as": STORE_AS, "allow_failure": ALLOW_FAILURE, "prompt": PROMPT,
                                  "timeout": TIMEOUT},
-                   ["url", "store_as"], paths=("store_as",), effects=("network",), idempotent=False)
+                   ["url", "store_as"], paths=("store_as",), effects=("network",), idempotent=False,
+                   asks_llm_with=("prompt",))
 def web_fetch(params, ctx):
-    """GET `url` and store {status, content, url, headers}; status >= 400 fails unless allow_failure.
+    """GET `url` and store {status, content, url, headers}; status >= 400 fails unless allow_failure. With `prompt`,
+    `content` is the LLM's reply to the prompt about the page.
 
-    `prompt` is accepted and ignored: seed workflows wrote it for an LLM fetch
-    tool that extracted content; wfexec stores the page as sent.
+    hiivmind's web_fetch is Claude's WebFetch tool: `result = WebFetch(url, prompt)`, whose content is what the
+    model took from the page as the prompt asked. So the prompt and the page go to the LLM backend like any
+    judgement step (no backend: the run stops, exit 4). An error response kept by allow_failure is not sent: it
+    is not the page the prompt asks about, and the workflow routes on its status.
     """
     url, allow_failure = params["url"], bool(params.get("allow_failure", False))
     try:
@@ -155,7 +161,17 @@ def web_fetch(params, ctx):
     if result["status"] >= 400 and not allow_failure:
         raise ActionFailed(f"{url} answered HTTP {result['status']}",
                            "set allow_failure: true to keep error responses as data")
+    prompt = params.get("prompt")
+    if prompt and "error" not in result and result["status"] < 400:
+        result["content"] = ctx.judge(_extraction_prompt(to_text(prompt), result), f"web_fetch ({url})")
     ctx.set(params["store_as"], result)
+
+
+def _extraction_prompt(prompt: str, page: dict) -> str:
+    # The page is data, not instructions: fenced off after the request, so text in it reads as part of the page.
+    return (f"{prompt}\n\nDo this with the web page below, fetched from {page['url']} (HTTP {page['status']}, "
+            f"{page['headers'].get('content-type') or 'no content type'}). Reply with the result only.\n\n"
+            f"<page>\n{page['content']}\n</page>\n")
 
 
 # -- caching --------------------------------------------------------------------
@@ -214,7 +230,7 @@ _OPERATIONS = {"fetch": _ops_fetch, "cache": _ops_cache}
                                "allow_failure": ALLOW_FAILURE, "from": FROM, "dest": DEST, "store_as": STORE_AS,
                                "store_path_as": STORE_PATH_AS, "timeout": TIMEOUT},
                    ["operation"], paths=("store_as", "from", "store_path_as"), effects=("network", "files"),
-                   idempotent=False)
+                   idempotent=False, asks_llm_with=("prompt",))
 def web_ops(params, ctx):
     """v3: fetch (url → store_as, like web_fetch) or cache (from → dest, like cache_web_content)."""
     _OPERATIONS[params["operation"]](params, ctx)
