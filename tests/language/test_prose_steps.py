@@ -10,7 +10,7 @@ import yaml
 
 import wfexec
 from wfexec.running.engine import RunStopped
-from conftest import ROOT, compat_root
+from conftest import ROOT, compat_root, wfexec_cli
 
 PROSE = ROOT / "tests" / "workflows" / "compat" / "prose_steps.yaml"
 
@@ -63,6 +63,38 @@ def test_a_reply_that_is_not_json_fails_the_action_saying_so():
     result = wfexec.run(PROSE, backend=Replies("I parsed it, the name is polars"))
     assert result.ending == "failed"
     assert "the LLM's reply is not a JSON value: 'I parsed it, the name is polars'" in result.message
+
+
+# Models often say a sentence around the JSON they were asked for, or show other code before it.
+TALKATIVE_REPLIES = {
+    "a sentence before": 'Here is the result:\n```json\n{"name": "polars", "sources": 1}\n```',
+    "and one after": 'Parsed:\n```json\n{"name": "polars", "sources": 1}\n```\nLet me know if you need more.',
+    "the first json block": ('I read it with:\n```python\nyaml.safe_load(text)\n```\nwhich gives:\n'
+                             '```json\n{"name": "polars", "sources": 1}\n```\nnot\n```json\n{"name": "x"}\n```'),
+    "an unmarked block": 'The metadata:\n```\n{"name": "polars", "sources": 1}\n```',
+}
+
+
+@pytest.mark.parametrize("reply", TALKATIVE_REPLIES.values(), ids=TALKATIVE_REPLIES)
+def test_a_reply_with_its_json_in_a_fenced_block_after_prose_is_read(reply):
+    result = wfexec.run(PROSE, backend=Replies(reply, "Sure:\n```json\nfalse\n```"))
+    assert result.message == "polars: refreshed=false", result.message
+    assert result.state["computed"]["meta"] == {"name": "polars", "sources": 1}
+
+
+def test_the_cli_reads_a_replayed_reply_whose_json_follows_a_sentence(tmp_path):
+    cassette = tmp_path / "cassette.yaml"
+    cassette.write_text(yaml.safe_dump({"wfexec_cassette": 1, "interactions": [
+        {"kind": "llm", "reply": TALKATIVE_REPLIES["a sentence before"]}, {"kind": "llm", "reply": "true"}]}))
+    ran = wfexec_cli("run", "--ephemeral", PROSE, "--replay", cassette, cwd=tmp_path)
+    assert (ran.returncode, ran.stdout.strip()) == (0, "polars: refreshed=true"), ran.stderr
+
+
+def test_a_fenced_block_that_is_not_json_is_refused_saying_why():
+    result = wfexec.run(PROSE, backend=Replies('Here is the result:\n```json\n{"name": polars}\n```'))
+    assert result.ending == "failed"
+    assert "the LLM's reply is not a JSON value: 'Here is the result: ```json" in result.message
+    assert "(its fenced block: Expecting value: line 1 column 10" in result.message
 
 
 def test_without_a_backend_the_run_stops_naming_the_node(cli, tmp_path):

@@ -6,12 +6,11 @@ import json
 import re
 from typing import Any
 
-from wfexec.language.prose import Prose
+from wfexec.language.prose import Prose, fenced_data
 from wfexec.language.paths import PathError, get_path, parse_path
 from wfexec.errors import ActionFailed
 
 _MISSING = object()
-_FENCE = re.compile(r"^```[A-Za-z]*\s*\n(.*?)\n?```$", re.S)
 _ENVIRONMENT_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")   # HOME, PWD: never sent to a model
 _ANSWERS = {"boolean": "Reply with only a JSON value: true or false.",
             "value": "Reply with only a JSON value: the result of this step (a string in double quotes, a number, "
@@ -67,18 +66,19 @@ def effect_prompt(prose: Prose, values: dict[str, Any], reply_paths: tuple[str, 
 
 
 def parse_reply(reply: str, purpose: str) -> Any:
-    """The JSON value of the reply (a fenced ```json block is unwrapped); ActionFailed when it is not JSON."""
-    text = reply.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    try:
-        return json.loads(text)
-    except ValueError:
-        shown = " ".join(reply.split())
-        raise ActionFailed(f"{purpose}: the LLM's reply is not a JSON value: {shown[:120]!r}",
-                           "the prompt asks for a JSON value only; check the backend, or write the step as an "
-                           "expression") from None
+    """The JSON value of the reply: all of it, else its first fenced ```json block (after a sentence of the model's,
+    say: fenced_data); ActionFailed when it holds no JSON."""
+    whole, body = reply.strip(), fenced_data(reply)
+    problem = ""
+    for text in dict.fromkeys((whole, body)):
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            problem = f" (its fenced block: {exc})" if text != whole else ""
+    shown = " ".join(reply.split())
+    raise ActionFailed(f"{purpose}: the LLM's reply is not a JSON value: {shown[:120]!r}{problem}",
+                       "the prompt asks for a JSON value (alone, or in a ```json block); check the backend, or write "
+                       "the step as an expression")
 
 
 def reply_request(paths: tuple[str, ...]) -> str:

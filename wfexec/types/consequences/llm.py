@@ -9,12 +9,12 @@ another answer.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from wfexec.language.documents import HOW_DOCUMENTS_RESOLVE, find_document
 from wfexec.language.documents import document_prompt
 from wfexec.language.expressions import to_text
+from wfexec.language.prose import fenced_data
 from wfexec.types.registry import ActionFailed, TypeList
 
 TYPES = TypeList()
@@ -92,13 +92,10 @@ def invoke_skill(params, ctx):
     _store(ctx, params, ctx.judge(prompt, f"invoke_skill ({command})"))
 
 
-_FENCE = re.compile(r"```(?:json|yaml|yml)?\s*\n(.*?)```", re.S)
-
-
 def reply_body(reply: str) -> str:
-    """A model's reply without the code fence it may have put around the data."""
-    fenced = _FENCE.search(reply)
-    return fenced.group(1) if fenced else reply.strip()
+    """The data of a model's reply: its first fenced JSON or YAML block (a sentence around it is the model
+    talking), else its first unmarked block, else all of it. Plugins read their agents' replies with it."""
+    return fenced_data(reply, ("json", "yaml", "yml"))
 
 
 _HIDDEN_STATE = ("history", "checkpoints")
