@@ -256,6 +256,22 @@ def test_write_config_saves_the_state_config_keeping_comments(run_yaml, corpus):
     assert comments(text) == comments(CONFIG)
 
 
+@pytest.mark.parametrize("call", [
+    {"type": "update_config_index_metadata", "last_updated_at": "2025-01-24T10:30:00Z"},
+    {"type": "update_source_metadata", "id": "polars", "fields": {"last_indexed_at": "2025-01-24T10:30:00Z"}},
+    {"type": "write_config"},
+], ids=lambda call: call["type"])
+def test_a_dry_run_leaves_a_placeholder_at_the_config_a_skipped_writer_changes(run_yaml, corpus, call):
+    config = yaml.safe_load((corpus / "data" / "config.yaml").read_text())
+    before = (corpus / "data" / "config.yaml").read_text()
+    result, out = run_yaml(one_action(call, {"type": "display_message", "message": "sources: ${config.sources.length}"},
+                                      initial_state={"config": config}), dry_run=True)
+    assert result.ending == "done", result.message
+    assert f"would {call['type']}" in out.text and "sources: <dry-run: config.sources.length>" in out.text
+    assert result.state["config"] == "<dry-run: config>"
+    assert (corpus / "data" / "config.yaml").read_text() == before
+
+
 def test_write_config_without_a_config_in_state_fails(run_yaml, corpus):
     result, _ = run_yaml(one_action({"type": "write_config"}))
     assert result.ending == "failed" and "state 'config' holds no config" in result.message

@@ -323,21 +323,30 @@ DRY_PATHS = {
 }
 
 
+# 0a56d54 adds the source with add_source, 856e42a with write_file: neither runs, and config (read by a step that did
+# not run either) is a placeholder to the end, never the config from before as if the source were not added.
+DRY_WRITERS = {"856e42a": "would write config.yaml", "0a56d54": "would add_source"}
+
+
+@pytest.mark.parametrize("commit", sorted(DRY_WRITERS))
 @pytest.mark.parametrize("path", sorted(DRY_PATHS))
-def test_a_dry_run_of_add_source_stops_where_the_first_source_decides_the_route(tmp_path, path):
-    plugin = plugin_copy(tmp_path, "856e42a")
+def test_a_dry_run_of_add_source_stops_where_the_first_source_decides_the_route(tmp_path, path, commit):
+    plugin = plugin_copy(tmp_path, commit)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "config.yaml").write_text(CONFIG)
     answers = write_yaml(tmp_path / "answers.yaml", {**DRY_PATHS[path], "ask_index_now": "no"})
     ran = wfexec_in_process("run", plugin / "skills" / "hiivmind-corpus-add-source", "--dry-run",
-                            "--non-interactive", "--answers", answers, cwd=corpus)
+                            "--non-interactive", "--answers", answers, "--state-out", tmp_path / "state.json",
+                            cwd=corpus)
     told = " ".join((ran.stdout + ran.stderr).split())
     assert ran.returncode == 4, told
     assert "node 'check_first_source_navigate': dry run stops here: flag_set(flag=is_first_source) needs the real " \
            "value of flags.is_first_source" in told
     assert "Found corpus: <dry-run: config.corpus.name>" in told
     assert sorted(p.name for p in corpus.iterdir()) == ["config.yaml"] and (corpus / "config.yaml").read_text() == CONFIG
+    assert DRY_WRITERS[commit] in ran.stdout
+    assert json.loads((tmp_path / "state.json").read_text())["config"] == "<dry-run: config>"
     if path == "git":
         assert "Added git source 'polars' to config.yaml" in ran.stdout  # a message built from skipped work
 

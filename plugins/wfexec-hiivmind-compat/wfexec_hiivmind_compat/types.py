@@ -17,7 +17,7 @@ from typing import Any
 from wfexec.language.expressions import compile_value, to_text
 from wfexec.system.files import guarded_path, write_atomic
 from wfexec.types import ActionFailed, TypeList
-from wfexec.types.consequences.corpus import CONFIG_PATH, edit_config, update_source_fields
+from wfexec.types.consequences.corpus import CONFIG_PATH, STATE_CONFIG, edit_config, update_source_fields
 from wfexec.types.consequences.llm import reply_body
 from wfexec.types.consequences.process import check_exit, run_shell_text
 
@@ -218,7 +218,7 @@ def spawn_agents_parallel(params, ctx):
     "last_updated_at": {"type": ["string", "null"], "description": "default: now"},
     "format": {"type": "string", "description": "default markdown"},
     "path": CONFIG_PATH,
-}, [], effects=FILES, example={"last_updated_at": "2025-01-24T10:30:00Z", "format": "markdown"})
+}, [], effects=FILES, writes=(STATE_CONFIG,), example={"last_updated_at": "2025-01-24T10:30:00Z", "format": "markdown"})
 def update_config_index_metadata(params, ctx):
     """Set the config's top-level index.last_updated_at and index.format (comments kept; state config mirrored)."""
     stamp = params["last_updated_at"] if "last_updated_at" in params else \
@@ -235,7 +235,8 @@ def update_config_index_metadata(params, ctx):
 
 
 @TYPES.consequence("update_source_metadata", {"id": {"type": "string"}, "fields": {"type": "object"},
-                                              "path": CONFIG_PATH}, ["id", "fields"], effects=FILES)
+                                              "path": CONFIG_PATH}, ["id", "fields"], effects=FILES,
+                   writes=(STATE_CONFIG,))
 def update_source_metadata(params, ctx):
     """Set top-level `fields` on the config's source `id`, as update_source does."""
     update_source_fields(params, ctx)
@@ -259,7 +260,7 @@ def _deep_assign(target: dict, source: dict) -> None:
 
 @TYPES.consequence("write_config", {"from": {"type": "string", "description": "the state path holding the config "
                                                                               "(default config)"},
-                                    "path": CONFIG_PATH}, [], paths=("from",), effects=FILES)
+                                    "path": CONFIG_PATH}, [], paths=("from",), effects=FILES, writes=(STATE_CONFIG,))
 def write_config(params, ctx):
     """Save the config held in state (`from`, default config) to the corpus config file, keeping its comments."""
     source = params.get("from") or "config"

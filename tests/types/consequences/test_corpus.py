@@ -3,12 +3,13 @@ discover_installed_corpora, on real config files in temp folders."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 import yaml
 
-from conftest import CORPUS_CONFIG as CONFIG, comments, compat_root, one_action
+from conftest import CORPUS_CONFIG as CONFIG, comments, compat_root, one_action, wfexec_cli
 
 
 GIT_SPEC = {"id": "polars", "type": "git", "repo_url": "https://github.com/pola-rs/polars", "branch": "main",
@@ -142,6 +143,30 @@ def test_write_config_entry_refuses_what_it_cannot_set(run_yaml, corpus, path, m
                                     {"type": "write_config_entry", "path": path, "value": 1}))
     assert result.ending == "failed"
     assert message in result.message
+
+
+# Each edits the file and, when state holds the config, state `config` too: a dry run that skips it must leave a
+# placeholder there, or what reads config after it reads the config from before the change as if it were true.
+CONFIG_WRITERS = {
+    "add_source": {"type": "add_source", "spec": GIT_SPEC},
+    "update_source": {"type": "update_source", "id": "docs", "fields": {"branch": "next"}},
+    "write_config_entry": {"type": "write_config_entry", "path": "corpus.display_name", "value": "Polars!"},
+}
+
+
+@pytest.mark.parametrize("call", CONFIG_WRITERS.values(), ids=CONFIG_WRITERS)
+def test_a_dry_run_leaves_a_placeholder_at_the_config_a_skipped_writer_changes(write_workflow, tmp_path, call):
+    config = {"corpus": {"name": "polars"}, "sources": [{"id": "docs", "type": "local"}]}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    path = write_workflow(one_action(call, {"type": "display_message", "message": "sources: ${config.sources.length}"},
+                                     initial_state={"config": config}))
+    ran = wfexec_cli("run", path, "--dry-run", "--non-interactive", "--state-out", tmp_path / "state.json",
+                     cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert f"would {call['type']}" in ran.stdout
+    assert "sources: <dry-run: config.sources.length>" in ran.stdout
+    assert json.loads((tmp_path / "state.json").read_text())["config"] == "<dry-run: config>"
+    assert config_on_disk(tmp_path, "config.yaml") == config
 
 
 # --------------------------------------------------------------------------- #

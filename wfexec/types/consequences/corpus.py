@@ -25,6 +25,8 @@ from wfexec.types.registry import ActionFailed, TypeList
 TYPES = TypeList()
 
 CONFIG_CANDIDATES = ("data/config.yaml", "config.yaml")
+# Where a workflow keeps the corpus config (`read_config store_as: config`): the types that edit the file change it
+# there too (edit_config), so each declares it (`writes=`), as a dry run and the name checks must know.
 STATE_CONFIG = "config"
 PLACEHOLDER_MARK = "Run hiivmind-corpus-build"
 SOURCE_ID = lazy(r"^[A-Za-z0-9_-]+$")
@@ -250,7 +252,7 @@ SPEC = {"type": "object", "required": ["id", "type"],
         "description": "the new sources[] entry: id, type (git, local, web, llms-txt, generated-docs) and its fields"}
 
 
-@TYPES.consequence("add_source", {"spec": SPEC, "path": CONFIG_PATH}, ["spec"], effects=FILES,
+@TYPES.consequence("add_source", {"spec": SPEC, "path": CONFIG_PATH}, ["spec"], effects=FILES, writes=(STATE_CONFIG,),
                    example={"spec": {"id": "polars", "type": "git", "repo_url": "https://github.com/pola-rs/polars",
                                      "branch": "main", "docs_root": "docs", "last_commit_sha": None}})
 def add_source(params, ctx):
@@ -296,7 +298,7 @@ def update_source_fields(params, ctx) -> None:
 
 
 @TYPES.consequence("update_source", {"id": ID, "fields": FIELDS, "path": CONFIG_PATH}, ["id", "fields"],
-                   effects=FILES)
+                   effects=FILES, writes=(STATE_CONFIG,))
 def update_source(params, ctx):
     """Set top-level `fields` on the config's source `id` (shallow: each key replaced whole)."""
     update_source_fields(params, ctx)
@@ -375,7 +377,7 @@ def _set_at(containers: list, steps: list[tuple], value: Any, shown: str) -> Non
 @TYPES.consequence("write_config_entry", {"path": {"type": "string", "description": "a yq-style path: a.b, "
                                                    "sources[0].branch, sources[] | select(.id == \"x\").field"},
                                           "value": {}, "config_path": CONFIG_PATH},
-                   ["path", "value"], effects=FILES)
+                   ["path", "value"], effects=FILES, writes=(STATE_CONFIG,))
 def write_config_entry(params, ctx):
     """Set one value in the corpus config at a yq-style `path` (creating missing keys), keeping comments."""
     shown = params["path"]
