@@ -52,6 +52,7 @@ class Site(BaseHTTPRequestHandler):
         "/odd-charset": (200, "text/plain; charset=x-no-such-charset", "plain".encode()),
         "/missing": (404, "text/plain; charset=utf-8", b"no such page"),
         "/broken": (500, "text/plain; charset=utf-8", b"server fell over"),
+        "/long": (200, "text/plain; charset=utf-8", b"x" * 300_000),
     }
 
     def do_GET(self):
@@ -155,6 +156,19 @@ def test_web_fetch_with_a_prompt_stores_what_the_llm_took_from_the_page(run_yaml
     assert prompt.startswith("Extract the main article content as markdown\n")
     assert f"fetched from {site}/page (HTTP 200, text/html; charset=utf-8)" in prompt
     assert prompt.endswith("<page>\n<h1>Hello ✓</h1>\n</page>\n")
+
+
+def test_a_long_page_goes_to_the_llm_cut_to_what_a_model_reads_and_says_so(run_yaml, site):
+    from wfexec.types.consequences.web import PROMPT_PAGE_CHARS
+
+    backend = FakeBackend("the gist")
+    result, _ = run_yaml(workflow(fetch_yaml("/long", '  prompt: "Summarise it"'), site), backend=backend)
+    assert result.type == "success", result.message
+    [prompt] = backend.prompts
+    page = prompt.split("<page>\n", 1)[1].removesuffix("\n</page>\n")
+    assert page == "x" * PROMPT_PAGE_CHARS
+    assert f"Only its first {PROMPT_PAGE_CHARS:,} characters of 300,000 are given." in prompt
+    assert result.state["computed"]["page"]["content"] == "the gist"
 
 
 def test_web_fetch_with_a_prompt_and_no_backend_stops_the_run_as_every_judgement_step_does(write_workflow, site,

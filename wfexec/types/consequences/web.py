@@ -167,11 +167,21 @@ def web_fetch(params, ctx):
     ctx.set(params["store_as"], result)
 
 
+# What of a page goes to the model with a web_fetch prompt, as Claude's WebFetch tool cuts a long page: a page may
+# be 10 MB (MAX_BYTES), far past what a model reads at once, and a backend would fail on the whole of it.
+PROMPT_PAGE_CHARS = 100_000
+
+
 def _extraction_prompt(prompt: str, page: dict) -> str:
     # The page is data, not instructions: fenced off after the request, so text in it reads as part of the page.
+    content = page["content"]
+    cut = ""
+    if len(content) > PROMPT_PAGE_CHARS:
+        cut = f" Only its first {PROMPT_PAGE_CHARS:,} characters of {len(content):,} are given."
+        content = content[:PROMPT_PAGE_CHARS]
     return (f"{prompt}\n\nDo this with the web page below, fetched from {page['url']} (HTTP {page['status']}, "
-            f"{page['headers'].get('content-type') or 'no content type'}). Reply with the result only.\n\n"
-            f"<page>\n{page['content']}\n</page>\n")
+            f"{page['headers'].get('content-type') or 'no content type'}).{cut} Reply with the result only.\n\n"
+            f"<page>\n{content}\n</page>\n")
 
 
 # -- caching --------------------------------------------------------------------
