@@ -417,24 +417,26 @@ def engine_options(request, answers, backend: Any = None, cwd: str | os.PathLike
 def start_recorded(request, workflow: Workflow, inputs: dict, io, options):
     """Start a run recorded in the request's store; how its process left it (`Driven`)."""
     from wfexec.durable.journal import start_run
+    from wfexec.durable.store import open_store
 
-    return _in_store(request, lambda store: start_run(store, workflow, inputs=inputs,
-                                                      overrides=dict(request.overrides), io=io, options=options))
+    store = open_store(request.store, durability=request.durability)
+    return _in_store(store, lambda store: start_run(store, workflow, inputs=inputs,
+                                                    overrides=dict(request.overrides), io=io, options=options))
 
 
 def resume_recorded(request, load_workflow: Callable[[Any], Workflow], io, options):
     """Continue the recorded run `request.run_id`; how its process left it (`Driven`)."""
     from wfexec.durable.journal import ResumeChoices, resume_run
+    from wfexec.durable.store import store_of_run
 
     choices = ResumeChoices(request.accept_changes, request.rerun, request.skip, request.take_over)
-    return _in_store(request, lambda store: resume_run(store, request.run_id, load_workflow, io=io, options=options,
-                                                       choices=choices))
+    store = store_of_run(request.store, request.run_id, readonly=False, durability=request.durability)
+    return _in_store(store, lambda store: resume_run(store, request.run_id, load_workflow, io=io, options=options,
+                                                     choices=choices))
 
 
-def _in_store(request, drive):
-    from wfexec.durable.store import open_store
-
-    store = open_store(request.store, durability=request.durability)
+def _in_store(store, drive):
+    """What `drive` does with `store`, which is closed after."""
     try:
         return drive(store)
     finally:

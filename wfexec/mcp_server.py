@@ -366,9 +366,12 @@ class Server:
     def cancel(self, run_id: str) -> dict:
         """Cancel a run nothing drives (waiting, stopped, interrupted): it is never resumed. A run this server
         drives is stopped by `serve`'s cancel instead."""
-        from wfexec.durable.store import FINISHED, StoreError, _lease_alive, open_store
+        from wfexec.durable.store import FINISHED, StoreError, _lease_alive, store_of_run
 
-        store = open_store(self.store)
+        try:
+            store = store_of_run(self.store, run_id, readonly=False)
+        except StoreError as exc:
+            return {"status": "invalid", "error": exc.message, "hint": exc.hint or None}
         try:
             record = store.get(run_id)
             if record.status in FINISHED:

@@ -183,6 +183,18 @@ def test_the_tools_take_a_run_id_exactly_or_a_literal_prefix(tmp_path):
     assert shown["id"] == run_id and shown["status"] == "waiting"
 
 
+def test_the_tools_about_one_run_make_no_store_where_there_is_none(tmp_path):
+    """`cancel` and `answer` once made an empty store first, then said the run was unknown."""
+    async def body(session):
+        return [(await session.call_tool(tool, arguments)).structured_content for tool, arguments in
+                (("cancel", {"run_id": "0mwt6297ui2n"}), ("answer", {"run_id": "0mwt6297ui2n", "answers": {"a": "b"}}),
+                 ("resume", {"run_id": "0mwt6297ui2n"}))]
+
+    for answer in with_server(tmp_path, body):
+        assert answer["status"] == "invalid" and "there is no run store at .wfexec/runs.db" in answer["error"], answer
+    assert list(tmp_path.iterdir()) == []
+
+
 # -- safe at every door (issue 24) ------------------------------------------------------------------------------
 
 def test_a_file_that_is_no_workflow_is_reported_as_such_without_its_content(tmp_path):

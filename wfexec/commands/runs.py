@@ -6,18 +6,15 @@ import json
 import sys
 import time
 
-from wfexec.durable.store import FINISHED, StoreError, open_store, store_location
+from wfexec.durable.store import FINISHED, StoreError, no_store_error, open_store, store_location, store_of_run
 
 
 def _existing_store(store_path, run_id: str | None = None, *, readonly: bool = True):
     """The store to read; a command that only reads never creates one (None when there is none)."""
+    if run_id is not None:
+        return store_of_run(store_path, run_id, readonly=readonly)
     location = store_location(store_path)
-    if location.exists():
-        return open_store(location, readonly=readonly)
-    if run_id is None:
-        return None
-    raise StoreError(f"no run '{run_id}': there is no run store at {location}",
-                     "run a workflow first, or point --store (or $WFEXEC_STORE) at the store that has it")
+    return open_store(location, readonly=readonly) if location.exists() else None
 
 
 def _when(timestamp: float | None) -> str:
@@ -34,6 +31,10 @@ def list_runs(path, status: str | None, as_json: bool, out=None, limit: int = 50
     """The newest `limit` runs (0: all), and, for people reading the table, on stderr how many more there are."""
     out = out or sys.stdout  # not a default argument: that would be the sys.stdout of import time, not the caller's
     store = _existing_store(path)
+    if store is None and path is not None:
+        # Where no run was made yet the default store is not there: no runs. A store named with --store or
+        # $WFEXEC_STORE that is not there is a mistyped name or the wrong folder, said as such.
+        raise no_store_error(store_location(path))
     total = 0
     if store is None:
         records = []

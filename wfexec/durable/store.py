@@ -990,8 +990,23 @@ class _Transaction:
 def open_store(path: str | os.PathLike | None = None, *, readonly: bool = False,
                durability: str | None = None) -> Store:
     """The store at store_location(path); created when missing, unless `readonly`. Its commits are as durable as
-    `durability` says (durability_setting)."""
+    `durability` says (durability_setting). Only what starts runs may create one: see store_of_run."""
     return Store(store_location(path), readonly=readonly, durability=durability)
+
+
+def store_of_run(path: str | os.PathLike | None, run_id: str, *, readonly: bool = True,
+                 durability: str | None = None) -> Store:
+    """The store that should hold run `run_id`, which must exist: a command about one run (resume, cancel, show)
+    never makes a store, so a mistyped `--store` is said as such rather than becoming a new, empty store."""
+    location = store_location(path)
+    if not location.exists():
+        raise no_store_error(location, f"no run '{run_id}': ")
+    return Store(location, readonly=readonly, durability=durability)
+
+
+def no_store_error(location: Path, lead: str = "") -> StoreError:
+    return StoreError(f"{lead}there is no run store at {location}",
+                      "run a workflow first, or point --store (or $WFEXEC_STORE) at the store that has it")
 
 
 def ending_status(ending_type: str) -> str:
