@@ -41,6 +41,19 @@ def test_expand_says_what_validate_says_of_a_file_that_is_no_mapping(cli, tmp_pa
     assert expanded.stdout == ""
 
 
+@pytest.mark.parametrize("text", ["{}\n", "# nothing yet\n{}\n"], ids=["empty-mapping", "after-a-comment"])
+def test_expand_refuses_an_empty_mapping_as_validate_does(tmp_path, text):
+    """`{}` once came back as `{}`, exit 0: no workflow, and no fragment of nodes either."""
+    (tmp_path / "e.yaml").write_text(text)
+    expanded = wfexec_cli("expand", "e.yaml", cwd=tmp_path)
+    validated = wfexec_cli("validate", "e.yaml", cwd=tmp_path)
+    _clean_error(expanded, "e.yaml:", "error: workflow is missing required field 'name'")
+    assert validated.returncode == expanded.returncode == 2
+    said = [line for line in validated.stdout.splitlines() if ": error: " in line]
+    assert said and expanded.stderr.splitlines() == said  # the same diagnostics, word for word
+    assert expanded.stdout == ""
+
+
 # -- graph of a folder with no workflow -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("files", [[], ["notes.txt"]], ids=["empty", "no-state-files"])

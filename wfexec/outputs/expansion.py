@@ -21,10 +21,11 @@ _AMBIGUOUS = re.compile(r"^(?:y|yes|n|no|on|off|true|false|null|~)$", re.IGNOREC
 def expanded(path: Path) -> tuple[str | None, list[Diagnostic]]:
     """(the expanded workflow as YAML, or None when it cannot be read; the problems found)."""
     doc = load_file(path)
-    if doc.data is None or not isinstance(doc.data, dict):
+    if not isinstance(doc.data, dict) or not doc.data:
         if doc.diagnostics:  # it could not be read or parsed
             return None, list(doc.diagnostics)
-        # Read, but empty or no mapping: what `wfexec validate` says of it (and not nothing, with exit 2).
+        # Read, but empty, no mapping or an empty one (`{}`, no workflow and no fragment of nodes either): what
+        # `wfexec validate` says of it (and not nothing, with exit 2).
         report = Reporter(doc.path, doc.positions)
         check_top_level(doc.data, report)
         return None, report.diagnostics
