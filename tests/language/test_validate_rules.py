@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import wfexec
+from conftest import wfexec_cli
 from wfexec.language.loader import load_text
 
 # --------------------------------------------------------------------------- #
@@ -697,6 +698,21 @@ def test_a_syntax_error_in_a_block_scalar_points_at_its_line_and_column(validate
     d = one(diagnostics, "expression")
     line, column = pos(text, "n +* 2")
     assert (d.line, d.column) == (line, column + 3) and "SyntaxError" in d.message
+
+
+@pytest.mark.parametrize("actions, at", [
+    ('- {type: set_state, field: computed.x, value: "${\'😀😀\' + ; }"}\n', "; }"),        # a template
+    ("- type: compute\n  expression: |\n    const s = '日本 😀';\n    s +* 2\n  store_as: computed.x\n", "* 2"),
+    ("- type: compute\n  expression: |\n    const s = 'é😀中';  s +* 2\n  store_as: computed.x\n", "* 2"),
+], ids=["emoji-in-template", "next-line-unaffected", "each-width"])
+def test_a_syntax_error_past_characters_beyond_ascii_points_at_its_own_column(tmp_path, actions, at):
+    """QuickJS counts columns in UTF-8 bytes: each `😀` before the error once put the column 3 too far right."""
+    text = action_workflow(actions)
+    (tmp_path / "workflow.yaml").write_text(text, encoding="utf-8")
+    checked = wfexec_cli("validate", "workflow.yaml", cwd=tmp_path)
+    assert checked.returncode == 2, checked.stdout
+    line, column = pos(text, at)
+    assert f"workflow.yaml:{line}:{column}: error: invalid JavaScript" in checked.stdout, checked.stdout
 
 
 def test_calling_an_unknown_function_is_an_error_at_the_call(validate):

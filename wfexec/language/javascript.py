@@ -182,7 +182,22 @@ def _syntax_error(exc: Exception, source: str) -> JavaScriptError:
     if line > len(lines):  # the error is at the wrapper's closing bracket: the source ended too soon
         line, column = len(lines), len(lines[-1]) + 1
         first = "SyntaxError: the expression ends too soon (an operand or a closing bracket is missing)"
+    elif match:
+        column = _column_in_characters(lines[line - 1], column)
     return JavaScriptError(first, line, column, "syntax")
+
+
+def _column_in_characters(line: str, byte_column: int) -> int:
+    """QuickJS counts a column in UTF-8 bytes of the line (`é` is 2, `😀` is 4); the rest of wfexec in characters,
+    so past any character beyond ASCII its column would point that much too far to the right."""
+    if line.isascii():
+        return byte_column
+    wanted, seen = byte_column - 1, 0
+    for index, character in enumerate(line):
+        if seen >= wanted:
+            return index + 1
+        seen += len(character.encode("utf-8", "surrogatepass"))
+    return len(line) + 1 + max(wanted - seen, 0)
 
 
 def _package_text(*parts: str) -> str:
