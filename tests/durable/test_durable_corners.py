@@ -441,3 +441,36 @@ def test_a_run_leased_to_a_process_on_another_machine_is_taken_over_only_when_th
     assert (taken.returncode, taken.stdout.strip()) == (0, "3"), taken.stderr
     assert cli("cancel", second, "--store", "runs.db", cwd=tmp_path).returncode == 2
     assert cli("cancel", second, "--store", "runs.db", "--take-over", cwd=tmp_path).returncode == 0
+
+
+ONE_QUESTION = ('name: q\nversion: "1"\nstart_node: ask\nnodes:\n  ask:\n    type: user_prompt\n'
+                '    prompt: {question: Go on?, header: go, options: [{id: go, label: Go, description: go on}]}\n'
+                '    on_response: {go: {next_node: done}}\nendings:\n  done: {type: success, message: ok}\n')
+
+
+# The statements that make a new store, in order: each a point a kill may land on.
+MAKING_A_STORE = [("PRAGMA journal_mode=WAL", 1), ("BEGIN IMMEDIATE", 1), ("CREATE TABLE runs", 1),
+                  ("DROP TABLE journal_6", 1), ("INSERT OR REPLACE INTO wfexec_meta", 1), ("^COMMIT$", 1),
+                  ("BEGIN IMMEDIATE", 2)]  # the store made, its first run not yet
+
+
+@pytest.mark.parametrize("statement, nth", MAKING_A_STORE, ids=[f"{s}#{n}" for s, n in MAKING_A_STORE])
+def test_a_kill_while_a_store_is_made_leaves_no_store_or_a_whole_one(tmp_path, statement, nth):
+    """A kill between SQLite making the file and the tables' commit once left a file `runs` refused ("no such
+    table: wfexec_meta") until the next `run` repaired it."""
+    (tmp_path / "workflow.yaml").write_text(ONE_QUESTION)
+    store = tmp_path / "runs.db"
+    killed = subprocess.run([sys.executable, str(ROOT / "tests" / "crashpoint.py"), "before-statement", statement,
+                             str(nth), "--", "run", "workflow.yaml", "--store", str(store)], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr  # it died at that statement, not before or after
+    listed = cli("runs", "--store", store, "--format", "json", cwd=tmp_path)
+    if nth == 1:
+        assert not store.exists(), sorted(p.name for p in tmp_path.iterdir())
+        assert listed.returncode == 2 and "there is no run store at" in listed.stderr, listed.stderr
+    else:
+        assert (listed.returncode, json.loads(listed.stdout)) == (0, []), listed.stderr
+    again = cli("run", "workflow.yaml", "--store", store, "--answer", "ask=go", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    # and what the killed process was making is gone once a process makes the store again
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.db", "workflow.yaml"]

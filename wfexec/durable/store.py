@@ -388,6 +388,43 @@ class RunRecord:
         return out
 
 
+# A store being made is built under its name plus this, the lease of the process making it and its thread
+# (Store._create): a companion of the store, as SQLite's `-wal` is, so no workflow may touch it.
+_BUILDING = "-new-"
+
+
+def _companions(path: Path) -> list[str]:
+    """The file at `path` and those SQLite keeps beside it."""
+    return [str(path)] + [f"{path}{suffix}" for suffix in ("-wal", "-shm", "-journal")]
+
+
+def _remove_abandoned_builds(store: Path) -> None:
+    """The files of stores whose making was killed before they were linked into place (their process is gone)."""
+    prefix = store.name + _BUILDING
+    try:
+        names = [entry.name for entry in os.scandir(store.parent) if entry.name.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        lease = name[len(prefix):].rpartition("~")[0]
+        if lease and not _lease_alive(lease):
+            try:
+                os.unlink(store.parent / name)
+            except OSError:
+                pass
+
+
+def _link_new(building: Path, store: Path) -> None:
+    """Give the whole store file `building` its name `store`, unless a store of that name appeared meanwhile."""
+    try:
+        os.link(building, store)
+    except FileExistsError:
+        pass  # another process made it first: it is whole too, and it is the one to use
+    except OSError:  # a file system without hard links: a rename, which could replace one made this very moment
+        if not store.exists():
+            os.replace(building, store)
+
+
 def refuse_a_folder(path: Path) -> None:
     """Raise StoreError when `path`, given as the store, is a folder (`--store .`)."""
     if path.is_dir():
@@ -440,24 +477,53 @@ class Store:
     def _open(self) -> sqlite3.Connection:
         path = self.path
         refuse_a_folder(path)
-        if path.exists() and path.stat().st_size > 0:
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._create(path)
+        elif path.stat().st_size > 0:
             with open(path, "rb") as handle:
                 if handle.read(16) != b"SQLite format 3\x00":
                     raise StoreError(f"{path} is not a wfexec run store (not an SQLite database); it was left as is",
                                      "move it away, or pass --store with another path")
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            db = sqlite3.connect(str(path), timeout=LOCK_WAIT_SECONDS, isolation_level=None, check_same_thread=False)
+            return self._connect(path)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path} cannot be used as a run store: {exc}; it was left as is",
+                             "move it away, or pass --store with another path") from None
+
+    def _connect(self, path: Path) -> sqlite3.Connection:
+        """A connection to the store file at `path`, its tables made or brought up to date."""
+        db = sqlite3.connect(str(path), timeout=LOCK_WAIT_SECONDS, isolation_level=None, check_same_thread=False)
+        try:
             db.row_factory = sqlite3.Row
             self._refuse_foreign(db)  # before any PRAGMA: switching to WAL rewrites the file header
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={DURABILITY[self.durability]}")
             db.execute("PRAGMA foreign_keys=ON")
             self._migrate(db)
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{path} cannot be used as a run store: {exc}; it was left as is",
-                             "move it away, or pass --store with another path") from None
+        except BaseException:
+            db.close()
+            raise
         return db
+
+    def _create(self, path: Path) -> None:
+        """Make the store at `path` so that a process killed at any moment leaves no store or a whole one: made
+        in place, a kill between SQLite making the file and the tables' commit left a file every later reader
+        refused ("no such table: wfexec_meta"). So the tables are made in a file of their own beside it, which
+        is then linked into place whole; a link, unlike a rename, never replaces a store another process made
+        meanwhile (theirs is used)."""
+        _remove_abandoned_builds(path)
+        building = path.with_name(f"{path.name}{_BUILDING}{lease_holder()}~{_thread.get_ident()}")
+        try:
+            try:
+                self._connect(building).close()  # the last connection: SQLite folds its -wal into the file
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"the run store {path} cannot be made: {exc}",
+                                 "make its folder writable, or pass --store with another path") from None
+            _link_new(building, path)
+        finally:
+            for name in _companions(building):
+                Path(name).unlink(missing_ok=True)
 
     def _connect_readonly(self, options: str) -> tuple[sqlite3.Connection, sqlite3.Row | None]:
         db = sqlite3.connect(f"{self.path.resolve().as_uri()}?{options}", uri=True, timeout=LOCK_WAIT_SECONDS,
