@@ -317,3 +317,26 @@ def test_an_answer_reaches_the_run_as_given_a_nul_included_as_through_the_api(ap
     assert answered.status_code == 200, answered.text
     assert _finish(api, run_id)[-1]["data"]["result"]["message"] == by_api.message == "said [a\x00b \U0001F600]"
     assert not list(api.app.state.server.processes.logs.glob("*.json"))  # the files it was given are gone
+
+
+def test_a_launch_removes_what_a_server_that_is_gone_left_and_keeps_what_a_serving_one_uses(api, root,
+                                                                                            private_run_store):
+    """The logs folder is the store's, shared by every server on it: a server stopped while a process it started
+    still ran never removes that process's passing files, so the next one does, and only those of servers gone."""
+    import subprocess
+
+    from wfexec.durable.store import lease_holder
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    kept = private_run_store.with_name(private_run_store.name + "-serve")
+    kept.mkdir(parents=True)
+    left = [kept / f"{lease_holder(gone.pid)}~a1b2c3.out", kept / f"{lease_holder(gone.pid)}~d4e5f6.new"]
+    serving = kept / f"{lease_holder()}~g7h8i9.json"  # this process: another server, still serving
+    for file in (*left, serving):
+        file.write_text("{}")
+    workflow = {w["shown"]: w["id"] for w in api.get("/api/workflows").json()["workflows"]}["greeter"]
+    launched = api.post("/api/launch", json={"workflow": workflow})
+    assert launched.status_code == 200, launched.text
+    assert once_waiting(api, launched.json()["run_id"])["status"] == "waiting"
+    assert [file.exists() for file in left] == [False, False] and serving.exists()

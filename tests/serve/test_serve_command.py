@@ -162,3 +162,65 @@ def test_stopping_the_server_ends_its_open_event_streams_at_once(tmp_path, priva
     for events in streams:
         assert events.ended.wait(timeout=60)
     assert live.process.wait(timeout=60) == 0
+
+
+LOOPS = """\
+name: loops
+version: "1.0.0"
+start_node: again
+nodes:
+  again:
+    type: action
+    max_visits: 3
+    actions:
+      - {type: set_flag, flag: looped, value: true}
+    on_success: again
+    on_failure: again
+endings:
+  done: {type: success, message: ok}
+"""
+
+
+def _process_once_ended(web, run_id: str) -> dict:
+    """How the server says the process of `run_id` ended, once it has (a launch answers as the process starts)."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while (process := web.get(f"/api/runs/{run_id}").json()["process"]) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return process
+
+
+def test_a_server_started_again_shows_how_the_runs_processes_ended_and_none_of_it_is_left_in_tmp(
+        tmp_path, private_run_store):
+    """Each start of the server once made a folder in the system's temporary folder for its runs' logs and left it
+    there (1,800 of them on one machine), and the next server knew nothing of how those runs' processes ended."""
+    root = workflows(tmp_path / "workflows")
+    (root / "loops").mkdir()
+    (root / "loops" / "workflow.yaml").write_text(LOOPS, encoding="utf-8")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {"TMPDIR": str(temporary)}
+    first = start_server(private_run_store, "--root", str(root), env=env)
+    try:
+        with httpx.Client(base_url=first.base, headers={"Authorization": f"Bearer {first.token}"}, timeout=60) as web:
+            listed = {w["shown"]: w["id"] for w in web.get("/api/workflows").json()["workflows"]}
+            launched = web.post("/api/launch", json={"workflow": listed["loops"]})
+            assert launched.status_code == 200, launched.text
+            run_id = launched.json()["run_id"]
+            ended = _process_once_ended(web, run_id)
+    finally:
+        first.stop()
+    assert ended is not None and ended["exit_code"] == 4 and "more than its max_visits" in ended["message"], ended
+    again = start_server(private_run_store, "--root", str(root), "--read-only", env=env)
+    try:
+        with httpx.Client(base_url=again.base, headers={"Authorization": f"Bearer {again.token}"}, timeout=60) as web:
+            assert web.get(f"/api/runs/{run_id}").json()["process"] == ended
+            page = web.get(f"/runs/{run_id}")
+    finally:
+        again.stop()
+    assert page.status_code == 200 and "exit 4: node &#39;again&#39; was entered 4 times" in page.text
+    assert list(temporary.iterdir()) == []
+    kept = private_run_store.with_name(private_run_store.name + "-serve")
+    assert sorted(p.name for p in kept.iterdir()) == [f"{run_id}.ended", f"{run_id}.log"]
+    assert "more than its max_visits" in (kept / f"{run_id}.log").read_text()  # what the process said

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from wfexec.durable.store import StoreError, lease_holder, open_store
+from wfexec.durable.store import StoreError, _lease_alive, lease_holder, open_store
+from wfexec.system.files import make_folders, write_atomic
+from wfexec.system.run_store import serve_logs_folder
 
 # How often the store is looked at while a new process takes its run: well under what a person notices.
 POLL_SECONDS = 0.05
@@ -46,15 +48,50 @@ class Started:
         return {"run_id": self.run_id, "exit_code": self.exit_code, "message": self.message,
                 "ok": self.ok}
 
+    @classmethod
+    def from_json(cls, data: dict) -> "Started":
+        return cls(data["run_id"], data["exit_code"], data["message"])
+
 
 class Processes:
     def __init__(self, store: Path, command: tuple[str, ...] = (), temporal: str | None = None):
         self.store = store
         self.temporal = temporal  # runs go to this Temporal cluster (`--temporal`), not to the store
         self.command = command or (sys.executable, "-m", "wfexec")
-        self.logs = Path(tempfile.mkdtemp(prefix="wfexec-serve-"))
-        self.ended: dict[str, Started] = {}  # run id → how the last process the server started for it ended
+        # Per run, what its processes said on stderr, one after the other (`<run id>.log`), and how the last one
+        # ended (`<run id>.ended`): kept with the store, so the run page of a server started again, or of another
+        # server on the same store, shows them too. Made when the first process starts (a read-only server
+        # writes nothing).
+        self.logs = serve_logs_folder(store)
+        # The files that live only as long as a process (what it is given, its stdout, its stderr until its run
+        # is named) start with the lease of the server that made them: a later server can tell the leftovers of
+        # one that is gone from those of one still serving.
+        self._owner = lease_holder()
+        self._folder_ready = False
         self._lock = threading.Lock()
+
+    def ended_of(self, run_id: str) -> Started | None:
+        """How the last process a server (this one or another on the store) started for the run ended; None until
+        one has."""
+        try:
+            return Started.from_json(json.loads((self.logs / f"{run_id}.ended").read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _folder(self) -> Path:
+        with self._lock:
+            if not self._folder_ready:
+                try:
+                    make_folders(self.logs)
+                    _remove_leftovers(self.logs)
+                except OSError as exc:
+                    raise StoreError(f"the logs of the runs this server starts cannot be kept in {self.logs}: "
+                                     f"{exc.strerror or exc}", "make the store's folder writable") from None
+                self._folder_ready = True
+        return self.logs
+
+    def _passing_file(self, suffix: str) -> tuple[int, str]:
+        return tempfile.mkstemp(dir=self._folder(), prefix=f"{self._owner}~", suffix=suffix)
 
     def launch(self, workflow: Path, inputs: dict[str, Any] | None = None,
                texts: dict[str, str] | None = None) -> Started:
@@ -83,9 +120,9 @@ class Processes:
         return self._start(command_line(request, "resume"), run_id, files)
 
     def _file(self, values: dict[str, Any], what: str) -> Path:
-        """`values` in a file of the server's own folder, for a process to read; it goes once the process ends."""
+        """`values` in a file of the logs folder, for a process to read; it goes once the process ends."""
         text = passable_text(values, what)
-        handle, name = tempfile.mkstemp(dir=self.logs, suffix=".json")
+        handle, name = self._passing_file(".json")
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
         return Path(name)
@@ -99,10 +136,16 @@ class Processes:
             raise
 
     def _started(self, args: list[str], run_id: str | None, files: Sequence[Path]) -> Started:
-        out = tempfile.NamedTemporaryFile(dir=self.logs, suffix=".out", delete=False)
+        handle, out_name = self._passing_file(".out")
+        out = os.fdopen(handle, "wb")
         # What a resumed run's process says goes on after what it said before; a new run's file is named once its
         # id is known. (The output of its commands and scripts is in the store: wfexec.durable.outputs.)
-        err_path = self.logs / f"{run_id}.log" if run_id is not None else _fresh_file(self.logs, ".new")
+        if run_id is not None:
+            err_path = self.logs / f"{run_id}.log"
+        else:
+            handle, err_name = self._passing_file(".new")
+            os.close(handle)
+            err_path = Path(err_name)
         err = open(err_path, "ab")
         offset = err.tell()
         environment = {**os.environ, "WFEXEC_STORE": str(self.store), "WFEXEC_STATUS": "0", "NO_COLOR": "1"}
@@ -111,7 +154,7 @@ class Processes:
                                  env=environment, start_new_session=True)
         out.close()
         err.close()
-        said = _Said(Path(out.name), err_path, offset, list(files))
+        said = _Said(Path(out_name), err_path, offset, list(files))
         started = self._taken(child, run_id, said)
         if run_id is None and started.run_id is not None:
             said.err = err_path.rename(self.logs / f"{started.run_id}.log")
@@ -159,9 +202,11 @@ class Processes:
             file.unlink(missing_ok=True)
         if ended.run_id is None:
             said.err.unlink(missing_ok=True)
-        if ended.run_id is not None:
-            with self._lock:
-                self.ended[ended.run_id] = ended
+        else:
+            try:
+                write_atomic(self.logs / f"{ended.run_id}.ended", json.dumps(ended.to_json()))
+            except OSError:
+                pass  # a folder that became unwritable: the run page only goes without how its process ended
 
 
 def _named_on_cluster(said: "_Said") -> str | None:
@@ -176,10 +221,16 @@ def _named_on_cluster(said: "_Said") -> str | None:
     return found.group(1) if found else None
 
 
-def _fresh_file(folder: Path, suffix: str) -> Path:
-    handle, name = tempfile.mkstemp(dir=folder, suffix=suffix)
-    os.close(handle)
-    return Path(name)
+def _remove_leftovers(folder: Path) -> None:
+    """The passing files of servers that are gone (stopped while a process they started still ran, or killed):
+    each starts with the lease of the server that made it."""
+    for entry in os.scandir(folder):
+        owner, mark, _ = entry.name.partition("~")
+        if mark and not _lease_alive(owner):
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
 
 
 @dataclass

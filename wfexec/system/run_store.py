@@ -2,8 +2,8 @@
 
 The store (default `.wfexec/runs.db`, `--store FILE` or $WFEXEC_STORE to choose
 another) belongs to wfexec: a workflow that wrote, moved or deleted it, its
-companions (SQLite's `-wal`, `-shm`, `-journal`, and `-states/`, the workflows
-`wfexec states` writes) or anything in `.wfexec/` would leave every later
+companions (SQLite's `-wal`, `-shm`, `-journal`, `-states/`, the workflows
+`wfexec states` writes, and `-serve/`, the logs of the runs `wfexec serve` starts) or anything in `.wfexec/` would leave every later
 command with "not a wfexec run store" or a run that cannot resume.
 `store_conflict` says whether a path a file consequence is about to change is one of those; every
 file consequence asks it through `wfexec.system.files.guarded_path`.
@@ -30,6 +30,14 @@ def states_workflows_folder(store: str | os.PathLike | None = None) -> Path:
     well be one)."""
     store = store_location(store)
     return store.with_name(store.name + "-states")
+
+
+def serve_logs_folder(store: str | os.PathLike | None = None) -> Path:
+    """Where `wfexec serve` keeps what the processes of the runs it starts say (`.wfexec/runs.db-serve/`): beside
+    the store, as its `-states` folder is, so a server started again, or another one on the same store, finds
+    them, and none of them piles up in the system's temporary folder."""
+    store = store_location(store)
+    return store.with_name(store.name + "-serve")
 
 
 def _fold(path: str) -> str:
