@@ -17,12 +17,23 @@ ROOT = Path(__file__).resolve().parent.parent
 # The suite's own cache folder (every wfexec it starts inherits it): nothing of the user's ~/.cache/wfexec is
 # read or written, and each session starts cold. Each pytest-xdist worker gets its own: the controller's would be
 # inherited by both, and one worker's cache tests (corrupting entries, counting files) would race the other's runs.
+# The folder goes at the end of the session of the process that made it (pytest_sessionfinish): one was left in
+# the temporary folder by every session and every worker.
+_OWN_CACHE: str | None = None
 if "WFEXEC_CACHE_DIR" not in os.environ or (os.environ.get("PYTEST_XDIST_WORKER")
                                            and os.environ.get("WFEXEC_TEST_CACHE_OF") != os.environ["PYTEST_XDIST_WORKER"]):
     import tempfile
 
-    os.environ["WFEXEC_CACHE_DIR"] = tempfile.mkdtemp(prefix="wfexec-test-cache-")
+    os.environ["WFEXEC_CACHE_DIR"] = _OWN_CACHE = tempfile.mkdtemp(prefix="wfexec-test-cache-")
     os.environ["WFEXEC_TEST_CACHE_OF"] = os.environ.get("PYTEST_XDIST_WORKER", "")
+
+
+@pytest.hookimpl(tryfirst=True)  # a worker's before xdist tells the controller it is done, which may then stop it
+def pytest_sessionfinish(session, exitstatus):
+    if _OWN_CACHE is not None:
+        import shutil
+
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
 # LangSmith's pytest plugin (langsmith comes with langgraph, the benches' peer) costs every pytest process about
