@@ -178,6 +178,13 @@ def main() -> None:
     args = parse_sized(parser, repeat=1, runs=50)
 
     work = Path(tempfile.mkdtemp(prefix="bench-cli-"))
+    try:
+        measure(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # a venv per checkout: no bench keeps anything
+
+
+def measure(args, work: Path) -> None:
     checkouts = [args.checkout.resolve()] + ([args.against.resolve()] if args.against else [])
     installs = [Install(checkout, work / f"install-{index}", args.runs, args.repeat)
                 for index, checkout in enumerate(checkouts)]
@@ -218,7 +225,6 @@ def main() -> None:
             bare_verdict = f"{bare_goal:6}x {'ok' if bare_ratio <= bare_goal else 'OVER'}" if bare_goal else "      -"
             print(f"{name:<26}{ours * 1000:9.1f}{ratio:8.2f}x{shown_goal}  {verdict:<4}{bare_ratio:7.2f}x"
                   f"{bare_verdict}{note}")
-    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -177,14 +178,20 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=10)
     parser.add_argument("--lines", type=int, default=100_000, help="lines the chatty command writes")
     args = parse_sized(parser, steps=100, runs=100, repeat=1, streams=2, lines=100)
+    work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    try:
+        measure(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # its store of --runs runs: no bench keeps anything
 
+
+def measure(args, work: Path) -> None:
     from starlette.testclient import TestClient
 
     from wfexec.durable.store import Store
     from wfexec.serve.app import create_app
     from wfexec.serve.config import ServeConfig
 
-    work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     store_path = work / "runs.db"
     run_id = long_run(store_path, args.steps, work)
     fill_store(sys.executable, store_path, args.runs, dict(os.environ))  # this checkout's wfexec

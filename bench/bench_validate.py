@@ -127,7 +127,8 @@ if side == "pyyaml":
 else:
     import wfexec
     imported = wfexec.__file__
-    os.environ["WFEXEC_CACHE_DIR"] = tempfile.mkdtemp()
+    cache = tempfile.TemporaryDirectory()  # cold, and gone when this process ends
+    os.environ["WFEXEC_CACHE_DIR"] = cache.name
     wfexec.validate(small)  # the imports a validate makes, and its one-time set-up
     start = time.process_time()
     errors = [d for d in wfexec.validate(path) if d.severity == "error"]

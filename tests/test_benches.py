@@ -21,11 +21,14 @@ def test_the_benches_are_found():
 
 @pytest.mark.parametrize("bench", BENCHES)
 def test_the_bench_runs_at_a_tiny_size(bench, tmp_path):
-    environment = {k: v for k, v in os.environ.items() if k != "WFEXEC_STORE"}
+    temporary = tmp_path / "tmp"  # the bench's own, to see that it leaves nothing there (bench_serve left its store)
+    temporary.mkdir()
+    environment = {**{k: v for k, v in os.environ.items() if k != "WFEXEC_STORE"}, "TMPDIR": str(temporary)}
     done = subprocess.run([sys.executable, str(ROOT / "bench" / bench), "--tiny"], cwd=tmp_path, env=environment,
                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, f"{bench} --tiny exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert done.stdout.strip(), f"{bench} --tiny printed nothing"
+    assert sorted(p.name for p in temporary.iterdir()) == [], f"{bench} left these in the temporary folder"
 
 
 def _durable_against(other, tmp_path) -> subprocess.CompletedProcess:
