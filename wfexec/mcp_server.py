@@ -338,7 +338,7 @@ class Server:
             raise ToolRefused(f"`limit` must be a whole number from 1 to {RUNS_LIMIT_MAX}, not {limit!r}",
                               f"the newest {RUNS_LIMIT_MAX} at most; `wfexec runs` lists them all")
         return capped(self._read(lambda store: {"runs": [_summary(r) for r in store.list(status, limit)],
-                                                "total": store.count(status)}),
+                                                "total": store.count(status)}, listing={"runs": [], "total": 0}),
                       "ask for fewer with `limit`")
 
     def state(self, run_id: str) -> dict:
@@ -386,13 +386,17 @@ class Server:
         finally:
             store.close()
 
-    def _read(self, body) -> Any:
-        from wfexec.durable.store import StoreError, open_store
+    def _read(self, body, listing: Any = None) -> Any:
+        """`body` of the store read-only. `listing`: what a listing of no runs gives, as `wfexec runs` says "no runs"
+        where none was made yet (store_to_list)."""
+        from wfexec.durable.store import StoreError, open_store, store_to_list
 
         try:
-            store = open_store(self.store, readonly=True)
+            store = open_store(self.store, readonly=True) if listing is None else store_to_list(self.store)
         except StoreError as exc:
             return {"error": exc.message, "hint": exc.hint or None}
+        if store is None:
+            return listing
         try:
             return body(store)
         except StoreError as exc:

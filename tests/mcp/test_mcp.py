@@ -195,6 +195,24 @@ def test_the_tools_about_one_run_make_no_store_where_there_is_none(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_runs_where_no_run_was_made_yet_lists_none_as_the_command_line_does(tmp_path):
+    """It answered with SQLite's "unable to open database file" where `wfexec runs` says "no runs"."""
+    async def body(session):
+        return (await session.call_tool("runs", {})).structured_content
+
+    assert with_server(tmp_path, body) == {"runs": [], "total": 0}
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_runs_of_a_named_store_that_is_not_there_says_so_and_makes_none(tmp_path):
+    from wfexec.mcp_server import Server
+
+    missing = tmp_path / "typo.db"
+    listed = Server(store=missing).runs()
+    assert listed["error"] == f"there is no run store at {missing}", listed
+    assert not missing.exists()
+
+
 # -- safe at every door (issue 24) ------------------------------------------------------------------------------
 
 def test_a_file_that_is_no_workflow_is_reported_as_such_without_its_content(tmp_path):

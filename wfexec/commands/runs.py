@@ -6,15 +6,7 @@ import json
 import sys
 import time
 
-from wfexec.durable.store import FINISHED, StoreError, no_store_error, open_store, store_location, store_of_run
-
-
-def _existing_store(store_path, run_id: str | None = None, *, readonly: bool = True):
-    """The store to read; a command that only reads never creates one (None when there is none)."""
-    if run_id is not None:
-        return store_of_run(store_path, run_id, readonly=readonly)
-    location = store_location(store_path)
-    return open_store(location, readonly=readonly) if location.exists() else None
+from wfexec.durable.store import FINISHED, StoreError, store_of_run, store_to_list
 
 
 def _when(timestamp: float | None) -> str:
@@ -30,11 +22,7 @@ def _duration(record) -> str:
 def list_runs(path, status: str | None, as_json: bool, out=None, limit: int = 50) -> int:
     """The newest `limit` runs (0: all), and, for people reading the table, on stderr how many more there are."""
     out = out or sys.stdout  # not a default argument: that would be the sys.stdout of import time, not the caller's
-    store = _existing_store(path)
-    if store is None and path is not None:
-        # Where no run was made yet the default store is not there: no runs. A store named with --store or
-        # $WFEXEC_STORE that is not there is a mistyped name or the wrong folder, said as such.
-        raise no_store_error(store_location(path))
+    store = store_to_list(path)
     total = 0
     if store is None:
         records = []
@@ -79,7 +67,7 @@ def list_runs(path, status: str | None, as_json: bool, out=None, limit: int = 50
 def show_agent(path, run_id: str, agent: str, *, as_json: bool, out=None) -> int:
     """What one agent of a run's states nodes was sent and got, state by state (Raymond's debug files)."""
     out = out or sys.stdout
-    store = _existing_store(path, run_id)
+    store = store_of_run(path, run_id)
     try:
         record = store.get(run_id)
         records = store.transcript(record.id, agent)
@@ -116,7 +104,7 @@ def show_output(path, run_id: str, *, as_json: bool, out=None) -> int:
     from wfexec.durable.outputs import output_text
 
     out = out or sys.stdout
-    store = _existing_store(path, run_id)
+    store = store_of_run(path, run_id)
     try:
         record = store.get(run_id)
         rows = store.output_rows(record.id)
@@ -139,7 +127,7 @@ def _indented(text: str) -> str:
 
 def show_run(path, run_id: str, *, with_state: bool, as_json: bool, out=None) -> int:
     out = out or sys.stdout
-    store = _existing_store(path, run_id)
+    store = store_of_run(path, run_id)
     try:
         record = store.get(run_id)
         journal = store.journal(record.id)
@@ -189,7 +177,7 @@ def show_run(path, run_id: str, *, with_state: bool, as_json: bool, out=None) ->
 
 def cancel_run(path, run_id: str, out=None, take_over: bool = False) -> int:
     out = out or sys.stdout
-    store = _existing_store(path, run_id, readonly=False)
+    store = store_of_run(path, run_id, readonly=False)
     try:
         record = store.get(run_id)
         if record.status in FINISHED:

@@ -1070,6 +1070,18 @@ def store_of_run(path: str | os.PathLike | None, run_id: str, *, readonly: bool 
     return Store(location, readonly=readonly, durability=durability)
 
 
+def store_to_list(path: str | os.PathLike | None) -> Store | None:
+    """The store whose runs a listing reads (read-only): None where no run was made yet, the default store not
+    being there (no runs); a store named by `path` or $WFEXEC_STORE that is not there is a mistyped name or the
+    wrong folder, refused as such (StoreError)."""
+    location = store_location(path)
+    if location.exists():
+        return Store(location, readonly=True)
+    if path is not None or os.environ.get("WFEXEC_STORE"):
+        raise no_store_error(location)
+    return None
+
+
 def no_store_error(location: Path, lead: str = "") -> StoreError:
     return StoreError(f"{lead}there is no run store at {location}",
                       "run a workflow first, or point --store (or $WFEXEC_STORE) at the store that has it")
