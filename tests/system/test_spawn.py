@@ -109,6 +109,31 @@ def test_a_program_that_cannot_start_raises_what_popen_raises_and_leaves_no_pipe
     assert sorted(os.listdir("/proc/self/fd")) == before
 
 
+def test_a_process_holding_many_descriptors_leaves_the_start_to_popen_and_the_program_inherits_none():
+    """Naming each inheritable descriptor to posix_spawn costs a call per descriptor open: a fork of a thousand
+    agents spent more time there than in the agents. Popen closes them all in the program in one go."""
+    from wfexec.system.subprocesses import start_piped
+
+    baseline = spawn.spawnable([BASH], None)
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(spawn.SPAWN_MAX_DESCRIPTORS)]
+    strays = [os.dup(held[0]) for _ in range(2)]
+    for stray in strays:  # inheritable, as Popen's close_fds keeps them from the program
+        os.set_inheritable(stray, True)
+    try:
+        assert not spawn.spawnable([BASH], None)
+        program = start_piped([BASH, "-c", "ls /proc/$$/fd"], cwd=os.getcwd())
+        out = program.stdout.read().decode().split()
+        program.stdout.close()
+        program.stderr.close()
+        program.wait()
+        assert isinstance(program, subprocess.Popen)
+    finally:
+        for fd in held + strays:
+            os.close(fd)
+    assert not {str(stray) for stray in strays} & set(out) and {"0", "1", "2"} <= set(out)
+    assert spawn.spawnable([BASH], None) == baseline  # the descriptors closed: posix_spawn again
+
+
 def test_what_spawn_cannot_do_is_left_to_popen(tmp_path):
     assert spawn.spawnable(["/bin/sh"], os.getcwd())
     assert not spawn.spawnable(["sh"], None)               # found on $PATH: Popen looks in the program's own
