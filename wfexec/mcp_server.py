@@ -366,7 +366,7 @@ class Server:
     def cancel(self, run_id: str) -> dict:
         """Cancel a run nothing drives (waiting, stopped, interrupted): it is never resumed. A run this server
         drives is stopped by `serve`'s cancel instead."""
-        from wfexec.durable.store import FINISHED, StoreError, _lease_alive, store_of_run
+        from wfexec.durable.store import FINISHED, StoreError, lease_alive, store_of_run
 
         try:
             store = store_of_run(self.store, run_id, readonly=False)
@@ -376,7 +376,7 @@ class Server:
             record = store.get(run_id)
             if record.status in FINISHED:
                 raise StoreError(f"run {record.id} has already finished ({record.status})", "nothing to cancel")
-            if record.status == "running" and _lease_alive(record.lease):
+            if record.status == "running" and lease_alive(record.lease):
                 raise StoreError(f"run {record.id} is being driven by process {record.lease}, not by this server",
                                  "stop it where it runs (Ctrl-C), then cancel it here")
             store.set_status(record.id, "cancelled", current_node=None, pending_question=None)

@@ -308,7 +308,7 @@ def _lease_parts(lease: str) -> tuple[str, str, str]:
     return pid_text, host, started
 
 
-def _lease_alive(lease: str | None) -> bool:
+def lease_alive(lease: str | None) -> bool:
     """Whether the process named by a lease still runs; on another host we cannot tell: yes. A process with the
     lease's pid that started at another time is another process (the pid was reused: after a reboot, or in a
     container where every first process is pid 1)."""
@@ -377,7 +377,7 @@ class RunRecord:
     def shown_status(self) -> str:
         """The status as it is: a run still marked `running` whose driving process is gone was interrupted
         (killed, or the machine went down) and waits for `wfexec resume`."""
-        if self.status == "running" and not _lease_alive(self.lease):
+        if self.status == "running" and not lease_alive(self.lease):
             return "interrupted"
         return self.status
 
@@ -407,7 +407,7 @@ def _remove_abandoned_builds(store: Path) -> None:
         return
     for name in names:
         lease = name[len(prefix):].rpartition("~")[0]
-        if lease and not _lease_alive(lease):
+        if lease and not lease_alive(lease):
             try:
                 os.unlink(store.parent / name)
             except OSError:
@@ -712,7 +712,7 @@ class Store:
         me = lease_holder()
         with self.transaction():
             record = self.get(run_id)
-            if record.lease and record.lease != me and _lease_alive(record.lease):
+            if record.lease and record.lease != me and lease_alive(record.lease):
                 elsewhere = _lease_parts(record.lease)[1] != _hostname()
                 if not (take_over and elsewhere):
                     raise StoreError(f"run {record.id} is being driven by process {record.lease}",

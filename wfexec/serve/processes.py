@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from wfexec.durable.store import StoreError, _lease_alive, lease_holder, open_store
+from wfexec.durable.store import StoreError, lease_alive, lease_holder, open_store
 from wfexec.system.files import make_folders, write_atomic
 from wfexec.system.run_store import serve_logs_folder
 
@@ -226,7 +226,7 @@ def _remove_leftovers(folder: Path) -> None:
     each starts with the lease of the server that made it."""
     for entry in os.scandir(folder):
         owner, mark, _ = entry.name.partition("~")
-        if mark and not _lease_alive(owner):
+        if mark and not lease_alive(owner):
             try:
                 os.unlink(entry.path)
             except OSError:
