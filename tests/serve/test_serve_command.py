@@ -191,6 +191,31 @@ def _process_once_ended(web, run_id: str) -> dict:
     return process
 
 
+def test_how_a_runs_process_ended_is_no_longer_shown_once_the_run_changed_at_a_terminal(tmp_path, private_run_store):
+    """The page said "Its process: exit 4: …" of a run that had since been resumed or cancelled at a terminal, as if
+    that were the run's news."""
+    root = workflows(tmp_path / "workflows")
+    (root / "loops").mkdir()
+    (root / "loops" / "workflow.yaml").write_text(LOOPS, encoding="utf-8")
+    server = start_server(private_run_store, "--root", str(root))
+    try:
+        with httpx.Client(base_url=server.base, headers={"Authorization": f"Bearer {server.token}"},
+                          timeout=60) as web:
+            listed = {w["shown"]: w["id"] for w in web.get("/api/workflows").json()["workflows"]}
+            run_id = web.post("/api/launch", json={"workflow": listed["loops"]}).json()["run_id"]
+            ended = _process_once_ended(web, run_id)
+            assert ended is not None and ended["exit_code"] == 4, ended
+            assert "Its process" in web.get(f"/runs/{run_id}").text
+            cancelled = wfexec_cli("cancel", run_id, "--store", str(private_run_store), cwd=tmp_path)
+            assert cancelled.returncode == 0, cancelled.stderr
+            record = web.get(f"/api/runs/{run_id}").json()
+            page = web.get(f"/runs/{run_id}").text
+    finally:
+        server.stop()
+    assert record["status"] == "cancelled" and record["process"] is None, record
+    assert "Its process" not in page
+
+
 def test_a_server_started_again_shows_how_the_runs_processes_ended_and_none_of_it_is_left_in_tmp(
         tmp_path, private_run_store):
     """Each start of the server once made a folder in the system's temporary folder for its runs' logs and left it

@@ -54,7 +54,7 @@ def routes(server) -> list[Route]:
 
     def run(request: Request):
         data = view.one_run(request.path_params["run_id"])
-        ended = server.processes.ended_of(data["id"])
+        ended = server.processes.ended_of(data["id"], data.get("updated_at"))
         data["process"] = ended.to_json() if ended is not None else None
         return JSONResponse(data)
 

@@ -66,7 +66,7 @@ def routes(server) -> list[Route]:
         return server.render(request, "_card.html", run=view.one_run(request.path_params["run_id"]))
 
     def _run_context(record: dict) -> dict:
-        return {"run": record, "process": server.processes.ended_of(record["id"]),
+        return {"run": record, "process": server.processes.ended_of(record["id"], record.get("updated_at")),
                 "commands": command_lines(record, server.config.where_runs),
                 "again": server.workflows.at(Path(record["workflow_path"])) is not None,
                 "backend": view.described()}

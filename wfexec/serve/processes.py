@@ -12,7 +12,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -39,6 +39,7 @@ class Started:
     run_id: str | None
     exit_code: int | None = None
     message: str = ""
+    ended_at: float | None = None  # when the server saw it end (seconds since the epoch)
 
     @property
     def ok(self) -> bool:
@@ -46,11 +47,11 @@ class Started:
 
     def to_json(self) -> dict:
         return {"run_id": self.run_id, "exit_code": self.exit_code, "message": self.message,
-                "ok": self.ok}
+                "ok": self.ok, "ended_at": self.ended_at}
 
     @classmethod
     def from_json(cls, data: dict) -> "Started":
-        return cls(data["run_id"], data["exit_code"], data["message"])
+        return cls(data["run_id"], data["exit_code"], data["message"], data.get("ended_at"))
 
 
 class Processes:
@@ -70,13 +71,17 @@ class Processes:
         self._folder_ready = False
         self._lock = threading.Lock()
 
-    def ended_of(self, run_id: str) -> Started | None:
+    def ended_of(self, run_id: str, updated_at: float | None = None) -> Started | None:
         """How the last process a server (this one or another on the store) started for the run ended; None until
-        one has."""
+        one has, and None once the run changed after it ended (`updated_at`, the run's last change): resumed or
+        cancelled at a terminal, what that process said is no longer the run's news."""
         try:
-            return Started.from_json(json.loads((self.logs / f"{run_id}.ended").read_text(encoding="utf-8")))
+            ended = Started.from_json(json.loads((self.logs / f"{run_id}.ended").read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError, TypeError):
             return None
+        if updated_at is not None and ended.ended_at is not None and updated_at > ended.ended_at:
+            return None
+        return ended
 
     def _folder(self) -> Path:
         with self._lock:
@@ -196,7 +201,7 @@ class Processes:
 
     def _reap(self, child: subprocess.Popen, started: Started, said: "_Said") -> None:
         code = child.wait()
-        ended = _ended(code, started.run_id, said)
+        ended = replace(_ended(code, started.run_id, said), ended_at=time.time())
         said.out.unlink(missing_ok=True)
         for file in said.given:
             file.unlink(missing_ok=True)
