@@ -454,6 +454,24 @@ MAKING_A_STORE = [("PRAGMA journal_mode=WAL", 1), ("BEGIN IMMEDIATE", 1), ("CREA
                   ("BEGIN IMMEDIATE", 2)]  # the store made, its first run not yet
 
 
+def test_an_empty_store_an_older_wfexec_left_half_made_is_said_as_such_and_a_run_makes_it_whole(tmp_path):
+    """Before stores were made whole or not at all, a kill could leave an SQLite file with no tables, which `runs`
+    and `show` reported as "no such table: wfexec_meta"."""
+    (tmp_path / "workflow.yaml").write_text(ONE_QUESTION)
+    store = tmp_path / "runs.db"
+    half = sqlite3.connect(store)
+    half.execute("PRAGMA journal_mode=WAL")  # what the killed process had done: the file, in WAL mode
+    half.close()
+    for command in (("runs",), ("show", "0mx0abcdefghijk")):
+        said = cli(*command, "--store", store, cwd=tmp_path)
+        assert said.returncode == 2, said.stderr
+        assert f"{store} is an empty SQLite file, not yet a run store" in said.stderr, said.stderr
+        assert "any `wfexec run` with this store makes it whole" in said.stderr
+    assert cli("run", "workflow.yaml", "--store", store, "--answer", "ask=go", cwd=tmp_path).returncode == 0
+    listed = cli("runs", "--store", store, "--format", "json", cwd=tmp_path)
+    assert [run["status"] for run in json.loads(listed.stdout)] == ["completed"], listed.stderr
+
+
 @pytest.mark.parametrize("statement, nth", MAKING_A_STORE, ids=[f"{s}#{n}" for s, n in MAKING_A_STORE])
 def test_a_kill_while_a_store_is_made_leaves_no_store_or_a_whole_one(tmp_path, statement, nth):
     """A kill between SQLite making the file and the tables' commit once left a file `runs` refused ("no such

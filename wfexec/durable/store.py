@@ -530,19 +530,24 @@ class Store:
                              isolation_level=None, check_same_thread=False)
         try:
             db.row_factory = sqlite3.Row
-            self._refuse_foreign(db)
+            if not self._refuse_foreign(db):
+                raise StoreError(f"{self.path} is an empty SQLite file, not yet a run store (a wfexec killed while it "
+                                 "made the store, before this version, left one so): it holds no runs",
+                                 "any `wfexec run` with this store makes it whole; or delete the file")
             return db, db.execute("SELECT value FROM wfexec_meta WHERE key='schema_version'").fetchone()
         except BaseException:
             db.close()
             raise
 
-    def _refuse_foreign(self, db: sqlite3.Connection) -> None:
+    def _refuse_foreign(self, db: sqlite3.Connection) -> set[str]:
+        """The database's tables, when it is none of something else's."""
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if tables and "wfexec_meta" not in tables:
             db.close()
             raise StoreError(f"{self.path} is an SQLite database of something else (tables: "
                              f"{', '.join(sorted(tables))}); it was left as is",
                              "pass --store with another path")
+        return tables
 
     def _migrate(self, db: sqlite3.Connection) -> None:
         if self._schema_current(db):
