@@ -398,19 +398,17 @@ def _companions(path: Path) -> list[str]:
     return [str(path)] + [f"{path}{suffix}" for suffix in ("-wal", "-shm", "-journal")]
 
 
-def _remove_abandoned_builds(store: Path) -> None:
-    """The files of stores whose making was killed before they were linked into place (their process is gone)."""
-    prefix = store.name + _BUILDING
-    try:
-        names = [entry.name for entry in os.scandir(store.parent) if entry.name.startswith(prefix)]
-    except OSError:
-        return
+def remove_files_of_gone_processes(folder: Path, prefix: str = "") -> None:
+    """The files in `folder` named `<prefix><lease>~…` whose process, the lease's, is gone: what a killed process
+    was making (a store) or passing to another (the web page's server). Raises OSError when `folder` cannot be
+    listed."""
+    names = [entry.name for entry in os.scandir(folder) if entry.name.startswith(prefix)]
     for name in names:
-        lease = name[len(prefix):].rpartition("~")[0]
-        if lease and not lease_alive(lease):
+        lease, mark, _ = name[len(prefix):].partition("~")  # a lease holds no `~`
+        if mark and lease and not lease_alive(lease):
             try:
-                os.unlink(store.parent / name)
-            except OSError:
+                os.unlink(folder / name)
+            except OSError:  # another process removed it first
                 pass
 
 
@@ -512,7 +510,10 @@ class Store:
         refused ("no such table: wfexec_meta"). So the tables are made in a file of their own beside it, which
         is then linked into place whole; a link, unlike a rename, never replaces a store another process made
         meanwhile (theirs is used)."""
-        _remove_abandoned_builds(path)
+        try:  # the files of stores whose making was killed before they were linked into place
+            remove_files_of_gone_processes(path.parent, path.name + _BUILDING)
+        except OSError:
+            pass  # a folder that cannot be listed: making the store says what is wrong with it
         building = path.with_name(f"{path.name}{_BUILDING}{lease_holder()}~{_thread.get_ident()}")
         try:
             try:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from wfexec.durable.store import StoreError, lease_alive, lease_holder, open_store
+from wfexec.durable.store import StoreError, lease_holder, open_store, remove_files_of_gone_processes
 from wfexec.system.files import make_folders, write_atomic
 from wfexec.system.run_store import serve_logs_folder
 
@@ -88,7 +88,9 @@ class Processes:
             if not self._folder_ready:
                 try:
                     make_folders(self.logs)
-                    _remove_leftovers(self.logs)
+                    # the passing files of servers that are gone (stopped while a process they started ran, or
+                    # killed): each starts with the lease of the server that made it
+                    remove_files_of_gone_processes(self.logs)
                 except OSError as exc:
                     raise StoreError(f"the logs of the runs this server starts cannot be kept in {self.logs}: "
                                      f"{exc.strerror or exc}", "make the store's folder writable") from None
@@ -224,18 +226,6 @@ def _named_on_cluster(said: "_Said") -> str | None:
         return None
     found = re.match(r"Run (\S+) \(Temporal ", first)
     return found.group(1) if found else None
-
-
-def _remove_leftovers(folder: Path) -> None:
-    """The passing files of servers that are gone (stopped while a process they started still ran, or killed):
-    each starts with the lease of the server that made it."""
-    for entry in os.scandir(folder):
-        owner, mark, _ = entry.name.partition("~")
-        if mark and not lease_alive(owner):
-            try:
-                os.unlink(entry.path)
-            except OSError:
-                pass
 
 
 @dataclass
