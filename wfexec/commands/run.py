@@ -90,7 +90,7 @@ def execute_run(request: RunRequest) -> int:
                "workflow whose `states` node runs the folder")
         return exit_code_for("invalid")
     if document is None:
-        return execute_states(request.replace(agent_input=" ".join(request.text_inputs) or None, text_inputs=[]))
+        return _states_run(request.replace(agent_input=" ".join(request.text_inputs) or None, text_inputs=[]))
     workflow = _load_or_report(request.path, None if isinstance(document, Path) else document)
     if workflow is None:
         return exit_code_for("invalid")
@@ -304,14 +304,16 @@ def execute_states(request: RunRequest) -> int:
     runs for it (`wfexec.api.states_run`), run like any other, so it is recorded in the store: an `<ask>` parks
     it (exit 3), paused agents stop it (exit 4), and `runs`, `show`, `resume` and `cancel` work on it.
     `.raymond/config.toml` fills in what the flags do not say."""
+    return _unreadable(request.path) or _states_run(request)
+
+
+def _states_run(request: RunRequest) -> int:
+    """`execute_states` of a path known to be readable (`execute_run` checked it before it saw a states folder)."""
     from wfexec.api import states_run
     from wfexec.errors import WfexecError
     from wfexec.language.diagnostics import WorkflowError
     from wfexec.protocol.folders import states_line
 
-    refused = _unreadable(request.path)
-    if refused:
-        return refused
     try:
         written = states_run(request, warn=_error)
     except WorkflowError as exc:  # the errors `wfexec validate` reports for the folder, at each state's line
