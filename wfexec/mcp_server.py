@@ -302,7 +302,7 @@ class Server:
             except InputError as exc:
                 return {"status": "invalid", "error": str(exc)}
             except WfexecError as exc:  # the config file, the folder, the store: refused before anything ran
-                return {"status": exc.outcome, "error": exc.message, "hint": exc.hint or None}
+                return {"status": exc.outcome, **_said(exc)}
             engine = engine_options(request, Answers(request.answers))
             return self._finish(lambda console: start_recorded(request, workflow, checked_inputs, console, engine),
                                 notes)
@@ -371,7 +371,7 @@ class Server:
         try:
             store = store_of_run(self.store, run_id, readonly=False)
         except StoreError as exc:
-            return {"status": "invalid", "error": exc.message, "hint": exc.hint or None}
+            return {"status": "invalid", **_said(exc)}
         try:
             record = store.get(run_id)
             if record.status in FINISHED:
@@ -382,7 +382,7 @@ class Server:
             store.set_status(record.id, "cancelled", current_node=None, pending_question=None)
             return {"status": "cancelled", "run_id": record.id}
         except StoreError as exc:
-            return {"status": "invalid", "error": exc.message, "hint": exc.hint or None}
+            return {"status": "invalid", **_said(exc)}
         finally:
             store.close()
 
@@ -394,15 +394,20 @@ class Server:
         try:
             store = open_store(self.store, readonly=True) if listing is None else store_to_list(self.store)
         except StoreError as exc:
-            return {"error": exc.message, "hint": exc.hint or None}
+            return _said(exc)
         if store is None:
             return listing
         try:
             return body(store)
         except StoreError as exc:
-            return {"error": exc.message, "hint": exc.hint or None}
+            return _said(exc)
         finally:
             store.close()
+
+
+def _said(exc) -> dict:
+    """A WfexecError (a StoreError, …) as a tool's result says it."""
+    return {"error": exc.message, "hint": exc.hint or None}
 
 
 def _passed_as_argument(name: str) -> str:
