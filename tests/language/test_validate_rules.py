@@ -715,6 +715,34 @@ def test_a_syntax_error_past_characters_beyond_ascii_points_at_its_own_column(tm
     assert f"workflow.yaml:{line}:{column}: error: invalid JavaScript" in checked.stdout, checked.stdout
 
 
+DOUBLED = "- type: compute\n  expression: |\n    'https://docs.x.dev/a'.replace(/^https?:\\\\/\\\\//, '').split('/')[0]\n" \
+          "  store_as: computed.host\n"
+
+
+def test_an_expression_that_parses_only_with_its_doubled_backslashes_halved_runs_so_with_a_warning(tmp_path,
+                                                                                                  run_yaml):
+    """hiivmind-corpus's init writes `/^https?:\\/\\//` in a block scalar, where YAML keeps both backslashes: as
+    written the regex ends at the second `/`. Read as a double-quoted string would give it, it is what was meant."""
+    (tmp_path / "workflow.yaml").write_text(action_workflow(DOUBLED), encoding="utf-8")
+    checked = wfexec_cli("validate", "workflow.yaml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout
+    assert "workflow.yaml:10:51: warning: this expression is not JavaScript as written" in checked.stdout
+    assert wfexec_cli("validate", "--strict", "workflow.yaml", cwd=tmp_path).returncode == 2
+    result, _ = run_yaml(action_workflow(DOUBLED))
+    assert result.state["computed"]["host"] == "docs.x.dev"
+
+
+@pytest.mark.parametrize("expression, meaning", [
+    ("'a\\\\\\\\b'.length", "valid as written: the string has one backslash, and stays so"),
+    ("'a\\\\\\\\b'.length +", "broken either way: the error is the one as written"),
+])
+def test_doubled_backslashes_are_halved_only_where_that_alone_makes_javascript(validate, expression, meaning):
+    text, diagnostics = validate(action_workflow(
+        f"- type: compute\n  expression: |\n    {expression}\n  store_as: computed.x\n"))
+    assert not [d for d in diagnostics if d.code == "doubled-backslashes"], meaning
+    assert bool(errors(diagnostics)) == expression.endswith("+"), meaning
+
+
 def test_calling_an_unknown_function_is_an_error_at_the_call(validate):
     text, diagnostics = validate(action_workflow(
         '- {type: compute, expression: "items.length > 0 && lenght(items)", store_as: computed.x}\n'))

@@ -127,9 +127,33 @@ class Compiler:
         try:
             expression = Expression(text)
         except ExpressionError as exc:
-            self.expression_error(rel, exc, value, lead)
-            return None
+            undoubled = self._undoubled_backslashes(text, rel, value, lead)
+            if undoubled is None:
+                self.expression_error(rel, exc, value, lead)
+                return None
+            expression = undoubled
         self.expressions.append((self.full(rel), expression))
+        return expression
+
+    def _undoubled_backslashes(self, text: str, rel: tuple, value: str, lead: int) -> Expression | None:
+        r"""An expression that is not JavaScript as written but is with each `\\` read as `\`: what its author
+        meant. A double-quoted YAML string halves them, so authors write them doubled out of habit, and in a block
+        scalar (`|`) they stay doubled (hiivmind-corpus's init: `/^https?:\\/\\//`, a regex that ends too soon).
+        Read so, with a warning, rather than refuse a file an LLM reading it would run."""
+        if "\\\\" not in text:
+            return None
+        try:
+            expression = Expression(text.replace("\\\\", "\\"))
+        except ExpressionError:
+            return None
+        start = self.report.positions.get(self.full(rel))
+        at = position_in_file(self.doc.text, start, value, lead + text.index("\\\\")) if start and self.doc.text \
+            else None
+        self.report.warning(self.full(rel), "doubled-backslashes",
+                            "this expression is not JavaScript as written; it is read with each `\\\\` as one "
+                            "`\\`, as a double-quoted YAML string would give it",
+                            "write single backslashes in a block scalar (`|`), or double-quote the expression "
+                            "(validate --strict refuses it)", at=at)
         return expression
 
     def expression_error(self, rel: tuple, exc: ExpressionError, value: str, lead: int = 0) -> None:
