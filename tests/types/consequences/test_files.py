@@ -43,6 +43,21 @@ def test_read_file_missing_routes_on_failure(run_yaml):
     assert "x" not in result.state["computed"]
 
 
+def test_read_file_on_failure_create_empty_reads_a_missing_file_as_empty_text(run_yaml, tmp_path):
+    """hiivmind-corpus's refresh reads `.gitignore` with `on_failure: "create_empty"`, then appends to what it read."""
+    call = {"type": "read_file", "path": ".gitignore", "store_as": "computed.ignored", "on_failure": "create_empty"}
+    result, _ = run_yaml(one_action(call))
+    assert result.ending == "done"
+    assert result.state["computed"]["ignored"] == ""
+    assert not (tmp_path / ".gitignore").exists()  # read as empty, not made
+    (tmp_path / ".gitignore").write_text("*.log\n")
+    result, _ = run_yaml(one_action(call))
+    assert result.state["computed"]["ignored"] == "*.log\n"
+    (tmp_path / "folder").mkdir()  # only a missing file reads as empty
+    result, _ = run_yaml(one_action({**call, "path": "folder"}))
+    assert result.ending == "failed" and "is a directory" in result.message
+
+
 def test_read_file_refuses_bytes_that_are_not_utf8(run_yaml, tmp_path):
     (tmp_path / "blob.bin").write_bytes(b"ok\xff\xfe")
     result, _ = run_yaml(one_action({"type": "read_file", "path": "blob.bin", "store_as": "computed.x"}))

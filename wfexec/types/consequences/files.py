@@ -52,10 +52,16 @@ def _read_text(params, ctx) -> str:
         raise ActionFailed(f"cannot read '{shown}': {exc.strerror or exc}") from None
 
 
-@TYPES.consequence("read_file", {"path": PATH, "store_as": STORE_AS}, ["path", "store_as"],
-                   paths=("store_as",), effects=("files",))
+@TYPES.consequence("read_file", {
+    "path": PATH, "store_as": STORE_AS,
+    "on_failure": {"enum": ["create_empty"], "description": "`create_empty`: a file that is not there reads as "
+                   "empty text (hiivmind-corpus's refresh reads `.gitignore` so); it is not created, and any other "
+                   "failure still fails the step"}}, ["path", "store_as"], paths=("store_as",), effects=("files",))
 def read_file(params, ctx):
     """Read a UTF-8 text file into state at `store_as`."""
+    if params.get("on_failure") == "create_empty" and not ctx.resolve_file(params["path"]).exists():
+        ctx.set(params["store_as"], "")
+        return
     ctx.set(params["store_as"], _read_text(params, ctx))
 
 
