@@ -653,3 +653,54 @@ def test_refresh_reports_status_then_updates_a_stale_git_source_to_success(tmp_p
     assert source["last_commit_sha"] == new_sha and source["last_indexed_at"] != "2026-01-01T00:00:00Z"
     assert (corpus / ".source" / "polars" / "docs" / "lazy.md").exists()  # pulled
     assert state["computed"]["file_changes"] == {"added": ["docs/lazy.md"], "modified": [], "deleted": []}
+
+
+# 856e42a's build scans several sources in a prose step whose comments end "4. Collect results into
+# computed.agent_results array", which the next node reads and nothing writes: the model doing the step writes it.
+MULTI_BUILD_AGENT = '''
+import json, pathlib, sys
+prompt = sys.stdin.read()
+with open(sys.argv[1], "a") as log:
+    log.write(prompt + "\\n=====\\n")
+asked = prompt.split("## Reply", 1)[1] if "## Reply" in prompt else ""
+results = [{"source_id": "polars", "type": "local", "file_count": 2, "sections": [{"name": "Guide"}]},
+           {"source_id": "notes", "type": "local", "file_count": 1, "sections": [{"name": "Notes"}]}]
+if "Parse config.yaml" in prompt:
+    reply = {"corpus": {"name": "polars", "display_name": "Polars"},
+             "sources": [{"id": "polars", "type": "local", "path": "uploads/polars/"},
+                         {"id": "notes", "type": "local", "path": "uploads/notes/"}]}
+elif "Spawn parallel source-scanner agents" in prompt:
+    reply = {"value": "2 scanner agents spawned", "computed.agent_results": results}
+elif "`index.content`" in asked:
+    reply = {"index.content": "# Polars Documentation Corpus\\n\\n## Guide\\n- [Guide](polars:guide.md)\\n",
+             "index.sub_indexes": []}
+else:
+    reply = None
+print(json.dumps(reply))
+'''
+
+
+def test_build_scans_several_sources_with_the_model_collecting_the_results_its_prose_step_names(tmp_path):
+    plugin = plugin_copy(tmp_path, "856e42a")
+    corpus = tmp_path / "corpus"
+    for source, files in (("polars", ("guide.md", "lazy.md")), ("notes", ("notes.md",))):
+        (corpus / "uploads" / source).mkdir(parents=True)
+        for name in files:
+            (corpus / "uploads" / source / name).write_text(f"# {name}\n")
+    (corpus / "config.yaml").write_text(CONFIG.replace("sources: []", (
+        "sources:\n  - id: polars\n    type: local\n    path: uploads/polars/\n"
+        "  - id: notes\n    type: local\n    path: uploads/notes/")))
+    (tmp_path / "agent.py").write_text(MULTI_BUILD_AGENT)
+    answers = write_yaml(tmp_path / "answers.yaml", {
+        "ask_use_case": "daily_reference", "ask_source_priorities": "all_equal", "ask_organization": "by_topic",
+        "ask_skip_sections": "none", "show_draft_to_user": "satisfied"})
+    prompts = tmp_path / "prompts.md"
+    ran, state = run_real(tmp_path, plugin / "skills" / "hiivmind-corpus-build", corpus, "--answers", answers,
+                          "--backend", f"command:{sys.executable} {tmp_path / 'agent.py'} {prompts}")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "Aggregated results from 2 source scans" in ran.stdout
+    assert "Found 2 source(s) with 3 total files" in ran.stdout
+    assert state["scan_results"]["notes"]["sections"] == [{"name": "Notes"}]
+    assert state["computed"]["spawn_instruction"] == "2 scanner agents spawned"
+    [spawn] = [part for part in prompts.read_text().split("=====") if "Spawn parallel source-scanner" in part]
+    assert "- `computed.agent_results`" in spawn and '"value"' in spawn

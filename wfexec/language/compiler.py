@@ -513,26 +513,45 @@ def _bound_names(nodes: dict) -> set[str]:
 def _reply_paths(nodes: dict, unwritten: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
     """For each judgement step that may leave its result in state (`Node.kind.replies_into_state`): the paths
     that the nodes reachable after it, up to the next such step, read and nothing writes, in the order first read. Hiivmind files expect
-    the model to write them (build's `scan_single_source` is followed by a read of `computed.scan_result`)."""
+    the model to write them (build's `scan_single_source` is followed by a read of `computed.scan_result`).
+
+    For a node whose calls hold prose (`compute` written as `#` comments), the paths of those that its prose names:
+    856e42a's build says in a comment "Collect results into computed.agent_results array", which the next node
+    reads and nothing writes; the model executing the step writes it, so its reply is asked for it too."""
     found = {}
     for node_id, node in nodes.items():
-        if not node.kind.replies_into_state(node.spec):
-            continue
-        paths: dict[str, None] = {}
-        seen = {node_id}
-        queue = [target for _, target in node.kind.targets(node.spec)]
-        while queue:
-            target = queue.pop(0)
-            if not isinstance(target, str) or target in seen:
-                continue
-            seen.add(target)
-            paths.update(dict.fromkeys(unwritten.get(target, ())))  # an ending's message reads state too
-            if target not in nodes or nodes[target].kind.replies_into_state(nodes[target].spec):
-                continue  # what is read past the next such step may be that step's to write
-            queue.extend(t for _, t in nodes[target].kind.targets(nodes[target].spec))
+        if node.kind.replies_into_state(node.spec):
+            paths = _read_after(node_id, nodes, unwritten)
+        else:
+            named = _prose_names(node)
+            paths = tuple(path for path in _read_after(node_id, nodes, unwritten) if path in named) if named else ()
         if paths:
-            found[node_id] = tuple(paths)
+            found[node_id] = paths
     return found
+
+
+def _read_after(node_id: str, nodes: dict, unwritten: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The paths the nodes reachable from `node_id`, up to the next judgement step that replies into state, read
+    and nothing writes, in the order first read."""
+    paths: dict[str, None] = {}
+    seen = {node_id}
+    queue = [target for _, target in nodes[node_id].kind.targets(nodes[node_id].spec)]
+    while queue:
+        target = queue.pop(0)
+        if not isinstance(target, str) or target in seen:
+            continue
+        seen.add(target)
+        paths.update(dict.fromkeys(unwritten.get(target, ())))  # an ending's message reads state too
+        if target not in nodes or nodes[target].kind.replies_into_state(nodes[target].spec):
+            continue  # what is read past the next such step may be that step's to write
+        queue.extend(t for _, t in nodes[target].kind.targets(nodes[target].spec))
+    return tuple(paths)
+
+
+def _prose_names(node) -> set[str]:
+    """The names the prose fields of a node's calls mention (empty: it has none)."""
+    return {name for call in node.kind.calls(node.spec) for value in call.params.values()
+            if isinstance(value, Prose) for name in value.names}
 
 
 def _at_composite(diagnostic: Diagnostic, composite_of: dict) -> Diagnostic:

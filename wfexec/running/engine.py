@@ -468,11 +468,20 @@ class Run:
 
     def judge_prose(self, prose, scope: Scope, call: Call) -> Any:
         """A field written as prose: its text and the state it names go to the LLM; the reply is a JSON value."""
-        from wfexec.running.prose import named_values, parse_reply, prose_prompt
+        from wfexec.running.prose import named_values, parse_reply, prose_prompt, value_and_state
 
         purpose = f"the prose {call.type} step at {call.where.yaml_path}"
-        reply = self.judge(prose_prompt(prose, named_values(prose, scope)), purpose)
-        return None if self.options.dry_run else parse_reply(reply, purpose)
+        wanted = self.workflow.reply_paths.get(self.current.id, ()) if self.current is not None else ()
+        reply_paths = tuple(path for path in wanted if path in prose.names)
+        reply = self.judge(prose_prompt(prose, named_values(prose, scope), reply_paths), purpose)
+        if self.options.dry_run:
+            if self.dry is not None and reply_paths:
+                self.dry.stand_in(self, reply_paths, f"the reply to {purpose}")
+            return None
+        value, given = value_and_state(parse_reply(reply, purpose), reply_paths)
+        for path, written in given.items():
+            self.set(parse_cached(path), written)
+        return value
 
     def judge_effect(self, node: Node, prose, reply_paths: tuple[str, ...]) -> None:
         """A node's work written as prose: the model does it, and the values it gives for `reply_paths` are set

@@ -46,13 +46,35 @@ def _lookup(scope, name: str) -> Any:
     return value
 
 
-def prose_prompt(prose: Prose, values: dict[str, Any]) -> str:
+def prose_prompt(prose: Prose, values: dict[str, Any], reply_paths: tuple[str, ...] = ()) -> str:
+    """The prompt of a prose field; given `reply_paths` (state the text tells the model to write, which the steps
+    after it read), the reply is asked to be an object holding the field's `value` and those paths."""
     parts = [prose.text]
     if values:
         parts.append("## State values named above\n\n```json\n"
                      + json.dumps(values, indent=2, ensure_ascii=False, default=str) + "\n```")
-    parts.append(_ANSWERS[prose.answer])
+    parts.append(_with_state(prose.answer, reply_paths) if reply_paths else _ANSWERS[prose.answer])
     return "\n\n".join(parts) + "\n"
+
+
+def _with_state(answer: str, paths: tuple[str, ...]) -> str:
+    listed = "\n".join(f"- `{path}`" for path in paths)
+    kind = "true or false" if answer == "boolean" else "the result of this step"
+    example = json.dumps({VALUE_KEY: "...", **{path: "..." for path in paths[:2]}})
+    return (f"The steps after this one also read these state values, which the text above has you write:\n\n"
+            f"{listed}\n\nDo the work above, then reply with only one JSON object: `{VALUE_KEY}` is {kind}, and "
+            f"the other keys are those paths with their values, e.g. `{example}`.")
+
+
+VALUE_KEY = "value"
+
+
+def value_and_state(reply_value: Any, paths: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
+    """A prose field's value and the state its reply gives for `paths`, from the reply's JSON value: an object
+    with `value` and at least one of the paths, else (a model that answered with the value alone) all of it."""
+    if isinstance(reply_value, dict) and VALUE_KEY in reply_value and any(path in reply_value for path in paths):
+        return reply_value[VALUE_KEY], {path: reply_value[path] for path in paths if path in reply_value}
+    return reply_value, {}
 
 
 def effect_prompt(prose: Prose, values: dict[str, Any], reply_paths: tuple[str, ...]) -> str:
