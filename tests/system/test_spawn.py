@@ -135,6 +135,28 @@ def test_a_process_holding_many_descriptors_leaves_the_start_to_popen_and_the_pr
     assert spawn.spawnable([BASH], None) == baseline  # the descriptors closed: posix_spawn again
 
 
+@pytest.mark.parametrize("counted_by_the_kernel", [True, False])
+def test_up_to_the_limit_of_descriptors_open_posix_spawn_starts_the_program(monkeypatch, counted_by_the_kernel):
+    """The descriptors open are counted exactly, by the kernel (Linux 6.2 on) or from the listing of
+    /proc/self/fd, whose own descriptor is not one of this process's."""
+    if not counted_by_the_kernel:
+        real_stat = os.stat
+        monkeypatch.setattr(os, "stat", lambda path, *a, **k: (os.stat_result((0o40500,) + (0,) * 9)
+                                                              if path == "/proc/self/fd" else real_stat(path, *a, **k)))
+    elif not os.stat("/proc/self/fd").st_size:
+        pytest.skip("a kernel before 6.2 does not count the descriptors for a stat")
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(spawn.SPAWN_MAX_DESCRIPTORS
+                                                               - len(os.listdir("/proc/self/fd")) + 1)]
+    try:
+        assert len(os.listdir("/proc/self/fd")) - 1 == spawn.SPAWN_MAX_DESCRIPTORS
+        assert spawn.spawnable([BASH], None)
+        held.append(os.open(os.devnull, os.O_RDONLY))
+        assert not spawn.spawnable([BASH], None)
+    finally:
+        for fd in held:
+            os.close(fd)
+
+
 def test_what_spawn_cannot_do_is_left_to_popen(tmp_path, monkeypatch):
     # However many descriptors this test process holds by now (a worker that ran many tests may hold dozens):
     monkeypatch.setattr(spawn, "SPAWN_MAX_DESCRIPTORS", 1 << 20)

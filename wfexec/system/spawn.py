@@ -78,11 +78,19 @@ def spawnable(argv, cwd: str | os.PathLike | None) -> bool:
 
 
 def _few_descriptors_open() -> bool:
-    """At most SPAWN_MAX_DESCRIPTORS open (False without /proc to list them from). Counted only that far: listing
-    them all would again cost every start as many steps as descriptors."""
+    """At most SPAWN_MAX_DESCRIPTORS open (False without /proc to list them from). Linux 6.2 on counts them for a
+    stat of /proc/self/fd (its size; 0 before): the kernel's count of a bitmap. Listed otherwise, only that far,
+    though the kernel still reads out every descriptor into the listing's buffer: with a thousand agents' pipes
+    open, that listing cost each start about a fifth of a millisecond of system time."""
+    try:
+        counted = os.stat("/proc/self/fd").st_size
+    except OSError:
+        return False
+    if counted:
+        return counted <= SPAWN_MAX_DESCRIPTORS
     try:
         with os.scandir("/proc/self/fd") as listing:
-            for count, _entry in enumerate(listing, 1):
+            for count, _entry in enumerate(listing, 0):  # (the listing's own descriptor is listed too)
                 if count > SPAWN_MAX_DESCRIPTORS:
                     return False
     except OSError:
