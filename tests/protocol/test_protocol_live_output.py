@@ -77,6 +77,31 @@ def test_debug_files_are_where_and_what_ray_writes(tmp_path, fake_claude):
     assert not (tmp_path / ".raymond" / "debug" / "wf-2").exists()
 
 
+def test_a_script_runs_debug_files_hold_its_output_and_meta_json_as_ray_dumps_it(tmp_path):
+    """The three files of a script run, byte for byte: its stdout and stderr, and meta.json indented by two with
+    the fork attributes (quotes, backslashes, other scripts' characters) as JSON writes them, readable by its
+    owner only; transitions.log appended entry after entry."""
+    (tmp_path / ".git").mkdir()
+    odd = 'say "hi" \\ é ✓'
+    write_states(tmp_path / "flow", {
+        "START.sh": "cat <<'EOF'\n<fork next=\"DONE\" note='" + odd + "'>W</fork>\nEOF\n",
+        "W.sh": "printf 'out ✓\\n'; printf 'err\\n' >&2; printf '<result>%s</result>\\n' \"$note\"\n",
+        "DONE.sh": "echo '<result>ok</result>'\n"})
+    ran = cli("states", tmp_path / "flow", "--workflow-id", "wf-b", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    folder = tmp_path / ".raymond" / "debug" / "wf-b"
+    assert (folder / "main_w1_W_001.stdout.txt").read_bytes() == f"out ✓\n<result>{odd}</result>\n".encode()
+    assert (folder / "main_w1_W_001.stderr.txt").read_bytes() == b"err\n"
+    text = (folder / "main_w1_W_001.meta.json").read_text(encoding="utf-8")
+    meta = json.loads(text)
+    assert list(meta) == ["exit_code", "execution_time_ms", "env_vars"] and meta["env_vars"]["note"] == odd
+    assert text == json.dumps(meta, indent=2, ensure_ascii=False)
+    assert {(folder / name).stat().st_mode & 0o777 for name in os.listdir(folder) if name != "transitions.log"} \
+        == {0o600}
+    entries = (folder / "transitions.log").read_text(encoding="utf-8").strip().split("\n\n")
+    assert len(entries) == 3 and f"  result_payload: {odd}" in entries[1] + entries[2]
+
+
 def test_an_llm_timeout_names_where_the_limit_was_set(tmp_path, fake_claude):
     set_replies, _ = fake_claude
     silent = {"result": "late", "ticks": 1, "tick_seconds": 5}

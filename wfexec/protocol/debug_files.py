@@ -37,6 +37,7 @@ class DebugFiles:
         self._workflow_id = workflow_id   # read when the first file is written: a resumed run's id is known late
         self._warn = warn
         self._folder: Path | None = None
+        self._folder_text = ""  # the folder's path as text, once made: every file's path starts with it
         self._steps: dict[str, int] = {}
         self._lock = _thread.allocate_lock()  # turns of concurrent agents stream from threads
 
@@ -48,7 +49,13 @@ class DebugFiles:
             assert raymond is not None  # made when missing
             self._folder = raymond / "debug" / self._workflow_id()
             self._folder.mkdir(parents=True, exist_ok=True)
+            self._folder_text = str(self._folder)
         return self._folder
+
+    def _path(self, name: str) -> str:
+        if self._folder is None:
+            self.folder()
+        return os.path.join(self._folder_text, name)
 
     def step_name(self, agent: "Agent") -> str:
         """`<agent>_<state stem>_<NNN>` for the agent's next turn or script run."""
@@ -60,7 +67,7 @@ class DebugFiles:
 
     def stream_writer(self, agent: "Agent") -> Callable[[Any], None]:
         """Appends each stream object of one LLM turn to its `.jsonl` file as it arrives."""
-        path = self.folder() / f"{self.step_name(agent)}.jsonl"
+        path = self._path(f"{self.step_name(agent)}.jsonl")
 
         def write(event: Any) -> None:
             self._append(path, json.dumps(event, ensure_ascii=False) + "\n")
@@ -71,11 +78,10 @@ class DebugFiles:
                seconds: float | None) -> None:
         """The files of one script run; `env` is the environment it ran with."""
         env = raymond_variables(env or {}, agent.fork_attributes)
-        base = self.folder() / self.step_name(agent)
-        self._write(base.with_name(base.name + ".stdout.txt"), stdout)
-        self._write(base.with_name(base.name + ".stderr.txt"), stderr)
-        meta = {"exit_code": exit_code, "execution_time_ms": round((seconds or 0.0) * 1000, 3), "env_vars": env}
-        self._write(base.with_name(base.name + ".meta.json"), json.dumps(meta, indent=2, ensure_ascii=False))
+        base = self._path(self.step_name(agent))
+        self._write(base + ".stdout.txt", stdout)
+        self._write(base + ".stderr.txt", stderr)
+        self._write(base + ".meta.json", _meta_json(exit_code, round((seconds or 0.0) * 1000, 3), env))
 
     def transition(self, before: "Agent", after: "Agent", workers: list, transitions: list, kind: str) -> None:
         stamp = local_now("%Y-%m-%dT%H:%M:%S.%f")
@@ -91,22 +97,43 @@ class DebugFiles:
         line = f"{stamp} [{before.id}] {before.state} -> " + \
             ("(result, terminated)" if after.status == "ended" else f"{after.state} ({tag})")
         text = line + "\n" + "".join(f"  {key}: {details[key]}\n" for key in sorted(details)) + "\n"
-        self._append(self.folder() / "transitions.log", text)
+        self._append(self._path("transitions.log"), text)
 
-    def _append(self, path: Path, text: str) -> None:
+    # Each file written with os.open and os.write: a file object costs a stat, an isatty and a seek more, and a
+    # run of a thousand forked agents writes four thousand times.
+    def _append(self, path: str, text: str) -> None:
         try:
-            with self._lock, open(path, "a", encoding="utf-8") as out:
-                out.write(text)
+            with self._lock:
+                _write_file(path, os.O_APPEND, 0o666, text)  # 0o666: as open(path, "a") makes it
         except OSError as exc:
             self._warn(f"debug file {path} cannot be written: {exc.strerror or exc}")
 
-    def _write(self, path: Path, text: str) -> None:
+    def _write(self, path: str, text: str) -> None:
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
+            _write_file(path, os.O_TRUNC, 0o600, text)
         except OSError as exc:
             self._warn(f"debug file {path} cannot be written: {exc.strerror or exc}")
+
+
+def _write_file(path: str, how: int, mode: int, text: str) -> None:
+    data = text.encode()  # strict UTF-8, as the text files wrote it
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | how, mode)
+    try:
+        written = os.write(fd, data)
+        while written < len(data):
+            written += os.write(fd, data[written:])
+    finally:
+        os.close(fd)
+
+
+def _meta_json(exit_code: int | None, milliseconds: float, env_vars: dict) -> str:
+    """`json.dumps(meta, indent=2, ensure_ascii=False)` of a script run's meta.json: an indented dump runs in
+    Python, not in json's C encoder, which dumps each value here."""
+    dumps = json.dumps
+    variables = ",\n".join(f"    {dumps(k, ensure_ascii=False)}: {dumps(v, ensure_ascii=False)}"
+                           for k, v in env_vars.items())
+    return (f'{{\n  "exit_code": {dumps(exit_code)},\n  "execution_time_ms": {dumps(milliseconds)},\n  "env_vars": '
+            + (f"{{\n{variables}\n  }}" if variables else "{}") + "\n}")
 
 
 def raymond_variables(env: dict, fork_attributes: dict | None) -> dict:
