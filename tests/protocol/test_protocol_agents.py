@@ -201,5 +201,26 @@ def test_item85_agents_state_is_plain_data_that_round_trips():
     assert AgentsState.from_dict(data) == state
 
 
+def test_an_agent_forked_is_put_without_going_through_every_agent_again():
+    """A thousand forked workers, each put as it is made: going through every agent for each made the run of a
+    fork quadratic. Agents changed from outside the state are still found."""
+
+    class Walked(list):
+        walks = 0
+
+        def __iter__(self):
+            Walked.walks += 1
+            return super().__iter__()
+
+    state = AgentsState("workflow_x", Walked([Agent("main", "START.sh")]))
+    walks = Walked.walks
+    for n in range(1, 101):
+        state.put(Agent(f"main_w{n}", "W.sh"))
+    assert Walked.walks == walks and len(state.agents) == 101
+    assert state.agent("main_w100").state == "W.sh"
+    state.agents.insert(0, Agent("outside", "X.sh"))  # from outside: indexed again when looked up
+    assert state.agent("main_w100").id == "main_w100" and state.agent("outside").state == "X.sh"
+
+
 def test_item86_workflow_id_format():
     assert re.fullmatch(r"workflow_\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}-\d{6}", new_workflow_id())

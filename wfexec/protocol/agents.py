@@ -175,6 +175,8 @@ class AgentsState:
 
     def _position(self, agent_id: str) -> int | None:
         index = self._index.get(agent_id)
+        if index is None and len(self._index) == len(self.agents):
+            return None  # a new agent (a worker just forked): not a reason to index them all again
         if index is None or index >= len(self.agents) or self.agents[index].id != agent_id:
             self.__post_init__()  # `agents` was changed from outside: index it again
             index = self._index.get(agent_id)
