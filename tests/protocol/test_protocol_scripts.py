@@ -468,3 +468,26 @@ def test_item79_a_state_without_its_own_timeout_uses_the_global_one(tmp_path):
     path.write_text("states:\n  START:\n    sh: \"sleep 3; echo '<result>x</result>'\"\n")
     result, _ = run_folder(path, timeout=0.2, cwd=tmp_path)
     assert "main: START.sh produced no output for 0.2 s and was stopped (timeout from --timeout)" in result.error
+
+
+def test_a_fork_of_many_workers_asks_the_folder_about_each_state_it_names_once(tmp_path):
+    """Forty forks name the same two states: resolved once each for the whole output, not once per fork, and the
+    same as each alone."""
+    from wfexec.protocol.agents import Agent
+    from wfexec.protocol.executors import check_transitions
+    from wfexec.protocol.tags import parse_transitions
+
+    class Asked(DirectoryScope):
+        names_asked: list[str] = []
+
+        def has(self, name):
+            self.names_asked.append(name)
+            return super().has(name)
+
+    folder = write_states(tmp_path / "flow", {"START.sh": "", "WORK.sh": "", "DONE.sh": ""})
+    orchestrator = Orchestrator(Asked(folder), io=Quiet().console, cwd=tmp_path)
+    output = "".join(f'<fork next="DONE" item="{n}">WORK</fork>\n' for n in range(40))
+    resolved = check_transitions(orchestrator, Agent("main", "START.sh"), parse_transitions(output), script=True)
+    assert [(t.target, t.attributes) for t in resolved] == [("WORK.sh", {"next": "DONE.sh", "item": str(n)})
+                                                            for n in range(40)]
+    assert len(Asked.names_asked) == len(set(Asked.names_asked)) <= 8

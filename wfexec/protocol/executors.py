@@ -22,6 +22,8 @@ from wfexec.protocol.tags import WORKFLOW_TAGS, PrintScanner, TagError, Transiti
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Callable
+
     from wfexec.protocol.agents import Agent
     from wfexec.protocol.orchestrator import Orchestrator
 
@@ -62,8 +64,9 @@ def check_transitions(orch: "Orchestrator", agent: "Agent", transitions: list[Tr
     if len(transitions) > 1:
         _check_fork_group(transitions, verb, script)
     scope = orch.scope_for(agent)
+    resolve = _resolving_once(scope)
     try:
-        return [_resolved(scope, t) for t in transitions]
+        return [_resolved(scope, t, resolve) for t in transitions]
     except OutputProblem as exc:
         raise OutputProblem(f"{verb} {exc}") from None
 
@@ -92,14 +95,30 @@ def _check_fork_group(transitions: list[Transition], verb: str, script: bool) ->
         raise ForkGroupProblem(f"{verb} forks with no `next` and no <goto>; say where this agent continues")
 
 
-def _resolved(scope: StateScope, t: Transition) -> Transition:
+def _resolving_once(scope: StateScope) -> Callable[[str], str]:
+    """`resolve_state` in `scope` for the tags of one output, each name looked up once: a fork of a thousand
+    workers names the same two states a thousand times, and each look-up asks the folder for up to four files."""
+    found: dict[str, str] = {}
+
+    def resolve(name: str) -> str:
+        state = found.get(name)
+        if state is None:
+            state = found[name] = resolve_state(scope, name)
+        return state
+
+    return resolve
+
+
+def _resolved(scope: StateScope, t: Transition, resolve: Callable[[str], str] | None = None) -> Transition:
     """Targets, `return` and `next` as state files of `scope` (the emitting agent's); a cross-workflow tag's
     target as the other workflow's scope and first state."""
+    if resolve is None:
+        resolve = _resolving_once(scope)
     try:
         attributes = t.attributes
         for key in ("return", "next"):
             if attributes.get(key):
-                attributes = {**attributes, key: resolve_state(scope, attributes[key])}
+                attributes = {**attributes, key: resolve(attributes[key])}
         if t.tag in WORKFLOW_TAGS:
             from wfexec.protocol.workflows import resolve_workflow  # a cross-workflow tag only
 
@@ -108,7 +127,7 @@ def _resolved(scope: StateScope, t: Transition) -> Transition:
             except ProtocolError as exc:
                 raise WorkflowUnreachable(f"{t.show()}: {exc.message}", exc.hint) from None
             return replace(t, target=where.entry, attributes=attributes, scope=where.scope, abbrev=where.abbrev)
-        target = resolve_state(scope, t.target) if t.tag != "result" else ""
+        target = resolve(t.target) if t.tag != "result" else ""
     except ResolveError as exc:
         raise OutputProblem(f"{t.show()}: {exc.message}" + (f" ({exc.hint})" if exc.hint else "")) from None
     return replace(t, target=target, attributes=attributes)
