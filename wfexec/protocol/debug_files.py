@@ -126,14 +126,14 @@ def _write_file(path: str, how: int, mode: int, text: str) -> None:
         os.close(fd)
 
 
-def _meta_json(exit_code: int | None, milliseconds: float, env_vars: dict) -> str:
+def _meta_json(exit_code: int | None, milliseconds: float, env_vars: dict[str, str]) -> str:
     """`json.dumps(meta, indent=2, ensure_ascii=False)` of a script run's meta.json: an indented dump runs in
     Python, not in json's C encoder, which dumps each value here."""
-    dumps = json.dumps
-    variables = ",\n".join(f"    {dumps(k, ensure_ascii=False)}: {dumps(v, ensure_ascii=False)}"
-                           for k, v in env_vars.items())
-    return (f'{{\n  "exit_code": {dumps(exit_code)},\n  "execution_time_ms": {dumps(milliseconds)},\n  "env_vars": '
-            + (f"{{\n{variables}\n  }}" if variables else "{}") + "\n}")
+    from json.encoder import encode_basestring as quoted  # what ensure_ascii=False writes a string as
+
+    variables = ",\n".join(f"    {quoted(k)}: {quoted(v)}" for k, v in env_vars.items())
+    return (f'{{\n  "exit_code": {json.dumps(exit_code)},\n  "execution_time_ms": {json.dumps(milliseconds)},\n'
+            '  "env_vars": ' + (f"{{\n{variables}\n  }}" if variables else "{}") + "\n}")
 
 
 def raymond_variables(env: dict, fork_attributes: dict | None) -> dict:
