@@ -4,6 +4,7 @@ program saw of itself, or checks what spawnable refuses (and so leaves to Popen)
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import signal
@@ -128,6 +129,7 @@ def test_a_process_holding_many_descriptors_leaves_the_start_to_popen_and_the_pr
         program.stderr.close()
         program.wait()
         assert isinstance(program, subprocess.Popen)
+        assert {type(program.stdout), type(program.stderr)} == {io.FileIO}  # unbuffered, as spawn's pipes are
     finally:
         for fd in held + strays:
             os.close(fd)

@@ -148,8 +148,9 @@ def start_piped(argv, *, cwd: str | os.PathLike, env: dict | None = None,
                                                      stderr=spawn.PIPE), env)
     import subprocess
 
+    # Unbuffered, as spawn's: the pipes are read with os.read, and a buffered file costs an isatty and a seek each.
     return start(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_piped else subprocess.DEVNULL,
-                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
 
 
 def _announced(launch: Callable[[dict], Any], env: dict | None) -> Any:
