@@ -156,3 +156,44 @@ def test_a_v1_gateway_reads_the_intent_mapping_its_launcher_loads(tmp_path):
     ran = cli("run", folder, "--ephemeral", "--set", "arguments=please setup the project")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert ran.stdout.strip() == "run_init"
+
+
+# A v3 subflow's backup step: bash text beside `interpreter: bash` (a variable, `$(...)`, several lines), what it
+# echoes read back through `store_in`, and a path from state that a shell would take for code.
+BACKUP = """\
+name: backup-file
+version: 1.0.0
+definitions: {source: "hiivmind/hiivmind-blueprint-lib", version: "v3.0.0"}
+start_node: create_backup
+initial_state: {backup_path: null}
+nodes:
+  create_backup:
+    type: action
+    actions:
+      - type: run_command
+        interpreter: bash
+        command: |
+          backup_path="${input.target_path}.bak.$(echo 1 | tr 1 7)"
+          cp "${input.target_path}" "$backup_path"
+          echo "$backup_path"
+        store_in: backup_path
+    on_success: backed_up
+    on_failure: failed
+endings:
+  backed_up: {type: success, message: "Backed up to ${backup_path}"}
+  failed: {type: error, message: "${computed.last_error}"}
+"""
+
+
+def test_bash_text_beside_interpreter_bash_runs_in_bash_with_state_values_as_data(tmp_path):
+    path = tmp_path / "workflow.yaml"
+    path.write_text(BACKUP.replace("${input.target_path}", "${target}"))
+    target = "notes; touch pwned.txt.md"  # as code, a shell would create pwned.txt.md
+    (tmp_path / target).write_text("original")
+    ran = cli("run", path, "--ephemeral", "--format", "json", "--set", f"target={target}", cwd=tmp_path)
+    assert "Traceback" not in ran.stderr
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    result = json.loads(ran.stdout)
+    assert result["message"] == f"Backed up to {target}.bak.7"  # the trimmed stdout, as blueprint-lib v3 kept it
+    assert (tmp_path / f"{target}.bak.7").read_text() == "original"
+    assert not (tmp_path / "pwned.txt.md").exists()

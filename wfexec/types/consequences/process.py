@@ -7,7 +7,10 @@ way a shell would split it, and only then are its `${...}` parts filled in,
 each inside its own word; pipes, redirections, `&&` and `;` do not exist
 there (write a script, or call `bash -c` explicitly in a list). When the
 author does run a shell (`[bash, -c, CODE, ...]`), `${...}` is refused inside
-CODE: values go in as arguments after it or through `env`.
+CODE: values go in as arguments after it or through `env`. The one shell wfexec
+starts itself is for blueprint v3's `interpreter: bash` beside a `command:`
+string: there the `${...}` values reach the shell as environment variables,
+as data.
 
 The program's output is captured, never printed: `store_as` keeps it, the
 trace (`--trace`) shows it, and a durable run keeps its end in the store for
@@ -251,7 +254,8 @@ def _argv(params, ctx, interpreter: str | None) -> list[str]:
                            "(a program and its arguments) or `script` (a script file)")
     if has_command:
         if "interpreter" in params:
-            raise ActionFailed("`interpreter` applies to `script`, not to `command`",
+            raise ActionFailed("`interpreter` applies to `script`, or to a `command` string of shell text "
+                               f"({' or '.join(SHELLS)}), not to a `command` list",
                                "put the interpreter first in `command`, e.g. [python, tool.py]")
         argv = _command_argv(params, ctx)
     else:
@@ -489,22 +493,55 @@ def _run(params, ctx, interpreter: str | None = None) -> Completed:
                 "description": "the program and its arguments as a list (a string is split into words; "
                                "no shell runs it)"},
     "script": SCRIPT,
-    "interpreter": {"enum": list(INTERPRETERS), "description": "for `script`; auto picks by extension"},
+    "interpreter": {"enum": list(INTERPRETERS), "description": "for `script`; auto picks by extension; bash or sh "
+                                                                "with a `command` string runs it as that shell's code"},
     **COMMON,
-    "store_as": {"type": "string", "description": "the state path for {exit_code, stdout, stderr} (in a v8 file: "
-                                                  "the trimmed stdout)"},
+    "store_as": {"type": "string", "description": "the state path for {exit_code, stdout, stderr} (in a v8 file "
+                                                  "and for shell text: the trimmed stdout)"},
     "keep": {"enum": ["result", "stdout"],
              "description": "what store_as keeps: result ({exit_code, stdout, stderr}; the default) or stdout "
-                            "(trimmed; the default in a v8 file)"},
+                            "(trimmed; the default in a v8 file and for shell text)"},
 }, [], paths=("store_as",), effects=("process",), idempotent=False, era_params={"v8": {"keep": "stdout"}})
 def run_command(params, ctx):
-    """Run a program (`command`: argv list) or a `script` without a shell; `store_as` gets exit_code/stdout/stderr
-    (in a blueprint-lib v8 file, the trimmed stdout, as its catalogue says)."""
-    completed = _run(params, ctx)
+    """Run a program (`command`: argv list) or a `script` without a shell, or a `command` string with `interpreter:
+    bash` as bash code; `store_as` gets exit_code/stdout/stderr (the trimmed stdout in a blueprint-lib v8 file and
+    for bash code, as their catalogues say)."""
+    shell_text = _shell_text(params, ctx)
+    if shell_text is not None:
+        completed = _run_shell_code(shell_text, params, ctx)
+        keep = params.get("keep", "stdout")
+    else:
+        completed = _run(params, ctx)
+        keep = params.get("keep")
     if "store_as" in params:
-        ctx.set(params["store_as"],
-                completed.stdout.strip() if params.get("keep") == "stdout" else completed.as_state())
+        ctx.set(params["store_as"], completed.stdout.strip() if keep == "stdout" else completed.as_state())
     _check_exit(completed, params)
+
+
+SHELLS = ("bash", "sh")
+
+
+def _shell_text(params, ctx) -> Any:
+    """The command as written when it is code for the named shell, else None.
+
+    hiivmind-blueprint's v3 skills write `interpreter: bash` beside a `command:` that is bash text (pipes,
+    `$(...)`, several lines, `${...}` from state), and read what it echoes from `store_in`: blueprint-lib v3 ran
+    it as `Bash(...)` and kept `stdout.trim()`. A list stays an argv, refused with an interpreter as before.
+    """
+    written = ctx.call.params.get("command")
+    if params.get("interpreter") in SHELLS and "script" not in params and isinstance(written, (str, Template)):
+        return written
+    return None
+
+
+def _run_shell_code(written: Any, params, ctx) -> Completed:
+    code, values = shell_text_with_values(written, ctx)
+    extra = params.get("env", {})
+    if not isinstance(extra, dict):
+        raise ActionFailed(f"`env` must be a mapping of variable names to values, got {type(extra).__name__}")
+    shell = params["interpreter"]
+    argv = [shell, "-c", code, shell, *_arguments(params.get("args", []), "args")]  # args are $1, $2, ...
+    return _execute(argv, {**params, "env": {**extra, **values}}, ctx)
 
 
 def _run_v2(params, ctx, interpreter: str) -> None:
