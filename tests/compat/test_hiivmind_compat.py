@@ -14,7 +14,7 @@ from conftest import CORPUS_CONFIG as CONFIG, FakeBackend, comments, one_action
 
 COMPAT_TYPES = {"file_exists_check", "any_file_exists_check", "directory_exists_check", "glob_check", "glob_count",
                 "glob_files", "bash_check", "bash_exec", "spawn_agents_parallel", "update_config_index_metadata",
-                "update_source_metadata", "update_marketplace_json", "append_to_file", "write_config"}
+                "update_source_metadata", "update_marketplace_json", "append_to_file", "write_config", "emit_text"}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -135,6 +135,16 @@ def test_append_to_file_stays_in_the_working_directory(run_yaml, tmp_path):
 # -- shell ---------------------------------------------------------------------------------
 
 REPO_ROOT = "git rev-parse --show-toplevel 2>/dev/null || echo '${PWD}'"
+
+
+def test_emit_text_prints_its_content(cli, tmp_path):
+    # hiivmind-blueprint-ops' plan-migrations shows its plan with `emit_text`, which no catalogue defines.
+    path = tmp_path / "workflow.yaml"
+    path.write_text(one_action({"type": "emit_text", "content": "Plan: ${plan}"}, initial_state={"plan": "2 steps"}))
+    assert cli("validate", "--strict", path).returncode == 0
+    ran = cli("run", path, "--ephemeral")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.stdout.splitlines()[0] == "Plan: 2 steps"
 
 
 def test_bash_exec_runs_the_real_init_command_in_and_out_of_a_repository(run_yaml, tmp_path):

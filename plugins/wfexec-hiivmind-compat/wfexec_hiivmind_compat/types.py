@@ -126,6 +126,15 @@ def append_to_file(params, ctx):
         raise ActionFailed(f"cannot write '{params['path']}': {exc.strerror or exc}") from None
 
 
+# -- display -------------------------------------------------------------------------
+
+@TYPES.consequence("emit_text", {"content": {"type": "string", "description": "the text to show"}}, ["content"],
+                   effects=("display",))
+def emit_text(params, ctx):
+    """Print `content` as plain text (hiivmind-blueprint-ops' upgrade subflows show their plan with it)."""
+    ctx.io.print(to_text(params["content"]))
+
+
 # -- shell ---------------------------------------------------------------------------
 
 @TYPES.consequence("bash_check", {"command": COMMAND, "set_flag": SET_FLAG, "store_as": STORE_AS,
