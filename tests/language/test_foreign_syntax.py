@@ -77,6 +77,9 @@ def test_validate_warns_where_a_scripts_dollar_brace_can_be_read_two_ways(tmp_pa
     ("${computed.files | tojson}", "a jq-style filter", "`${JSON.stringify(computed.files)}`"),
     ("${computed.files | length}", "a jq-style filter", "`${computed.files.length}`"),
     ("${(computed.files || []) | length}", "a jq-style filter", "`${(computed.files || []).length}`"),
+    # Parses as JavaScript's bitwise or (0 at run time) unless `fromjson` is known as jq's (hiivmind-blueprint-ops).
+    ("${computed.plan_json | fromjson | length}", "a jq-style filter", "`${JSON.parse(computed.plan_json).length}`"),
+    ("${computed.count_text | tonumber}", "a jq-style filter", "`${Number(computed.count_text)}`"),
     ("${flags.dry_run:-false}", "`:-` on `flags.dry_run` is shell syntax", "`${flags.dry_run || false}`"),
     ("${input.output_path%.*}", "`%` on `input.output_path` is shell syntax",
      "`${input.output_path.replace(/\\.[^.]*$/, '')}`"),

@@ -27,7 +27,8 @@ SHELL_EXPANSIONS = lazy(rf"(?<!\$)\$\{{(?:#({_NAME})\}}|({_NAME}){_SHELL_OPERATO
 _PATH_WITH_SHELL_OPERATOR = lazy(rf"^({_NAME}(?:\.{_NAME}|\[[^\]]*\])+)({_SHELL_OPERATOR})(.*)$", re.S)
 _FILTER = lazy(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(\(.*\))?$", re.S)
 _JQ_FILTERS = {"join", "map", "tojson", "length", "keys", "select", "first", "last", "sort", "unique", "reverse",
-               "ascii_downcase", "ascii_upcase", "split", "tostring", "add", "values", "to_entries"}
+               "ascii_downcase", "ascii_upcase", "split", "tostring", "add", "values", "to_entries", "fromjson",
+               "tonumber"}
 _SNAKE_HELPERS = {"starts_with": "startsWith", "ends_with": "endsWith"}
 
 
@@ -133,7 +134,7 @@ _FILTERS_IN_JAVASCRIPT = {
     "length": "{value}.length", "keys": "Object.keys({value})", "values": "Object.values({value})",
     "first": "{value}[0]", "last": "{value}.at(-1)", "ascii_downcase": "{value}.toLowerCase()",
     "ascii_upcase": "{value}.toUpperCase()", "split": "{value}.split({argument})", "sort": "[...{value}].sort()",
-    "reverse": "[...{value}].reverse()",
+    "reverse": "[...{value}].reverse()", "fromjson": "JSON.parse({value})", "tonumber": "Number({value})",
 }
 
 
