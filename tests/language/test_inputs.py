@@ -95,3 +95,32 @@ def test_a_malformed_input_schema_or_default_is_a_validation_error(write_workflo
     [error] = wfexec.validate(path)
     assert error.yaml_path == "input_schema.mode.default"
     assert "the default of input 'mode' does not fit its schema: 'slow' is not one of ['quick', 'deep']" in error.message
+
+
+# Blueprint-lib v3 writes each input as {type, required, default, description}, `type` one of string, number,
+# boolean, object, array or any; hiivmind-blueprint-ops' discover-and-target gives an optional string `default: null`.
+V3_INPUTS = """
+    name: t
+    version: 1
+    start_node: work
+    input_schema:
+      explicit_target: {type: string, enum: [skills, gateway, null], required: false, default: null}
+      extra: {type: any, required: false}
+    nodes:
+      work: {type: action, actions: [], on_success: done}
+    endings:
+      done: {type: success, message: "${explicit_target ?? 'auto'} ${JSON.stringify(extra ?? null)}"}
+"""
+
+
+def test_blueprint_v3_inputs_take_any_type_and_a_null_default(cli, write_workflow, tmp_path):
+    path = write_workflow(V3_INPUTS)
+    checked = cli("validate", "--strict", path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    default = cli("run", "--ephemeral", path, cwd=tmp_path)
+    assert (default.returncode, default.stdout.strip()) == (0, "auto null"), default.stderr
+    given = cli("run", "--ephemeral", path, "--input", "explicit_target=gateway", "--input", "extra=hello",
+                cwd=tmp_path)
+    assert (given.returncode, given.stdout.strip()) == (0, 'gateway "hello"'), given.stderr
+    bad = cli("run", "--ephemeral", path, "--input", "explicit_target=other", cwd=tmp_path)
+    assert bad.returncode == 2 and "input 'explicit_target': 'other' is not one of" in bad.stderr

@@ -56,12 +56,25 @@ def inputs_as_object_schema(input_schema: Mapping[str, Any]) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required: list[str] = []
     for name, spec in input_schema.items():
-        spec = dict(spec) if isinstance(spec, dict) else {}
+        spec = _as_json_schema(dict(spec) if isinstance(spec, dict) else {})
         if isinstance(spec.get("required"), bool):
             if spec.pop("required"):
                 required.append(str(name))
         properties[str(name)] = spec
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def _as_json_schema(spec: dict) -> dict:
+    """One input as blueprint-lib v3's parameter definitions mean it: `type: any` takes any value, and an optional
+    input whose `default` is null may be null whatever its type (`{type: string, default: null}`: not given)."""
+    declared = spec.get("type")
+    if declared == "any":
+        del spec["type"]
+    elif "default" in spec and spec["default"] is None and declared is not None:
+        types = declared if isinstance(declared, list) else [declared]
+        if "null" not in types:
+            spec["type"] = [*types, "null"]
+    return spec
 
 
 def _takes_text(schema: dict) -> bool:
