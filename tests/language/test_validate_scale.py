@@ -57,6 +57,39 @@ def test_checking_expressions_keeps_none_compiled_and_a_run_keeps_a_bounded_numb
         assert len(engine.functions) <= 5
 
 
+def test_a_cold_validate_digests_the_workflow_once_and_asks_what_replies_fill_only_of_judgement_steps(
+        tmp_path, monkeypatch):
+    """What only a run of a judgement step needs (the paths its reply fills) is not worked out for a workflow
+    without one, and the file's digest that keys the cache entry is made once, for looking it up and keeping it."""
+    from wfexec.language import compiler, workflow_cache
+
+    monkeypatch.setenv("WFEXEC_CACHE_DIR", str(tmp_path / "cache"))
+    workflow_cache._this_process.clear()
+    path = tmp_path / "workflow.yaml"
+    path.write_text(validation_workflow("chain", 40))
+    content = path.read_bytes()
+    digested: list = []
+    real_sha256 = workflow_cache.sha256
+    monkeypatch.setattr(workflow_cache, "sha256", lambda data=b"": digested.append(data) or real_sha256(data))
+    asked: list = []
+    real_unwritten_reads = compiler.unwritten_reads
+    monkeypatch.setattr(compiler, "unwritten_reads", lambda *a, **k: asked.append(a) or real_unwritten_reads(*a, **k))
+    assert wfexec.validate(path) == []
+    assert digested.count(content) == 1 and asked == []
+    assert list((tmp_path / "cache" / "workflows").glob("*.bin"))  # kept, under the key of that one digest
+    workflow_cache._this_process.clear()
+    assert workflow_cache.load(path) is not None
+
+    judged = tmp_path / "judged.yaml"  # a judgement step, whose reply fills what the node after it reads
+    judged.write_text("name: judged\nversion: 1\nstart_node: scan\nnodes:\n"
+                      "  scan: {type: reference, doc: notes.md, next_node: use}\n"
+                      "  use: {type: action, actions: [{type: compute, expression: 'computed.found + 1', "
+                      "store_as: computed.n}], on_success: done}\n"
+                      "endings:\n  done: {type: success, message: done}\n")
+    (tmp_path / "notes.md").write_text("Find it.\n")
+    assert wfexec.load(judged).reply_paths == {"scan": ("computed.found",)} and asked
+
+
 def _refusal(result) -> str:
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr

@@ -12,7 +12,7 @@ import json
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from wfexec.language import composites, schema, v8
 from wfexec.language.documents import (HOW_DOCUMENTS_RESOLVE, PLUGIN_ROOT_ENV, PLUGIN_ROOT_PREFIXES, find_document,
@@ -468,8 +468,8 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             path=path, source_hash=source_hash(data, imports) if for_a_run else "", raw=data,
             documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
             top_level_first=is_v8, default_error=default_error if isinstance(default_error, str) else None,
-            reply_paths=_reply_paths(nodes, unwritten_reads(as_started, c.expressions, _bound_names(nodes),
-                                                            _fixed_writes(c))) if for_a_run else {},
+            reply_paths=_reply_paths(nodes, lambda: unwritten_reads(as_started, c.expressions, _bound_names(nodes),
+                                                                    _fixed_writes(c))) if for_a_run else {},
             plugin_root=_plugin_root_read(path, c.expressions))
     raw_nodes = data.get("nodes") if isinstance(data.get("nodes"), dict) else {}
     if composite_of:
@@ -510,21 +510,31 @@ def _bound_names(nodes: dict) -> set[str]:
     return {name for node in nodes.values() for name in node.kind.checks.bound_names(node.spec)}
 
 
-def _reply_paths(nodes: dict, unwritten: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+def _reply_paths(nodes: dict,
+                 read_unwritten: Callable[[], dict[str, tuple[str, ...]]]) -> dict[str, tuple[str, ...]]:
     """For each judgement step that may leave its result in state (`Node.kind.replies_into_state`): the paths
     that the nodes reachable after it, up to the next such step, read and nothing writes, in the order first read. Hiivmind files expect
     the model to write them (build's `scan_single_source` is followed by a read of `computed.scan_result`).
 
     For a node whose calls hold prose (`compute` written as `#` comments), the paths of those that its prose names:
     856e42a's build says in a comment "Collect results into computed.agent_results array", which the next node
-    reads and nothing writes; the model executing the step writes it, so its reply is asked for it too."""
+    reads and nothing writes; the model executing the step writes it, so its reply is asked for it too.
+    `read_unwritten` gives what each node reads that nothing writes: asked only when there is such a step (a
+    walk of every expression against what the whole file writes, most of a check's name checks again)."""
     found = {}
+    unwritten: dict[str, tuple[str, ...]] | None = None
     for node_id, node in nodes.items():
         if node.kind.replies_into_state(node.spec):
-            paths = _read_after(node_id, nodes, unwritten)
+            named = None
         else:
             named = _prose_names(node)
-            paths = tuple(path for path in _read_after(node_id, nodes, unwritten) if path in named) if named else ()
+            if not named:
+                continue
+        if unwritten is None:
+            unwritten = read_unwritten()
+        paths = _read_after(node_id, nodes, unwritten)
+        if named is not None:
+            paths = tuple(path for path in paths if path in named)
         if paths:
             found[node_id] = paths
     return found

@@ -117,6 +117,10 @@ def may_be_states(p: Path) -> bool:
             text = p.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return False
+        # A line starting `states` looked for first: the multi-line regex tries every line start of the file, a
+        # fiftieth of a big workflow's validate.
+        if not (text.startswith("states") or "\nstates" in text):
+            return False
         return bool(re.search(r"^states\s*:", text, re.M)) and not re.search(r"^nodes\s*:", text, re.M)
     return False
 
