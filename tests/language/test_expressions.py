@@ -328,3 +328,23 @@ def test_a_template_renders_the_same_after_pickling_and_copying():
             assert again.whole == template.whole and again.source == source
             if again.whole:
                 assert again.render is again.parts[0].evaluator() is not template.parts[0].evaluator()
+
+
+def test_only_a_source_with_a_long_number_is_searched_for_integers_beyond_the_safe_range(monkeypatch):
+    """A literal beyond Number.MAX_SAFE_INTEGER is read as a BigInt, keeping its digits; a source whose tokens hold
+    no number that long is not searched for one (a regex over the whole source, a twentieth of checking it)."""
+    from wfexec.language import expressions
+
+    expressions._analysed.clear()
+    big = Expression("x == 12345678901234567890123")
+    assert big.code == "x == 12345678901234567890123n"
+    assert big.evaluate(Scope({"x": 12345678901234567890123}, {})) is True
+    assert Expression("x + 1_000_000_000_000_000").code == "x + 1_000_000_000_000_000"  # separators: as before
+
+    class Refused:
+        def search(self, *_):
+            raise AssertionError("searched a source without a long number")
+
+    monkeypatch.setattr(expressions, "_LONG_DIGITS", Refused())
+    assert Expression("items.map(x => x * 1234567).length + 'a 12345678901234567 in a string'.length").code == \
+        "items.map(x => x * 1234567).length + 'a 12345678901234567 in a string'.length"

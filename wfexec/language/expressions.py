@@ -288,10 +288,13 @@ class Expression:
         import wfexec.language.javascript as javascript
         import wfexec.language.js_source as js_source
 
-        code = _exact_integers(_interpolated_strings(code))
+        code = _interpolated_strings(code)
         self.code = code
         try:
             tokens = js_source.scan(code)
+            if _has_long_number(tokens):
+                self.code = code = _exact_integers(code)
+                tokens = js_source.scan(code)
             found = js_source.usage(code, tokens)
         except js_source.TokenError as exc:
             try:  # the engine's own words, when it agrees the source is broken
@@ -496,6 +499,13 @@ def _tokens_rewritten(code: str, rewrite) -> str:
 _LONG_DIGITS = lazy(r"[0-9]{16}")
 _DECIMAL_INTEGER = lazy(r"^[1-9][0-9_]*$")
 MAX_SAFE_INTEGER = 2 ** 53 - 1
+
+
+def _has_long_number(tokens) -> bool:
+    """Whether a number in the scanned source may be an integer beyond Number.MAX_SAFE_INTEGER (`_exact_integers`
+    rewrites only those): asked of the tokens a check scans anyway, where searching the source for a run of 16
+    digits took a twentieth of checking a long expression."""
+    return any(kind == "number" and len(text) >= 16 for kind, text in zip(tokens.kinds, tokens.texts))
 
 
 def _exact_integers(code: str) -> str:
