@@ -121,3 +121,29 @@ def test_broken_sources_say_what_and_where(source, message, offset):
     with pytest.raises(TokenError) as raised:
         tokenize(source)
     assert str(raised.value) == message and raised.value.offset == offset
+
+
+def test_a_source_without_quotes_slashes_or_closing_braces_is_read_in_one_go_with_each_kind_right(monkeypatch):
+    """The common source (no string, regex, comment or block end) is read without searching it for those, and each
+    piece's kind is remembered by its text, within a bound: `.5` is a number, `.`, `...` and `?.` punctuation,
+    a name past ASCII a name, a digit of another script a number, and a character no token starts with an error
+    each time it is met."""
+    from wfexec.language import js_source
+
+    class Refused:
+        def search(self, *_):
+            raise AssertionError("searched a source that holds none of the special characters")
+
+    monkeypatch.setattr(js_source, "_SPECIAL", Refused())
+    monkeypatch.setattr(js_source._KindByPiece, "KEPT", 4)
+    for _ in range(2):  # the second time from what the first remembered
+        scanned = scan("a.b + .5 * f(...xs) ?? é?.c + ٣ + {k: 1")
+        assert list(zip(scanned.kinds, scanned.texts)) == [
+            ("name", "a"), ("punct", "."), ("name", "b"), ("punct", "+"), ("number", ".5"), ("punct", "*"),
+            ("name", "f"), ("punct", "("), ("punct", "..."), ("name", "xs"), ("punct", ")"), ("punct", "??"),
+            ("name", "é"), ("punct", "?."), ("name", "c"), ("punct", "+"), ("number", "٣"), ("punct", "+"),
+            ("punct", "{"), ("name", "k"), ("punct", ":"), ("number", "1")]
+        assert len(js_source._KIND_BY_PIECE) <= 4
+        with pytest.raises(TokenError, match="unexpected character '\\\\x01'") as error:
+            scan("a + \x01")
+        assert error.value.offset == 4
