@@ -331,8 +331,8 @@ def test_a_template_renders_the_same_after_pickling_and_copying():
 
 
 def test_only_a_source_with_a_long_number_is_searched_for_integers_beyond_the_safe_range(monkeypatch):
-    """A literal beyond Number.MAX_SAFE_INTEGER is read as a BigInt, keeping its digits; a source whose tokens hold
-    no number that long is not searched for one (a regex over the whole source, a twentieth of checking it)."""
+    """A literal beyond Number.MAX_SAFE_INTEGER is read as a BigInt, keeping its digits; a source without 16
+    digits in a row is not searched for one with a regex (over the whole source, a twentieth of checking it)."""
     from wfexec.language import expressions
 
     expressions._analysed.clear()
@@ -346,5 +346,5 @@ def test_only_a_source_with_a_long_number_is_searched_for_integers_beyond_the_sa
             raise AssertionError("searched a source without a long number")
 
     monkeypatch.setattr(expressions, "_LONG_DIGITS", Refused())
-    assert Expression("items.map(x => x * 1234567).length + 'a 12345678901234567 in a string'.length").code == \
-        "items.map(x => x * 1234567).length + 'a 12345678901234567 in a string'.length"
+    assert Expression("items.map(x => x * 123456789012345).length + '１２３４５６７８９０１２３４５６７８'.length").code == \
+        "items.map(x => x * 123456789012345).length + '１２３４５６７８９０１２３４５６７８'.length"  # 15; not ASCII digits
