@@ -27,8 +27,10 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 _MISSING = object()
 _NO_APPENDS: dict = {}  # shared, never changed: what most steps append
+_NO_REMOVALS: list = []  # shared, never changed: what most steps remove
 _path_text: dict[tuple, str] = {}
 _parsed: dict[str, StatePath] = {}
+_top_level: dict[tuple, str] = {}  # a top-level name's path (never `history`'s) and its text: most writes
 # `history` is the journal itself: resume rebuilds it from the step rows, so it is never a change.
 _NOT_STATE = "history"
 
@@ -57,18 +59,23 @@ def record(state: Mapping[str, Any], changed: Mapping[tuple, Any], appended: Map
     """(set, appended, removed) for a step that wrote the paths `changed` and appended `appended[path]` items
     to the lists at `appended`'s paths."""
     sets: dict[str, Any] = {}
-    removed: list[str] = []
+    removed: list[str] = _NO_REMOVALS
     for path in changed:
-        if len(path) == 1:  # most writes: a top-level name
-            if path[0] == _NOT_STATE:
-                continue
+        text = _top_level.get(path)
+        if text is not None:  # most writes: a top-level name
             value = state.get(path[0], _MISSING)
         elif path[0] == _NOT_STATE:
             continue
         else:
-            value = get_path(state, path, _MISSING)
-        text = _path_text.get(path) or path_text(path)
+            text = path_text(path)
+            if len(path) == 1:
+                _top_level[path] = text
+                value = state.get(path[0], _MISSING)
+            else:
+                value = get_path(state, path, _MISSING)
         if value is _MISSING:
+            if removed is _NO_REMOVALS:
+                removed = []
             removed.append(text)
         else:
             sets[text] = value if value.__class__ in _IMMUTABLE else frozen(value)

@@ -138,27 +138,28 @@ class DurableJournal(Journal):
     def after_step(self, run: Run, node: Node, entry: dict) -> None:
         # Whole microseconds: an int encodes several times faster than a float.
         duration_us = (_clock_ns() - self.started) // 1000
-        self.step += 1
+        step = self.step = self.step + 1
         changed, appended = run.changed, run.appended
+        pending = self.pending
         if changed or appended:
             sets, appends, removed = record_changes(run.state, changed, appended)
             changed.clear()
             appended.clear()
-            changed_state = True
-            row = [self.step, entry["node"], entry["type"], entry["outcome"], entry["target"], entry["at"], sets,
+            row = [step, entry["node"], entry["type"], entry["outcome"], entry["target"], entry["at"], sets,
                    duration_us]
             if appends or removed:
                 row += (appends, removed)
+            pending.append(row)
+            if run.options.commit_every_step:
+                self.flush(run, entry["target"])
+                return
         else:
-            changed_state = False
-            row = [self.step, entry["node"], entry["type"], entry["outcome"], entry["target"], entry["at"],
-                   _NO_CHANGES, duration_us]
-        pending = self.pending
-        pending.append(row)
+            pending.append([step, entry["node"], entry["type"], entry["outcome"], entry["target"], entry["at"],
+                            _NO_CHANGES, duration_us])
         count = len(pending)
         # Committing every step, a step that changed nothing and touched nothing outside (a conditional) is
         # committed with the next one: resume would run it again with the same result.
-        if node.id in self.outside or count >= FLUSH_STEPS or (changed_state and run.options.commit_every_step) \
+        if node.id in self.outside or count >= FLUSH_STEPS \
                 or (count % 32 == 0 and time.monotonic() - self.last_flush >= FLUSH_SECONDS):
             self.flush(run, entry["target"])
 
@@ -200,13 +201,14 @@ class DurableJournal(Journal):
         pending = self.pending
         cleared = self.cleared_nodes
         answers = self.answers
-        answers_taken = answers.version != self.answers_kept
-        if pending and not cleared and self.since_snapshot < self.snapshot_due and not answers_taken:
+        if pending and not cleared and self.since_snapshot < self.snapshot_due \
+                and answers.version == self.answers_kept:
             # Most commits: the rows alone, one statement.
             self.since_snapshot += self.store.append_steps(self.run_id, pending, current_node)
             self.pending = []
             self.last_flush = time.monotonic()
             return
+        answers_taken = answers.version != self.answers_kept
         if cleared:
             self.cleared_nodes = set()
         if not pending:
