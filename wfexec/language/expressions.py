@@ -649,7 +649,12 @@ class Template:
         self.source = source
         self.parts = parts
         self.whole = len(parts) == 1 and isinstance(parts[0], Expression)
-        self.render = self._render_first if self.whole else self._joined
+        if self.whole:
+            self.render = self._render_first
+        elif len(parts) == 2 and parts[0].__class__ is str and isinstance(parts[1], Expression):
+            self.render = self._after_text  # `step ${count}`: the commonest template that is not one `${...}`
+        else:
+            self.render = self._joined
 
     def _render_first(self, scope: Scope) -> Any:
         # From now on `render` is the expression's own evaluator: rendering a target costs no call of its own.
@@ -662,6 +667,11 @@ class Template:
     @property
     def expressions(self) -> tuple[Expression, ...]:
         return tuple(p for p in self.parts if isinstance(p, Expression))
+
+    def _after_text(self, scope: Scope) -> str:
+        # What `_joined` makes of a text and then an expression, without its loop.
+        text, expression = self.parts
+        return text + to_text(expression.evaluate(scope))
 
     def _joined(self, scope: Scope) -> str:
         # Added up, not joined: a template has a few parts, and a list comprehension costs a function call more.

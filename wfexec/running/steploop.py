@@ -100,7 +100,8 @@ async def drive(run: Run, driver: Driver, start_at: str | None = None, *, check_
         node = enter(run, node_id)
         if tracing:
             io.trace(f"Node: {node_id} ({node.type})")
-        progress.at_node(node_id)
+        if progress.current is not None:  # a status line shows where the run is (a call less a step without)
+            progress.at_node(node_id)
         if journal is not None:
             journal.before_step(run, node)
         if node_id in handed_over:
