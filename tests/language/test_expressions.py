@@ -119,6 +119,15 @@ def test_templates_keep_types_when_whole_and_stringify_inside_text():
     assert Template("${ `${computed.count}}` }!").render(SCOPE) == "3}!"  # a template literal inside
 
 
+def test_a_text_then_one_expression_renders_as_every_other_template_does():
+    # Such a template (`step ${count}`) has its own short way to render; each kind of value reads as it would
+    # inside any longer text.
+    for expression, text in (("computed.count", "3"), ("flags.ready", "true"), ("null", ""),
+                             ("computed.items", '["a", "b"]'), ("1.5", "1.5"), ("'x'", "x")):
+        assert Template(f"v=${{{expression}}}").render(SCOPE) == f"v={text}"
+        assert Template(f"v=${{{expression}}}!").render(SCOPE) == f"v={text}!"
+
+
 def test_compile_value_is_deep_and_leaves_plain_strings_alone():
     compiled = compile_value({"a": ["${computed.count}", "plain"], "b": 1})
     assert isinstance(compiled["a"][0], Template) and compiled["a"][1] == "plain"
