@@ -153,17 +153,17 @@ def test_a_misplaced_field_is_explained_without_importing_jsonschema(tmp_path, p
     (tmp_path / "workflow.yaml").write_text(
         "name: t\nversion: '1'\nstart_node: a\nnodes:\n  a:\n    type: action\n    actions:\n"
         f"      - type: read_file\n        path: {path}\n        store_as: computed.notes\n"
-        "        on_failure: elsewhere\n    on_success: done\nendings:\n  done: {type: success, message: ok}\n")
+        "        on_success: elsewhere\n    on_success: done\nendings:\n  done: {type: success, message: ok}\n")
     # the first start checks the type library's own schemas once, and caches that
     done = run_probed(["validate", "workflow.yaml"], ("jsonschema",), tmp_path,
                       env={"WFEXEC_CACHE_DIR": str(tmp_path / "cache")})
     assert done.returncode == 2, done.stdout + done.stderr
     error = next(line for line in done.stdout.splitlines() if ": error:" in line)
     if explained_by:
-        assert "`path` in consequence 'read_file'" in done.stdout and "unknown field 'on_failure'" in done.stdout
+        assert "`path` in consequence 'read_file'" in done.stdout and "unknown field 'on_success'" in done.stdout
     else:
-        assert error.endswith("unknown field 'on_failure' in consequence 'read_file' — allowed here: type, "
-                              "description, path, store_as; keys starting with x- are free for tools")
+        assert error.endswith("unknown field 'on_success' in consequence 'read_file' — allowed here: type, "
+                              "description, path, store_as, on_failure; keys starting with x- are free for tools")
         assert error.startswith("workflow.yaml:11:9: ")
     assert done.stdout.strip().splitlines()[-1] == f"LOADED {explained_by}"
 
