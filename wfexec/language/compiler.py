@@ -146,9 +146,7 @@ class Compiler:
             expression = Expression(text.replace("\\\\", "\\"))
         except ExpressionError:
             return None
-        start = self.report.positions.get(self.full(rel))
-        at = position_in_file(self.doc.text, start, value, lead + text.index("\\\\")) if start and self.doc.text \
-            else None
+        at = self._inside_value(rel, value, lead + text.index("\\\\"))
         self.report.warning(self.full(rel), "doubled-backslashes",
                             "this expression is not JavaScript as written; it is read with each `\\\\` as one "
                             "`\\`, as a double-quoted YAML string would give it",
@@ -160,11 +158,15 @@ class Compiler:
         """Report `exc` at the character it names inside the YAML string `value` (the expression starts at
         index `lead` of it), or at the value when that cannot be told."""
         at = None
-        start = self.report.positions.get(self.full(rel))
-        if exc.line and start and self.doc.text and isinstance(value, str):
-            offset = lead + offset_in(value[lead:], exc.line, exc.column)
-            at = position_in_file(self.doc.text, start, value, offset)
+        if exc.line and isinstance(value, str):
+            at = self._inside_value(rel, value, lead + offset_in(value[lead:], exc.line, exc.column))
         self.report.error(self.full(rel), "expression", exc.message, exc.hint, at=at)
+
+    def _inside_value(self, rel: tuple, value: str, offset: int) -> tuple[int, int] | None:
+        """Where in the file character `offset` of the YAML string `value` at `rel` is, or None when that cannot
+        be told."""
+        start = self.report.positions.get(self.full(rel))
+        return position_in_file(self.doc.text, start, value, offset) if start and self.doc.text else None
 
     def prose(self, text: str, rel: tuple, spec) -> Prose:
         """A field written as prose: a judgement step for the LLM backend, listed by validate."""
