@@ -49,11 +49,16 @@ def _lookup(scope, name: str) -> Any:
 def prose_prompt(prose: Prose, values: dict[str, Any], reply_paths: tuple[str, ...] = ()) -> str:
     """The prompt of a prose field; given `reply_paths` (state the text tells the model to write, which the steps
     after it read), the reply is asked to be an object holding the field's `value` and those paths."""
+    return _prompt(prose, values, _with_state(prose.answer, reply_paths) if reply_paths else _ANSWERS[prose.answer])
+
+
+def _prompt(prose: Prose, values: dict[str, Any], ask: str) -> str:
+    """The prose, the state it names, then what the reply must be."""
     parts = [prose.text]
     if values:
         parts.append("## State values named above\n\n```json\n"
                      + json.dumps(values, indent=2, ensure_ascii=False, default=str) + "\n```")
-    parts.append(_with_state(prose.answer, reply_paths) if reply_paths else _ANSWERS[prose.answer])
+    parts.append(ask)
     return "\n\n".join(parts) + "\n"
 
 
@@ -79,12 +84,8 @@ def value_and_state(reply_value: Any, paths: tuple[str, ...]) -> tuple[Any, dict
 
 def effect_prompt(prose: Prose, values: dict[str, Any], reply_paths: tuple[str, ...]) -> str:
     """A node's work written as prose: the text, the state it names, and what to give back."""
-    parts = [prose.text]
-    if values:
-        parts.append("## State values named above\n\n```json\n"
-                     + json.dumps(values, indent=2, ensure_ascii=False, default=str) + "\n```")
-    parts.append(reply_request(reply_paths) if reply_paths else "Do the work above, then reply with a short summary.")
-    return "\n\n".join(parts) + "\n"
+    return _prompt(prose, values,
+                   reply_request(reply_paths) if reply_paths else "Do the work above, then reply with a short summary.")
 
 
 def parse_reply(reply: str, purpose: str) -> Any:
