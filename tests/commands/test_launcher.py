@@ -124,8 +124,9 @@ def run_probed(argv: list, watched: tuple, cwd, env: dict | None = None, starts:
 # standard modules the start-up path was taken off (typing: its names are imported for mypy only; pickle, sqlite3
 # and signal: their C modules, without the Python around them; datetime; contextlib: the few `with` blocks are
 # classes; math). The YAML loader is imported only to read a file, and what writes the expressions' fast path only
-# while compiling (a run uses wfexec.language.fast_evaluation).
-NOT_ON_A_CACHED_START = ("typer", "click", "rich", "quickjs", "jsonschema", "fastjsonschema", "ruamel.yaml", "yaml",
+# while compiling (a run uses wfexec.language.fast_evaluation). orjson writes journal rows only after a process's
+# first few hundred (wfexec.durable.store).
+NOT_ON_A_CACHED_START = ("orjson", "typer", "click", "rich", "quickjs", "jsonschema", "fastjsonschema", "ruamel.yaml", "yaml",
                          "jinja2", "tomllib", "tempfile", "shlex", "dataclasses", "inspect", "importlib.metadata",
                          "wfexec.language.compiler", "wfexec.language.checks", "typing", "pickle", "sqlite3",
                          "signal", "datetime", "contextlib", "math", "wfexec.language.loader",
