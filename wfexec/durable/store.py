@@ -286,7 +286,9 @@ def _orjson_row_encoder() -> Callable[[Sequence[Sequence[Any]]], str | None]:
         return lambda steps: None
 
     def refuse(value: Any) -> Any:
-        raise TypeError  # not a JSON type: the json module writes it as `str(value)`
+        # Not a JSON type: the json module writes it as `str(value)`. Dates and dataclasses are passed here; an
+        # Enum member is the one value orjson writes otherwise (its value), and neither reads back as the member.
+        raise TypeError
 
     def encode(steps: Sequence[Sequence[Any]]) -> str | None:
         try:
