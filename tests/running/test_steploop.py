@@ -4,10 +4,16 @@ format — and a driver that waits for its answers instead of parking."""
 from __future__ import annotations
 
 import asyncio
+import io
+import itertools
 import re
+import sys
+import time
 
 import wfexec
 from conftest import ROOT
+from wfexec.durable.store import ROWS_BEFORE_ORJSON
+from wfexec.running.console import Console
 from wfexec.running.engine import Options
 from wfexec.running.prompts import Answers, NeedsAnswer
 from wfexec.running.steploop import HISTORY_WINDOW, Driver, drive, start
@@ -72,3 +78,95 @@ def test_a_driver_that_waits_for_answers_runs_the_asking_node_again_with_the_ans
         assert waiting.question.key == "ask_mood"
     else:
         raise AssertionError("the run did not park")
+
+
+# bench_durable's part 2 step: two state writes (one computed, one a `text ${...}` template) and a computed target.
+TICK = """
+name: tick
+version: 1
+start_node: tick
+initial_state: {count: 0, label: ""}
+input_schema:
+  limit: {type: integer, required: true}
+nodes:
+  tick:
+    type: action
+    actions:
+      - {type: compute, expression: "count + 1", store_as: count}
+      - {type: set_state, field: label, value: "step ${count}"}
+    on_success: "${count < input.limit ? 'tick' : 'done'}"
+endings:
+  done: {type: success, message: "${count}"}
+"""
+
+
+def python_calls(run) -> int:
+    """The Python functions entered while `run()` runs (functions written in C not counted)."""
+    entered = 0
+
+    def count(frame, event, arg):
+        nonlocal entered
+        if event == "call":
+            entered += 1
+
+    sys.setprofile(count)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return entered
+
+
+def calls_per_step(run_steps, monkeypatch) -> int:
+    """Python calls a step of the loop costs: two runs that differ only in their step count, set against each
+    other (what starting and ending a run costs cancels out). The clock stands still, as steps that share a
+    millisecond share its text without a call: how many do depends on the machine's speed."""
+    monkeypatch.setattr(time, "time_ns", itertools.repeat(1_764_000_000_000_000_000).__next__)  # no Python call
+    # Warm: the expressions' fast paths are made on their first evaluation, orjson taken up after a process's
+    # first rows (wfexec.durable.store.ROWS_BEFORE_ORJSON).
+    run_steps(ROWS_BEFORE_ORJSON + 100)
+    # Rounded: now and then something outside the step (a garbage collection's callback) adds a call.
+    return round((python_calls(lambda: run_steps(400)) - python_calls(lambda: run_steps(200))) / 200)
+
+
+# The Python calls of TICK's step in memory: entering it, its error boundary (`execute`), the node's execute, for
+# each write `apply`, its direct form, its value's evaluator and the run's `write`, the outcome, `resolve_target`
+# and the target's evaluator, `record`, the clock and the timestamp. It made 20 before issue 27's trims of the step.
+STEP_CALLS = 18
+# What committing it adds: before_step, after_step, its changes, flush, the store's append_steps, `_encode_steps`
+# and orjson's encoder.
+JOURNAL_CALLS = 7
+
+
+def test_a_state_only_step_runs_in_a_handful_of_python_calls(write_workflow, monkeypatch):
+    """The step every loop of a workflow makes most (issue 27): each call it makes is a good part of its cost, so
+    they are counted, and may not creep back."""
+    workflow = wfexec.load(write_workflow(TICK))
+    quiet = Console(out=io.StringIO(), err=io.StringIO())
+
+    def run_steps(steps: int) -> None:
+        result = wfexec.run(workflow, inputs={"limit": steps}, max_steps=steps + 10, ephemeral=True, io=quiet)
+        assert result.message == str(steps) and result.steps == steps
+
+    assert calls_per_step(run_steps, monkeypatch) <= STEP_CALLS
+
+
+def test_a_committed_state_only_step_adds_seven_python_calls_for_its_journal(write_workflow, tmp_path,
+                                                                             monkeypatch):
+    """A durable run committing every step makes the in-memory step's calls, and its journal's."""
+    from wfexec.durable.journal import start_run
+    from wfexec.durable.store import Store
+
+    workflow = wfexec.load(write_workflow(TICK))
+    store = Store(tmp_path / "runs.db")
+    quiet = Console(out=io.StringIO(), err=io.StringIO())
+
+    def run_steps(steps: int) -> None:
+        driven = start_run(store, workflow, inputs={"limit": steps}, overrides={}, io=quiet,
+                           options=Options(max_steps=steps + 10, commit_every_step=True))
+        assert driven.result.message == str(steps) and driven.result.steps == steps
+
+    try:
+        assert calls_per_step(run_steps, monkeypatch) <= STEP_CALLS + JOURNAL_CALLS
+    finally:
+        store.close()

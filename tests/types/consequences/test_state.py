@@ -120,6 +120,13 @@ DIRECT_CASES = [
     {"type": "set_state", "field": "computed.text", "value": "plain"},
     {"type": "set_state", "field": "computed.kept", "value": "${items}"},  # one `${...}`: the value, not its text
     {"type": "set_state", "field": "label", "value": "step ${count + 1} of ${len(items)}"},
+    # A text then one `${...}`: the value's text, whatever it holds.
+    {"type": "set_state", "field": "computed.t_int", "value": "n ${count}"},
+    {"type": "set_state", "field": "computed.t_text", "value": "s ${items[0]}"},
+    {"type": "set_state", "field": "computed.t_float", "value": "f ${count / 2}"},
+    {"type": "set_state", "field": "computed.t_bool", "value": "b ${count > 1}"},
+    {"type": "set_state", "field": "computed.t_null", "value": "z ${null}"},
+    {"type": "set_state", "field": "computed.t_list", "value": "l ${items}"},
     {"type": "set_state", "field": "computed['a key'].deep", "value": {"n": "${count}", "fixed": [1, 2]}},
     {"type": "set_state", "field": "items[-1]", "value": "last"},
     {"type": "set_state", "field": "label.inner", "value": 1},  # `label` holds text: fails
@@ -186,6 +193,9 @@ def test_each_state_types_direct_form_does_what_its_handler_does(write_workflow)
     failed = [case for case, outcome in zip(DIRECT_CASES, outcomes) if outcome is not None]
     assert len(failed) == 6 and all(outcome is None or outcome[0] == "ActionFailed" for outcome in outcomes)
     assert state["label"] == "step 4 of 2" and state["computed"]["kept"] == ["a", "b"]
+    assert {key: value for key, value in state["computed"].items() if key.startswith("t_")} == {
+        "t_int": "n 3", "t_text": "s a", "t_float": "f 1.5", "t_bool": "b true", "t_null": "z ",
+        "t_list": 'l ["a", "b"]'}
     assert state["flags"] == {"ready": True, "nested": {"off": False}, "computed_truth": False,
                               "has_items": True, "big": False}
 
