@@ -129,10 +129,10 @@ def calls_per_step(run_steps, monkeypatch) -> int:
     return round((python_calls(lambda: run_steps(400)) - python_calls(lambda: run_steps(200))) / 200)
 
 
-# The Python calls of TICK's step in memory: entering it, its error boundary (`execute`), the node's execute, for
-# each write `apply`, its direct form, its value's evaluator and the run's `write`, the outcome, `resolve_target`
-# and the target's evaluator, `record`, the clock and the timestamp. It made 20 before issue 27's trims of the step.
-STEP_CALLS = 18
+# The Python calls of TICK's step in memory: entering it, the node's execute, for each write `apply`, its direct
+# form, its value's evaluator and the run's `write`, the outcome, `resolve_target` and the target's evaluator,
+# `record` and the clock. It made 20 before issue 27's trims of the step.
+STEP_CALLS = 16
 # What committing it adds: before_step, after_step, its changes, flush, the store's append_steps, `_encode_steps`
 # and orjson's encoder.
 JOURNAL_CALLS = 7
@@ -170,3 +170,24 @@ def test_a_committed_state_only_step_adds_seven_python_calls_for_its_journal(wri
         assert calls_per_step(run_steps, monkeypatch) <= STEP_CALLS + JOURNAL_CALLS
     finally:
         store.close()
+
+
+def test_a_node_that_breaks_ends_the_run_with_an_internal_error_at_the_node(write_workflow):
+    """The step's error boundary (the loop's, for a node run in process): a bug in a node type is reported at its
+    node, as a bug, with what it raised."""
+    from wfexec.records import replace
+    from wfexec.running.engine import InternalError
+
+    def broken(node, ctx):
+        raise ValueError("the plugin's own bug")
+
+    workflow = wfexec.load(write_workflow(TICK))
+    node = workflow.nodes["tick"]
+    workflow.nodes["tick"] = replace(node, kind=replace(node.kind, execute=broken))
+    try:
+        wfexec.run(workflow, inputs={"limit": 3}, ephemeral=True, io=Console(out=io.StringIO(), err=io.StringIO()))
+    except InternalError as error:
+        assert error.node == "tick" and "ValueError: the plugin's own bug" in error.message
+        assert isinstance(error.__cause__, ValueError)
+    else:
+        raise AssertionError("the run went on past a broken node")

@@ -94,6 +94,7 @@ async def drive(run: Run, driver: Driver, start_at: str | None = None, *, check_
     io = run.io
     tracing = io.tracing
     journal = run.journal
+    context = run.node_context
     started = time.perf_counter() if tracing else 0.0
     collector.started()
     while node_id not in endings:
@@ -107,10 +108,15 @@ async def drive(run: Run, driver: Driver, start_at: str | None = None, *, check_
         if node_id in handed_over:
             outcome = await driver.run_step(run, node)
         else:
+            # `execute`'s error boundary, written out here: a call less at every step.
             try:
-                outcome = execute(run, node)
+                outcome = node.kind.execute(node, context)
             except NeedsAnswer as waiting:
                 outcome = await _answered(run, node, driver, waiting)
+            except RunError:
+                raise
+            except Exception as exc:
+                raise step_error(node, exc) from exc
         target = outcome.target
         if type(target) is not str:
             target = resolve_target(run, node, outcome)
@@ -217,7 +223,10 @@ def resolve_target(run: Run, node: Node, outcome: Outcome) -> str:
 
 def record(run: Run, node: Node, outcome: dict, target: str) -> dict:
     """The step's history entry, kept in the run's window of history and told to its journal."""
-    entry = {"node": node.id, "type": node.type, "outcome": outcome, "target": target, "at": stamp(run.clock())}
+    ms = run.clock()
+    last = _stamped  # most steps share their millisecond with the last one: its text, without calling `stamp`
+    entry = {"node": node.id, "type": node.type, "outcome": outcome, "target": target,
+             "at": last[1] if ms == last[0] else stamp(ms)}
     history = run.state["history"]
     history.append(entry)
     if len(history) > HISTORY_WINDOW:
