@@ -44,6 +44,29 @@ def test_action_runs_in_order_and_first_failure_skips_the_rest(run_yaml):
     assert result.message.startswith("failed: append_state failed")
 
 
+@pytest.mark.parametrize("trace", [False, True])  # traced, each call takes its handler instead of its direct form
+def test_an_action_whose_expression_fails_goes_to_on_failure_after_the_actions_before_it(run_yaml, trace):
+    result, _ = run_yaml(dedent("""
+        name: t
+        version: 1
+        start_node: work
+        nodes:
+          work:
+            type: action
+            actions:
+              - {type: compute, expression: "1 + 1", store_as: computed.a}
+              - {type: compute, expression: "nothing.here.at_all", store_as: computed.b}
+              - {type: set_state, field: computed.never, value: "${computed.a}"}
+            on_success: done
+            on_failure: failed
+    """) + ENDINGS, trace=trace)
+    assert result.ending == "failed" and result.state["computed"]["a"] == 2
+    assert "b" not in result.state["computed"] and "never" not in result.state["computed"]
+    assert result.state["computed"]["last_error"].startswith("compute failed: `nothing.here.at_all` failed")
+    assert result.state["history"][0]["outcome"] == {
+        "success": False, "error": result.state["computed"]["last_error"], "failed_action": 1}
+
+
 def test_action_without_on_failure_is_a_run_error_naming_the_node(run_yaml):
     with pytest.raises(RunError) as caught:
         run_yaml(dedent("""

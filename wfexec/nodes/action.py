@@ -56,18 +56,16 @@ def execute(node, ctx: NodeContext) -> Outcome:
     spec = node.spec
     if spec.effect is not None:
         return _judged(node, ctx)
-    for index, call in enumerate(spec.actions):
-        try:
-            ctx.apply(call)
-        except ActionFailed as failure:
-            error = ctx.record_error(call, failure)
-            if spec.on_failure is None:
-                ctx.fail(f"action {index + 1} ({call.type}) failed: {failure.message}, and the node has "
-                         "no on_failure", failure.hint or "add `on_failure: <node or ending>` to handle it",
-                         call.where)
-            return Outcome(spec.on_failure, {"success": False, "error": error, "failed_action": index},
-                           "on_failure")
-    return Outcome(spec.on_success, {"success": True}, "on_success")
+    failed = ctx.apply_each(spec.actions)
+    if failed is None:
+        return Outcome(spec.on_success, {"success": True}, "on_success")
+    index, failure = failed
+    call = spec.actions[index]
+    error = ctx.record_error(call, failure)
+    if spec.on_failure is None:
+        ctx.fail(f"action {index + 1} ({call.type}) failed: {failure.message}, and the node has "
+                 "no on_failure", failure.hint or "add `on_failure: <node or ending>` to handle it", call.where)
+    return Outcome(spec.on_failure, {"success": False, "error": error, "failed_action": index}, "on_failure")
 
 
 def _judged(node, ctx: NodeContext) -> Outcome:

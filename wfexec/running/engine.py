@@ -137,6 +137,13 @@ def wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _write_failed(exc: ExpressionError | PathError) -> ActionFailed:
+    """A direct write's failure as its handler would have raised it: the call failed, not the run."""
+    if isinstance(exc, ExpressionError):
+        return ActionFailed(exc.message, exc.hint)
+    return ActionFailed(str(exc))
+
+
 class Journal:
     """How a run persists its steps, told about each by the step loop: the SQLite store's journal
     (wfexec.durable.journal), a Temporal run's step log (wfexec.temporal.steps.StepLog); none for --ephemeral."""
@@ -340,10 +347,8 @@ class Run:
         if write is not NO_DIRECT and not self.io.tracing:  # a trace shows the call as the handler gets it
             try:
                 write(self, scope)
-            except ExpressionError as exc:
-                raise ActionFailed(exc.message, exc.hint) from None
-            except PathError as exc:
-                raise ActionFailed(str(exc)) from None
+            except (ExpressionError, PathError) as exc:
+                raise _write_failed(exc) from None
             return
         try:
             params = call.render(scope)
@@ -356,6 +361,25 @@ class Run:
         except Refused as exc:  # a rule no workflow may break: a run error at the call, whatever on_failure says
             raise RunError(f"{call.type}: {exc.message}", exc.hint, call.where,
                            self.current.id if self.current else None) from None
+
+    def apply_each(self, calls: tuple[Call, ...]) -> tuple[int, ActionFailed] | None:
+        """Run consequences in order up to the first that fails: (its index, its failure), or None when all ran.
+        An action node's calls, most of them direct writes, made here: a call less each than `apply`."""
+        direct = self.dry is None and not self.io.tracing
+        scope = self.scope
+        for index, call in enumerate(calls):
+            write = call.direct
+            try:
+                if write is None or write is NO_DIRECT or not direct:
+                    self.apply(call, scope)
+                    continue
+                try:
+                    write(self, scope)
+                except (ExpressionError, PathError) as exc:
+                    raise _write_failed(exc) from None
+            except ActionFailed as failure:
+                return index, failure
+        return None
 
     def _handled(self, call: Call, params: Mapping[str, Any], scope: Scope) -> Any:
         """The call's handler run; a call not safe to repeat marks the step so, unless it stopped the run before

@@ -1,7 +1,7 @@
 """What a node type sees of a run: `StepContext`, the engine's `NodeContext` (wfexec.nodes.context).
 
 One per run, made with it: the node it speaks for is the one the run is at (`run.current`), so a step makes no
-context of its own. The calls a step makes most (`set`, `check`, `apply`, `render_text`, `ask`) are the run's own
+context of its own. The calls a step makes most (`set`, `check`, `apply`, `apply_each`, `render_text`, `ask`) are the run's own
 bound methods, so going through the context costs a step nothing.
 """
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 class StepContext:
     __slots__ = ("_run", "io", "cwd", "scope", "workflow", "set", "render_text", "render", "deciding", "stand_in",
-                 "check", "apply", "keep_error", "ask")
+                 "check", "apply", "apply_each", "keep_error", "ask")
 
     def __init__(self, run: Run):
         self._run = run
@@ -33,6 +33,7 @@ class StepContext:
         self.stand_in = run.stand_in
         self.check = run.check
         self.apply = run.apply
+        self.apply_each = run.apply_each
         self.keep_error = run.keep_error
         self.ask = run.ask
 
