@@ -128,6 +128,20 @@ def test_a_text_then_one_expression_renders_as_every_other_template_does():
         assert Template(f"v=${{{expression}}}!").render(SCOPE) == f"v={text}!"
 
 
+# A number's text inside a string, as JavaScript writes it (`String(x)`); Python's `str` writes each otherwise.
+NUMBER_TEXTS = [(2.0 ** 60, "1152921504606847000"), (1e21, "1e+21"), (1e-7, "1e-7"), (1e-6, "0.000001"),
+                (-0.0, "0"), (1e16, "10000000000000000"), (-2.5e-8, "-2.5e-8"), (1.5e300, "1.5e+300"),
+                (0.1, "0.1"), (123.456, "123.456"), (5e-324, "5e-324")]
+
+
+@pytest.mark.parametrize("value, text", NUMBER_TEXTS, ids=repr)
+def test_a_number_reads_inside_a_text_as_javascript_writes_it_on_either_path(value, text, both_paths):
+    scope = Scope({**STATE, "computed": {"x": value}}, {})
+    assert Template("v=${computed.x}").render(scope) == f"v={text}"
+    assert Template("v=${computed.x}!").render(scope) == f"v={text}!"
+    assert Expression("String(computed.x)").evaluate(scope) == text  # the engine's own words
+
+
 def test_compile_value_is_deep_and_leaves_plain_strings_alone():
     compiled = compile_value({"a": ["${computed.count}", "plain"], "b": 1})
     assert isinstance(compiled["a"][0], Template) and compiled["a"][1] == "plain"

@@ -727,8 +727,10 @@ def to_text(value: Any) -> str:
     cls = value.__class__
     if cls is str:
         return value
-    if cls is int or cls is float:
+    if cls is int:
         return str(value)
+    if cls is float:
+        return number_text(value)
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -736,6 +738,38 @@ def to_text(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, default=str)
     return str(value)
+
+
+def number_text(value: float) -> str:
+    """A float as JavaScript writes a number in a string (`${x}`, `String(x)`), so the fast path and the engine
+    give one text: `1e-7`, `0.000001`, `1152921504606847000` (2 ** 60), `-0` as `0`, where Python writes `1e-07`,
+    `1e-06`, `1.152921504606847e+18`, `-0.0`. Both take the shortest digits that read back as the number; only
+    where the point goes differs (ECMA-262 Number::toString)."""
+    if value != value:
+        return "NaN"
+    if value == 0:
+        return "0"
+    if value < 0:
+        return "-" + number_text(-value)
+    if value == float("inf"):
+        return "Infinity"
+    mantissa, _, exponent = repr(value).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = whole + fraction
+    point = len(whole) + int(exponent or 0)  # the decimal point's place from the start of `digits`
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0")
+    count = len(digits)
+    if count <= point <= 21:
+        return digits + "0" * (point - count)
+    if 0 < point <= 21:
+        return digits[:point] + "." + digits[point:]
+    if -6 < point <= 0:
+        return "0." + "0" * -point + digits
+    power = point - 1
+    return (digits if count == 1 else digits[0] + "." + digits[1:]) + ("e+" if power >= 0 else "e-") + \
+        str(abs(power))
 
 
 def compile_value(value: Any) -> Any:
