@@ -1031,6 +1031,30 @@ def test_seed_keys_load_as_strings():
     assert doc.data == {"branches": {"true": "a", "false": "b"}, "yes": 1, "no": 2, "1": "x", "~": "y"}
 
 
+
+def test_composing_a_file_calls_python_only_to_resolve_and_make_each_node():
+    """PyYAML's C composer asks its subclass about each node it makes (its tag, and around it the path-dependent
+    resolution YAML 1.2 has none of): only the tag is worked out in Python, so a big file costs no more calls than
+    that, and the data is as before."""
+    import sys
+
+    from wfexec.language.fast_composer import c_composer
+
+    compose = c_composer()
+    text = "nodes:\n" + "".join(f"  n{i}:\n    type: action\n    actions: [{{type: compute, expression: 'a + {i}'}}]\n"
+                                for i in range(200))
+    calls = []
+    sys.setprofile(lambda frame, event, arg: calls.append(frame.f_code.co_name) if event == "call" else None)
+    try:
+        root = compose(text)
+    finally:
+        sys.setprofile(None)
+    made = calls.count("resolve")  # one per key and value of the file
+    assert made > 2_000
+    assert len(calls) < 2.5 * made  # resolving and making each node, and a few words' tags worked out once
+    assert root.value[0][1].value[199][1].value[1][1].value[0].value[1][1].value == "a + 199"
+
+
 def test_seed_workflow_with_true_false_branches_and_yes_no_options(validate):
     _text, diagnostics = validate("""\
         name: seed
