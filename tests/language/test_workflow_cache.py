@@ -322,3 +322,25 @@ def test_a_workflow_is_known_by_its_text_and_its_imports_in_every_process(tmp_pa
     assert commented != first
     (folder / "words.yaml").write_text("greeting: hi\n")
     assert _source_hash(folder, cache) not in (first, commented)
+
+
+def test_a_cache_entry_writes_each_key_and_short_value_once_however_many_nodes_repeat_it(tmp_path):
+    """The keys and short values every node repeats (`type: action`, `on_success`, a shared target) are one object
+    each once loaded, so the entry holds each once and refers back to it: an entry grows with what the nodes say
+    that differs, not with the words they share."""
+    import pickle
+
+    from wfexec.language.compiler import check_document
+    from wfexec.language.loader import load_file
+
+    nodes = "".join(f"  n{i}:\n    type: action\n    actions: [{{type: set_flag, flag: seen}}]\n"
+                    f"    on_success: {'n' + str(i + 1) if i < 49 else 'done'}\n    on_failure: failed\n"
+                    for i in range(50))
+    path = tmp_path / "workflow.yaml"
+    path.write_text(f"name: many\nversion: 1\nstart_node: n0\nnodes:\n{nodes}"
+                    "endings:\n  done: {type: success, message: ok}\n  failed: {type: error, message: no}\n")
+    checked = check_document(load_file(path))
+    assert checked.workflow is not None
+    entry = pickle.dumps(checked, protocol=pickle.HIGHEST_PROTOCOL)
+    for word in (b"on_success", b"on_failure", b"set_flag", b"seen"):
+        assert entry.count(word) == 1, word

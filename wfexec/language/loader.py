@@ -16,6 +16,7 @@ language compares dates as dates.
 from __future__ import annotations
 
 import os
+import sys
 import stat
 from wfexec.records import dataclass, field
 from pathlib import Path
@@ -332,6 +333,12 @@ class _TooMany(Exception):
         self.limit = limit
 
 
+# Keys and short values (node types, targets, state paths) are the same few strings on every node: one object each,
+# so the compiled-workflow cache writes each once and refers back to it (pickle remembers objects, not values).
+_intern = sys.intern
+_SHORT = 24
+
+
 class _Builder:
     def __init__(self, constructor, positions: dict, reporter: Reporter, line_lengths: list[int]):
         self.constructor = constructor
@@ -400,7 +407,7 @@ class _Builder:
                 return self.constructor.construct_yaml_float(number)
         except Exception:  # ruamel raises assorted errors on odd text under an explicit tag
             return self._bad_tag(path, value, "!!int" if tag == _INT else "!!float", "a number")
-        return value
+        return _intern(value) if len(value) <= _SHORT else value
 
     def _bad_tag(self, path: tuple, value: str, tag: str, wanted: str) -> str:
         self.reporter.error(path, "yaml-tag", f"{value!r} is tagged {tag} but is not {wanted}",
@@ -420,7 +427,7 @@ class _Builder:
                 self.reporter.error(path, "yaml-key", "a mapping key must be a plain name, not a list or mapping",
                                     "quote the key or restructure it", at=kpos)
                 continue
-            key = key_node.value
+            key = _intern(key_node.value)
             key_path = path + (key,)
             if key in seen:
                 first = seen[key]
