@@ -137,7 +137,7 @@ def test_a_source_the_fast_path_reads_is_one_the_engine_compiles(source):
     if expression is None:
         return
     event("fast path")
-    javascript.current().function(expression._function_text, expression.code)  # what a run compiles; raises if not
+    javascript.current().function(expression.function_text(), expression.code)  # what a run compiles; raises if not
 
 
 # Sources that break out of the wrapper around them: a `let` of a name read (a parameter, or destructured).

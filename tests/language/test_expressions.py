@@ -353,6 +353,30 @@ def test_a_template_renders_the_same_after_pickling_and_copying():
                 assert again.render is again.parts[0].evaluator() is not template.parts[0].evaluator()
 
 
+
+def test_a_pickled_expression_leaves_its_function_out_and_runs_the_same_in_the_engine():
+    """The compiled-workflow cache keeps an expression without the JavaScript function the engine runs (a third of
+    the entry): it is made again from what is kept, the same function, the v8 reading of a missing path and a
+    program's completion value included."""
+    import pickle
+
+    from wfexec.language.expressions import missing_reads_null
+
+    scope = Scope({"a": {"b": 2}, "items": [1, 2, 3], "computed": {}, "flags": {}, "user_responses": {}}, {})
+    cases = [("items.map(x => x * a.b).reduce((s, v) => s + v, 0)", False, 12),
+             ("a.missing.deeper == null", True, True),  # v8: `a?.missing?.deeper`
+             ("const n = items.length;\nn * a.b", False, 6)]  # a program, kept whole
+    with fast_path(False):
+        for source, v8, expected in cases:
+            with missing_reads_null(v8):
+                expression = Expression(source)
+            kept = pickle.dumps(expression)
+            assert (b"__wfexec_args" in kept) == expression.program, source
+            again = pickle.loads(kept)
+            assert again.function_text() == expression.function_text()
+            assert again.evaluate(scope) == expression.evaluate(scope) == expected
+
+
 def test_only_a_source_with_a_long_number_is_searched_for_integers_beyond_the_safe_range(monkeypatch):
     """A literal beyond Number.MAX_SAFE_INTEGER is read as a BigInt, keeping its digits; a source without 16
     digits in a row is not searched for one with a regex (over the whole source, a twentieth of checking it)."""

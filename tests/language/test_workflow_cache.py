@@ -154,7 +154,7 @@ def _shape(value, seen=None):
         return ("node type", value.name)
     if isinstance(value, Expression):
         return ("expression", value.source, value.code, value.names, value.program, value.reads,
-                value._function_text, value._fast_text)
+                value.function_text(), value._fast_text)
     if isinstance(value, Template):
         return ("template", value.source, _shape(value.parts, seen))
     # The compiled workflow's classes are wfexec.records (plain data classes for start-up), a plugin's may be

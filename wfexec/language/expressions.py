@@ -264,8 +264,8 @@ class Expression:
     `names` are the names it reads (what validation checks something writes); `program` says it is
     several statements whose value is the last one's."""
 
-    __slots__ = ("source", "code", "names", "program", "_reads", "_function_text", "_evaluator", "_fast_text",
-                 "_reads_clock")
+    __slots__ = ("source", "code", "names", "program", "_reads", "_function_text", "_engine_code", "_evaluator",
+                 "_fast_text", "_reads_clock")
 
     def __init__(self, source: str):
         known = _analysed.get((source, _missing_reads_null[0]))
@@ -336,8 +336,11 @@ class Expression:
                 compiled = javascript.compile_source(engine_code, names)
             except javascript.JavaScriptError as exc:
                 raise self._invalid(exc) from None
-        # Kept as text, so a cached workflow unpickles without the JavaScript modules.
-        self._function_text = compiled.text
+        # Kept as text, so a cached workflow unpickles without the JavaScript modules; an expression's is made again
+        # from the code the engine runs and the names it reads (`function_text`), which a cached workflow keeps
+        # anyway: its text was a third of the cache entry.
+        self._function_text = compiled.text if compiled.program else None
+        self._engine_code = engine_code if engine_code is not code else None  # v8's `a?.b` for `a.b`
         self.program = compiled.program
         self._reads = tuple((name, tuple(sorted(keys)) if keys is not None else None) for name, keys in reads.items())
         # Only an expression that can reach the clock asks the run for it, so a run records (and a replay
@@ -374,7 +377,19 @@ class Expression:
         # What was checked and derived at load, without the engine's function (bound per engine on first use):
         # a cached workflow builds its expressions again without the JavaScript engine.
         return _restored_expression, (self.source, self.code, self.names, self.program, self._reads,
-                                      self._function_text, self._fast_text, self._reads_clock)
+                                      self._function_text if self.program else None, self._fast_text,
+                                      self._reads_clock, self._engine_code)
+
+    def function_text(self) -> str:
+        """The JavaScript function the engine compiles for this expression: a program's as checked, an expression's
+        made from its engine code and every name it reads, the first time it is asked for."""
+        text = self._function_text
+        if text is None:
+            import wfexec.language.javascript as javascript
+
+            names = tuple(sorted(name for name, _keys in self._reads))
+            text = self._function_text = javascript.expression_function(self._engine_code or self.code, names).text
+        return text
 
     @property
     def reads(self) -> dict[str, tuple[str, ...] | None]:
@@ -412,7 +427,7 @@ class Expression:
         engine = javascript.current()
         # Looked up in the engine's own table each time, never kept here: a retired engine (a promise job left
         # queued, memory exhausted) must go with everything it holds, and each thread has its own.
-        function = engine.function(self._function_text, self.code)
+        function = engine.function(self._function_text or self.function_text(), self.code)
         try:
             return engine.call(function, self.arguments(scope), scope.clock() if self._reads_clock else 0)
         except javascript.JavaScriptError as exc:
@@ -439,16 +454,18 @@ def fast_path(enabled: bool) -> _Switched:
     return _Switched(_fast_path_on, enabled)
 
 
-def _restored_expression(source, code, names, program, reads, function_text, fast_text, reads_clock) -> Expression:
+def _restored_expression(source, code, names, program, reads, function_text, fast_text, reads_clock,
+                         engine_code) -> Expression:
     expression = Expression.__new__(Expression)
-    _fill(expression, source, code, names, program, reads, function_text, fast_text, reads_clock)
+    _fill(expression, source, code, names, program, reads, function_text, fast_text, reads_clock, engine_code)
     return expression
 
 
 def _fill(expression: Expression, source, code, names, program, reads, function_text, fast_text,
-          reads_clock) -> None:
+          reads_clock, engine_code) -> None:
     expression.source, expression.code, expression.names, expression.program = source, code, names, program
     expression._reads, expression._function_text, expression._reads_clock = reads, function_text, reads_clock
+    expression._engine_code = engine_code
     expression._fast_text = fast_text
     expression._evaluator = None
 
