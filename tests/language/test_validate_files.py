@@ -104,3 +104,19 @@ def test_a_states_folder_that_asks_counts_as_asking_a_person():
     done = cli("validate", "--format", "json", "skills/docs-check", cwd=ROOT)
     summary = json.loads(done.stdout)["files"][0]["summary"]
     assert summary["text"] == "2 nodes: 1 run as code, 1 ask a person, 0 go to the LLM"
+
+
+def test_the_summary_looks_each_node_type_up_once_and_counts_what_the_nodes_do(monkeypatch):
+    """Over a workflow with a node that asks a person, one that goes to the LLM and the rest code: the node types
+    are asked for once for the whole summary, not twice per node."""
+    from wfexec.language import summary
+    from wfexec.language.compiler import check_document
+    from wfexec.language.loader import load_file
+
+    checked = check_document(load_file(ROOT / "tests" / "workflows" / "valid" / "every_node" / "workflow.yaml"))
+    asked = []
+    real = summary.node_types
+    monkeypatch.setattr(summary, "node_types", lambda: asked.append(1) or real())
+    found = checked.summary
+    assert len(asked) == 1
+    assert found.nodes == found.code + found.person + found.llm and found.person >= 1 and found.llm >= 1

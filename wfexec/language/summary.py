@@ -53,24 +53,27 @@ def summarise(raw_nodes: dict, nodes: dict) -> Summary:
     """`raw_nodes` as written, `nodes` those compiled."""
     steps: list[LlmStep] = []
     code = person = llm = 0
+    known = node_types().types
     for node_id, raw in raw_nodes.items():
-        own = _node_steps(node_id, raw, nodes.get(node_id))
+        node = nodes.get(node_id)
+        kind = _kind(raw, known)
+        own = _node_steps(node_id, raw, node, kind)
         steps.extend(own)
         if own:
             llm += 1
-        elif _asks_person(_kind(raw), nodes.get(node_id)):
+        elif _asks_person(kind, node):
             person += 1
         else:
             code += 1
     return Summary(nodes=len(raw_nodes), code=code, person=person, llm=llm, llm_steps=tuple(steps))
 
 
-def _kind(raw: Any):
-    """The node type of a node as written, or None when it names none."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+def _kind(raw: Any, known: dict):
+    """The node type of a node as written (among the `known` node types), or None when it names none."""
+    if not isinstance(raw, dict):
         return None
-    known = node_types()
-    return known[raw["type"]] if raw["type"] in known else None
+    name = raw.get("type")
+    return known.get(name) if isinstance(name, str) else None
 
 
 def _asks_person(kind, node) -> bool:
@@ -80,10 +83,9 @@ def _asks_person(kind, node) -> bool:
     return kind.asks_person or (asks_person_in is not None and node is not None and asks_person_in(node.spec))
 
 
-def _node_steps(node_id: str, raw: Any, node) -> list[LlmStep]:
+def _node_steps(node_id: str, raw: Any, node, kind) -> list[LlmStep]:
     if not isinstance(raw, dict):
         return []
-    kind = _kind(raw)
     judgement = kind.checks.judgement if kind is not None else None
     found = []
     if judgement is not None:
