@@ -294,36 +294,6 @@ def test_a_folder_digest_is_what_the_glob_made(tmp_path):
     assert digest(str(folder / "START.sh")) == digest(folder / "START.sh") != "missing"
 
 
-def _source_hash(folder: Path, cache: Path) -> str:
-    shown = subprocess.run(
-        [sys.executable, "-c", "from wfexec.api import check; print(check('workflow.yaml')[0].source_hash)"],
-        cwd=folder, env=with_coverage({**os.environ, "WFEXEC_CACHE_DIR": str(cache)}), capture_output=True,
-        text=True, timeout=120)
-    assert shown.returncode == 0, shown.stderr
-    return shown.stdout.strip()
-
-
-def test_a_workflow_is_known_by_its_text_and_its_imports_in_every_process(tmp_path):
-    """The source hash (what a Temporal worker compares with the client's, what a durable run records) is the
-    digest of the file's text the cache key already took, with the imports' data: the same in a new process and
-    from the cache, another for a comment edited or an import changed."""
-    import hashlib
-
-    folder, cache = project(tmp_path / "p"), tmp_path / "cache"
-    first = _source_hash(folder, cache)
-    assert entries(cache)  # kept: the next process reads it from the cache
-    assert _source_hash(folder, cache) == first
-    assert _source_hash(folder, tmp_path / "another cache") == first
-    text = (folder / "workflow.yaml").read_bytes()
-    assert first == hashlib.sha256(f"{hashlib.sha256(text).hexdigest()}\0"
-                                   '{"words": {"greeting": "hello"}}'.encode()).hexdigest()[:16]
-    (folder / "workflow.yaml").write_bytes(text + b"# a comment changes the text\n")
-    commented = _source_hash(folder, cache)
-    assert commented != first
-    (folder / "words.yaml").write_text("greeting: hi\n")
-    assert _source_hash(folder, cache) not in (first, commented)
-
-
 def test_a_cache_entry_writes_each_key_and_short_value_once_however_many_nodes_repeat_it(tmp_path):
     """The keys and short values every node repeats (`type: action`, `on_success`, a shared target) are one object
     each once loaded, so the entry holds each once and refers back to it: an entry grows with what the nodes say

@@ -36,7 +36,7 @@ from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PREC
                        Registry, consequences, preconditions)
 from wfexec.language.paths import PathError, parse_path
 from wfexec.language.inputs import input_schema_problems
-from wfexec.system.digest import remembered_hexdigest, sha256
+from wfexec.system.digest import sha256
 
 _CALL_META = ("type", "description")
 
@@ -307,18 +307,9 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def source_hash(doc: Document, imports: dict) -> str:
-    """What a run of the workflow was compiled from: its file's text and what its imports hold (a Temporal worker
-    compiles its copy of the file and compares). The text's digest is the one the compiled-workflow cache took of
-    the file's bytes, remembered: digesting the data written out as JSON cost a cold validate a thirtieth of its
-    time. A document without its text (none is made so today) is known by its data."""
-    if not doc.text and doc.data:
-        whole = json.dumps({"workflow": doc.data, "imports": imports}, sort_keys=True, default=str)
-        return sha256(whole.encode()).hexdigest()[:16]
-    digest = remembered_hexdigest(doc.text.encode("utf-8", "surrogatepass"))
-    if imports:
-        digest = sha256(f"{digest}\0{json.dumps(imports, sort_keys=True, default=str)}".encode()).hexdigest()
-    return digest[:16]
+def source_hash(data: Any, imports: dict) -> str:
+    blob = json.dumps({"workflow": data, "imports": imports}, sort_keys=True, default=str).encode()
+    return sha256(blob).hexdigest()[:16]
 
 
 def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | None, list[Diagnostic]]:
@@ -476,7 +467,7 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             entry_preconditions=entry, initial_state=as_started.get("initial_state") or {},
             imports=imports,
             input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
-            path=path, source_hash=source_hash(doc, imports) if for_a_run else "", raw=data,
+            path=path, source_hash=source_hash(data, imports) if for_a_run else "", raw=data,
             documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
             top_level_first=is_v8, default_error=default_error if isinstance(default_error, str) else None,
             reply_paths=_reply_paths(nodes, lambda: unwritten_reads(as_started, c.expressions, _bound_names(nodes),

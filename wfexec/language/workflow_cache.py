@@ -27,7 +27,7 @@ from pathlib import Path
 from wfexec.language.gc_pause import collector_paused
 from wfexec.system import cache
 from wfexec.version import __version__
-from wfexec.system.digest import remembered_hexdigest, sha256
+from wfexec.system.digest import sha256
 
 HIGHEST_PROTOCOL = -1  # pickle's way of saying its highest
 
@@ -73,7 +73,21 @@ def cache_key(kind: str, *parts: str) -> bytes:
 
 
 def _key(path: Path, content: bytes) -> bytes:
-    return cache_key("workflow 1", os.environ.get("CLAUDE_PLUGIN_ROOT", ""), str(path), remembered_hexdigest(content))
+    return cache_key("workflow 1", os.environ.get("CLAUDE_PLUGIN_ROOT", ""), str(path), _content_digest(content))
+
+
+# The last workflow's bytes and their digest, as one tuple: threads swap it whole.
+_last_digest: list[tuple[bytes, str]] = [(b"", "")]
+
+
+def _content_digest(content: bytes) -> str:
+    """The SHA-256 of a workflow file's bytes, the last one remembered: a miss digests the file to look for its
+    entry, then again to keep it (comparing the bytes costs a fraction of hashing them)."""
+    last_content, digest = _last_digest[0]
+    if not digest or content != last_content:
+        digest = sha256(content).hexdigest()
+        _last_digest[0] = (content, digest)
+    return digest
 
 
 def digest(place: str | os.PathLike) -> str:

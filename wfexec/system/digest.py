@@ -38,18 +38,3 @@ def sha256(data: bytes = b""):  # -> a hashlib-style object: update, digest, hex
 
     _openssl.append(openssl)
     return openssl(data)
-
-
-# The last bytes `remembered_hexdigest` digested and their digest, as one tuple: threads swap it whole.
-_last: list[tuple[bytes, str]] = [(b"", "")]
-
-
-def remembered_hexdigest(data: bytes) -> str:
-    """`sha256(data).hexdigest()`, remembered for the last bytes asked about: a cold validate digests the workflow
-    file's bytes for the cache key it looks for, for the workflow's source hash and for the key it keeps the
-    result under (comparing the bytes costs a fraction of hashing them)."""
-    last_data, digest = _last[0]
-    if not digest or data != last_data:
-        digest = sha256(data).hexdigest()
-        _last[0] = (data, digest)
-    return digest
