@@ -327,21 +327,20 @@ class Expression:
         fast_text = expression_fastpath.fast_source(code, builtins, tokens)
         engine_code, names = js_source.optional_members(code) if _missing_reads_null[0] else code, \
             tuple(sorted(reads))
-        if fast_text is not None:
-            # The fast path's reader took the whole source in a subset of JavaScript's grammar: it is one valid
-            # expression, which the engine's syntax check would only confirm (a third of checking a short one).
-            compiled = javascript.expression_function(engine_code, names)
-        else:
+        # A program's function text is kept as checked, so a cached workflow unpickles without the JavaScript
+        # modules; an expression's is made from the code the engine runs and the names it reads (`function_text`),
+        # which a cached workflow keeps anyway: its text was a third of the cache entry.
+        self.program, self._function_text = False, None
+        if fast_text is None:
             try:
                 compiled = javascript.compile_source(engine_code, names)
             except javascript.JavaScriptError as exc:
                 raise self._invalid(exc) from None
-        # Kept as text, so a cached workflow unpickles without the JavaScript modules; an expression's is made again
-        # from the code the engine runs and the names it reads (`function_text`), which a cached workflow keeps
-        # anyway: its text was a third of the cache entry.
-        self._function_text = compiled.text if compiled.program else None
+            if compiled.program:
+                self.program, self._function_text = True, compiled.text
+        # Otherwise the fast path's reader took the whole source in a subset of JavaScript's grammar: it is one valid
+        # expression, which the engine's syntax check would only confirm (a third of checking a short one).
         self._engine_code = engine_code if engine_code is not code else None  # v8's `a?.b` for `a.b`
-        self.program = compiled.program
         self._reads = tuple((name, tuple(sorted(keys)) if keys is not None else None) for name, keys in reads.items())
         # Only an expression that can reach the clock asks the run for it, so a run records (and a replay
         # serves) a time only for the steps that read one. Reaching `Date` sideways counts too.
