@@ -290,9 +290,12 @@ class Expression:
 
         code = _exact_integers(_interpolated_strings(code))
         self.code = code
+        tokens = None  # a simple source's names are found without its tokens, which only the fast path reads
+        found = js_source.simple_usage(code)
         try:
-            tokens = js_source.scan(code)
-            found = js_source.usage(code, tokens)
+            if found is None:
+                tokens = js_source.scan(code)
+                found = js_source.usage(code, tokens)
         except js_source.TokenError as exc:
             try:  # the engine's own words, when it agrees the source is broken
                 javascript.compile_source(code, ())
@@ -303,7 +306,7 @@ class Expression:
         builtins = javascript.global_names()
         keywords = js_source.KEYWORDS
         reads = {name: keys for name, keys in found.reads.items() if name not in builtins and name not in keywords}
-        if "|" in code.replace("||", "").replace("|=", "") and "|" in tokens.texts and \
+        if tokens is not None and "|" in code.replace("||", "").replace("|=", "") and "|" in tokens.texts and \
                 _reads_a_jq_filter(code, reads):
             # `x | tojson` is JavaScript too (0, silently); `||` and `|=` are tokens of their own
             _refuse_foreign_idiom(source)
@@ -312,6 +315,11 @@ class Expression:
         unknown_calls = {name: at for name, at in found.calls.items()
                          if name not in builtins and name not in found.declared and name not in keywords}
         if unknown_calls:
+            if tokens is None:  # where the call stands is a token's place
+                tokens = js_source.scan(code)
+                found = js_source.usage(code, tokens)
+                unknown_calls = {name: at for name, at in found.calls.items()
+                                 if name not in builtins and name not in found.declared and name not in keywords}
             name, at = min(unknown_calls.items(), key=lambda item: item[1])
             from wfexec.language.diagnostics import did_you_mean
 
@@ -324,7 +332,8 @@ class Expression:
                                   line, column)
         import wfexec.language.expression_fastpath as expression_fastpath
 
-        fast_text = expression_fastpath.fast_source(code, builtins, tokens)
+        # A simple source holds `,`, `[` or `=>`, which no expression of the fast path's grammar does.
+        fast_text = expression_fastpath.fast_source(code, builtins, tokens) if tokens is not None else None
         engine_code, names = js_source.optional_members(code) if _missing_reads_null[0] else code, \
             tuple(sorted(reads))
         # A program's function text is kept as checked, so a cached workflow unpickles without the JavaScript

@@ -381,6 +381,77 @@ def usage(source: str, tokens: Scanned | None = None) -> Usage:
     return found
 
 
+# `simple_usage`'s sources: names, numbers, blanks and punctuation, nothing past ASCII. Without a quote, a backtick,
+# `/`, `\`, a brace, `#` or `@` a source holds no string, template, regular expression, comment, escape, block,
+# object literal, class or private name: the only things `usage` reads in context.
+_SIMPLE_SOURCE = lazy(r"[\w$ \t\r\n().,;:?!=<>+\-*%&|^~\[\]]*", re.ASCII)
+# Each name read, found where it stands rather than token by token: (the name, the key read below it in `a.b`,
+# `(` or `=>` after the name and the keys read below it). A name starts after no word character (the `e5` of
+# `1e5` or the `x1f` of `0x1f` is part of a number, as the tokenizer reads it) and after no member mark: a dot
+# before it must end a `...`, since a simple source has no `..`. sre looks for the next match from a name's first
+# character, skipping every other character in C: a pattern that started otherwise was tried at each place, and
+# cost more than the tokenizer did.
+_NAME_IN_PLACE = lazy(r"([A-Za-z_$](?<![\w$][A-Za-z_$])(?<![^.]\.[A-Za-z_$])[\w$]*)"
+                      r"(?:\.([A-Za-z_$][\w$]*))?[\w$.]*\s*(\(|=>)?", re.ASCII)
+_PLAIN_PARAMS = lazy(r"[\w$,\s]*", re.ASCII)  # names and commas: bound as they stand
+_DOT_APART = lazy(r"\.(?:\s|\.\.\.|(?<!\.\.)\.(?!\.)|(?<=\s\.)(?=[A-Za-z_$]))")
+
+
+def simple_usage(source: str) -> Usage | None:
+    """`usage(source)` for a source no fast-path expression could be (it holds `,`, `[` or `=>`) and that needs no
+    tokenizer: names, numbers and punctuation only (`_SIMPLE_SOURCE`), no declaration, no lone `|` (a jq filter's
+    pipe, which `Expression` looks for among the tokens), no `..` outside `...`. One regular expression finds the
+    names in place, each with what stands beside it, where tokenizing made a piece of every number and mark and
+    then walked them all in Python: a third of checking a long `compute`. A call's index is its name's place
+    among the names, not among the tokens. None: `usage` must read it."""
+    if not ("," in source or "[" in source or "=>" in source) or _SIMPLE_SOURCE.fullmatch(source) is None:
+        return None
+    if "|" in source and "|" in source.replace("||", "").replace("|=", ""):
+        return None
+    if "." in source and _DOT_APART.search(source) is not None:
+        return None
+    found = Usage()
+    declared, reads, calls = found.declared, found.reads, found.calls
+    for index, (name, key, after) in enumerate(_NAME_IN_PLACE.findall(source)):
+        if name in KEYWORDS:
+            if name in _DECLARE_WORDS:
+                return None
+            if after == "=>" and not key:
+                declared.add(name)  # `of => ...`: as `usage` binds it
+            continue
+        if name in reads:
+            keys = reads[name]
+            if keys is not None:
+                if key:
+                    keys.add(key)
+                else:
+                    reads[name] = None
+        else:
+            reads[name] = {key} if key else None
+        if key:
+            continue
+        if after == "(":
+            if name not in calls:
+                calls[name] = index
+        elif after:  # `x => ...`
+            declared.add(name)
+    arrow = source.find("=>")
+    while arrow >= 0:
+        close = arrow - 1
+        while close > 0 and source[close] in " \t\r\n":
+            close -= 1
+        if source[close] == ")":  # `(a, b) => ...`: what the brackets hold is bound
+            params = source[source.rfind("(", 0, close) + 1:close]
+            if _PLAIN_PARAMS.fullmatch(params) is None:
+                return None  # a pattern, a default or a rest parameter: the tokens tell
+            for bound in params.split(","):
+                bound = bound.strip()
+                if bound and bound not in KEYWORDS:
+                    declared.add(bound)
+        arrow = source.find("=>", arrow + 2)
+    return found
+
+
 def _arrow_params(tokens: Scanned, arrow: int, declared: set[str]) -> None:
     if not arrow:
         return
