@@ -30,6 +30,7 @@ _NAMES = st.sampled_from(["a", "b", "x", "items", "$v", "_w", "computed", "len",
 _KEYS = st.sampled_from(["b", "e0", "max", "map", "length", "default", "in", "$k"])
 _NUMBERS = st.sampled_from(["0", "12", "1.5", ".5", "1e5", "2E-3", "0x1f", "10n", "1_000", "1.5e3"])
 _BLANK = st.sampled_from(["", " ", "\n  ", "\t"])
+_STRINGS = st.sampled_from(["'a.b, c'", '"x\'y"', "'{ k: v }'", '"// no comment"', "''", "'a /b/ `c`'"])
 
 
 def _with_blanks(template: str, draw_blank) -> str:
@@ -42,6 +43,7 @@ def _atoms(draw):
     return draw(st.sampled_from([
         name, f"{name}.{draw(_KEYS)}", f"{name}.{draw(_KEYS)}.{draw(_KEYS)}", draw(_NUMBERS), f"{name}?.{draw(_KEYS)}",
         f"{name}?.[{draw(_NUMBERS)}]", f"this.{draw(_KEYS)}", "1.5.toFixed(1)", "(12).toString()",
+        draw(_STRINGS), f"{draw(_STRINGS)}.length", f"{name}[{draw(_STRINGS)}]",
     ]))
 
 
@@ -105,7 +107,8 @@ def test_any_source_read_in_place_is_read_as_the_tokens_read_it(pieces):
     "(...rest) => rest",        # a rest parameter
     "([a, b]) => a",            # a pattern
     "x | y, z",                 # a jq pipe, which Expression looks for among the tokens
-    "[a, 'b']",                 # a string
+    "[a, 'b\\'c']",              # a string with an escape
+    "[a, 'b' + `c`]",           # a template literal
     "[a / b]",                  # a division or a regular expression
     "[{a: 1}]",                 # an object
     "[é, a]",                   # past ASCII

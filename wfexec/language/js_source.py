@@ -9,6 +9,10 @@ identifiers that are property names (after `.` or `?.`, or object keys).
 What it cannot tell apart exactly (a name declared in an inner scope and also
 used free elsewhere) it reports as read: an extra name costs a lookup that
 finds nothing.
+
+A source with nothing that needs the tokenizer's context (no string, comment,
+regular expression, block or blank beside a dot: `simple_usage`) has its
+names found in place by one regular expression instead, to the same result.
 """
 
 from __future__ import annotations
@@ -393,17 +397,21 @@ _SIMPLE_SOURCE = lazy(r"[\w$ \t\r\n().,;:?!=<>+\-*%&|^~\[\]]*", re.ASCII)
 # cost more than the tokenizer did.
 _NAME_IN_PLACE = lazy(r"([A-Za-z_$](?<![\w$][A-Za-z_$])(?<![^.]\.[A-Za-z_$])[\w$]*)"
                       r"(?:\.([A-Za-z_$][\w$]*))?[\w$.]*\s*(\(|=>)?", re.ASCII)
+_PLAIN_STRING = lazy(r"'[^'\\\n]*'|\"[^\"\\\n]*\"")  # no escape in it, so it ends at its next quote
 _PLAIN_PARAMS = lazy(r"[\w$,\s]*", re.ASCII)  # names and commas: bound as they stand
 _DOT_APART = lazy(r"\.(?:\s|\.\.\.|(?<!\.\.)\.(?!\.)|(?<=\s\.)(?=[A-Za-z_$]))")
 
 
 def simple_usage(source: str) -> Usage | None:
     """`usage(source)` for a source no fast-path expression could be (it holds `,`, `[` or `=>`) and that needs no
-    tokenizer: names, numbers and punctuation only (`_SIMPLE_SOURCE`), no declaration, no lone `|` (a jq filter's
+    tokenizer: names, numbers, strings without escapes and punctuation only (`_SIMPLE_SOURCE`), no declaration, no lone `|` (a jq filter's
     pipe, which `Expression` looks for among the tokens), no `..` outside `...`. One regular expression finds the
     names in place, each with what stands beside it, where tokenizing made a piece of every number and mark and
     then walked them all in Python: a third of checking a long `compute`. A call's index is its name's place
     among the names, not among the tokens. None: `usage` must read it."""
+    if "'" in source or '"' in source:
+        # A string without an escape reads as the number 0 would: no name, no mark, no context inside it.
+        source = _PLAIN_STRING.sub("0", source)
     if not ("," in source or "[" in source or "=>" in source) or _SIMPLE_SOURCE.fullmatch(source) is None:
         return None
     if "|" in source and "|" in source.replace("||", "").replace("|=", ""):
