@@ -1,5 +1,5 @@
-"""The names of a simple source (no string, comment, block or blank beside a dot), found in place without the
-tokenizer, are exactly what the tokenizer's reading finds; whatever needs the tokens goes to it."""
+"""The names of a simple source (no template, escape, comment, block or blank beside a dot), found in place
+without the tokenizer, are exactly what the tokenizer's reading finds; whatever needs the tokens goes to it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from wfexec.language.expressions import Expression, ExpressionError
 from wfexec.language.javascript import JavaScriptError, compile_source
 from wfexec.language.js_source import simple_usage, usage
 
-from tests.conftest import compat_root
+from conftest import compat_root
 
 
 def same_reading(source: str) -> bool:
