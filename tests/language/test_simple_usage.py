@@ -104,6 +104,7 @@ def test_any_source_read_in_place_is_read_as_the_tokens_read_it(pieces):
     "[....a]",
     "const a = [1]; a",         # a declaration
     "(a = 1) => a",             # a default
+    "[(a = f(x)) => a]",        # a default that calls: `x` is not the parameters' only name
     "(...rest) => rest",        # a rest parameter
     "([a, b]) => a",            # a pattern
     "x | y, z",                 # a jq pipe, which Expression looks for among the tokens

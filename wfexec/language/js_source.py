@@ -10,9 +10,10 @@ What it cannot tell apart exactly (a name declared in an inner scope and also
 used free elsewhere) it reports as read: an extra name costs a lookup that
 finds nothing.
 
-A source with nothing that needs the tokenizer's context (no string, comment,
-regular expression, block or blank beside a dot: `simple_usage`) has its
-names found in place by one regular expression instead, to the same result.
+A source with nothing that needs the tokenizer's context (no template,
+escape, comment, regular expression, block or blank beside a dot:
+`simple_usage`) has its names found in place by one regular expression
+instead, to the same result.
 """
 
 from __future__ import annotations
@@ -385,9 +386,10 @@ def usage(source: str, tokens: Scanned | None = None) -> Usage:
     return found
 
 
-# `simple_usage`'s sources: names, numbers, blanks and punctuation, nothing past ASCII. Without a quote, a backtick,
-# `/`, `\`, a brace, `#` or `@` a source holds no string, template, regular expression, comment, escape, block,
-# object literal, class or private name: the only things `usage` reads in context.
+# `simple_usage`'s sources, once their plain strings are blanked: names, numbers, blanks and punctuation, nothing
+# past ASCII. Without a quote, a backtick, `/`, `\`, a brace, `#` or `@` a source holds no string with an escape,
+# template, regular expression, comment, block, object literal, class or private name: the only things `usage`
+# reads in context.
 _SIMPLE_SOURCE = lazy(r"[\w$ \t\r\n().,;:?!=<>+\-*%&|^~\[\]]*", re.ASCII)
 # Each name read, found where it stands rather than token by token: (the name, the key read below it in `a.b`,
 # `(` or `=>` after the name and the keys read below it). A name starts after no word character (the `e5` of
@@ -399,16 +401,19 @@ _NAME_IN_PLACE = lazy(r"([A-Za-z_$](?<![\w$][A-Za-z_$])(?<![^.]\.[A-Za-z_$])[\w$
                       r"(?:\.([A-Za-z_$][\w$]*))?[\w$.]*\s*(\(|=>)?", re.ASCII)
 _PLAIN_STRING = lazy(r"'[^'\\\n]*'|\"[^\"\\\n]*\"")  # no escape in it, so it ends at its next quote
 _PLAIN_PARAMS = lazy(r"[\w$,\s]*", re.ASCII)  # names and commas: bound as they stand
+# What a name and its keys read whole cannot take: a dot with a blank after it, or before it and a name after it
+# (`a\n  .map(f)`); two dots (`1..toString()`) or four. Searched from each dot (sre's literal prefix).
 _DOT_APART = lazy(r"\.(?:\s|\.\.\.|(?<!\.\.)\.(?!\.)|(?<=\s\.)(?=[A-Za-z_$]))")
 
 
 def simple_usage(source: str) -> Usage | None:
     """`usage(source)` for a source no fast-path expression could be (it holds `,`, `[` or `=>`) and that needs no
-    tokenizer: names, numbers, strings without escapes and punctuation only (`_SIMPLE_SOURCE`), no declaration, no lone `|` (a jq filter's
-    pipe, which `Expression` looks for among the tokens), no `..` outside `...`. One regular expression finds the
-    names in place, each with what stands beside it, where tokenizing made a piece of every number and mark and
-    then walked them all in Python: a third of checking a long `compute`. A call's index is its name's place
-    among the names, not among the tokens. None: `usage` must read it."""
+    tokenizer: names, numbers, strings without escapes and punctuation only (`_SIMPLE_SOURCE`), no declaration, no
+    lone `|` (a jq filter's pipe, which `Expression` looks for among the tokens), no dot apart (`_DOT_APART`),
+    arrow parameters that are plain names. One regular expression finds the names in place, each with what stands
+    beside it, where tokenizing made a piece of every number and mark and then walked them all in Python: a third
+    of checking a long `compute`. A call's index is its name's place among the names, not among the tokens.
+    None: `usage` must read it."""
     if "'" in source or '"' in source:
         # A string without an escape reads as the number 0 would: no name, no mark, no context inside it.
         source = _PLAIN_STRING.sub("0", source)
@@ -446,9 +451,9 @@ def simple_usage(source: str) -> Usage | None:
     arrow = source.find("=>")
     while arrow >= 0:
         close = arrow - 1
-        while close > 0 and source[close] in " \t\r\n":
+        while close >= 0 and source[close] in " \t\r\n":
             close -= 1
-        if source[close] == ")":  # `(a, b) => ...`: what the brackets hold is bound
+        if close >= 0 and source[close] == ")":  # `(a, b) => ...`: what the brackets hold is bound
             params = source[source.rfind("(", 0, close) + 1:close]
             if _PLAIN_PARAMS.fullmatch(params) is None:
                 return None  # a pattern, a default or a rest parameter: the tokens tell
