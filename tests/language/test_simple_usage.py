@@ -114,6 +114,7 @@ def test_any_source_read_in_place_is_read_as_the_tokens_read_it(pieces):
     "[{a: 1}]",                 # an object
     "[é, a]",                   # past ASCII
     "a + b",                    # no `,`, `[` or `=>`: it may be the fast path's
+    "x == 'a, [b] => c'",       # only inside a string: the same
 ])
 def test_what_only_the_tokens_read_is_left_to_them(source):
     assert simple_usage(source) is None

@@ -414,10 +414,14 @@ def simple_usage(source: str) -> Usage | None:
     beside it, where tokenizing made a piece of every number and mark and then walked them all in Python: a third
     of checking a long `compute`. A call's index is its name's place among the names, not among the tokens.
     None: `usage` must read it."""
+    if not ("," in source or "[" in source or "=>" in source):
+        return None
     if "'" in source or '"' in source:
         # A string without an escape reads as the number 0 would: no name, no mark, no context inside it.
         source = _PLAIN_STRING.sub("0", source)
-    if not ("," in source or "[" in source or "=>" in source) or _SIMPLE_SOURCE.fullmatch(source) is None:
+        if not ("," in source or "[" in source or "=>" in source):
+            return None  # they were inside the strings
+    if _SIMPLE_SOURCE.fullmatch(source) is None:
         return None
     if "|" in source and "|" in source.replace("||", "").replace("|=", ""):
         return None
