@@ -283,11 +283,7 @@ class Expression:
         if not code.strip():
             raise ExpressionError("the expression is empty" if not source.strip() else
                                   f"`{_short(source)}` holds only `#` comments, no code", LANGUAGE_HINT, source)
-        # Modules, not names from them: `from a.package import x` runs importlib's Python at every call, and
-        # these imports cost 2.3 µs an expression that way (1% of checking a chain's node), 0.9 µs this way.
-        import wfexec.language.javascript as javascript
-        import wfexec.language.js_source as js_source
-
+        javascript, js_source, expression_fastpath = _analysers or _analysing_modules()
         code = _exact_integers(_interpolated_strings(code))
         self.code = code
         tokens = None  # a simple source's names are found without its tokens, which only the fast path reads
@@ -311,7 +307,7 @@ class Expression:
             # `x | tojson` is JavaScript too (0, silently); `||` and `|=` are tokens of their own
             _refuse_foreign_idiom(source)
         free = found.free
-        self.names = tuple(sorted(name for name in free if name in reads))
+        self.names = tuple(sorted(free.intersection(reads)))
         unknown_calls = {name: at for name, at in found.calls.items()
                          if name not in builtins and name not in found.declared and name not in keywords}
         if unknown_calls:
@@ -330,8 +326,6 @@ class Expression:
                 f"and the helpers {', '.join(HELPERS)}; call methods on values: `s.trim()`, `items.map(...)`"
             raise ExpressionError(f"unknown function '{name}' called in `{_short(source)}`", hint, source,
                                   line, column)
-        import wfexec.language.expression_fastpath as expression_fastpath
-
         # A simple source holds `,`, `[` or `=>`, which no expression of the fast path's grammar does.
         fast_text = expression_fastpath.fast_source(code, builtins, tokens) if tokens is not None else None
         engine_code, names = js_source.optional_members(code) if _missing_reads_null[0] else code, \
@@ -350,7 +344,7 @@ class Expression:
         # Otherwise the fast path's reader took the whole source in a subset of JavaScript's grammar: it is one valid
         # expression, which the engine's syntax check would only confirm (a third of checking a short one).
         self._engine_code = engine_code if engine_code is not code else None  # v8's `a?.b` for `a.b`
-        self._reads = tuple((name, tuple(sorted(keys)) if keys is not None else None) for name, keys in reads.items())
+        self._reads = tuple([(name, tuple(sorted(keys)) if keys is not None else None) for name, keys in reads.items()])
         # Only an expression that can reach the clock asks the run for it, so a run records (and a replay
         # serves) a time only for the steps that read one. Reaching `Date` sideways counts too.
         self._reads_clock = not _CLOCK_NAMES.isdisjoint(free) or "this" in code or "constructor" in code
@@ -482,6 +476,20 @@ def _fill(expression: Expression, source, code, names, program, reads, function_
 # workflow repeats the same expressions and `${...}` templates, and each analysis tokenises the source and asks
 # the engine to compile it. Bounded, so a long-lived server (MCP, the language server) does not grow with it.
 _analysed: dict[tuple[str, bool], tuple] = {}
+# The modules that analyse a source, imported by the first analysis (a cached workflow runs without them) and kept
+# here: an `import` statement in `_analyse` ran the import machinery for each expression, ~6,000 instructions (2% of
+# checking a long one).
+_analysers: tuple = ()
+
+
+def _analysing_modules() -> tuple:
+    global _analysers
+    import wfexec.language.expression_fastpath as expression_fastpath
+    import wfexec.language.javascript as javascript
+    import wfexec.language.js_source as js_source
+
+    _analysers = (javascript, js_source, expression_fastpath)
+    return _analysers
 _ANALYSED_KEPT = 100_000
 
 
