@@ -101,14 +101,13 @@ def expression_function(source: str, names: tuple[str, ...]) -> Compiled:
 def check_text(source: str, names: tuple[str, ...]) -> str:
     """What checking `source` compiles: `expression_function`'s text, lighter (the names as parameters, no clock),
     accepting and refusing the same sources."""
-    return _CHECK_EXPRESSION % ("".join(f", {name}" for name in names), source)
+    return _CHECK_EXPRESSION % (", " + ", ".join(names) if names else "", source)
 
 
 def compile_source(source: str, names: tuple[str, ...]) -> Compiled:
     """Check `source` and build its function text. A source that is one expression returns its value;
     otherwise it is a program whose value is its completion value (as `eval` gives it).
     Raises JavaScriptError with the position of a syntax error inside `source`."""
-    declared = ",".join(names)
     engine = current()
     as_expression = expression_function(source, names)
     try:
@@ -125,7 +124,7 @@ def compile_source(source: str, names: tuple[str, ...]) -> Compiled:
             # One line that is not a program either: the expression reading explains it best.
             raise expression_error if "\n" not in source.strip() and ";" not in source else program_error from None
         source = as_object
-    as_program = _AS_PROGRAM % (declared, json.dumps(source))
+    as_program = _AS_PROGRAM % (",".join(names), json.dumps(source))
     engine.check(as_program, source)
     return Compiled(as_program, True)
 
