@@ -271,11 +271,17 @@ class Compiler:
                 self.file(value, at, "document", allow_dir=name in spec.document_folders)
         for name, value in spec.era_params.get(self.era, {}).items():
             params.setdefault(name, value)  # what the era's catalogue says, unless the call says otherwise
-        if any(isinstance(v, Prose) for v in params.values()) or any(name in params for name in spec.asks_llm_with):
+        # Loops, not `any` over generators: this runs for every call of the file.
+        asks_llm = bool(spec.asks_llm_with) and not params.keys().isdisjoint(spec.asks_llm_with)
+        for value in params.values():
+            if asks_llm or isinstance(value, Prose):
+                asks_llm = True
+                break
+        if asks_llm:
             # This call asks the LLM: resume, dry runs and the summary must know it, as for an LLM hook.
             spec = replace(spec, effects=tuple(dict.fromkeys(spec.effects + ("llm",))), idempotent=False)
         call = Call(spec=spec, params=params, raw=raw, where=self.where(rel),
-                    dynamic=tuple(k for k, v in params.items() if has_templates(v)))
+                    dynamic=tuple([k for k, v in params.items() if has_templates(v)]))
         self.compiled_calls.append((self.full(rel), call))
         return call
 
@@ -296,8 +302,8 @@ class Compiler:
     def calls(self, raw: Any, rel: tuple, kind: str) -> tuple:
         if not isinstance(raw, list):
             return ()
-        compiled = (self.call(item, tuple(rel) + (i,), kind) for i, item in enumerate(raw))
-        return tuple(c for c in compiled if c is not None)
+        compiled = [self.call(item, tuple(rel) + (i,), kind) for i, item in enumerate(raw)]
+        return tuple([call for call in compiled if call is not None])
 
 
 def _is_dir(path: Path) -> bool:
