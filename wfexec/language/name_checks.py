@@ -22,6 +22,7 @@ from wfexec.language.paths import PathError, parse_path
 _WRITING_KEYS = ("store_as", "field", "audit_output")
 _FLAG_KEYS = ("flag", "set_flag")
 _LOCAL_KEYS = ("as", "index_as")
+_NAMING_KEYS = frozenset((*_WRITING_KEYS, *_FLAG_KEYS, *_LOCAL_KEYS))  # one set lookup rules out most strings
 _ENGINE_WRITES = {("computed", "last_error"), ("computed", "last_error_hint"), ("computed", "validation_errors"),
                   ("computed", "audit_results"), ("computed", "dynamic_target")}
 _ALWAYS_THERE = frozenset(("computed", "flags", "user_responses", "history", "checkpoints", "env", *RUNTIME_NAMES))
@@ -131,12 +132,14 @@ class Written:
         while waiting:
             value = waiting.pop()
             if type(value) is list:
-                waiting.extend(item for item in value if isinstance(item, (dict, list)))
+                waiting.extend(value)  # its scalars are dropped when taken, a cheaper test than a generator's
                 continue
             if not isinstance(value, dict):
                 continue
             for key, item in value.items():
                 if isinstance(item, str):
+                    if key not in _NAMING_KEYS:
+                        continue
                     if key in _WRITING_KEYS:
                         self._path(item)
                     elif key in _FLAG_KEYS:
