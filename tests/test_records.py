@@ -170,6 +170,17 @@ def test_frozen_records_with_slots_pickle_back_every_field(record):
         [getattr(record, f.name) for f in records.fields(record)]
 
 
+@pytest.mark.parametrize("cls, args", [(_Inherited, ("b", 2, ("x",))), (_SlotsOverPlain, ("c", 5))])
+def test_a_frozen_record_made_often_sets_each_field_where_it_lives(cls, args):
+    """Past its first instances, a frozen record with slots sets each field through its slot's own setter (one
+    whose fields are not all slots, through `object.__setattr__`): every field reads back, and none can change."""
+    made = [cls(*args) for _ in range(records._INTERPRETED_CALLS + 2)]
+    assert cls.__init__.__code__.co_filename == "<string>"  # compiled now
+    assert [[getattr(each, f.name) for f in records.fields(each)] for each in made] == [list(args)] * len(made)
+    with pytest.raises(AttributeError):
+        setattr(made[-1], records.fields(made[-1])[0].name, "changed")
+
+
 def test_a_default_before_a_required_field_is_refused_at_declaration():
     with pytest.raises((TypeError, SyntaxError)):
         @records.dataclass

@@ -178,7 +178,7 @@ def _init(cls: type, specs: tuple[Field, ...], frozen: bool, post_init: bool) ->
             calls[0] += 1
             if calls[0] <= _INTERPRETED_CALLS and interpreted(self, args, kwargs):
                 return
-            compiled.append(_compiled_init(qualname, specs, frozen, post_init))
+            compiled.append(_compiled_init(qualname, specs, frozen, post_init, type(self)))
             for owner in type(self).__mro__:  # the class this one was set on (a plain subclass inherits it)
                 if owner.__dict__.get("__init__") is __init__:
                     owner.__init__ = compiled[0]  # type: ignore[misc]
@@ -240,9 +240,26 @@ def _interpreted_init(specs: tuple[Field, ...], frozen: bool, post_init: bool) -
     return interpreted
 
 
-def _compiled_init(qualname: str, specs: tuple[Field, ...], frozen: bool, post_init: bool) -> Callable:
-    """The one compiled method: `__init__` with the fields as parameters, defaults and factories as declared."""
+class _OneSlot:
+    __slots__ = ("slot",)
+
+
+_SLOT = type(_OneSlot.__dict__["slot"])  # what a class's __slots__ make of each name
+
+
+def _slot_setters(kind: type, specs: tuple[Field, ...]) -> tuple | None:
+    """Each field's slot setter, when every field of `kind` is a slot (None: some live in a `__dict__`)."""
+    slots: tuple[Any, ...] = tuple(getattr(kind, spec.name, None) for spec in specs)
+    return tuple(slot.__set__ for slot in slots) if all(type(slot) is _SLOT for slot in slots) else None
+
+
+def _compiled_init(qualname: str, specs: tuple[Field, ...], frozen: bool, post_init: bool,
+                   kind: type | None = None) -> Callable:
+    """The one compiled method: `__init__` with the fields as parameters, defaults and factories as declared. A
+    frozen record with slots sets each through its slot's own setter, past the class's `__setattr__`:
+    `object.__setattr__` looks the name up in the class first, a third of making a small record."""
     values: dict[str, Any] = {"_set": object.__setattr__, "_missing": _MISSING}
+    setters = _slot_setters(kind, specs) if frozen and kind is not None else None
     parameters, body = [], []
     for index, spec in enumerate(specs):
         name = spec.name
@@ -265,7 +282,11 @@ def _compiled_init(qualname: str, specs: tuple[Field, ...], frozen: bool, post_i
             value = f"_d{index}"
         else:
             continue
-        body.append(f" _set(self, {name!r}, {value})" if frozen else f" self.{name} = {value}")
+        if setters is not None:
+            values[f"_s{index}"] = setters[index]
+            body.append(f" _s{index}(self, {value})")
+        else:
+            body.append(f" _set(self, {name!r}, {value})" if frozen else f" self.{name} = {value}")
     if post_init:
         body.append(" self.__post_init__()")
     source = f"def __init__(self, {', '.join(parameters)}):\n" + ("\n".join(body) or " pass") + "\n"
