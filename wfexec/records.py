@@ -257,7 +257,7 @@ def _compiled_init(qualname: str, specs: tuple[Field, ...], frozen: bool, post_i
                    kind: type | None = None) -> Callable:
     """The one compiled method: `__init__` with the fields as parameters, defaults and factories as declared. A
     frozen record with slots sets each through its slot's own setter, past the class's `__setattr__`:
-    `object.__setattr__` looks the name up in the class first, a third of making a small record."""
+    `object.__setattr__` looks the name up in the class first, a third more for each field."""
     values: dict[str, Any] = {"_set": object.__setattr__, "_missing": _MISSING}
     setters = _slot_setters(kind, specs) if frozen and kind is not None else None
     parameters, body = [], []

@@ -476,6 +476,8 @@ def _fill(expression: Expression, source, code, names, program, reads, function_
 # workflow repeats the same expressions and `${...}` templates, and each analysis tokenises the source and asks
 # the engine to compile it. Bounded, so a long-lived server (MCP, the language server) does not grow with it.
 _analysed: dict[tuple[str, bool], tuple] = {}
+_ANALYSED_KEPT = 100_000
+
 # The modules that analyse a source, imported by the first analysis (a cached workflow runs without them) and kept
 # here: an `import` statement in `_analyse` ran the import machinery for each expression, ~6,000 instructions (2% of
 # checking a long one).
@@ -490,7 +492,6 @@ def _analysing_modules() -> tuple:
 
     _analysers = (javascript, js_source, expression_fastpath)
     return _analysers
-_ANALYSED_KEPT = 100_000
 
 
 def _interpolated_strings(code: str) -> str:
