@@ -240,17 +240,13 @@ def _interpreted_init(specs: tuple[Field, ...], frozen: bool, post_init: bool) -
     return interpreted
 
 
-class _OneSlot:
-    __slots__ = ("slot",)
-
-
-_SLOT = type(_OneSlot.__dict__["slot"])  # what a class's __slots__ make of each name
-
-
 def _slot_setters(kind: type, specs: tuple[Field, ...]) -> tuple | None:
     """Each field's slot setter, when every field of `kind` is a slot (None: some live in a `__dict__`)."""
+    from types import MemberDescriptorType  # once per record class made often; `re` has imported it by then
+
     slots: tuple[Any, ...] = tuple(getattr(kind, spec.name, None) for spec in specs)
-    return tuple(slot.__set__ for slot in slots) if all(type(slot) is _SLOT for slot in slots) else None
+    return tuple(slot.__set__ for slot in slots) if all(type(slot) is MemberDescriptorType for slot in slots) \
+        else None
 
 
 def _compiled_init(qualname: str, specs: tuple[Field, ...], frozen: bool, post_init: bool,

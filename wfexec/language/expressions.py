@@ -308,14 +308,12 @@ class Expression:
             _refuse_foreign_idiom(source)
         free = found.free
         self.names = tuple(sorted(free.intersection(reads)))
-        unknown_calls = {name: at for name, at in found.calls.items()
-                         if name not in builtins and name not in found.declared and name not in keywords}
+        unknown_calls = _unknown_calls(found, builtins, keywords)
         if unknown_calls:
             if tokens is None:  # where the call stands is a token's place
                 tokens = js_source.scan(code)
                 found = js_source.usage(code, tokens)
-                unknown_calls = {name: at for name, at in found.calls.items()
-                                 if name not in builtins and name not in found.declared and name not in keywords}
+                unknown_calls = _unknown_calls(found, builtins, keywords)
             name, at = min(unknown_calls.items(), key=lambda item: item[1])
             from wfexec.language.diagnostics import did_you_mean
 
@@ -454,6 +452,12 @@ _fast_path_on = [True]
 def fast_path(enabled: bool) -> _Switched:
     """Evaluate with the Python fast path on (as runs do) or off, for the time of the block (process-wide)."""
     return _Switched(_fast_path_on, enabled)
+
+
+def _unknown_calls(found, builtins: frozenset[str], keywords: frozenset[str]) -> dict[str, int]:
+    """The bare names `found` (a js_source.Usage) calls that nothing defines -> where each is called."""
+    return {name: at for name, at in found.calls.items()
+            if name not in builtins and name not in found.declared and name not in keywords}
 
 
 def _restored_expression(source, code, names, program, reads, function_text, fast_text, reads_clock,
