@@ -170,7 +170,7 @@ def load_text(text: str, path: str = "<string>") -> Document:
         root = _composer()(text)
     except marked_errors as exc:
         mark = exc.problem_mark or exc.context_mark
-        line, col = _inside(_line_lengths(text), (mark.line + 1, mark.column + 1) if mark else (1, 1))
+        line, col = _inside(_last_line(text), (mark.line + 1, mark.column + 1) if mark else (1, 1))
         doc.positions[()] = (line, col)
         if "maximum nesting depth" in str(exc.problem):  # libyaml's own limit, far past ours
             reporter.error((), "yaml-depth", _TOO_DEEP, "flatten the structure")
@@ -188,7 +188,7 @@ def load_text(text: str, path: str = "<string>") -> Document:
         doc.positions[()] = (1, 1)
         doc.data = None
         return doc
-    builder = _Builder(yaml.constructor, doc.positions, reporter, _line_lengths(text))
+    builder = _Builder(yaml.constructor, doc.positions, reporter, _last_line(text))
     try:
         doc.data = builder.build(root, ())
     except _TooDeep as exc:
@@ -217,12 +217,12 @@ def _too_deep_at(yaml, text: str) -> tuple[int, int] | None:
     what nests deeper than MAX_DEPTH). Each level needs a `[`, `{`, `-`, `?` or
     `:`; a text with few of them cannot be deep and skips the scan.
     """
-    if sum(text.count(c) for c in "[{-?:") <= MAX_DEPTH:
-        return None
     from wfexec.language.fast_composer import c_refuses_deep_nesting, c_too_deep_at
 
     if c_refuses_deep_nesting():
         return None  # its composer is the one used, and nothing deeper than 1,000 levels reaches it
+    if sum(text.count(c) for c in "[{-?:") <= MAX_DEPTH:
+        return None
 
     try:
         found = c_too_deep_at(text, MAX_DEPTH + 1)  # PyYAML's events cost a third of ruamel's
@@ -245,15 +245,20 @@ def _too_deep_at(yaml, text: str) -> tuple[int, int] | None:
 _LINE_BREAKS = {ord(c): "\n" for c in "\r\x85\u2028\u2029"}
 
 
-def _line_lengths(text: str) -> list[int]:
-    return [len(line) for line in text.replace("\r\n", "\n").translate(_LINE_BREAKS).split("\n")]
+def _last_line(text: str) -> tuple[int, int]:
+    """(how many lines the parser counts in `text`, the length of the last one): all `_inside` needs."""
+    if "\r" in text or "\x85" in text or "\u2028" in text or "\u2029" in text:
+        # Translating every character is what a file written with "\n" alone need not pay.
+        text = text.replace("\r\n", "\n").translate(_LINE_BREAKS)
+    return text.count("\n") + 1, len(text) - text.rfind("\n") - 1
 
 
-def _inside(line_lengths: list[int], position: tuple[int, int]) -> tuple[int, int]:
+def _inside(last_line: tuple[int, int], position: tuple[int, int]) -> tuple[int, int]:
     """The position, moved back onto the last line when the parser points past the end of the file."""
-    if position[0] <= len(line_lengths):
+    lines, last_length = last_line
+    if position[0] <= lines:
         return position
-    return len(line_lengths), line_lengths[-1] + 1
+    return lines, last_length + 1
 
 
 def _syntax_problem(exc) -> str:
@@ -340,10 +345,10 @@ _SHORT = 24
 
 
 class _Builder:
-    def __init__(self, constructor, positions: dict, reporter: Reporter, line_lengths: list[int]):
+    def __init__(self, constructor, positions: dict, reporter: Reporter, last_line: tuple[int, int]):
         self.constructor = constructor
-        self.line_lengths = line_lengths
-        self.lines = len(line_lengths)
+        self.last_line = last_line
+        self.lines = last_line[0]
         self.positions = positions
         self.reporter = reporter
         self.active: set[int] = set()
@@ -385,7 +390,7 @@ class _Builder:
         line = mark.line + 1
         if line <= self.lines:  # _inside's test, written out: this runs for every key and value of the file
             return line, mark.column + 1
-        return _inside(self.line_lengths, (line, mark.column + 1))
+        return _inside(self.last_line, (line, mark.column + 1))
 
     def scalar(self, node, path: tuple) -> Any:
         tag = node.tag
