@@ -211,6 +211,26 @@ def test_a_cached_compile_holds_exactly_what_a_fresh_one_does():
     assert compared >= 5
 
 
+def test_the_workflow_digest_is_made_when_a_run_asks_and_is_the_one_runs_recorded_before(tmp_path, monkeypatch):
+    """A run's journal records the workflow's digest (`source_hash`) and a Temporal worker compares it with the
+    client's. Checking a workflow no longer makes it (validating a big file spent a twentieth of its time on it):
+    it is made on first use, the same from a compile read back from the cache as from a fresh one, and the same
+    value the eager digest gave for this workflow."""
+    import pickle
+
+    from wfexec.language.compiler import check_document
+    from wfexec.language.loader import load_file
+
+    monkeypatch.chdir(tmp_path)
+    folder = project(tmp_path / "p")
+    checked = check_document(load_file(folder / "workflow.yaml"))
+    workflow = checked.workflow
+    assert workflow is not None and workflow.known_hash is None  # checking made none
+    cached = pickle.loads(pickle.dumps(checked)).workflow
+    assert cached.source_hash == workflow.source_hash == "ef402b28e8ef7963"
+    assert workflow.known_hash == "ef402b28e8ef7963"  # made once, then kept
+
+
 def test_the_cache_keeps_a_bounded_number_of_entries_and_the_recently_used_ones(tmp_path, monkeypatch):
     from wfexec.system import cache
 

@@ -36,7 +36,6 @@ from wfexec.types.registry import (CONSEQUENCE, NESTED_CONSEQUENCES, NESTED_PREC
                        Registry, consequences, preconditions)
 from wfexec.language.paths import PathError, parse_path
 from wfexec.language.inputs import input_schema_problems
-from wfexec.system.digest import sha256
 
 _CALL_META = ("type", "description")
 
@@ -313,11 +312,6 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def source_hash(data: Any, imports: dict) -> str:
-    blob = json.dumps({"workflow": data, "imports": imports}, sort_keys=True, default=str).encode()
-    return sha256(blob).hexdigest()[:16]
-
-
 def compile_document(doc: Document, loading: tuple = ()) -> tuple[Workflow | None, list[Diagnostic]]:
     """Check and compile one loaded document. Returns (workflow or None, diagnostics)."""
     checked = check_document(doc, loading)
@@ -473,7 +467,7 @@ def _compile_document(doc: Document, loading: tuple, diagnostics: list, v8_probl
             entry_preconditions=entry, initial_state=as_started.get("initial_state") or {},
             imports=imports,
             input_schema=data.get("input_schema"), output_schema=data.get("output_schema"),
-            path=path, source_hash=source_hash(data, imports) if for_a_run else "", raw=data,
+            path=path, known_hash=None if for_a_run else "", raw=data,
             documents={owner: tuple(found) for owner, found in c.documents.items()}, composite_of=composite_of,
             top_level_first=is_v8, default_error=default_error if isinstance(default_error, str) else None,
             reply_paths=_reply_paths(nodes, lambda: unwritten_reads(as_started, c.expressions, _bound_names(nodes),

@@ -19,6 +19,17 @@ if TYPE_CHECKING:  # the language layer sits below node and registry types: it n
 ENDING_TYPES = ("success", "failure", "error", "cancelled")
 
 
+def data_digest(data: Any, imports: Mapping[str, Any]) -> str:
+    """`Workflow.source_hash` of a workflow's data and imports. Runs already journalled compare against it: the
+    same data must keep giving the same digest."""
+    import json
+
+    from wfexec.system.digest import sha256
+
+    blob = json.dumps({"workflow": data, "imports": imports}, sort_keys=True, default=str).encode()
+    return sha256(blob).hexdigest()[:16]
+
+
 @dataclass(frozen=True, slots=True)
 class Where:
     """Where a piece of a workflow was written."""
@@ -180,7 +191,6 @@ class Workflow:
     input_schema: Mapping[str, Any] | None
     output_schema: Mapping[str, Any] | None
     path: Path
-    source_hash: str
     raw: Mapping[str, Any] = field(repr=False, default_factory=dict)
     # The files and folders each node (key `nodes.<id>`) names as documents: scripts, states folders, docs.
     documents: Mapping[str, tuple[Path, ...]] = field(repr=False, default_factory=dict)
@@ -196,6 +206,19 @@ class Workflow:
     reply_paths: Mapping[str, tuple[str, ...]] = field(repr=False, default_factory=dict)
     # What `${CLAUDE_PLUGIN_ROOT}` reads when the environment does not say (only when an expression reads it).
     plugin_root: str = ""
+    # `source_hash` once made (None: not yet). "" for an editor's check, which no run uses.
+    known_hash: str | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def source_hash(self) -> str:
+        """A digest of the workflow's data and its imports, which a run's journal and a Temporal cluster compare:
+        made the first time a run asks, since writing and hashing the whole file as JSON was a twentieth of
+        validating one that no run followed."""
+        known = self.known_hash
+        if known is None:
+            known = data_digest(self.raw, self.imports)
+            object.__setattr__(self, "known_hash", known)
+        return known
 
     @property
     def base_dir(self) -> Path:
