@@ -498,7 +498,8 @@ def _compile_node(c: Compiler, node_id: str, raw: Any, nodes: dict[str, Node]) -
 def _plugin_root_read(path: Path, expressions: list) -> str:
     """The plugin root, when an expression reads `${CLAUDE_PLUGIN_ROOT}`: Claude Code sets it for the plugin; a run
     outside Claude Code has the same root from the nearest `.claude-plugin/plugin.json` (documents resolve from it)."""
-    if not any(PLUGIN_ROOT_ENV in expression.reads for _, expression in expressions):
+    # `names` are the keys of `reads`, without the dict each `reads` builds: this asks it of every expression.
+    if not any(PLUGIN_ROOT_ENV in expression.names for _, expression in expressions):
         return ""
     root = plugin_root(path)
     return str(root) if root is not None else ""
@@ -608,7 +609,7 @@ def _launcher_data(data: dict, c: Compiler) -> dict:
     initial: dict = given_initial if isinstance(given_initial, dict) else {}
     first_read: dict[str, tuple] = {}
     for path, expression in c.expressions:
-        for name in expression.reads:
+        for name in expression.names:
             first_read.setdefault(name, path)
     names = [key for key in loaded.data if key in first_read and key not in initial]
     for name in names:
