@@ -213,7 +213,7 @@ def test_a_cached_compile_holds_exactly_what_a_fresh_one_does():
 
 def test_the_workflow_digest_is_made_when_a_run_asks_and_is_the_one_runs_recorded_before(tmp_path, monkeypatch):
     """A run's journal records the workflow's digest (`source_hash`) and a Temporal worker compares it with the
-    client's. Checking a workflow no longer makes it (validating a big file spent a twentieth of its time on it):
+    client's. Checking a workflow no longer makes it (validating a big file spent about 3% of its time on it):
     it is made on first use, the same from a compile read back from the cache as from a fresh one, and the same
     value the eager digest gave for this workflow."""
     import pickle

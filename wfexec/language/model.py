@@ -20,8 +20,8 @@ ENDING_TYPES = ("success", "failure", "error", "cancelled")
 
 
 def data_digest(data: Any, imports: Mapping[str, Any]) -> str:
-    """`Workflow.source_hash` of a workflow's data and imports. Runs already journalled compare against it: the
-    same data must keep giving the same digest."""
+    """`Workflow.source_hash` of a workflow's data and imports. A run's journal records it and a Temporal worker
+    compares it with its client's: the same data must keep giving the same digest."""
     import json
 
     from wfexec.system.digest import sha256
@@ -211,9 +211,9 @@ class Workflow:
 
     @property
     def source_hash(self) -> str:
-        """A digest of the workflow's data and its imports, which a run's journal and a Temporal cluster compare:
-        made the first time a run asks, since writing and hashing the whole file as JSON was a twentieth of
-        validating one that no run followed."""
+        """A digest of the workflow's data and its imports (`data_digest`), made the first time a run asks: writing
+        the whole file as JSON to hash it took about 3% of validating one that no run followed (27 ms of a
+        5,000-node file's second)."""
         known = self.known_hash
         if known is None:
             known = data_digest(self.raw, self.imports)
