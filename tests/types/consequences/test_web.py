@@ -37,6 +37,17 @@ endings:
 """
 
 BIG = 10 * 1024 * 1024 + 1
+# A documentation page as sites serve them: most of its bytes are not its text.
+DOCS_PAGE = """<!doctype html><html><head><title>Guide</title><style>body { color: #333 }</style>
+<script>window.analytics = {track: function () {}};</script></head>
+<body><nav><a href="/docs/">All docs</a> <a href="#main">skip</a></nav>
+<main id="main"><h2>Install &amp; run</h2>
+<p>Run   the
+  installer, then read the <a href="config.html">configuration</a> page.</p>
+<ul><li>fast</li><li>small</li></ul>
+<pre>pip install thing
+  thing --help</pre>
+<p>Call <code>thing()</code> once.</p></main><script>track("view")</script></body></html>"""
 
 
 def workflow(actions: str, base: str = "http://127.0.0.1:1") -> str:
@@ -47,6 +58,7 @@ def workflow(actions: str, base: str = "http://127.0.0.1:1") -> str:
 class Site(BaseHTTPRequestHandler):
     ROUTES = {
         "/page": (200, "text/html; charset=utf-8", "<h1>Hello ✓</h1>".encode()),
+        "/docs/guide.html": (200, "text/html; charset=utf-8", DOCS_PAGE.encode()),
         "/latin1": (200, "text/plain; charset=iso-8859-1", "café crème".encode("latin-1")),
         "/no-charset": (200, "text/plain", "naïve".encode()),
         "/odd-charset": (200, "text/plain; charset=x-no-such-charset", "plain".encode()),
@@ -154,8 +166,25 @@ def test_web_fetch_with_a_prompt_stores_what_the_llm_took_from_the_page(run_yaml
     assert (page["status"], page["content"], page["url"]) == (200, "# Hello", f"{site}/page")
     [prompt] = backend.prompts
     assert prompt.startswith("Extract the main article content as markdown\n")
-    assert f"fetched from {site}/page (HTTP 200, text/html; charset=utf-8)" in prompt
-    assert prompt.endswith("<page>\n<h1>Hello ✓</h1>\n</page>\n")
+    assert f"fetched from {site}/page (HTTP 200, text/html; charset=utf-8). Its HTML is given as markdown." in prompt
+    assert prompt.endswith("<page>\n# Hello ✓\n</page>\n")
+
+
+def test_an_html_page_goes_to_the_llm_as_markdown_and_without_prompt_stays_as_served(run_yaml, site):
+    """As Claude's WebFetch gives its model a page: the text, headings, list items, code and links (made absolute,
+    so a crawl can follow them), not the scripts, styles and markup that fill most of a documentation page."""
+    backend = FakeBackend("the install steps")
+    result, _ = run_yaml(workflow(fetch_yaml("/docs/guide.html", '  prompt: "List the install steps"'), site),
+                         backend=backend)
+    assert result.type == "success", result.message
+    [prompt] = backend.prompts
+    page = prompt.split("<page>\n", 1)[1].removesuffix("\n</page>\n")
+    assert page == (f"[All docs]({site}/docs/) skip\n\n## Install & run\n\n"
+                    f"Run the installer, then read the [configuration]({site}/docs/config.html) page.\n\n"
+                    "- fast\n- small\n\n```\npip install thing\n  thing --help\n```\n\nCall `thing()` once.")
+    assert result.state["computed"]["page"]["content"] == "the install steps"
+    raw, _ = run_yaml(workflow(fetch_yaml("/docs/guide.html"), site))
+    assert raw.state["computed"]["page"]["content"] == DOCS_PAGE  # no prompt: the page as served
 
 
 def test_a_long_page_goes_to_the_llm_cut_to_what_a_model_reads_and_says_so(run_yaml, site):

@@ -11,6 +11,7 @@ from functools import lru_cache
 from urllib.parse import urljoin, urlparse
 
 from wfexec.language.expressions import to_text
+from wfexec.types.consequences.page_text import is_html, page_text
 from wfexec.version import __version__
 from wfexec.system.files import guarded_path, write_atomic
 from wfexec.types.registry import ActionFailed, TypeList
@@ -147,7 +148,8 @@ def web_fetch(params, ctx):
 
     hiivmind's web_fetch is Claude's WebFetch tool: `result = WebFetch(url, prompt)`, whose content is what the
     model took from the page as the prompt asked. So the prompt and the page go to the LLM backend like any
-    judgement step (no backend: the run stops, exit 4). An error response kept by allow_failure is not sent: it
+    judgement step (no backend: the run stops, exit 4); an HTML page goes as markdown, as WebFetch gives it to its
+    model (`page_text`), while `content` without a prompt stays the page as served. An error response kept by allow_failure is not sent: it
     is not the page the prompt asks about, and the workflow routes on its status.
     """
     url, allow_failure = params["url"], bool(params.get("allow_failure", False))
@@ -175,12 +177,17 @@ PROMPT_PAGE_CHARS = 100_000
 def _extraction_prompt(prompt: str, page: dict) -> str:
     # The page is data, not instructions: fenced off after the request, so text in it reads as part of the page.
     content = page["content"]
+    content_type = page["headers"].get("content-type")
+    given_as = ""
+    if is_html(content_type):
+        # As WebFetch gives its model the page: markdown, not markup (which would fill the budget below).
+        content, given_as = page_text(content, page["url"]), " Its HTML is given as markdown."
     cut = ""
     if len(content) > PROMPT_PAGE_CHARS:
         cut = f" Only its first {PROMPT_PAGE_CHARS:,} characters of {len(content):,} are given."
         content = content[:PROMPT_PAGE_CHARS]
     return (f"{prompt}\n\nDo this with the web page below, fetched from {page['url']} (HTTP {page['status']}, "
-            f"{page['headers'].get('content-type') or 'no content type'}).{cut} Reply with the result only.\n\n"
+            f"{content_type or 'no content type'}).{given_as}{cut} Reply with the result only.\n\n"
             f"<page>\n{content}\n</page>\n")
 
 
