@@ -59,6 +59,7 @@ class Site(BaseHTTPRequestHandler):
     ROUTES = {
         "/page": (200, "text/html; charset=utf-8", "<h1>Hello ✓</h1>".encode()),
         "/docs/guide.html": (200, "text/html; charset=utf-8", DOCS_PAGE.encode()),
+        "/long.html": (200, "text/html", b"<p>words and <b>more</b> words</p><script>x()</script>\n" * 60_000),
         "/latin1": (200, "text/plain; charset=iso-8859-1", "café crème".encode("latin-1")),
         "/no-charset": (200, "text/plain", "naïve".encode()),
         "/odd-charset": (200, "text/plain; charset=x-no-such-charset", "plain".encode()),
@@ -198,6 +199,20 @@ def test_a_long_page_goes_to_the_llm_cut_to_what_a_model_reads_and_says_so(run_y
     assert page == "x" * PROMPT_PAGE_CHARS
     assert f"Only its first {PROMPT_PAGE_CHARS:,} characters of 300,000 are given." in prompt
     assert result.state["computed"]["page"]["content"] == "the gist"
+
+
+def test_a_long_html_page_is_read_only_as_far_as_the_text_a_model_is_given(run_yaml, site):
+    from wfexec.types.consequences.web import PROMPT_PAGE_CHARS
+
+    backend = FakeBackend("the gist")
+    result, _ = run_yaml(workflow(fetch_yaml("/long.html", '  prompt: "Summarise it"'), site), backend=backend)
+    assert result.type == "success", result.message
+    [prompt] = backend.prompts
+    page = prompt.split("<page>\n", 1)[1].removesuffix("\n</page>\n")
+    assert len(page) == PROMPT_PAGE_CHARS and page.startswith("words and more words\n\nwords and more words")
+    assert "<script>" not in page and "x()" not in page
+    # The page's whole text was not made, so its length is not claimed.
+    assert f"Its HTML is given as markdown. Only its first {PROMPT_PAGE_CHARS:,} characters are given." in prompt
 
 
 def test_web_fetch_with_a_prompt_and_no_backend_stops_the_run_as_every_judgement_step_does(write_workflow, site,
