@@ -215,6 +215,15 @@ def test_a_long_html_page_is_read_only_as_far_as_the_text_a_model_is_given(run_y
     assert f"Its HTML is given as markdown. Only its first {PROMPT_PAGE_CHARS:,} characters are given." in prompt
 
 
+def test_markup_without_text_does_not_stop_the_reading_before_the_text_a_model_is_given():
+    """Empty elements make line breaks that the text then drops: a page of them followed by its text still gives
+    the model its text, not a cut-off nothing."""
+    from wfexec.types.consequences.page_text import page_text
+
+    html = "<div></div>" * 300_000 + "<p>the article</p>"
+    assert page_text(html, "https://example.org/", most=1_000) == "the article"
+
+
 def test_web_fetch_with_a_prompt_and_no_backend_stops_the_run_as_every_judgement_step_does(write_workflow, site,
                                                                                             tmp_path):
     path = write_workflow(workflow(fetch_yaml("/page", '  prompt: "Extract the main content"'), site))

@@ -35,11 +35,12 @@ class _PageText(HTMLParser):
         self.hidden = 0  # how many hidden elements the parser is inside
         self.preformatted = 0
         self.links: list[str | None] = []  # the href of each open <a> (None: no href)
-        self.length = 0  # characters emitted so far (before blanks are trimmed)
+        # The page's own characters made so far, blanks at their ends not counted: however the lines are trimmed
+        # and joined, the text holds at least this many.
+        self.length = 0
 
     def emit(self, text: str) -> None:
         (self.done if self.preformatted else self.flowing).append(text)
-        self.length += len(text)
 
     def finish_flowing(self) -> None:
         if self.flowing:
@@ -95,7 +96,9 @@ class _PageText(HTMLParser):
         if self.hidden:
             return
         # Outside <pre>, a line break in the source is a blank, as a browser shows it.
-        self.emit(data if self.preformatted else _BLANKS.sub(" ", data.replace("\n", " ")))
+        text = data if self.preformatted else _BLANKS.sub(" ", data.replace("\n", " "))
+        self.emit(text)
+        self.length += len(text.strip())
 
 
 # How much HTML the parser reads at a time: a page may be 10 MB, and the pure-Python parser reads about 1 MB a second.
@@ -104,7 +107,7 @@ _CHUNK = 64 * 1024
 
 def page_text(html: str, url: str, most: int | None = None) -> str:
     """The readable text of the HTML page `html`, fetched from `url`, as markdown. With `most`, reading stops once
-    that many characters of text are made (the rest of a long page would only be cut off after)."""
+    the text is surely longer than that (the rest of a long page would only be cut off after)."""
     reader = _PageText(url)
     for start in range(0, len(html), _CHUNK):
         reader.feed(html[start:start + _CHUNK])
