@@ -9,9 +9,9 @@ When it is over, what the check made and still holds (the document, the compiled
 collector's oldest generation at once (`gc.freeze` then `gc.unfreeze`: two list splices), instead of being walked
 by the next young collection and again by the middle one on its way there: those walks found nothing either, and
 cost 2-5% of a cold validate in a new process at 5,000 nodes, 5% at 50,000 (where the heap no longer fits in the
-CPU's caches). A cycle
-that became garbage during the check waits for the next full collection, as any old object's does. Not when
-something else froze objects (a server that forks, say): unfreezing would undo that, so the collector walks then.
+CPU's caches). A cycle that became garbage during the check waits for the next full collection, as any old
+object's does. Not when something else froze objects (a server that forks, say): unfreezing would undo that, so
+the collector walks then.
 """
 
 from __future__ import annotations

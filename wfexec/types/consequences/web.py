@@ -149,8 +149,8 @@ def web_fetch(params, ctx):
     hiivmind's web_fetch is Claude's WebFetch tool: `result = WebFetch(url, prompt)`, whose content is what the
     model took from the page as the prompt asked. So the prompt and the page go to the LLM backend like any
     judgement step (no backend: the run stops, exit 4); an HTML page goes as markdown, as WebFetch gives it to its
-    model (`page_text`), while `content` without a prompt stays the page as served. An error response kept by allow_failure is not sent: it
-    is not the page the prompt asks about, and the workflow routes on its status.
+    model (`page_text`), while `content` without a prompt stays the page as served. An error response kept by
+    allow_failure is not sent: it is not the page the prompt asks about, and the workflow routes on its status.
     """
     url, allow_failure = params["url"], bool(params.get("allow_failure", False))
     try:
