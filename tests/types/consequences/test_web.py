@@ -188,27 +188,29 @@ def test_an_html_page_goes_to_the_llm_as_markdown_and_without_prompt_stays_as_se
     assert raw.state["computed"]["page"]["content"] == DOCS_PAGE  # no prompt: the page as served
 
 
+def summarised(run_yaml, site, path: str) -> tuple[str, str]:
+    """(the prompt the LLM backend was given for a web_fetch of `path` with a prompt, the page inside it), after
+    checking the run stored the backend's reply."""
+    backend = FakeBackend("the gist")
+    result, _ = run_yaml(workflow(fetch_yaml(path, '  prompt: "Summarise it"'), site), backend=backend)
+    assert result.type == "success", result.message
+    assert result.state["computed"]["page"]["content"] == "the gist"
+    [prompt] = backend.prompts
+    return prompt, prompt.split("<page>\n", 1)[1].removesuffix("\n</page>\n")
+
+
 def test_a_long_page_goes_to_the_llm_cut_to_what_a_model_reads_and_says_so(run_yaml, site):
     from wfexec.types.consequences.web import PROMPT_PAGE_CHARS
 
-    backend = FakeBackend("the gist")
-    result, _ = run_yaml(workflow(fetch_yaml("/long", '  prompt: "Summarise it"'), site), backend=backend)
-    assert result.type == "success", result.message
-    [prompt] = backend.prompts
-    page = prompt.split("<page>\n", 1)[1].removesuffix("\n</page>\n")
+    prompt, page = summarised(run_yaml, site, "/long")
     assert page == "x" * PROMPT_PAGE_CHARS
     assert f"Only its first {PROMPT_PAGE_CHARS:,} characters of 300,000 are given." in prompt
-    assert result.state["computed"]["page"]["content"] == "the gist"
 
 
 def test_a_long_html_page_is_read_only_as_far_as_the_text_a_model_is_given(run_yaml, site):
     from wfexec.types.consequences.web import PROMPT_PAGE_CHARS
 
-    backend = FakeBackend("the gist")
-    result, _ = run_yaml(workflow(fetch_yaml("/long.html", '  prompt: "Summarise it"'), site), backend=backend)
-    assert result.type == "success", result.message
-    [prompt] = backend.prompts
-    page = prompt.split("<page>\n", 1)[1].removesuffix("\n</page>\n")
+    prompt, page = summarised(run_yaml, site, "/long.html")
     assert len(page) == PROMPT_PAGE_CHARS and page.startswith("words and more words\n\nwords and more words")
     assert "<script>" not in page and "x()" not in page
     # The page's whole text was not made, so its length is not claimed.
