@@ -19,8 +19,11 @@ neighbours. Both sides run in one process after a first validate, so imports are
 side, what the process holds is frozen out of the collector's walks (`gc.freeze`): PyYAML's load runs its
 collector over and over (half its time, even alone), and in a heap that still held the earlier rounds' workflows
 each of those walks would cover them too, making PyYAML ~1.6x slower than in a process of its own and the ratios
-look better than they are. Medians; ratios are within one run. `growth` is a size's cold time over the smallest
-size's, with the node-count ratio beside it (linear: equal). Targets (issue 27): cold < 2x PyYAML, growth 5k→50k < 12x.
+look better than they are. That freeze also turns off wfexec's own move of a finished check's objects to the oldest
+generation (gc_pause: it stands aside when something else froze objects), so the in-process cold column measures
+wfexec without it; `--fresh` measures what a user's process does. Medians; ratios are within one run. `growth` is
+a size's cold time over the smallest size's, with the node-count ratio beside it (linear: equal). Targets (issue
+27): cold < 2x PyYAML, growth 5k→50k < 12x.
 
 `--fresh` adds that stricter comparison: each round, one new process times PyYAML's load of the file and another
 times a cold `wfexec.validate` of it (after a first validate of a 20-node workflow, so imports are not counted on
