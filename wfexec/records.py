@@ -240,13 +240,13 @@ def _interpreted_init(specs: tuple[Field, ...], frozen: bool, post_init: bool) -
     return interpreted
 
 
-def _slot_setters(kind: type, specs: tuple[Field, ...]) -> tuple | None:
-    """Each field's slot setter, when every field of `kind` is a slot (None: some live in a `__dict__`)."""
+def _slot_setters(kind: type) -> tuple | None:
+    """`field_setters(kind)` when every field of `kind` is a slot (None: some live in a `__dict__`)."""
     from types import MemberDescriptorType  # once per record class made often; `re` has imported it by then
 
-    slots: tuple[Any, ...] = tuple(getattr(kind, spec.name, None) for spec in specs)
-    return tuple(slot.__set__ for slot in slots) if all(type(slot) is MemberDescriptorType for slot in slots) \
-        else None
+    if all(type(getattr(kind, name, None)) is MemberDescriptorType for name in getattr(kind, _FIELDS)):
+        return field_setters(kind)
+    return None
 
 
 def _compiled_init(qualname: str, specs: tuple[Field, ...], frozen: bool, post_init: bool,
@@ -255,7 +255,7 @@ def _compiled_init(qualname: str, specs: tuple[Field, ...], frozen: bool, post_i
     frozen record with slots sets each through its slot's own setter, past the class's `__setattr__`:
     `object.__setattr__` looks the name up in the class first, a third more for each field."""
     values: dict[str, Any] = {"_set": object.__setattr__, "_missing": _MISSING}
-    setters = _slot_setters(kind, specs) if frozen and kind is not None else None
+    setters = _slot_setters(kind) if frozen and kind is not None else None  # in `specs` order: both are the fields'
     parameters, body = [], []
     for index, spec in enumerate(specs):
         name = spec.name
