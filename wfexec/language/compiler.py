@@ -270,12 +270,13 @@ class Compiler:
                 self.file(value, at, "document", allow_dir=name in spec.document_folders)
         for name, value in spec.era_params.get(self.era, {}).items():
             params.setdefault(name, value)  # what the era's catalogue says, unless the call says otherwise
-        # Loops, not `any` over generators: this runs for every call of the file.
-        asks_llm = bool(spec.asks_llm_with) and not params.keys().isdisjoint(spec.asks_llm_with)
-        for value in params.values():
-            if asks_llm or isinstance(value, Prose):
-                asks_llm = True
-                break
+        # A loop, not `any` over a generator: this runs for every call of the file.
+        asks_llm = not params.keys().isdisjoint(spec.asks_llm_with)
+        if not asks_llm:
+            for value in params.values():
+                if isinstance(value, Prose):
+                    asks_llm = True
+                    break
         if asks_llm:
             # This call asks the LLM: resume, dry runs and the summary must know it, as for an LLM hook.
             spec = replace(spec, effects=tuple(dict.fromkeys(spec.effects + ("llm",))), idempotent=False)
