@@ -179,15 +179,13 @@ def _extraction_prompt(prompt: str, page: dict) -> str:
     content = page["content"]
     content_type = page["headers"].get("content-type")
     given_as = ""
-    whole = len(content)
     if is_html(content_type):
         # As WebFetch gives its model the page: markdown, not markup (which would fill the budget below). Read only
         # as far as the budget: past it, how long the page's whole text is stays unknown.
         content, given_as = page_text(content, page["url"], most=PROMPT_PAGE_CHARS), " Its HTML is given as markdown."
-        whole = 0
     cut = ""
     if len(content) > PROMPT_PAGE_CHARS:
-        of_whole = f" of {whole:,}" if whole else ""
+        of_whole = "" if given_as else f" of {len(content):,}"
         cut = f" Only its first {PROMPT_PAGE_CHARS:,} characters{of_whole} are given."
         content = content[:PROMPT_PAGE_CHARS]
     return (f"{prompt}\n\nDo this with the web page below, fetched from {page['url']} (HTTP {page['status']}, "
