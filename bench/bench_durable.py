@@ -32,6 +32,7 @@ folder), the two alternating: before and after a change, on the same machine in 
 from __future__ import annotations
 
 import argparse
+import inspect
 import io
 import json
 import os
@@ -90,12 +91,21 @@ def wfexec_memory(iterations: int, workflow) -> tuple[float, float]:
     from wfexec.running.console import Console
 
     quiet = Console(out=io.StringIO(), err=io.StringIO())
+    # A checkout from before `ephemeral` (part 3's before side) kept no store for such a run, only its history.
+    bounded = {"ephemeral": True} if "ephemeral" in inspect.signature(wfexec.run).parameters else {}
     clock = Clock()
-    result = wfexec.run(workflow, inputs={"limit": iterations}, io=quiet, max_steps=3 * iterations + 10,
-                        ephemeral=True)
+    result = wfexec.run(workflow, inputs={"limit": iterations}, io=quiet, max_steps=3 * iterations + 10, **bounded)
     elapsed = clock.read()
     assert result.message == str(iterations), result.message
     return elapsed
+
+
+def opened_store(path: Path, durability: str):
+    """wfexec's store at this durability. `normal` is asked for by leaving the store its default, as a checkout from
+    before `--durability` existed (part 3's before side) only takes that."""
+    from wfexec.durable.store import Store
+
+    return Store(path) if durability == "normal" else Store(path, durability=durability)
 
 
 def wfexec_durable(iterations: int, every_step: bool = False, durability: str = "normal",
@@ -104,11 +114,10 @@ def wfexec_durable(iterations: int, every_step: bool = False, durability: str = 
     from wfexec.running.console import Console
     from wfexec.durable.journal import start_run
     from wfexec.running.engine import Options
-    from wfexec.durable.store import Store
 
     workflow = workflow or counter_workflow()
     with tempfile.TemporaryDirectory() as folder:
-        store = Store(Path(folder) / "runs.db", durability=durability)
+        store = opened_store(Path(folder) / "runs.db", durability)
         quiet = Console(out=io.StringIO(), err=io.StringIO())
         clock = Clock()
         driven = start_run(store, workflow, inputs={"limit": iterations}, overrides={}, io=quiet,
@@ -167,10 +176,9 @@ def sqlite_floor(commits: int, synchronous: str) -> tuple[float, float]:
 def journal_rows_alone(commits: int, durability: str) -> tuple[float, float]:
     """(wall, CPU) seconds of the store journaling `commits` prepared step rows, one commit each, with no step run:
     the part of a durable step that is SQLite with wfexec's schema (its key, its columns) and the row's encoding."""
-    from wfexec.durable.store import Store
 
     with tempfile.TemporaryDirectory() as folder:
-        store = Store(Path(folder) / "runs.db", durability=durability)
+        store = opened_store(Path(folder) / "runs.db", durability)
         run_id = store.create_run(workflow_path="tick.yaml", workflow_name="tick", workflow_hash="", node_hashes={},
                                   inputs={}, state={}, start_node="tick")
         rows = [[[step, "tick", "action", {"success": True}, "tick", "2026-11-27T00:00:00.000Z",
@@ -207,12 +215,17 @@ def one_round(iterations: int) -> dict:
     """CPU µs per commit of each of part 2's wfexec sides and the floor, at `normal`, once (part 3's child)."""
     workflow = tick_workflow()
     wfexec_durable(iterations, True, "normal", workflow)  # warm up
+    from wfexec.durable.store import Store
+
     measured = {"floor": sqlite_floor(iterations, "NORMAL"), "memory": wfexec_memory(iterations, workflow),
-                "rows": journal_rows_alone(iterations, "normal"),
+                # a checkout from before the store journaled prepared rows (`append_steps`) has no such side
+                "rows": journal_rows_alone(iterations, "normal") if hasattr(Store, "append_steps") else None,
                 "wfexec": wfexec_durable(iterations, True, "normal", workflow)}
     import wfexec
 
-    return {"wfexec from": wfexec.__file__, **{side: measured[side][1] / iterations * 1e6 for side in SIDES_OF_A_STEP}}
+    return {"wfexec from": wfexec.__file__,
+            **{side: None if measured[side] is None else measured[side][1] / iterations * 1e6
+               for side in SIDES_OF_A_STEP}}
 
 
 def against(checkouts: list[Path], iterations: int, repeat: int) -> None:
@@ -228,15 +241,17 @@ def against(checkouts: list[Path], iterations: int, repeat: int) -> None:
             if not imported.is_relative_to(checkout):  # else both sides would measure the same code
                 sys.exit(f"the round for {checkout} imported wfexec from {imported}")
             for side, value in figures.items():
-                samples[checkout][side].append(value)
+                if value is not None:
+                    samples[checkout][side].append(value)
     print()
     print(f"part 3: a state-only step committed on its own, at normal, CPU µs; medians of {repeat} rounds, each "
           "checkout in its own process, alternating")
     print(f"{'checkout':<40}{'floor':>8}{'step':>8}{'x floor':>9}{'row alone':>11}{'in memory':>11}")
     for checkout in checkouts:
-        median = {side: statistics.median(values) for side, values in samples[checkout].items()}
+        median = {side: statistics.median(values) if values else None for side, values in samples[checkout].items()}
+        rows = "-" if median["rows"] is None else f"{median['rows']:.1f}"
         print(f"{str(checkout):<40}{median['floor']:8.1f}{median['wfexec']:8.1f}{median['wfexec'] / median['floor']:8.2f}x"
-              f"{median['rows']:11.1f}{median['memory']:11.1f}")
+              f"{rows:>11}{median['memory']:11.1f}")
 
 
 def main() -> None:
