@@ -22,8 +22,6 @@ workflow does not ask the engine to compile it too (its names are identifiers to
 
 from __future__ import annotations
 
-import functools
-
 from wfexec.system.patterns import lazy
 
 TYPE_CHECKING = False
@@ -41,8 +39,9 @@ class _Unsupported(Exception):
 
 def fast_source(code: str, builtins: frozenset[str] = frozenset(), tokens: Scanned | None = None) -> str | None:
     """The Python source of a function of a Scope giving the value of `code`, or MISSING where the engine must
-    answer (wfexec.language.fast_evaluation runs it; the compiled-workflow cache keeps the text); None when `code`
-    is not a shape handled here. `tokens`: `code`'s, when the caller has them."""
+    answer, with the steps every expression repeats in one line each (wfexec.language.fast_evaluation writes them
+    out and runs it; the compiled-workflow cache keeps the text); None when `code` is not a shape handled here.
+    `tokens`: `code`'s, when the caller has them."""
     if tokens is None:
         from wfexec.language.js_source import TokenError, scan  # writing the fast path, not running it
 
@@ -63,38 +62,10 @@ def fast_source(code: str, builtins: frozenset[str] = frozenset(), tokens: Scann
     if kind in ("bool", "str", "null"):
         ending = f"    return {result}\n"
     elif kind == "num":  # an integer here is a safe one already
-        ending = (f"    r = {result}\n"
-                  f"    if r.__class__ is int: return r\n"
-                  f"    if r != r or r in (INF, -INF): return None\n"
-                  f"    return int(r) if r.is_integer() and -SAFE <= r <= SAFE else r\n")
+        ending = f"    {RETURN_NUMBER} {result}\n"
     else:  # a value read from the state, or either of two kinds: as JSON would carry it
-        ending = (f"    r = {result}\n"
-                  f"    c = r.__class__\n"
-                  f"    if c is int: return r if -SAFE <= r <= SAFE else FALL()\n"
-                  f"    if c is float:\n"
-                  f"        if r != r or r in (INF, -INF): return None\n"
-                  f"        return int(r) if r.is_integer() and -SAFE <= r <= SAFE else r\n"
-                  f"    if c is str or c is bool or r is None: return r\n"
-                  f"    return FALL()\n")
+        ending = f"    {RETURN_JSON} {result}\n"
     return f"def fast(scope):\n    st = scope.state; loc = scope.locals; ex = scope.extras\n{body}\n{ending}"
-
-
-# The lines that look a name up, by (the name's repr, the variable given it, the indent): the same few names are read
-# by many expressions of a workflow, at the same place in each, and writing the eight lines anew cost a tenth of
-# writing an expression's function.
-@functools.lru_cache(maxsize=4096)
-def _lookup_lines(n: str, value: str, indent: str) -> tuple[str, ...]:
-    # A run's state always has the three namespaces; a scope without one raises KeyError, and the
-    # caller asks the engine (as for a namespace that is not a container: TypeError).
-    return (
-        f"{indent}if loc and {n} in loc: {value} = loc[{n}]",
-        f"{indent}elif {n} in ex: {value} = ex[{n}]",
-        f"{indent}elif TOP_LEVEL_FIRST in ex and {n} in st: {value} = st[{n}]",
-        *[f"{indent}elif {n} in (s := st[{namespace!r}]) and s.__class__ is dict: {value} = s[{n}]"
-          for namespace in NAMESPACES_IN_STATE],
-        f"{indent}elif {n} in st: {value} = st[{n}]",
-        f"{indent}else: {value} = scope.lookup({n})",  # the environment, or MISSING
-    )
 
 
 # The static kind of a value in generated code: "raw" (read from the state, unchecked: it may be MISSING,
@@ -107,6 +78,7 @@ _CHECKED = ("json", "num", "str", "bool", "null")
 # here (fast_evaluation) is a module of its own: a run of a cached workflow imports only that one. Writing one
 # follows tokenizing, so js_source is imported already.
 from wfexec.language.expressions import NAMESPACES_IN_STATE  # noqa: E402
+from wfexec.language.fast_evaluation import LOOKUP, NEED_JSON, NEED_NUMBER, RETURN_JSON, RETURN_NUMBER  # noqa: E402
 from wfexec.language.js_source import KEYWORDS  # noqa: E402
 
 
@@ -144,25 +116,20 @@ class _Writer:
         self.lines.append(self.indent + line)
 
     def lookup(self, name: str, value: str) -> None:
-        """Scope.lookup written out for one name (a call costs more than the rest of most expressions)."""
+        """Scope.lookup for one name (a call costs more than the rest of most expressions), written out in full by
+        fast_evaluation."""
+        n = repr(name)
         if name in NAMESPACES_IN_STATE:
-            n = repr(name)
             self.emit(f"{value} = loc[{n}] if loc and {n} in loc else st.get({n}, EMPTY)")
             return
-        self.lines += _lookup_lines(repr(name), value, self.indent)
+        self.emit(f"{LOOKUP} {value} {n}")
 
     # -- guards -------------------------------------------------------------
     def need_json(self, value: str, kind: str) -> str:
         """Only values Python and the engine see alike: no undefined, no unsafe integer, no NaN."""
         if kind in _CHECKED:
             return kind
-        self.emit(f"c = {value}.__class__")
-        self.emit("if c is int:")
-        self.emit(f"    if not -SAFE <= {value} <= SAFE: return FALL()")
-        self.emit("elif c is float:")
-        self.emit(f"    if {value} != {value} or {value} in (INF, -INF): return FALL()")
-        self.emit(f"elif c is not str and c is not bool and c is not dict and c is not list and {value} is not None:")
-        self.emit("    return FALL()")
+        self.emit(f"{NEED_JSON} {value}")
         return "json"
 
     def need_number(self, value: str, kind: str) -> None:
@@ -170,13 +137,11 @@ class _Writer:
             return
         if kind in ("str", "bool", "null"):
             raise _Unsupported("a number operator on another type: JavaScript converts")
-        self.emit(f"c = {value}.__class__")
         if kind == "json":
+            self.emit(f"c = {value}.__class__")
             self.emit("if c is not int and c is not float: return FALL()")
             return
-        self.emit("if c is int:")
-        self.emit(f"    if not -SAFE <= {value} <= SAFE: return FALL()")
-        self.emit(f"elif c is not float or {value} != {value} or {value} in (INF, -INF): return FALL()")
+        self.emit(f"{NEED_NUMBER} {value}")
 
     @staticmethod
     def truth(value: str, kind: str) -> str:

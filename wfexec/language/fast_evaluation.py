@@ -1,13 +1,15 @@
 """Running the Python functions `wfexec.language.expression_fastpath` writes for the simplest expressions.
 
-The writing happens when a workflow compiles, and its text is kept with the compiled workflow; a run turns that
-text into functions here, so a run of a cached workflow does not import the module that writes them (its reader
-and writer are most of its size).
+The writing happens when a workflow compiles, and its text is kept with the compiled workflow, in a shorthand for
+the steps every expression repeats; a run writes those out and turns the text into functions here, so a run of a
+cached workflow does not import the module that writes them (its reader and writer are most of its size).
 """
 
 from __future__ import annotations
 
-from wfexec.language.expressions import MAX_SAFE_INTEGER, MISSING, TOP_LEVEL_FIRST, truthy
+import functools
+
+from wfexec.language.expressions import MAX_SAFE_INTEGER, MISSING, NAMESPACES_IN_STATE, TOP_LEVEL_FIRST, truthy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
 def fast_function(text: str) -> Callable[[Any], Any]:
     """The function `fast_source` wrote: the value, or MISSING where the engine must answer."""
     namespace = _namespace(lambda: MISSING)
-    exec(compile(text, "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
+    exec(compile(_written_out(text), "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
     fast: Callable[[Any], Any] = namespace["fast"]  # defined by the code above
     return fast
 
@@ -34,7 +36,7 @@ def fast_evaluator(text: str, engine: Callable[[Any], Any], switch: list[bool]) 
     """The whole evaluation as one function: what `fast_source` wrote, asking `engine` itself where that cannot
     answer (or reads a state that is not as it assumes: TypeError, KeyError), and always while `switch[0]` is
     false. An expression is evaluated at every step, and a call less is a good part of its cost."""
-    lines = text.splitlines()
+    lines = _written_out(text).splitlines()
     assert lines[0] == "def fast(scope):", lines[0]
     body = "\n".join("        " + line for line in lines[1:] if line)
     source = ("def made(ENGINE, ON):\n"
@@ -49,6 +51,88 @@ def fast_evaluator(text: str, engine: Callable[[Any], Any], switch: list[bool]) 
     namespace["EngineAnswers"] = _EngineAnswers
     exec(compile(source, "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
     return namespace["made"](engine, switch)  # defined by the code above
+
+
+# The text `fast_source` writes says each of the steps every expression repeats (a name's look-up, a guard on a
+# value read, the return of a result) in one line of its own words, written out in full here, when a run first
+# evaluates the expression: written out, they were most of a big workflow's compiled-workflow cache entry. None is
+# Python, so a text compiled without `_written_out` fails at once.
+LOOKUP = "LOOKUP"  # `LOOKUP v1 'name'`: v1 is the name's value (Scope.lookup, or MISSING)
+NEED_NUMBER = "NEED_NUMBER"  # `NEED_NUMBER v1`: v1 is a safe integer or a finite float, else the engine answers
+NEED_JSON = "NEED_JSON"  # `NEED_JSON v1`: v1 is a value JSON carries to the engine unchanged, else it answers
+RETURN_NUMBER = "RETURN_NUMBER"  # `RETURN_NUMBER v1`: return the number v1 as the engine gives it back
+RETURN_JSON = "RETURN_JSON"  # `RETURN_JSON v1`: return v1 as JSON would carry it, else the engine answers
+
+
+def _written_out(text: str) -> str:
+    """`text` with each of those lines replaced by the Python it stands for."""
+    lines: list[str] = []
+    for line in text.split("\n"):
+        statement = line.lstrip(" ")
+        word, _, rest = statement.partition(" ")
+        write_out = _WRITERS.get(word)
+        if write_out is None:
+            lines.append(line)
+        else:
+            lines += write_out(line[:len(line) - len(statement)], rest)
+    return "\n".join(lines)
+
+
+# By (its arguments): the same few names are read by many expressions of a workflow, at the same place in each.
+@functools.lru_cache(maxsize=4096)
+def _lookup(indent: str, value_and_name: str) -> tuple[str, ...]:
+    # A run's state always has the three namespaces; a scope without one raises KeyError, and the
+    # caller asks the engine (as for a namespace that is not a container: TypeError).
+    value, n = value_and_name.split(" ", 1)  # v1 'name': a variable, and a repr of an identifier
+    return (
+        f"{indent}if loc and {n} in loc: {value} = loc[{n}]",
+        f"{indent}elif {n} in ex: {value} = ex[{n}]",
+        f"{indent}elif TOP_LEVEL_FIRST in ex and {n} in st: {value} = st[{n}]",
+        *[f"{indent}elif {n} in (s := st[{namespace!r}]) and s.__class__ is dict: {value} = s[{n}]"
+          for namespace in NAMESPACES_IN_STATE],
+        f"{indent}elif {n} in st: {value} = st[{n}]",
+        f"{indent}else: {value} = scope.lookup({n})",  # the environment, or MISSING
+    )
+
+
+def _need_number(indent: str, value: str) -> tuple[str, ...]:
+    return (f"{indent}c = {value}.__class__",
+            f"{indent}if c is int:",
+            f"{indent}    if not -SAFE <= {value} <= SAFE: return FALL()",
+            f"{indent}elif c is not float or {value} != {value} or {value} in (INF, -INF): return FALL()")
+
+
+def _need_json(indent: str, value: str) -> tuple[str, ...]:
+    return (f"{indent}c = {value}.__class__",
+            f"{indent}if c is int:",
+            f"{indent}    if not -SAFE <= {value} <= SAFE: return FALL()",
+            f"{indent}elif c is float:",
+            f"{indent}    if {value} != {value} or {value} in (INF, -INF): return FALL()",
+            f"{indent}elif c is not str and c is not bool and c is not dict and c is not list and {value} is not None:",
+            f"{indent}    return FALL()")
+
+
+def _return_number(indent: str, value: str) -> tuple[str, ...]:  # an integer here is a safe one already
+    return (f"{indent}r = {value}",
+            f"{indent}if r.__class__ is int: return r",
+            f"{indent}if r != r or r in (INF, -INF): return None",
+            f"{indent}return int(r) if r.is_integer() and -SAFE <= r <= SAFE else r")
+
+
+def _return_json(indent: str, value: str) -> tuple[str, ...]:
+    return (f"{indent}r = {value}",
+            f"{indent}c = r.__class__",
+            f"{indent}if c is int: return r if -SAFE <= r <= SAFE else FALL()",
+            f"{indent}if c is float:",
+            f"{indent}    if r != r or r in (INF, -INF): return None",
+            f"{indent}    return int(r) if r.is_integer() and -SAFE <= r <= SAFE else r",
+            f"{indent}if c is str or c is bool or r is None: return r",
+            f"{indent}return FALL()")
+
+
+_WRITERS: dict[str, Callable[[str, str], tuple[str, ...]]] = {
+    LOOKUP: _lookup, NEED_NUMBER: _need_number, NEED_JSON: _need_json, RETURN_NUMBER: _return_number,
+    RETURN_JSON: _return_json}
 
 
 def _namespace(fall: Callable[[], Any]) -> dict[str, Any]:
