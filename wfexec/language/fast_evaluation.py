@@ -70,11 +70,13 @@ def _written_out(text: str) -> str:
     for line in text.split("\n"):
         statement = line.lstrip(" ")
         word, _, rest = statement.partition(" ")
-        write_out = _WRITERS.get(word)
-        if write_out is None:
-            lines.append(line)
+        indent = line[:len(line) - len(statement)]
+        if word == LOOKUP:
+            lines += _lookup(indent, rest)
+        elif word in _ONE_VALUE_FORMS:
+            lines += [indent + form.format(v=rest) for form in _ONE_VALUE_FORMS[word]]
         else:
-            lines += write_out(line[:len(line) - len(statement)], rest)
+            lines.append(line)
     return "\n".join(lines)
 
 
@@ -95,44 +97,32 @@ def _lookup(indent: str, value_and_name: str) -> tuple[str, ...]:
     )
 
 
-def _need_number(indent: str, value: str) -> tuple[str, ...]:
-    return (f"{indent}c = {value}.__class__",
-            f"{indent}if c is int:",
-            f"{indent}    if not -SAFE <= {value} <= SAFE: return FALL()",
-            f"{indent}elif c is not float or {value} != {value} or {value} in (INF, -INF): return FALL()")
-
-
-def _need_json(indent: str, value: str) -> tuple[str, ...]:
-    return (f"{indent}c = {value}.__class__",
-            f"{indent}if c is int:",
-            f"{indent}    if not -SAFE <= {value} <= SAFE: return FALL()",
-            f"{indent}elif c is float:",
-            f"{indent}    if {value} != {value} or {value} in (INF, -INF): return FALL()",
-            f"{indent}elif c is not str and c is not bool and c is not dict and c is not list and {value} is not None:",
-            f"{indent}    return FALL()")
-
-
-def _return_number(indent: str, value: str) -> tuple[str, ...]:  # an integer here is a safe one already
-    return (f"{indent}r = {value}",
-            f"{indent}if r.__class__ is int: return r",
-            f"{indent}if r != r or r in (INF, -INF): return None",
-            f"{indent}return int(r) if r.is_integer() and -SAFE <= r <= SAFE else r")
-
-
-def _return_json(indent: str, value: str) -> tuple[str, ...]:
-    return (f"{indent}r = {value}",
-            f"{indent}c = r.__class__",
-            f"{indent}if c is int: return r if -SAFE <= r <= SAFE else FALL()",
-            f"{indent}if c is float:",
-            f"{indent}    if r != r or r in (INF, -INF): return None",
-            f"{indent}    return int(r) if r.is_integer() and -SAFE <= r <= SAFE else r",
-            f"{indent}if c is str or c is bool or r is None: return r",
-            f"{indent}return FALL()")
-
-
-_WRITERS: dict[str, Callable[[str, str], tuple[str, ...]]] = {
-    LOOKUP: _lookup, NEED_NUMBER: _need_number, NEED_JSON: _need_json, RETURN_NUMBER: _return_number,
-    RETURN_JSON: _return_json}
+# The lines a form of one value stands for, `{v}` the value.
+_ONE_VALUE_FORMS = {
+    NEED_NUMBER: ("c = {v}.__class__",
+                  "if c is int:",
+                  "    if not -SAFE <= {v} <= SAFE: return FALL()",
+                  "elif c is not float or {v} != {v} or {v} in (INF, -INF): return FALL()"),
+    NEED_JSON: ("c = {v}.__class__",
+                "if c is int:",
+                "    if not -SAFE <= {v} <= SAFE: return FALL()",
+                "elif c is float:",
+                "    if {v} != {v} or {v} in (INF, -INF): return FALL()",
+                "elif c is not str and c is not bool and c is not dict and c is not list and {v} is not None:",
+                "    return FALL()"),
+    RETURN_NUMBER: ("r = {v}",  # an integer here is a safe one already
+                    "if r.__class__ is int: return r",
+                    "if r != r or r in (INF, -INF): return None",
+                    "return int(r) if r.is_integer() and -SAFE <= r <= SAFE else r"),
+    RETURN_JSON: ("r = {v}",
+                  "c = r.__class__",
+                  "if c is int: return r if -SAFE <= r <= SAFE else FALL()",
+                  "if c is float:",
+                  "    if r != r or r in (INF, -INF): return None",
+                  "    return int(r) if r.is_integer() and -SAFE <= r <= SAFE else r",
+                  "if c is str or c is bool or r is None: return r",
+                  "return FALL()"),
+}
 
 
 def _namespace(fall: Callable[[], Any]) -> dict[str, Any]:
