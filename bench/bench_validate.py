@@ -22,8 +22,9 @@ each of those walks would cover them too, making PyYAML ~1.6x slower than in a p
 look better than they are. That freeze also turns off wfexec's own move of a finished check's objects to the oldest
 generation (gc_pause: it stands aside when something else froze objects), so the in-process cold column measures
 wfexec without it; `--fresh` measures what a user's process does. Medians; ratios are within one run. `growth` is
-a size's cold time over the smallest size's, with the node-count ratio beside it (linear: equal). Targets (issue
-27): cold < 2x PyYAML, growth 5k→50k < 12x.
+a size's cold time over the smallest size's, with the node-count ratio beside it (linear: equal); with --fresh, a
+second `growth` column gives the same for the new-process cold times (this checkout's). Targets (issue 27): cold
+< 2x PyYAML, growth 5k→50k < 12x.
 
 `--fresh` adds that stricter comparison: each round, one new process times PyYAML's load of the file and another
 times a cold `wfexec.validate` of it (after a first validate of a 20-node workflow, so imports are not counted on
@@ -188,10 +189,12 @@ def main() -> None:
           f"{'cached s':>10}{'cached/Py':>11}{'growth':>15}"
           + (f"{'new process: PyYAML s':>23}{'cold s':>9}{'cold/Py':>9}" if args.fresh and not args.against else "")
           + (f"{'new process: PyYAML s':>23}{'this s':>9}{'this/Py':>9}{'other s':>9}{'other/Py':>9}"
-             if args.against else ""))
+             if args.against else "")
+          + (f"{'growth':>15}" if args.fresh else ""))
     try:
         for shape in shapes:
             first: tuple[int, float] | None = None
+            first_fresh: float | None = None
             for size in sizes:
                 with tempfile.TemporaryDirectory() as folder:
                     path = Path(folder) / "workflow.yaml"
@@ -204,12 +207,15 @@ def main() -> None:
                         fresh = measure_fresh(path, small, args.repeat, checkouts)
                 first = first or (size, times["cold"])
                 growth = f"{times['cold'] / first[1]:6.1f}x ({size / first[0]:g}x)"
+                if args.fresh:
+                    first_fresh = first_fresh or fresh[checkouts[0]]
+                    fresh_growth = f"{fresh[checkouts[0]] / first_fresh:6.1f}x ({size / first[0]:g}x)"
                 print(f"{shape:<17}{size:>7}{megabytes:>7.1f}{times['pyyaml']:>10.2f}{times['cold']:>9.2f}"
                       f"{times['cold'] / times['pyyaml']:>8.2f}x{times['cached']:>10.2f}"
                       f"{times['cached'] / times['pyyaml']:>10.2f}x{growth:>15}"
                       + (f"{fresh['pyyaml']:>23.2f}" + "".join(
                           f"{fresh[side]:>9.2f}{fresh[side] / fresh['pyyaml']:>8.2f}x" for side in checkouts)
-                         if args.fresh else ""), flush=True)
+                         + f"{fresh_growth:>15}" if args.fresh else ""), flush=True)
     finally:
         for name, value in saved.items():
             if value is None:
