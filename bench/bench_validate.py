@@ -5,7 +5,9 @@
 
 Shapes (bench/workloads.py VALIDATION_SHAPES): a chain of `action` nodes with one `compute` each, v8 conditionals
 on nested combinators with `gated_action` composites, nodes that read what earlier nodes wrote (`${...}`), and
-`compute` programs of about 200 characters. For each shape and size, in rounds that alternate the order:
+`compute` programs of about 200 characters. For each shape and size, in rounds that alternate the order (of the
+sides, and of the sizes: each round measures every size, so a growth compares times taken side by side, not
+minutes apart):
 
 - PyYAML : `yaml.load(text, Loader=yaml.CSafeLoader)` on the file's text (the baseline: parsing alone, into plain
            data, no positions, no checks);
@@ -47,6 +49,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -76,7 +79,9 @@ def forget_what_this_process_learned() -> None:
     paths._parsed.cache_clear()
 
 
-def measure(path: Path, repeat: int, scratch: Path) -> dict[str, float]:
+def in_process_sides(path: Path, scratch: Path) -> dict[str, Callable[[], None]]:
+    """The in-process sides for the file at `path` (PyYAML's load, a cold validate, a cached one), after a first
+    validate: the imports, and the entry `cached` reads."""
     import yaml
 
     import wfexec
@@ -105,15 +110,8 @@ def measure(path: Path, repeat: int, scratch: Path) -> dict[str, float]:
         validate()
 
     os.environ["WFEXEC_CACHE_DIR"] = str(kept)
-    validate()  # imports, and the entry `cached` reads
-    sides = {"pyyaml": pyyaml, "cold": cold, "cached": cached}
-    samples: dict[str, list[float]] = {name: [] for name in sides}
-    order = list(sides)
-    for _ in range(repeat):
-        for name in order:
-            samples[name].append(cpu_seconds(sides[name]))
-        order = order[1:] + order[:1]
-    return {name: statistics.median(values) for name, values in samples.items()}
+    validate()
+    return {"pyyaml": pyyaml, "cold": cold, "cached": cached}
 
 
 # One side of --fresh, in a process of its own: CPU seconds of PyYAML's load, or of a cold validate, and where
@@ -143,28 +141,24 @@ print(json.dumps([time.process_time() - start, imported]))
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def measure_fresh(path: Path, small: Path, repeat: int, checkouts: list[Path | None]) -> dict:
-    """Median CPU seconds of PyYAML's load ("pyyaml") and of a cold validate by each checkout's wfexec (None: the
-    one this interpreter imports), each in a new process, the sides alternating."""
-    sides: list = ["pyyaml", *checkouts]
-    samples: dict = {side: [] for side in sides}
-    order = list(sides)
-    for _ in range(repeat):
-        for side in order:
-            environment = dict(os.environ)
-            if side not in ("pyyaml", None):
-                environment["PYTHONPATH"] = str(side)
-            # Run from the workflow's folder: `-c` puts the working directory first on sys.path, where a checkout
-            # would shadow PYTHONPATH's.
-            done = subprocess.run([sys.executable, "-c", FRESH, "pyyaml" if side == "pyyaml" else "wfexec", str(path),
-                                   str(small)], check=True, capture_output=True, text=True, env=environment,
-                                  cwd=path.parent)
-            seconds, imported = json.loads(done.stdout)
-            if side not in ("pyyaml", None) and not Path(imported).resolve().is_relative_to(side):
-                sys.exit(f"the round for {side} imported wfexec from {imported}")  # else one checkout, twice
-            samples[side].append(seconds)
-        order.reverse()
-    return {side: statistics.median(values) for side, values in samples.items()}
+def fresh_round(path: Path, small: Path, order: list) -> dict:
+    """CPU seconds of PyYAML's load ("pyyaml") and of a cold validate by each checkout's wfexec (None: the one this
+    interpreter imports), each in a new process, in this order."""
+    seconds_of = {}
+    for side in order:
+        environment = dict(os.environ)
+        if side not in ("pyyaml", None):
+            environment["PYTHONPATH"] = str(side)
+        # Run from the workflow's folder: `-c` puts the working directory first on sys.path, where a checkout
+        # would shadow PYTHONPATH's.
+        done = subprocess.run([sys.executable, "-c", FRESH, "pyyaml" if side == "pyyaml" else "wfexec", str(path),
+                               str(small)], check=True, capture_output=True, text=True, env=environment,
+                              cwd=path.parent)
+        seconds, imported = json.loads(done.stdout)
+        if side not in ("pyyaml", None) and not Path(imported).resolve().is_relative_to(side):
+            sys.exit(f"the round for {side} imported wfexec from {imported}")  # else one checkout, twice
+        seconds_of[side] = seconds
+    return seconds_of
 
 
 def main() -> None:
@@ -193,35 +187,60 @@ def main() -> None:
           + (f"{'growth':>15}" if args.fresh else ""))
     try:
         for shape in shapes:
-            first: tuple[int, float] | None = None
-            first_fresh: float | None = None
-            for size in sizes:
-                with tempfile.TemporaryDirectory() as folder:
-                    path = Path(folder) / "workflow.yaml"
-                    path.write_text(validation_workflow(shape, size), encoding="utf-8")
-                    megabytes = path.stat().st_size / 1e6
-                    times = measure(path, args.repeat, Path(folder))
-                    if args.fresh:
-                        small = Path(folder) / "small.yaml"
-                        small.write_text(validation_workflow(shape, 20), encoding="utf-8")
-                        fresh = measure_fresh(path, small, args.repeat, checkouts)
-                first = first or (size, times["cold"])
-                growth = f"{times['cold'] / first[1]:6.1f}x ({size / first[0]:g}x)"
-                if args.fresh:
-                    first_fresh = first_fresh or fresh[checkouts[0]]
-                    fresh_growth = f"{fresh[checkouts[0]] / first_fresh:6.1f}x ({size / first[0]:g}x)"
-                print(f"{shape:<17}{size:>7}{megabytes:>7.1f}{times['pyyaml']:>10.2f}{times['cold']:>9.2f}"
-                      f"{times['cold'] / times['pyyaml']:>8.2f}x{times['cached']:>10.2f}"
-                      f"{times['cached'] / times['pyyaml']:>10.2f}x{growth:>15}"
-                      + (f"{fresh['pyyaml']:>23.2f}" + "".join(
-                          f"{fresh[side]:>9.2f}{fresh[side] / fresh['pyyaml']:>8.2f}x" for side in checkouts)
-                         + f"{fresh_growth:>15}" if args.fresh else ""), flush=True)
+            with tempfile.TemporaryDirectory() as folder:
+                measure_shape(shape, sizes, args.repeat, checkouts if args.fresh else [], Path(folder))
     finally:
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def measure_shape(shape: str, sizes: list[int], repeat: int, checkouts: list[Path | None], folder: Path) -> None:
+    """One row per size. Each round measures every size, in an order that turns round by round, so the growth from
+    one size to the next compares times taken side by side, not minutes apart (the machine's speed drifts)."""
+    files = {}
+    for size in sizes:
+        scratch = folder / str(size)
+        scratch.mkdir()
+        path = scratch / "workflow.yaml"
+        path.write_text(validation_workflow(shape, size), encoding="utf-8")
+        small = scratch / "small.yaml"
+        small.write_text(validation_workflow(shape, 20), encoding="utf-8")
+        files[size] = (path, small, in_process_sides(path, scratch))
+    samples: dict[int, dict] = {size: {} for size in sizes}
+    in_process_order = ["pyyaml", "cold", "cached"]
+    fresh_order: list = ["pyyaml", *checkouts]
+    size_order = list(sizes)
+    for _ in range(repeat):
+        for size in size_order:
+            path, small, sides = files[size]
+            for name in in_process_order:
+                samples[size].setdefault(name, []).append(cpu_seconds(sides[name]))
+            if checkouts:
+                for side, seconds in fresh_round(path, small, fresh_order).items():
+                    samples[size].setdefault(("fresh", side), []).append(seconds)
+        in_process_order = in_process_order[1:] + in_process_order[:1]
+        fresh_order.reverse()
+        size_order.reverse()
+    first = sizes[0]
+    median = {size: {side: statistics.median(values) for side, values in samples[size].items()} for size in sizes}
+    for size in sizes:
+        times = median[size]
+        megabytes = files[size][0].stat().st_size / 1e6
+        growth = f"{times['cold'] / median[first]['cold']:6.1f}x ({size / first:g}x)"
+        row = (f"{shape:<17}{size:>7}{megabytes:>7.1f}{times['pyyaml']:>10.2f}{times['cold']:>9.2f}"
+               f"{times['cold'] / times['pyyaml']:>8.2f}x{times['cached']:>10.2f}"
+               f"{times['cached'] / times['pyyaml']:>10.2f}x{growth:>15}")
+        if checkouts:
+            baseline = times[("fresh", "pyyaml")]
+            this = ("fresh", checkouts[0])
+            fresh_growth = f"{times[this] / median[first][this]:6.1f}x ({size / first:g}x)"
+            row += f"{baseline:>23.2f}" + "".join(
+                f"{times[('fresh', side)]:>9.2f}{times[('fresh', side)] / baseline:>8.2f}x" for side in checkouts
+            ) + f"{fresh_growth:>15}"
+        print(row, flush=True)
 
 
 if __name__ == "__main__":
