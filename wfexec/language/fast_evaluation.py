@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 def fast_function(text: str) -> Callable[[Any], Any]:
     """The function `fast_source` wrote: the value, or MISSING where the engine must answer."""
     namespace = _namespace(lambda: MISSING)
-    exec(compile(_written_out(text), "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
+    source = "\n".join(_written_out(text))
+    exec(compile(source, "<fast path>", "exec"), namespace)  # noqa: S102 - our own generated code
     fast: Callable[[Any], Any] = namespace["fast"]  # defined by the code above
     return fast
 
@@ -36,7 +37,7 @@ def fast_evaluator(text: str, engine: Callable[[Any], Any], switch: list[bool]) 
     """The whole evaluation as one function: what `fast_source` wrote, asking `engine` itself where that cannot
     answer (or reads a state that is not as it assumes: TypeError, KeyError), and always while `switch[0]` is
     false. An expression is evaluated at every step, and a call less is a good part of its cost."""
-    lines = _written_out(text).splitlines()
+    lines = _written_out(text)
     assert lines[0] == "def fast(scope):", lines[0]
     body = "\n".join("        " + line for line in lines[1:] if line)
     source = ("def made(ENGINE, ON):\n"
@@ -64,8 +65,8 @@ RETURN_NUMBER = "RETURN_NUMBER"  # `RETURN_NUMBER v1`: return the number v1 as t
 RETURN_JSON = "RETURN_JSON"  # `RETURN_JSON v1`: return v1 as JSON would carry it, else the engine answers
 
 
-def _written_out(text: str) -> str:
-    """`text` with each of those lines replaced by the Python it stands for."""
+def _written_out(text: str) -> list[str]:
+    """The lines of `text`, each of those replaced by the Python lines it stands for."""
     lines: list[str] = []
     for line in text.split("\n"):
         statement = line.lstrip(" ")
@@ -77,7 +78,7 @@ def _written_out(text: str) -> str:
             lines += [indent + form.format(v=rest) for form in _ONE_VALUE_FORMS[word]]
         else:
             lines.append(line)
-    return "\n".join(lines)
+    return lines
 
 
 # By (its arguments): the same few names are read by many expressions of a workflow, at the same place in each.
