@@ -22,7 +22,7 @@ _BLOCKS = frozenset({"p", "div", "section", "article", "main", "header", "footer
 # Items: a line each, with no empty line between them.
 _ITEMS = frozenset({"li", "dt", "dd", "tr"})
 _HEADINGS = {f"h{level}": "#" * level + " " for level in range(1, 7)}
-_BLANKS = re.compile(r"[ \t\r\f\v]+")
+_BLANKS = re.compile(r"[ \t\n\r\f\v]+")  # a line break in the source is a blank too, as a browser shows it
 _BLANK_LINES = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")  # a run of empty lines: one empty line
 
 
@@ -95,8 +95,7 @@ class _PageText(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self.hidden:
             return
-        # Outside <pre>, a line break in the source is a blank, as a browser shows it.
-        text = data if self.preformatted else _BLANKS.sub(" ", data.replace("\n", " "))
+        text = data if self.preformatted else _BLANKS.sub(" ", data)
         self.emit(text)
         self.length += len(text.strip())
 
