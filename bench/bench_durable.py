@@ -176,7 +176,6 @@ def sqlite_floor(commits: int, synchronous: str) -> tuple[float, float]:
 def journal_rows_alone(commits: int, durability: str) -> tuple[float, float]:
     """(wall, CPU) seconds of the store journaling `commits` prepared step rows, one commit each, with no step run:
     the part of a durable step that is SQLite with wfexec's schema (its key, its columns) and the row's encoding."""
-
     with tempfile.TemporaryDirectory() as folder:
         store = opened_store(Path(folder) / "runs.db", durability)
         run_id = store.create_run(workflow_path="tick.yaml", workflow_name="tick", workflow_hash="", node_hashes={},

@@ -228,18 +228,20 @@ def measure_shape(shape: str, sizes: list[int], repeat: int, checkouts: list[Pat
     median = {size: {side: statistics.median(values) for side, values in samples[size].items()} for size in sizes}
     for size in sizes:
         times = median[size]
+
+        def growth(side) -> str:
+            """This size's time of `side` over the smallest size's, and the node-count ratio (linear: equal)."""
+            return f"{times[side] / median[first][side]:6.1f}x ({size / first:g}x)"
+
         megabytes = files[size][0].stat().st_size / 1e6
-        growth = f"{times['cold'] / median[first]['cold']:6.1f}x ({size / first:g}x)"
         row = (f"{shape:<17}{size:>7}{megabytes:>7.1f}{times['pyyaml']:>10.2f}{times['cold']:>9.2f}"
                f"{times['cold'] / times['pyyaml']:>8.2f}x{times['cached']:>10.2f}"
-               f"{times['cached'] / times['pyyaml']:>10.2f}x{growth:>15}")
+               f"{times['cached'] / times['pyyaml']:>10.2f}x{growth('cold'):>15}")
         if checkouts:
             baseline = times[("fresh", "pyyaml")]
-            this = ("fresh", checkouts[0])
-            fresh_growth = f"{times[this] / median[first][this]:6.1f}x ({size / first:g}x)"
             row += f"{baseline:>23.2f}" + "".join(
                 f"{times[('fresh', side)]:>9.2f}{times[('fresh', side)] / baseline:>8.2f}x" for side in checkouts
-            ) + f"{fresh_growth:>15}"
+            ) + f"{growth(('fresh', checkouts[0])):>15}"
         print(row, flush=True)
 
 
